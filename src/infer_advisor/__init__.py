@@ -1,0 +1,65 @@
+"""infer_advisor: plan, emit, quantize and benchmark LLM inference deployments.
+
+    >>> from infer_advisor import advise
+    >>> plan = advise(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB")
+    >>> plan.engine.name, plan.quantization.method
+    ('vllm', 'none')
+
+Public names are imported lazily so ``import infer_advisor`` stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "advise": "infer_advisor.plan",
+    "DeploymentPlan": "infer_advisor.plan",
+    "PlanRequest": "infer_advisor.plan",
+    "resolve_model": "infer_advisor.model_facts",
+    "ModelFacts": "infer_advisor.model_facts",
+    "resolve_hardware": "infer_advisor.hardware",
+    "HardwareFacts": "infer_advisor.hardware",
+    "quantize": "infer_advisor.quantize",
+    "bench": "infer_advisor.bench",
+}
+_ERRORS = (
+    "InferAdvisorError",
+    "ModelNotFoundError",
+    "ModelConfigError",
+    "UnsupportedArchitectureError",
+    "UnknownGPUError",
+    "HardwareSpecError",
+    "RuleFileError",
+    "DataFileError",
+    "RequestError",
+    "DoesNotFitError",
+    "EngineNotInstalledError",
+    "HubError",
+    "OutputExistsError",
+    "BenchmarkError",
+    "GPURequiredError",
+)
+__all__ = [*_LAZY, *_ERRORS, "__version__"]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .bench import bench
+    from .errors import *  # noqa: F403
+    from .hardware import HardwareFacts, resolve_hardware
+    from .model_facts import ModelFacts, resolve_model
+    from .plan import DeploymentPlan, PlanRequest, advise
+    from .quantize import quantize
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _ERRORS:
+        from . import errors
+
+        return getattr(errors, name)
+    raise AttributeError(f"module 'infer_advisor' has no attribute '{name}'")

@@ -1,0 +1,95 @@
+"""The typed result of the model-facts stage: what the rest of the pipeline may know about a model."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ModelSource = Literal["local", "hub", "catalog"]
+PreQuantization = Literal["awq", "gptq", "fp8", "compressed-tensors", "bitsandbytes", "other"]
+
+
+class ParamBreakdown(BaseModel):
+    """Parameters by how quantizers treat them. ``embedding + lm_head + linear + other == total``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    embedding: int = Field(description="Input token embedding parameters.")
+    lm_head: int = Field(description="Output projection parameters; 0 when tied to the embedding.")
+    linear: int = Field(
+        description="Weights of the Linear layers inside the decoder blocks (attention, MLP, experts): "
+        "what AWQ/GPTQ/int8/FP8 quantize."
+    )
+    other: int = Field(description="Norms, biases, routers and anything else kept in the original dtype.")
+    expert_linear: int = Field(
+        default=0, description="Part of `linear` in routed MoE experts (all experts, counted once)."
+    )
+
+
+class SafetensorsSummary(BaseModel):
+    """What the checkpoint's safetensors headers say, read without loading any tensor."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    num_tensors: int
+    num_parameters: int = Field(description="Sum of tensor element counts in the headers.")
+    bytes_by_dtype: dict[str, int] = Field(description="Bytes on disk per safetensors dtype (e.g. BF16, I32).")
+    total_bytes: int
+
+
+class ModelFacts(BaseModel):
+    """Everything the estimate, rules and emit stages may use about a model.
+
+    Built by :func:`infer_advisor.model_facts.resolve_model` from a local folder,
+    the Hub, or the embedded catalog (``source`` says which).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="The name as asked for (Hub id, catalog name or local path).")
+    source: ModelSource = Field(description="Which source answered: local, hub or catalog.")
+    architecture: str = Field(description="config.json `architectures[0]`, e.g. LlamaForCausalLM.")
+    model_type: str = Field(description="config.json `model_type`, e.g. llama.")
+    family: Literal["dense", "moe"] = "dense"
+    attention: Literal["mha", "gqa", "mqa", "mla"] = Field(description="Attention layout.")
+    num_parameters: int = Field(description="Total parameters, computed analytically from config.json.")
+    num_active_parameters: int = Field(description="Parameters touched per token (MoE: only the routed experts).")
+    params: ParamBreakdown
+    num_layers: int
+    hidden_size: int
+    intermediate_size: int = Field(description="Dense MLP width (MoE: per-expert width).")
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    max_position_embeddings: int = Field(description="Longest context the model supports.")
+    tie_word_embeddings: bool = False
+    num_experts: int = 0
+    num_experts_per_token: int = 0
+    num_shared_experts: int = 0
+    kv_cache_elements_per_token: int = Field(
+        description="KV elements stored per token over the full-attention layers "
+        "(2 x layers x kv_heads x head_dim; MLA: layers x (kv_lora_rank + rope dim)). Multiply by the KV dtype's bytes."
+    )
+    sliding_window: int | None = Field(default=None, description="Window of the sliding-attention layers.")
+    sliding_kv_elements_per_token: int = Field(
+        default=0, description="KV elements per token over sliding-window layers, held for at most `sliding_window` tokens."
+    )
+    torch_dtype: str = Field(default="bfloat16", description="The checkpoint's dtype from config.json.")
+    pre_quantized: PreQuantization | None = Field(
+        default=None, description="Quantization already applied to the checkpoint (config.json quantization_config)."
+    )
+    quantization_config: dict[str, Any] | None = None
+    safetensors: SafetensorsSummary | None = Field(
+        default=None, description="Header summary when a checkpoint was read (local or hub)."
+    )
+    config: dict[str, Any] = Field(default_factory=dict, exclude=True, repr=False)
+
+    @property
+    def params_billions(self) -> float:
+        return self.num_parameters / 1e9
+
+    def kv_cache_bytes_per_token(self, dtype_bytes: float) -> float:
+        """KV-cache bytes per token over the full-attention layers for a KV dtype of ``dtype_bytes``."""
+        return self.kv_cache_elements_per_token * dtype_bytes
