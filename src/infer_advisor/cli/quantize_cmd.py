@@ -1,0 +1,63 @@
+"""`infer-advisor quantize`: flags derived from :class:`infer_advisor.quantize.QuantizeRequest`.
+
+    infer-advisor quantize --model ./tiny-llama --method ct2-int8 --out ./tiny-ct2 [--eval] [--json]
+
+Exit codes: 0 done (check passed or could not run here), 1 the output was written but its runtime failed to
+load it, 2 a bad input (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "Quantize a model (AWQ, CTranslate2, GGUF) into a new directory."
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from ..quantize.results import QuantizeRequest
+    from ._derive import add_model_arguments
+
+    add_model_arguments(parser, QuantizeRequest)
+    parser.add_argument(
+        "--eval", dest="evaluate", action="store_true", default=argparse.SUPPRESS, help="Same as --evaluate."
+    )
+    parser.add_argument("--json", action="store_true", help="Print the result as JSON on stdout.")
+
+
+def _check_lines(result) -> list[str]:
+    check = result.check
+    lines = [f"check: {check.status}" + (f" [{check.runtime}]" if check.runtime else "")]
+    if check.loaded:
+        lines.append(f"  generated {check.tokens_generated} tokens (measured): {check.prompt!r} -> {check.sample_text!r}")
+    if check.perplexity_after is not None:
+        before = f"{check.perplexity_before:.3f}" if check.perplexity_before is not None else "n/a"
+        lines.append(
+            f"  perplexity on {check.eval_tokens} calibration tokens (measured): "
+            f"before {before}, after {check.perplexity_after:.3f}"
+        )
+    if check.detail:
+        lines.append(f"  {check.detail}")
+    return lines
+
+
+def run(ns: argparse.Namespace) -> int:
+    import sys
+
+    from ..quantize import run_request
+    from ..quantize.results import QuantizeRequest
+    from ._derive import model_from_namespace
+
+    request = model_from_namespace(QuantizeRequest, ns)
+    result = run_request(request)
+    if ns.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        print(result.summary())
+        for line in _check_lines(result):
+            print(line)
+        for note in result.notes:
+            print(f"note: {note}")
+    if result.check.status == "failed":
+        print(f"error: the output was written but did not load: {result.check.detail}", file=sys.stderr)
+        return 1
+    return 0
