@@ -31,14 +31,29 @@ class GPUInfo(BaseModel):
     )
     mig_enabled: bool | None = None
     source: FigureSource = "catalog"
+    # Added fields (append-only): where each figure came from, and what the catalog says about the entry.
+    figure_sources: dict[str, FigureSource] = Field(
+        default_factory=dict,
+        description="Per figure (field name or 'tflops'), whether NVML measured it ('probe') or the catalog gave it.",
+    )
+    probed_name: str | None = Field(default=None, description="The device name exactly as NVML reported it.")
+    aliases: list[str] = Field(default_factory=list, description="Other names that resolve to this catalog entry.")
+    memory_type: str | None = Field(default=None, description="DRAM kind from the catalog, e.g. HBM3e, GDDR6X.")
+    nvlink_active_links: int | None = Field(default=None, description="Active NVLink links when probed.")
+    catalog_source: str | None = Field(
+        default=None, description="Datasheet or document the catalog figures come from (None: not in the catalog)."
+    )
+    catalog_notes: str | None = Field(default=None, description="Caveats the catalog records for this GPU.")
 
 
 class CPUInfo(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    cores: int
-    memory_bytes: int
-    name: str | None = None
+    cores: int = Field(description="Logical CPU cores (what os.cpu_count() reports).")
+    memory_bytes: int = Field(description="Total RAM in bytes.")
+    name: str | None = Field(default=None, description="CPU model name, when the OS says.")
+    physical_cores: int | None = Field(default=None, description="Physical cores, when psutil can tell.")
+    available_memory_bytes: int | None = Field(default=None, description="RAM available when probed.")
 
 
 class HardwareFacts(BaseModel):
@@ -52,6 +67,8 @@ class HardwareFacts(BaseModel):
     cpu: CPUInfo | None = None
     source: FigureSource = Field(description="probe: NVML/psutil on this machine; catalog: named with --gpu.")
     notes: list[str] = Field(default_factory=list, description="What the probe could not do, in words.")
+    driver_version: str | None = Field(default=None, description="NVIDIA driver version when probed.")
+    spec: str | None = Field(default=None, description="The hardware spec this was resolved from, e.g. 'H100-80GB:8x2'.")
 
     @property
     def gpus_per_node(self) -> int:
