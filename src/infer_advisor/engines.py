@@ -1,0 +1,77 @@
+"""Engine profiles (``data/engines.yaml``): versions, images, ports and memory accounting per engine.
+
+    >>> from infer_advisor.engines import engine_profile
+    >>> engine_profile("vllm").memory_fraction
+    0.9
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._data import load_validated
+from ._paths import shipped
+
+EngineName = Literal["vllm", "sglang", "tgi", "ctranslate2", "llama.cpp", "transformers"]
+ENGINE_NAMES: tuple[str, ...] = ("vllm", "sglang", "tgi", "ctranslate2", "llama.cpp", "transformers")
+
+
+class EngineProfile(BaseModel):
+    """One engine's fixed facts; each figure has a ``*_source`` sibling saying where it came from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = ""
+    display: str
+    version: str = Field(description="Engine version the templates and flags target.")
+    image: str = Field(description="Official container image, pinned (never latest).")
+    http_server: bool
+    health_path: str | None
+    port: int | None
+    memory_accounting: Literal["reserve", "peak"]
+    memory_fraction: float = Field(gt=0, le=1)
+    memory_fraction_source: str
+    non_torch_bytes: int = Field(ge=0)
+    non_torch_source: str
+    nccl_bytes: int = Field(ge=0)
+    nccl_source: str
+    cuda_graph_bytes: int = Field(ge=0)
+    cuda_graph_source: str
+    max_num_batched_tokens: int = Field(ge=0)
+    max_num_batched_tokens_source: str
+    max_num_seqs: int = Field(gt=0)
+    max_num_seqs_source: str
+    block_size: int = Field(gt=0)
+    block_size_source: str
+    min_compute_capability: float
+    min_compute_capability_source: str
+    runs_on: list[Literal["gpu", "cpu"]]
+    quantizations: list[str] = Field(description="Weight formats the engine loads (see data/formats.yaml).")
+    maintenance_note: str | None = None
+    kv_preallocated: bool = Field(default=False, description="KV for every slot's full context is allocated at start (llama.cpp n_ctx).")
+
+
+class _EngineFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    engines: dict[str, EngineProfile]
+
+
+@cache
+def engine_profiles() -> dict[str, EngineProfile]:
+    data = load_validated(shipped("data") / "engines.yaml", _EngineFile)
+    return {name: p.model_copy(update={"name": name}) for name, p in data.engines.items()}
+
+
+def engine_profile(name: str) -> EngineProfile:
+    from .errors import RequestError, close_matches
+
+    profiles = engine_profiles()
+    if name not in profiles:
+        hint = close_matches(name, profiles)
+        raise RequestError(
+            f"Unknown engine '{name}'." + (f" Did you mean '{hint[0]}'?" if hint else "") + f" Choose from {', '.join(profiles)}."
+        )
+    return profiles[name]

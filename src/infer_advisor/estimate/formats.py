@@ -1,0 +1,68 @@
+"""Weight formats and dtypes (``data/formats.yaml``): bytes per parameter group, nothing else."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._data import load_validated
+from .._paths import shipped
+
+ParamGroup = Literal["linear", "lm_head", "embedding"]
+
+
+class WeightFormat(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    bits: float | None = Field(description="Bits per quantized weight; null keeps the model dtype.")
+    group_size: int | None = None
+    scale_bytes: float = 0
+    zero_bytes: float = 0
+    quantizes: list[ParamGroup] = Field(default_factory=list)
+    source: str
+
+
+class DType(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    bytes: float
+    source: str
+
+
+class ActivationModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    hidden_copies: float
+    intermediate_copies: float
+    logits_bytes_per_vocab_entry: float
+    source: str
+
+
+class FormatsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    formats: dict[str, WeightFormat]
+    dtypes: dict[str, DType]
+    activation: ActivationModel
+
+
+@cache
+def formats() -> FormatsFile:
+    return load_validated(shipped("data") / "formats.yaml", FormatsFile)
+
+
+def dtype_bytes(name: str) -> float:
+    from ..errors import RequestError
+
+    table = formats().dtypes
+    if name not in table:
+        raise RequestError(f"Unknown dtype '{name}'. Choose from {', '.join(table)}.")
+    return table[name].bytes
+
+
+def weight_format(name: str) -> WeightFormat:
+    from ..errors import RequestError
+
+    table = formats().formats
+    if name not in table:
+        raise RequestError(f"Unknown weight format '{name}'. Choose from {', '.join(table)}.")
+    return table[name]

@@ -1,0 +1,218 @@
+"""The memory model: the only place where bytes are added up.
+
+    >>> est = estimate_memory(model, gpu_memory_bytes=80 * 2**30, engine=engine_profile("vllm"),
+    ...                       context=4096, concurrency=8)
+    >>> est.kv_cache_tokens, est.fits
+
+Per GPU, under tensor parallelism ``tp`` and pipeline parallelism ``pp``:
+
+- weights: decoder blocks split ``tp x pp`` ways; the embedding and lm_head split ``tp`` ways and, with
+  ``pp > 1``, held by the first and last stage (the larger of the two counts).
+- KV cache per token: full-attention layers split over ``pp`` stages and KV heads over ``tp`` ranks (a
+  rank holds at least one KV head, so ``tp > kv_heads`` replicates); MLA's latent is replicated on every
+  TP rank, as vLLM does. Sliding-window layers hold at most ``sliding_window`` tokens per sequence.
+- activation peak over ``max_num_batched_tokens`` tokens (or a whole batch's prompts for engines without
+  chunked prefill), plus fp32 logits for the sampled rows.
+- overheads from the engine profile: non-torch memory (CUDA context, library workspaces), CUDA graphs, NCCL.
+
+Two accountings (engine profile ``memory_accounting``):
+
+- ``reserve`` (vLLM, SGLang, TGI): the engine takes ``memory_fraction x total``; the KV cache gets what is
+  left after weights, activations and overheads. ``kv_cache_tokens`` is the capacity vLLM prints as
+  'GPU KV cache size: N tokens'. ``total_bytes_per_gpu`` is the reservation.
+- ``peak`` (transformers, CTranslate2, llama.cpp): the KV cache is what ``concurrency x context`` needs;
+  ``total_bytes_per_gpu`` is the expected peak.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..engines import EngineProfile
+from ..model_facts.facts import ModelFacts
+from .formats import dtype_bytes, formats, weight_format
+
+
+class MemoryEstimate(BaseModel):
+    """Bytes per GPU for one layout; every figure here is ``estimated`` by this model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(default="estimated", description="Where these figures came from.")
+    accounting: str = Field(description="reserve (engine pre-allocates a fraction) or peak (grows as needed).")
+    gpu_memory_bytes: int = Field(description="Total memory of one GPU (or the host RAM on CPU).")
+    budget_bytes_per_gpu: int = Field(description="What the engine may use: memory_fraction x total for reserve engines.")
+    weights_bytes: int = Field(description="All weights of the model in the chosen format.")
+    weights_bytes_per_gpu: int
+    kv_cache_bytes_per_token: float = Field(description="KV bytes per token for the whole model (full-attention layers).")
+    kv_cache_bytes_per_token_per_gpu: float
+    activation_bytes_per_gpu: int = Field(description="Activation/workspace peak of one forward pass.")
+    overhead_bytes_per_gpu: dict[str, int] = Field(description="Non-torch memory, CUDA graphs, NCCL.")
+    kv_cache_bytes_per_gpu: int = Field(description="Reserve: left for KV after the rest. Peak: needed for concurrency x context.")
+    kv_cache_tokens: int = Field(description="KV capacity in tokens (whole model) at the chosen context.")
+    required_kv_tokens: int = Field(description="KV tokens the plan needs: concurrency x typical request tokens, at least one full context.")
+    total_bytes_per_gpu: int = Field(description="Reserve: the engine's reservation. Peak: the expected peak.")
+    max_concurrency: int = Field(description="Requests of the full context that fit at once.")
+    needed_bytes_per_gpu: int = Field(default=0, description="Weights + activations + overheads + the KV the plan needs.")
+    max_context: int = Field(description="Longest context that fits at the requested concurrency (capped by the model).")
+    fits: bool = Field(description="Weights and overheads fit, and the KV cache holds concurrency x context.")
+    shortfall_bytes_per_gpu: int = Field(default=0, description="How much more memory per GPU a fit would need.")
+
+
+def _group_bytes(model: ModelFacts, fmt_name: str, dtype: str, group_size: int | None) -> dict[str, float]:
+    """Bytes of each parameter group (embedding, lm_head, linear, other) in the chosen format."""
+    fmt = weight_format(fmt_name)
+    base = dtype_bytes(dtype)
+    p = model.params
+    counts = {"embedding": p.embedding, "lm_head": p.lm_head, "linear": p.linear, "other": p.other}
+    out: dict[str, float] = {}
+    for group, n in counts.items():
+        if fmt.bits is not None and group in fmt.quantizes:
+            per = fmt.bits / 8
+            g = group_size or fmt.group_size
+            if g:
+                per += (fmt.scale_bytes + fmt.zero_bytes) / g
+            out[group] = n * per
+        else:
+            out[group] = n * base
+    return out
+
+
+def weights_bytes(model: ModelFacts, quantization: str = "none", dtype: str = "bfloat16", group_size: int | None = None) -> int:
+    """All weight bytes of ``model`` in format ``quantization`` with unquantized parts in ``dtype``."""
+    return int(sum(_group_bytes(model, quantization, dtype, group_size).values()))
+
+
+def kv_bytes_per_token_per_gpu(model: ModelFacts, kv_bytes: float, tp: int, pp: int) -> tuple[float, float]:
+    """(full-attention, sliding-window) KV bytes per token on one GPU."""
+    if model.attention == "mla":
+        share = 1.0  # the latent is replicated on every TP rank
+    else:
+        per_rank_heads = max(model.num_kv_heads // tp, 1)
+        share = per_rank_heads / model.num_kv_heads
+    full = model.kv_cache_elements_per_token * kv_bytes * share / pp
+    sliding = model.sliding_kv_elements_per_token * kv_bytes * share / pp
+    return full, sliding
+
+
+def _kv_bytes_for(full: float, sliding: float, window: int | None, context: int, sequences: int) -> float:
+    held = min(context, window) if window else context
+    return sequences * (context * full + held * sliding)
+
+
+def estimate_memory(
+    model: ModelFacts,
+    *,
+    gpu_memory_bytes: int,
+    engine: EngineProfile,
+    quantization: str = "none",
+    dtype: str = "bfloat16",
+    kv_cache_dtype: str = "auto",
+    tp: int = 1,
+    pp: int = 1,
+    context: int,
+    concurrency: int = 1,
+    request_tokens: int | None = None,
+    input_tokens: int | None = None,
+    max_num_batched_tokens: int | None = None,
+    memory_fraction: float | None = None,
+    group_size: int | None = None,
+    on_gpu: bool = True,
+) -> MemoryEstimate:
+    """Estimate per-GPU memory for one layout. See the module docstring for the accounting.
+
+    ``context`` is the longest request (max_model_len); ``request_tokens`` the tokens a typical request
+    holds (default: ``context``). A fit needs room for one request of ``context`` tokens and for
+    ``concurrency`` requests of ``request_tokens``; engines that pre-allocate per-slot context
+    (llama.cpp) need ``concurrency x context``.
+    """
+    request_tokens = min(request_tokens or context, context)
+    if engine.kv_preallocated:  # every slot gets the full context at start-up
+        request_tokens = context
+        concurrency = min(concurrency, engine.max_num_seqs)
+    groups = _group_bytes(model, quantization, dtype, group_size)
+    total_weights = sum(groups.values())
+    blocks = groups["linear"] + groups["other"]
+    ends = max(groups["embedding"], groups["lm_head"]) if pp > 1 else groups["embedding"] + groups["lm_head"]
+    weights_gpu = blocks / (tp * pp) + ends / tp
+
+    kv_b = dtype_bytes(dtype) if kv_cache_dtype == "auto" else dtype_bytes(kv_cache_dtype)
+    full_tok, slide_tok = kv_bytes_per_token_per_gpu(model, kv_b, tp, pp)
+    window = model.sliding_window
+
+    act = formats().activation
+    reserve = engine.memory_accounting == "reserve"
+    if reserve or engine.max_num_batched_tokens:
+        tokens = max_num_batched_tokens or engine.max_num_batched_tokens
+        sampled_rows = min(concurrency, engine.max_num_seqs)
+    else:  # no chunked prefill: the whole batch's prompts in one forward
+        tokens = concurrency * min(input_tokens or context, context)
+        sampled_rows = concurrency
+    act_b = dtype_bytes(dtype)
+    layer_act = tokens * (act.hidden_copies * model.hidden_size + act.intermediate_copies * model.intermediate_size / tp) * act_b
+    logits = sampled_rows * model.vocab_size * act.logits_bytes_per_vocab_entry / tp
+    activation = layer_act + logits
+
+    overheads = {
+        "non_torch": engine.non_torch_bytes if on_gpu else 0,
+        "cuda_graphs": engine.cuda_graph_bytes if on_gpu else 0,
+        "nccl": engine.nccl_bytes if (on_gpu and tp * pp > 1) else 0,
+    }
+    fixed = weights_gpu + activation + sum(overheads.values())
+    fraction = memory_fraction if memory_fraction is not None else engine.memory_fraction
+    budget = gpu_memory_bytes * (fraction if reserve else 1.0)
+    required_tokens = max(concurrency * request_tokens, context)
+    per_seq_at_context = _kv_bytes_for(full_tok, slide_tok, window, context, 1)
+    kv_needed = max(_kv_bytes_for(full_tok, slide_tok, window, request_tokens, concurrency), per_seq_at_context)
+
+    if reserve:
+        kv_space = max(budget - fixed, 0.0)
+        total = budget
+    else:
+        kv_space = kv_needed
+        total = fixed + kv_space
+    free_for_kv = max(budget - fixed, 0.0)
+
+    # Capacity in tokens at this context (vLLM rounds down to whole blocks).
+    per_token_at_context = per_seq_at_context / context if context else full_tok
+    capacity = int(free_for_kv // per_token_at_context) if per_token_at_context > 0 else 0
+    block = engine.block_size if reserve else 1
+    capacity -= capacity % block
+    max_concurrency = int(free_for_kv // per_seq_at_context) if per_seq_at_context > 0 else 0
+
+    # Longest context at the requested concurrency (solve the piecewise-linear KV size).
+    sharing = concurrency if request_tokens >= context else 1  # typical requests shorter than context leave it to one
+    per_seq_budget = max(free_for_kv - (0 if sharing > 1 else _kv_bytes_for(full_tok, slide_tok, window, request_tokens, concurrency - 1)), 0.0) / max(sharing, 1)
+    if window and context > window:
+        extra = per_seq_budget - window * slide_tok
+        max_ctx = int(extra // full_tok) if full_tok > 0 else model.max_position_embeddings
+    else:
+        max_ctx = int(per_seq_budget // (full_tok + slide_tok)) if (full_tok + slide_tok) > 0 else model.max_position_embeddings
+    max_ctx = max(0, min(max_ctx, model.max_position_embeddings))
+
+    need = fixed + kv_needed
+    fits = need <= budget
+    shortfall = 0 if fits else int(math.ceil(need - budget))
+
+    return MemoryEstimate(
+        accounting=engine.memory_accounting,
+        gpu_memory_bytes=int(gpu_memory_bytes),
+        budget_bytes_per_gpu=int(budget),
+        weights_bytes=int(total_weights),
+        weights_bytes_per_gpu=int(weights_gpu),
+        kv_cache_bytes_per_token=model.kv_cache_elements_per_token * kv_b,
+        kv_cache_bytes_per_token_per_gpu=full_tok,
+        activation_bytes_per_gpu=int(activation),
+        overhead_bytes_per_gpu=overheads,
+        kv_cache_bytes_per_gpu=int(kv_space),
+        kv_cache_tokens=capacity,
+        required_kv_tokens=required_tokens,
+        total_bytes_per_gpu=int(total),
+        max_concurrency=max_concurrency,
+        max_context=max_ctx,
+        fits=fits,
+        shortfall_bytes_per_gpu=shortfall,
+        needed_bytes_per_gpu=int(need),
+    )

@@ -1,0 +1,343 @@
+"""`advise()`: model facts + hardware facts + rules + memory model -> DeploymentPlan."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .._data import format_validation_error, load_validated
+from .._paths import shipped
+from ..errors import RequestError
+from ..estimate.formats import weight_format
+from ..hardware.facts import HardwareFacts
+from ..model_facts.facts import ModelFacts
+from ..rules.evaluate import Trace
+from ..rules.loader import load_rules
+from .facts import base_facts
+from .models import (
+    Decision,
+    DeploymentPlan,
+    EngineConfig,
+    GPUSummary,
+    HardwareSummary,
+    MemoryPlan,
+    ModelSummary,
+    Parallelism,
+    QuantizationPlan,
+    RuleTrace,
+)
+from .request import PlanRequest
+from .search import Choice, search
+
+
+class Defaults(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    concurrency: dict[str, int]
+    concurrency_source: str
+    cpu_concurrency: int
+    input_tokens: int
+    output_tokens: int
+    workload_source: str
+    min_useful_context: int
+    min_useful_context_source: str
+    cpu_memory_fraction: float
+    cpu_memory_fraction_source: str
+    tensor_parallel_sizes: list[int]
+    tensor_parallel_sizes_source: str
+
+
+@cache
+def defaults() -> Defaults:
+    return load_validated(shipped("data") / "defaults.yaml", Defaults)
+
+
+def advise(
+    model: str | None = None,
+    *,
+    request: PlanRequest | None = None,
+    explain: bool = False,
+    model_facts: ModelFacts | None = None,
+    hardware: HardwareFacts | None = None,
+    **options: Any,
+) -> DeploymentPlan:
+    """Recommend how to deploy ``model``: engine, quantization, dtype, parallelism, memory and speed.
+
+        >>> from infer_advisor import advise
+        >>> plan = advise(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB")
+        >>> plan.engine.name, plan.parallelism.tensor_parallel_size
+        ('vllm', 1)
+        >>> plan.render("docker", out="deploy/")          # Dockerfile + README
+
+    Args:
+        model: Hub id, local folder or catalog name. Every other :class:`PlanRequest` field is a keyword
+            (``gpu="H100-80GB:8"``, ``goal="latency"``, ``context=8192``, ``rules="my-rules/"`` ...).
+        request: a ready :class:`PlanRequest` instead of keywords.
+        explain: keep every rule considered (matched or not) in ``plan.explain``.
+        model_facts, hardware: pre-resolved facts (skips the model/hardware stages; used by tools and tests).
+
+    An impossible request returns a plan with ``feasible=False``, the reason and a ``suggestion``;
+    bad input raises an :class:`~infer_advisor.errors.InferAdvisorError` subclass.
+    """
+    if request is None:
+        if model is not None:
+            options["model"] = model
+        try:
+            request = PlanRequest(**options)
+        except ValidationError as err:
+            raise RequestError(format_validation_error(err)) from None
+    if model_facts is None:
+        from ..model_facts import resolve_model
+
+        model_facts = resolve_model(request.model, revision=request.revision, source=request.model_source)
+    if hardware is None:
+        from ..hardware import resolve_hardware
+
+        hardware = resolve_hardware(request.gpu)
+    return _plan(request, model_facts, hardware, explain)
+
+
+def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: bool) -> DeploymentPlan:
+    d = defaults()
+    if request.context and request.context > model.max_position_embeddings:
+        raise RequestError(
+            f"--context {request.context} exceeds {model.name}'s max_position_embeddings ({model.max_position_embeddings}); "
+            f"use --context {model.max_position_embeddings} or less."
+        )
+    concurrency = request.concurrency or (d.cpu_concurrency if hw.kind == "cpu" else d.concurrency[request.goal])
+    context = request.context or model.max_position_embeddings
+    input_tokens = request.input_tokens or min(d.input_tokens, context)
+    output_tokens = request.output_tokens or d.output_tokens
+    request_tokens = request.context or (input_tokens + output_tokens)
+    rules = load_rules(request.rules)
+    facts = base_facts(model, hw, request, concurrency, context)
+    trace: list[Trace] | None = [] if explain else None
+    result = search(
+        model, hw, request, rules, facts,
+        concurrency=concurrency, context=context, input_tokens=input_tokens,
+        request_tokens=request_tokens,
+        min_context=d.min_useful_context, tp_sizes=d.tensor_parallel_sizes,
+        cpu_fraction=d.cpu_memory_fraction, trace=trace,
+    )
+    warnings = list(hw.notes)
+    choice = result.choice
+    feasible = choice is not None
+    reason = suggestion = None
+    if choice is None:
+        choice = result.best_effort
+        reason = _why_not(model, hw, request, result)
+        suggestion = _suggest_hardware(request, model) if choice is not None or not result.forbidden else None
+        if choice is None:
+            # Nothing was even allowed: explain with the first forbidding rule, keep the plan shape.
+            from ..engines import engine_profile  # noqa: F401  (profiles loaded by search)
+            raise_from = result.forbidden[0].blocked_by if result.forbidden else None
+            detail = f" (rule {raise_from.id}: {raise_from.reason})" if raise_from else ""
+            raise RequestError(f"No engine can serve {model.name} on {_hw_words(hw)} with these options{detail}.")
+    perf = _performance(request, model, hw, choice, concurrency, input_tokens, output_tokens)
+    if choice.context_lowered:
+        warnings.append(
+            f"max_model_len lowered from {context} to {choice.context}: the KV cache holds {choice.memory.kv_cache_tokens} tokens, "
+            f"not {concurrency} x {context} (raise GPUs, use --kv-cache-dtype fp8, or lower --concurrency)."
+        )
+    if choice.concurrency_lowered:
+        warnings.append(
+            f"{concurrency} concurrent requests of ~{min(request_tokens, choice.context)} tokens do not fit: the KV cache holds "
+            f"{choice.memory.kv_cache_tokens} tokens; expect queueing beyond about "
+            f"{max(choice.memory.kv_cache_tokens // max(min(request_tokens, choice.context), 1), 1)} requests (add GPUs or quantize to serve more)."
+        )
+    if choice.profile.maintenance_note:
+        warnings.append(choice.profile.maintenance_note)
+    decisions = _decisions(choice, result)
+    return DeploymentPlan(
+        feasible=feasible,
+        infeasible_reason=reason,
+        suggestion=suggestion,
+        request=request,
+        model=ModelSummary(
+            name=model.name, source=model.source, architecture=model.architecture, family=model.family,
+            num_parameters=model.num_parameters, num_active_parameters=model.num_active_parameters,
+            max_position_embeddings=model.max_position_embeddings, torch_dtype=model.torch_dtype,
+            pre_quantized=model.pre_quantized, path=model.name if model.source == "local" else None,
+        ),
+        hardware=_hardware_summary(hw),
+        engine=_engine_config(request, model, choice, concurrency),
+        quantization=_quantization(model, choice),
+        dtype=choice.dtype.value,
+        parallelism=Parallelism(
+            tensor_parallel_size=choice.layout.tp,
+            pipeline_parallel_size=choice.layout.pp,
+            nodes=choice.layout.nodes,
+            replicas=max(hw.total_gpus // choice.layout.gpus, 1) if hw.kind == "gpu" else 1,
+            executor="ray" if choice.layout.nodes > 1 else ("mp" if hw.kind == "gpu" else "none"),
+        ),
+        memory=MemoryPlan(**choice.memory.model_dump()),
+        performance=perf,
+        decisions=decisions,
+        warnings=warnings,
+        explain=[RuleTrace(rule_id=t.rule.id, decides=t.rule.decides, matched=t.matched, applied_to=t.applied_to, why=t.why) for t in trace]
+        if trace is not None
+        else None,
+    )
+
+
+def _hw_words(hw: HardwareFacts) -> str:
+    if hw.kind == "cpu":
+        return "CPU"
+    n = f"{hw.gpus_per_node}x " if hw.gpus_per_node > 1 else ""
+    nodes = f" x {hw.nodes} nodes" if hw.nodes > 1 else ""
+    return f"{n}{hw.gpu.name}{nodes}"
+
+
+def _hardware_summary(hw: HardwareFacts) -> HardwareSummary:
+    return HardwareSummary(
+        kind=hw.kind,
+        gpus=[
+            GPUSummary(
+                name=g.name, memory_bytes=g.memory_bytes, compute_capability=g.compute_capability,
+                memory_bandwidth_bytes_per_s=g.memory_bandwidth_bytes_per_s, interconnect=g.interconnect, source=g.source,
+            )
+            for g in hw.gpus
+        ],
+        gpus_per_node=hw.gpus_per_node,
+        nodes=hw.nodes,
+        cpu_cores=hw.cpu.cores if hw.cpu else None,
+        cpu_memory_bytes=hw.cpu.memory_bytes if hw.cpu else None,
+        source=hw.source,
+        notes=list(hw.notes),
+    )
+
+
+def _engine_config(request: PlanRequest, model: ModelFacts, c: Choice, concurrency: int) -> EngineConfig:
+    p = c.profile
+    reserve = p.memory_accounting == "reserve"
+    max_seqs = p.max_num_seqs if request.goal != "latency" else max(concurrency, 1)
+    alternative = {"vllm": "sglang", "sglang": "vllm", "tgi": "vllm", "ctranslate2": "vllm"}.get(p.name)
+    return EngineConfig(
+        name=p.name,
+        version=p.version,
+        image=p.image,
+        http_server=p.http_server,
+        port=p.port,
+        health_path=p.health_path,
+        max_model_len=c.context,
+        max_num_seqs=max_seqs,
+        max_num_batched_tokens=(request.max_num_batched_tokens or p.max_num_batched_tokens) or None,
+        gpu_memory_utilization=(request.gpu_memory_utilization or p.memory_fraction) if reserve else None,
+        kv_cache_dtype=c.kv_cache_dtype.value,
+        served_model_name=model.name.rstrip("/").split("/")[-1] if model.source == "local" else model.name,
+        alternative=alternative,
+    )
+
+
+def _quantization(model: ModelFacts, c: Choice) -> QuantizationPlan:
+    method = c.quantization.value
+    fmt = weight_format(method)
+    pre = model.pre_quantized is not None
+    # Let vLLM/SGLang detect pre-quantized checkpoints (they pick awq_marlin/gptq_marlin themselves);
+    # pass --quantization only for on-the-fly methods.
+    flag = method if (method in {"fp8"} and not pre and c.profile.name in {"vllm", "sglang"}) else None
+    needs_step = not pre and method not in {"none", "fp8"}
+    return QuantizationPlan(
+        method=method, bits=fmt.bits, group_size=fmt.group_size, pre_quantized=pre, engine_flag=flag, needs_quantize_step=needs_step
+    )
+
+
+def _decisions(c: Choice, result) -> list[Decision]:
+    out: list[Decision] = []
+    seen: set[tuple[str, str]] = set()
+
+    def add(rule, decides: str, value: str) -> None:
+        key = (rule.id, value)
+        if key not in seen:
+            seen.add(key)
+            out.append(Decision(rule_id=rule.id, decides=decides, value=value, effect=rule.effect, reason=rule.reason, source=rule.source))
+
+    for decides, verdict in (("engine", c.engine), ("dtype", c.dtype), ("kv_cache_dtype", c.kv_cache_dtype), ("quantization", c.quantization)):
+        for rule in verdict.matched:
+            add(rule, decides, str(verdict.value))
+    for rule in c.layout_verdict.matched:
+        add(rule, "layout", str(c.layout))
+    for v in result.forbidden:
+        if v.blocked_by:
+            add(v.blocked_by, v.blocked_by.decides, f"not {v.value}")
+    out.append(
+        Decision(
+            rule_id="memory.fit", decides="layout", value=str(c.layout), effect="set",
+            reason=f"highest-ranked {c.quantization.value} layout whose memory fits: {c.memory.total_bytes_per_gpu / 2**30:.1f} GiB "
+            f"per GPU of {c.memory.gpu_memory_bytes / 2**30:.1f} GiB, KV cache {c.memory.kv_cache_tokens} tokens",
+            source="estimate.memory (estimated)",
+        )
+    )
+    if c.context_lowered:
+        out.append(
+            Decision(
+                rule_id="memory.context-lowered", decides="context", value=str(c.context), effect="set",
+                reason="the requested context does not fit at the requested concurrency; max_model_len lowered to what fits",
+                source="estimate.memory (estimated)",
+            )
+        )
+    return out
+
+
+def _why_not(model: ModelFacts, hw: HardwareFacts, request: PlanRequest, result) -> str:
+    parts = []
+    be = result.best_effort
+    if be is not None:
+        m = be.memory
+        device = "the CPU memory" if hw.kind == "cpu" else f"each {hw.gpu.name}"
+        parts.append(
+            f"{model.name} in {be.quantization.value} at {be.layout} needs {m.needed_bytes_per_gpu / 2**30:.1f} GiB per device "
+            f"(weights {m.weights_bytes_per_gpu / 2**30:.1f}, KV for {m.required_kv_tokens} tokens, activations and overheads) "
+            f"but {device} offers {m.budget_bytes_per_gpu / 2**30:.1f} GiB"
+        )
+    for v in result.forbidden[:3]:
+        if v.blocked_by and (request.engine != "auto" or request.quantization != "auto"):
+            parts.append(f"{v.value} refused by rule {v.blocked_by.id}: {v.blocked_by.reason}")
+    parts.extend(result.rejected[:2] if not parts else [])
+    return "; ".join(parts) or "no allowed engine, quantization and layout fits"
+
+
+def _suggest_hardware(request: PlanRequest, model: ModelFacts) -> str | None:
+    from ..hardware import gpu_catalog
+    from ..hardware.facts import HardwareFacts as HF
+
+    d = defaults()
+    concurrency = request.concurrency or d.concurrency[request.goal]
+    context = request.context or model.max_position_embeddings
+    rules = load_rules(request.rules)
+    options = []
+    for gpu in gpu_catalog():
+        for count in (1, 2, 4, 8):
+            for nodes in (1, 2, 4):
+                options.append((gpu.memory_bytes * count * nodes, nodes, count, gpu))
+    options.sort(key=lambda o: (o[0], o[1], o[2], o[3].name))
+    for _, nodes, count, gpu in options:
+        hw = HF(kind="gpu", gpus=[gpu] * count, nodes=nodes, source="catalog")
+        facts = base_facts(model, hw, request, concurrency, context)
+        r = search(
+            model, hw, request, rules, facts, concurrency=concurrency, context=context,
+            input_tokens=request.input_tokens or d.input_tokens,
+            request_tokens=request.context or ((request.input_tokens or d.input_tokens) + (request.output_tokens or d.output_tokens)),
+            min_context=d.min_useful_context,
+            tp_sizes=d.tensor_parallel_sizes, cpu_fraction=d.cpu_memory_fraction, trace=None,
+        )
+        if r.choice is not None:
+            spec = f"{gpu.name}:{count}" + (f"x{nodes}" if nodes > 1 else "")
+            return f"--gpu {spec} ({r.choice.profile.display}, {r.choice.quantization.value}, {r.choice.layout})"
+    return None
+
+
+def _performance(request, model, hw, choice: Choice, concurrency, input_tokens, output_tokens):
+    from ..estimate import speed
+
+    fn = getattr(speed, "estimate_speed", None)
+    if fn is None:
+        return None
+    return fn(
+        model, hw, engine=choice.profile.name, quantization=choice.quantization.value, dtype=choice.dtype.value,
+        tp=choice.layout.tp, pp=choice.layout.pp, memory=choice.memory, concurrency=concurrency,
+        input_tokens=input_tokens, output_tokens=output_tokens,
+        calibration=Path(request.calibration) if request.calibration else None,
+    )

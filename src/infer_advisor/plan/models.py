@@ -1,0 +1,137 @@
+"""The plan: the typed result of :func:`infer_advisor.advise`, and the stable JSON contract.
+
+``DeploymentPlan.model_dump(mode="json")`` is what `infer-advisor plan --json` prints and
+``DeploymentPlan.model_json_schema()`` is the published schema (`infer-advisor schema`). Fields are
+added over time, never renamed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..estimate.memory import MemoryEstimate
+from ..estimate.speed import PerformanceEstimate
+from .request import PlanRequest
+
+SCHEMA_VERSION = "1"
+
+
+class ModelSummary(BaseModel):
+    name: str
+    source: Literal["local", "hub", "catalog"] = Field(description="Which source answered: local, hub or catalog.")
+    architecture: str
+    family: str
+    num_parameters: int
+    num_active_parameters: int
+    max_position_embeddings: int
+    torch_dtype: str
+    pre_quantized: str | None = None
+    path: str | None = Field(default=None, description="Local directory when the model was read from disk.")
+
+
+class GPUSummary(BaseModel):
+    name: str
+    memory_bytes: int
+    compute_capability: float
+    memory_bandwidth_bytes_per_s: float
+    interconnect: str
+    source: str = Field(description="probe (NVML on this machine) or catalog.")
+
+
+class HardwareSummary(BaseModel):
+    kind: Literal["gpu", "cpu"]
+    gpus: list[GPUSummary] = Field(description="GPUs of one node (all identical).")
+    gpus_per_node: int
+    nodes: int
+    cpu_cores: int | None = None
+    cpu_memory_bytes: int | None = None
+    source: str
+    notes: list[str] = Field(default_factory=list)
+
+
+class MemoryPlan(MemoryEstimate):
+    """The memory model's figures for the chosen layout (all ``estimated``)."""
+
+
+class EngineConfig(BaseModel):
+    name: str = Field(description="vllm, sglang, tgi, ctranslate2, llama.cpp or transformers.")
+    version: str = Field(description="Engine version the emitted flags target.")
+    image: str = Field(description="Pinned container image.")
+    http_server: bool = Field(description="False for engines without a server (CTranslate2, transformers): the artifact is a script.")
+    port: int | None
+    health_path: str | None
+    max_model_len: int = Field(description="Longest request (prompt + output) the engine accepts.")
+    max_num_seqs: int = Field(description="Requests scheduled at once.")
+    max_num_batched_tokens: int | None = None
+    gpu_memory_utilization: float | None = Field(default=None, description="Reserve engines only.")
+    kv_cache_dtype: str = "auto"
+    served_model_name: str
+    alternative: str | None = Field(default=None, description="A named alternative engine for the same plan.")
+
+
+class QuantizationPlan(BaseModel):
+    method: str = Field(description="'none' when unquantized; else awq, gptq, compressed-tensors-w4a16, fp8, int8, ct2-int8, gguf-*.")
+    bits: float | None = None
+    group_size: int | None = None
+    pre_quantized: bool = Field(default=False, description="The checkpoint is already quantized; nothing to run.")
+    engine_flag: str | None = Field(default=None, description="Value for the engine's --quantization flag, or None to let it detect.")
+    needs_quantize_step: bool = Field(default=False, description="`infer-advisor quantize` must run before launch.")
+
+
+class Parallelism(BaseModel):
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    nodes: int = 1
+    replicas: int = Field(default=1, description="Independent copies over the remaining GPUs (data parallel).")
+    executor: Literal["mp", "ray", "none"] = Field(default="mp", description="vLLM distributed executor: ray across nodes.")
+
+
+class Decision(BaseModel):
+    rule_id: str
+    decides: str = Field(description="What the rule decided: engine, quantization, dtype, kv_cache_dtype, layout, context.")
+    value: str
+    effect: str = Field(description="forbid, prefer, require or set.")
+    reason: str
+    source: str | None = None
+
+
+class RuleTrace(BaseModel):
+    """One rule as it was considered (for --explain)."""
+
+    rule_id: str
+    decides: str
+    matched: bool
+    applied_to: str = Field(description="The option or candidate it was evaluated against.")
+    why: str = Field(description="The condition's outcome in words.")
+
+
+class DeploymentPlan(BaseModel):
+    """A deployment decision with every figure's origin; render it with :meth:`render`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: str = SCHEMA_VERSION
+    feasible: bool
+    infeasible_reason: str | None = None
+    suggestion: str | None = Field(default=None, description="Smallest catalog hardware that would work, when infeasible.")
+    request: PlanRequest
+    model: ModelSummary
+    hardware: HardwareSummary
+    engine: EngineConfig
+    quantization: QuantizationPlan
+    dtype: str
+    parallelism: Parallelism
+    memory: MemoryPlan
+    performance: PerformanceEstimate | None = None
+    decisions: list[Decision] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    explain: list[RuleTrace] | None = Field(default=None, description="Every rule considered, with --explain.")
+
+    def render(self, kind: str, out: str | Path | None = None, **options: Any):
+        """Render launch artifacts (``script``, ``docker``, ``compose``, ``k8s``, ``all``); write them under ``out`` if given."""
+        from ..emit import render
+
+        return render(self, kind, out=out, **options)

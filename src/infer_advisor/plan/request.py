@@ -1,0 +1,53 @@
+"""What a user asks for: the one typed config surface from which `infer-advisor plan`'s flags are derived."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Goal = Literal["latency", "throughput", "balanced"]
+EngineChoice = Literal["auto", "vllm", "sglang", "tgi", "ctranslate2", "llama.cpp", "transformers"]
+QuantChoice = Literal[
+    "auto", "none", "awq", "gptq", "compressed-tensors-w4a16", "fp8", "int8", "ct2-int8", "gguf-q8_0", "gguf-q4_k_m", "gguf-f16"
+]
+DTypeChoice = Literal["auto", "bfloat16", "float16", "float32"]
+KVDTypeChoice = Literal["auto", "fp8"]
+ModelSourceChoice = Literal["auto", "local", "hub", "catalog"]
+
+
+class PlanRequest(BaseModel):
+    """Options of :func:`infer_advisor.advise` and `infer-advisor plan` (each field is one flag)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(
+        default="meta-llama/Llama-2-7b-hf",
+        description="Hugging Face model id, local directory with config.json, or a catalog name (see `infer-advisor models`).",
+    )
+    gpu: str = Field(
+        default="auto",
+        description="GPUs: 'auto' probes this machine with NVML; or NAME[:COUNT][xNODES] such as 'H100-80GB:8x2', 'T4', 'cpu'.",
+    )
+    goal: Goal = Field(default="throughput", description="What to optimise: latency (batch 1), throughput, or balanced.")
+    context: int | None = Field(
+        default=None, gt=0, description="Tokens per request (prompt + output) the deployment must hold; default: the model's full context, lowered to what fits."
+    )
+    concurrency: int | None = Field(
+        default=None, gt=0, le=4096, description="Requests in flight at once; default by goal (latency 1, balanced 8, throughput 32)."
+    )
+    input_tokens: int | None = Field(default=None, gt=0, description="Typical prompt length, for speed predictions (default 512).")
+    output_tokens: int | None = Field(default=None, gt=0, description="Typical output length, for speed predictions (default 200).")
+    engine: EngineChoice = Field(default="auto", description="Engine to use; 'auto' lets the rules choose. A forbidden choice is refused with the rule's reason.")
+    quantization: QuantChoice = Field(default="auto", description="Weight quantization; 'auto' lets the rules choose, 'none' keeps the model dtype.")
+    dtype: DTypeChoice = Field(default="auto", description="Activation/weight dtype; 'auto' picks bfloat16 where the GPU supports it.")
+    kv_cache_dtype: KVDTypeChoice = Field(default="auto", description="KV-cache dtype; fp8 halves the KV cache on GPUs that support it.")
+    gpu_memory_utilization: float | None = Field(
+        default=None, gt=0, le=1, description="Fraction of each GPU the engine may reserve (vLLM/SGLang/TGI); default: the engine's own."
+    )
+    max_num_batched_tokens: int | None = Field(default=None, gt=0, description="Prefill chunk the engine schedules per step; default: the engine's own.")
+    rules: Path | None = Field(default=None, description="Folder of extra rule files layered over the shipped rules by id.")
+    calibration: Path | None = Field(default=None, description="Speed profile file from `infer-advisor calibrate`, used for speed predictions.")
+    model_source: ModelSourceChoice = Field(default="auto", description="Where to read model facts: auto (local, then Hub when online, then catalog), local, hub or catalog.")
+    revision: str | None = Field(default=None, description="Hub revision (branch, tag or commit) of the model.")

@@ -1,0 +1,206 @@
+"""Choose engine, dtype, KV dtype, quantization and layout: rules rank the options, the memory model has the last word.
+
+Order: engines by rule score; for the best engine, dtype and KV dtype by score; then every allowed
+(quantization, layout) pair sorted by score, then by GPUs used. The first pair whose memory fits
+``concurrency x context`` wins (pass 1). If none does, the first pair that holds one request of the full context wins, with
+a warning that fewer requests fit at once; failing that, the first that holds one request of at least
+``min_useful_context`` tokens, with ``max_model_len`` lowered (pass 2). If the engine has no such pair, the next engine is tried.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engines import EngineProfile, engine_profile, engine_profiles
+from ..estimate.formats import weight_format
+from ..estimate.memory import MemoryEstimate, estimate_memory
+from ..hardware.facts import HardwareFacts
+from ..model_facts.facts import ModelFacts
+from ..rules.evaluate import Trace, Verdict, judge, rank
+from ..rules.schema import Rule
+
+# Pre-quantized checkpoints (config.json quant_method) map to the weight format used for bytes.
+PRE_QUANT_FORMAT = {"awq": "awq", "gptq": "gptq", "fp8": "fp8", "compressed-tensors": "compressed-tensors-w4a16"}
+
+
+@dataclass
+class Layout:
+    tp: int
+    pp: int
+    nodes: int
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp
+
+    def __str__(self) -> str:
+        return f"tp={self.tp} pp={self.pp} nodes={self.nodes}"
+
+
+@dataclass
+class Choice:
+    engine: Verdict
+    dtype: Verdict
+    kv_cache_dtype: Verdict
+    quantization: Verdict
+    layout_verdict: Verdict
+    layout: Layout
+    memory: MemoryEstimate
+    context: int
+    context_lowered: bool
+    profile: EngineProfile
+    concurrency_lowered: bool = False
+
+
+@dataclass
+class SearchResult:
+    choice: Choice | None
+    rejected: list[str] = field(default_factory=list)
+    forbidden: list[Verdict] = field(default_factory=list)
+    best_effort: Choice | None = None
+
+
+def layouts(hw: HardwareFacts, tp_sizes: list[int]) -> list[Layout]:
+    if hw.kind == "cpu":
+        return [Layout(1, 1, 1)]
+    per_node = hw.gpus_per_node
+    out = [Layout(tp, 1, 1) for tp in tp_sizes if tp <= per_node]
+    if per_node not in tp_sizes:
+        out.append(Layout(per_node, 1, 1))
+    for nodes in range(2, hw.nodes + 1):
+        out.append(Layout(per_node, nodes, nodes))
+    return out
+
+
+def _by_decision(rules: tuple[Rule, ...]) -> dict[str, list[Rule]]:
+    out: dict[str, list[Rule]] = {"engine": [], "dtype": [], "kv_cache_dtype": [], "quantization": [], "layout": []}
+    for r in rules:
+        out[r.decides].append(r)
+    return out
+
+
+def search(
+    model: ModelFacts,
+    hw: HardwareFacts,
+    request: Any,
+    rules: tuple[Rule, ...],
+    facts: dict[str, Any],
+    *,
+    concurrency: int,
+    context: int,
+    input_tokens: int,
+    request_tokens: int,
+    min_context: int,
+    tp_sizes: list[int],
+    cpu_fraction: float,
+    trace: list[Trace] | None,
+) -> SearchResult:
+    by = _by_decision(rules)
+    result = SearchResult(choice=None)
+    engines = [request.engine] if request.engine != "auto" else list(engine_profiles())
+    engine_order = rank(by["engine"], "engine", engines, facts, trace)
+    on_gpu = hw.kind == "gpu"
+    mem_bytes = hw.gpu.memory_bytes if on_gpu else int(hw.cpu.memory_bytes * cpu_fraction)
+
+    for ev in engine_order:
+        if not ev.allowed:
+            result.forbidden.append(ev)
+            continue
+        profile = engine_profile(ev.value)
+        if hw.kind not in profile.runs_on:
+            result.rejected.append(f"{ev.value} does not run on {hw.kind}")
+            continue
+        f_e = {**facts, "engine": ev.value}
+        dtypes = [request.dtype] if request.dtype != "auto" else ["bfloat16", "float16", "float32"]
+        dv = rank(by["dtype"], "dtype", dtypes, f_e, trace)[0]
+        if not dv.allowed:
+            result.forbidden.append(dv)
+            continue
+        f_d = {**f_e, "dtype": dv.value}
+        kvs = [request.kv_cache_dtype] if request.kv_cache_dtype != "auto" else ["auto", "fp8"]
+        kv = rank(by["kv_cache_dtype"], "kv_cache_dtype", kvs, f_d, trace)[0]
+        if not kv.allowed:
+            result.forbidden.append(kv)
+            continue
+        f_k = {**f_d, "kv_cache_dtype": kv.value}
+        if model.pre_quantized:
+            fmt = PRE_QUANT_FORMAT.get(model.pre_quantized)
+            quants = [fmt] if fmt else []
+            if not quants:
+                result.rejected.append(f"pre-quantized format '{model.pre_quantized}' has no weight format here")
+                continue
+        elif request.quantization != "auto":
+            quants = [request.quantization]
+        else:
+            quants = list(profile.quantizations)
+        if request.quantization not in ("auto", *quants) and model.pre_quantized:
+            result.rejected.append(
+                f"the checkpoint is already quantized ({model.pre_quantized}); --quantization {request.quantization} cannot apply"
+            )
+            continue
+        q_verdicts = rank(by["quantization"], "quantization", quants, f_k, trace)
+        candidates = []
+        for qi, qv in enumerate(q_verdicts):
+            if not qv.allowed:
+                result.forbidden.append(qv)
+                continue
+            if qv.value not in profile.quantizations:
+                result.rejected.append(f"{profile.display} cannot load weights in format '{qv.value}'")
+                continue
+            fmt = weight_format(qv.value)
+            f_q = {**f_k, "quantization": qv.value, "quant.group_size": fmt.group_size, "quant.bits": fmt.bits}
+            for layout in layouts(hw, tp_sizes):
+                f_l = {**f_q, "tp": layout.tp, "pp": layout.pp, "nodes": layout.nodes, "gpus_used": layout.gpus}
+                lv = judge(by["layout"], "layout", str(layout), f_l, trace)
+                if not lv.allowed:
+                    result.forbidden.append(lv)
+                    continue
+                candidates.append((-(qv.score + lv.score), layout.gpus, qi, qv, lv, layout))
+        candidates.sort(key=lambda c: c[:3])
+
+        def estimate(qv: Verdict, layout: Layout, ctx: int, sequences: int = concurrency) -> MemoryEstimate:
+            return estimate_memory(
+                model,
+                gpu_memory_bytes=mem_bytes,
+                engine=profile,
+                quantization=qv.value,
+                dtype=dv.value,
+                kv_cache_dtype=kv.value,
+                tp=layout.tp,
+                pp=layout.pp,
+                context=ctx,
+                concurrency=sequences,
+                request_tokens=min(request_tokens, ctx),
+                input_tokens=input_tokens,
+                max_num_batched_tokens=request.max_num_batched_tokens,
+                memory_fraction=request.gpu_memory_utilization,
+                on_gpu=on_gpu,
+            )
+
+        estimates = []
+        for *_, qv, lv, layout in candidates:
+            est = estimate(qv, layout, context)
+            estimates.append((qv, lv, layout, est))
+            if est.fits:
+                result.choice = Choice(ev, dv, kv, qv, lv, layout, est, context, False, profile)
+                return result
+        for qv, lv, layout, est in estimates:  # pass 2: one request must fit; lower the context if needed
+            single = estimate(qv, layout, context, sequences=1)
+            if single.fits:
+                result.choice = Choice(ev, dv, kv, qv, lv, layout, single, context, False, profile, concurrency_lowered=True)
+                return result
+            floor = min(min_context, context)
+            if single.max_context >= floor:
+                lowered = single.max_context
+                if profile.memory_accounting == "reserve":
+                    lowered -= lowered % profile.block_size
+                est2 = estimate(qv, layout, lowered, sequences=1)
+                if est2.fits:
+                    result.choice = Choice(ev, dv, kv, qv, lv, layout, est2, lowered, True, profile, concurrency_lowered=True)
+                    return result
+        if estimates and result.best_effort is None:
+            qv, lv, layout, est = min(estimates, key=lambda e: e[3].shortfall_bytes_per_gpu)
+            result.best_effort = Choice(ev, dv, kv, qv, lv, layout, est, context, False, profile)
+        result.rejected.append(f"{profile.display}: no allowed quantization and layout fits in memory")
+    return result

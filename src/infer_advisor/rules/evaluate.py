@@ -1,0 +1,138 @@
+"""Evaluate rules against facts: which options survive, their scores, and a trace of why."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import RuleFileError
+from .schema import AllOf, Always, AnyOf, Compare, Condition, Divides, FactRef, In, Not, Rule
+
+Facts = dict[str, Any]
+
+_OPS = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge}
+_SYMBOL = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+class _UnknownFact(Exception):
+    def __init__(self, name: str):
+        self.name = name
+
+
+def _fact(facts: Facts, name: str) -> Any:
+    try:
+        return facts[name]
+    except KeyError:
+        raise _UnknownFact(name) from None
+
+
+def _value(facts: Facts, operand: Any) -> Any:
+    return _fact(facts, operand.fact) if isinstance(operand, FactRef) else operand
+
+
+def holds(cond: Condition, facts: Facts) -> tuple[bool, str]:
+    """(outcome, the outcome in words)."""
+    if isinstance(cond, Always):
+        return True, "always"
+    if isinstance(cond, Compare):
+        left = _fact(facts, cond.fact)
+        right = _value(facts, cond.value)
+        try:
+            ok = bool(_OPS[cond.op](left, right))
+        except TypeError:  # e.g. None < 8.0: an absent fact never satisfies an ordering
+            ok = False
+        return ok, f"{cond.fact}={left!r} {_SYMBOL[cond.op]} {right!r} is {ok}"
+    if isinstance(cond, In):
+        left = _fact(facts, cond.fact)
+        ok = left in cond.values
+        return ok, f"{cond.fact}={left!r} in {cond.values} is {ok}"
+    if isinstance(cond, Divides):
+        product = 1
+        for d in cond.divisor:
+            product *= _value(facts, d)
+        dividend = _value(facts, cond.dividend)
+        ok = bool(product) and dividend % product == 0
+        return ok, f"{product} divides {dividend} is {ok}"
+    if isinstance(cond, AllOf):
+        whys = []
+        for sub in cond.of:
+            ok, why = holds(sub, facts)
+            whys.append(why)
+            if not ok:
+                return False, " and ".join(whys)
+        return True, " and ".join(whys)
+    if isinstance(cond, AnyOf):
+        whys = []
+        for sub in cond.of:
+            ok, why = holds(sub, facts)
+            whys.append(why)
+            if ok:
+                return True, " or ".join(whys)
+        return False, " or ".join(whys)
+    if isinstance(cond, Not):
+        ok, why = holds(cond.of, facts)
+        return not ok, f"not ({why})"
+    raise TypeError(f"unknown condition {cond!r}")  # pragma: no cover - the schema forbids it
+
+
+def check(rule: Rule, facts: Facts) -> tuple[bool, str]:
+    """Does ``rule``'s condition hold for ``facts``? Unknown facts are a rule-file error."""
+    try:
+        return holds(rule.when, facts)
+    except _UnknownFact as err:
+        known = ", ".join(sorted(k for k in facts if not k.startswith("_")))
+        raise RuleFileError("rules", f"unknown fact '{err.name}'. Known facts: {known}", rule_id=rule.id, field="when") from None
+
+
+@dataclass
+class Verdict:
+    """One option (or candidate layout) after the rules: allowed?, score, and the rules that matched."""
+
+    value: Any
+    allowed: bool = True
+    score: float = 0.0
+    matched: list[Rule] = field(default_factory=list)
+    blocked_by: Rule | None = None
+
+
+@dataclass
+class Trace:
+    rule: Rule
+    applied_to: str
+    matched: bool
+    why: str
+
+
+def judge(rules: list[Rule], decision: str, value: Any, facts: Facts, trace: list[Trace] | None) -> Verdict:
+    """Apply every ``decision`` rule to one option ``value`` (facts must already hold the option)."""
+    verdict = Verdict(value=value)
+    for rule in rules:
+        if rule.value is not None and rule.effect != "require" and rule.value != value:
+            continue
+        ok, why = check(rule, facts)
+        if trace is not None:
+            trace.append(Trace(rule, str(value), ok, why))
+        if not ok:
+            continue
+        if rule.effect == "forbid":
+            verdict.allowed = False
+            verdict.blocked_by = verdict.blocked_by or rule
+            verdict.matched.append(rule)
+        elif rule.effect == "require":
+            if value != rule.value:
+                verdict.allowed = False
+                verdict.blocked_by = verdict.blocked_by or rule
+            verdict.matched.append(rule)
+        else:
+            verdict.score += rule.score
+            verdict.matched.append(rule)
+    return verdict
+
+
+def rank(rules: list[Rule], decision: str, options: list[Any], facts: Facts, trace: list[Trace] | None) -> list[Verdict]:
+    """Judge each option of ``decision``; allowed options first, by score (stable for ties)."""
+    verdicts = []
+    for option in options:
+        verdicts.append(judge(rules, decision, option, {**facts, decision: option}, trace))
+    return sorted(verdicts, key=lambda v: (not v.allowed, -v.score))

@@ -1,0 +1,73 @@
+"""Load rule files: the shipped ``rules/`` folder, then ``--rules DIR`` layered over it by id."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from .._data import read_structured
+from .._paths import shipped
+from ..errors import DataFileError, RuleFileError
+from .schema import Rule
+
+_KINDS = "always, compare, in, divides, all, any, not"
+
+
+def _load_file(path: Path) -> list[Rule]:
+    from pydantic import ValidationError
+
+    try:
+        raw = read_structured(path)
+    except DataFileError as err:
+        raise RuleFileError(str(path), str(err).split(": ", 1)[-1]) from None
+    if not isinstance(raw, dict) or set(raw) != {"rules"} or not isinstance(raw["rules"], list):
+        raise RuleFileError(str(path), "a rule file is a mapping with one key, 'rules', holding a list of rules")
+    rules: list[Rule] = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw["rules"]):
+        rid = item.get("id") if isinstance(item, dict) else None
+        try:
+            rule = Rule.model_validate(item)
+        except ValidationError as err:
+            first = err.errors()[0]
+            loc = [str(p) for p in first.get("loc", ())]
+            # Drop pydantic's union branch names (e.g. 'compare') from the path shown to the user.
+            field = ".".join(p for p in loc if p not in {"always", "compare", "in", "divides", "all", "any", "not", "FactRef", "bool", "int", "float", "str", "none"})
+            msg = first.get("msg", "invalid")
+            if first.get("type") in {"union_tag_invalid", "union_tag_not_found"}:
+                msg = f"{msg}; condition kinds are: {_KINDS}"
+            raise RuleFileError(str(path), msg, rule_id=rid or f"rules[{i}]", field=f"rules[{i}].{field}" if field else f"rules[{i}]") from None
+        if rule.id in seen:
+            raise RuleFileError(str(path), "duplicate rule id in this file", rule_id=rule.id, field=f"rules[{i}].id")
+        seen.add(rule.id)
+        rules.append(rule)
+    return rules
+
+
+def _load_dir(folder: Path) -> list[tuple[Path, Rule]]:
+    if not folder.is_dir():
+        raise RuleFileError(str(folder), "not a folder of rule files (*.yaml)")
+    out: list[tuple[Path, Rule]] = []
+    for path in sorted(folder.glob("*.y*ml")):
+        out.extend((path, r) for r in _load_file(path))
+    return out
+
+
+@lru_cache(maxsize=8)
+def _layered(user_dir: str | None) -> tuple[Rule, ...]:
+    by_id: dict[str, Rule] = {}
+    origin: dict[str, Path] = {}
+    for path, rule in _load_dir(shipped("rules")):
+        if rule.id in by_id:
+            raise RuleFileError(str(path), f"duplicate rule id (also in {origin[rule.id].name})", rule_id=rule.id)
+        by_id[rule.id] = rule
+        origin[rule.id] = path
+    if user_dir:
+        for _path, rule in _load_dir(Path(user_dir)):
+            by_id[rule.id] = rule  # same id replaces, new id adds
+    return tuple(by_id.values())
+
+
+def load_rules(user_dir: str | Path | None = None) -> tuple[Rule, ...]:
+    """The shipped rules with ``user_dir``'s rules layered over them by id (same id replaces)."""
+    return _layered(str(Path(user_dir).resolve()) if user_dir else None)

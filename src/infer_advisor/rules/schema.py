@@ -1,0 +1,143 @@
+"""The rule language: small, boring, validated. Conditions and effects are data, never expressions.
+
+A rule file is ``{rules: [Rule, ...]}``. A rule::
+
+    - id: gate.bf16-needs-ampere          # unique; a user rule with the same id replaces the shipped one
+      decides: dtype                      # engine | dtype | kv_cache_dtype | quantization | layout
+      when:                               # a Condition (default: always)
+        kind: compare
+        fact: gpu.compute_capability
+        op: lt
+        value: 8.0
+      effect: forbid                      # forbid | prefer | require
+      value: bfloat16                     # the option it applies to (layout rules: omitted, the candidate)
+      reason: bf16 needs compute capability 8.0 or newer.
+      source: CUDA programming guide, bf16 arithmetic support
+
+Condition kinds: ``always``, ``compare`` (fact op value; value may be ``{fact: other.fact}``),
+``in`` (fact in values), ``divides`` (the product of ``divisor`` operands divides ``dividend``),
+``all`` / ``any`` (of a list), ``not`` (of one).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Scalar = Union[bool, int, float, str, None]
+
+
+class FactRef(BaseModel):
+    """A reference to another fact, used where a literal value would go."""
+
+    model_config = ConfigDict(extra="forbid")
+    fact: str
+
+
+Operand = Union[FactRef, Scalar]
+
+
+class Always(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["always"]
+
+
+class Compare(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["compare"]
+    fact: str
+    op: Literal["eq", "ne", "lt", "le", "gt", "ge"]
+    value: Operand
+
+
+class In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["in"]
+    fact: str
+    values: list[Scalar] = Field(min_length=1)
+
+
+class Divides(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["divides"]
+    divisor: list[Operand] = Field(min_length=1, description="Multiplied together.")
+    dividend: Operand
+
+    @field_validator("divisor", mode="before")
+    @classmethod
+    def _listify(cls, v):
+        return v if isinstance(v, list) else [v]
+
+
+class AllOf(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["all"]
+    of: list["Condition"] = Field(min_length=1)
+
+
+class AnyOf(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["any"]
+    of: list["Condition"] = Field(min_length=1)
+
+
+class Not(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["not"]
+    of: "Condition"
+
+
+Condition = Annotated[Union[Always, Compare, In, Divides, AllOf, AnyOf, Not], Field(discriminator="kind")]
+AllOf.model_rebuild()
+AnyOf.model_rebuild()
+Not.model_rebuild()
+
+Decides = Literal["engine", "dtype", "kv_cache_dtype", "quantization", "layout"]
+_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+class Rule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="Unique, lower-case, dotted: area.topic.detail.")
+    decides: Decides
+    when: Condition = Field(default_factory=lambda: Always(kind="always"))
+    effect: Literal["forbid", "prefer", "require"]
+    value: Scalar = Field(default=None, description="Option the effect applies to; omitted for layout rules.")
+    score: float = Field(default=0, description="prefer: added to the option's score (negative discourages).")
+    reason: str = Field(min_length=1, description="One sentence shown with the decision.")
+    source: str = Field(min_length=1, description="Where the fact behind the rule comes from.")
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, v: str) -> str:
+        if not _ID.match(v):
+            raise ValueError("id must be lower-case letters, digits, '.', '_' or '-'")
+        return v
+
+    @field_validator("reason")
+    @classmethod
+    def _reason_not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("reason must not be empty")
+        return v
+
+    @model_validator(mode="after")
+    def _shape(self):
+        if self.decides == "layout":
+            if self.value is not None:
+                raise ValueError("layout rules apply to the candidate layout: leave 'value' out")
+            if self.effect == "require":
+                raise ValueError("layout rules can forbid or prefer, not require")
+        elif self.value is None:
+            raise ValueError(f"'{self.decides}' rules need a 'value' (the option they forbid, prefer or require)")
+        if self.effect == "prefer" and self.score == 0:
+            raise ValueError("prefer rules need a non-zero 'score'")
+        return self
+
+
+class RuleFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    rules: list[Rule]
