@@ -32,10 +32,13 @@ class SafetensorsSummary(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    num_tensors: int
-    num_parameters: int = Field(description="Sum of tensor element counts in the headers.")
+    num_tensors: int = Field(description="Tensors listed in the headers (all shards).")
+    num_parameters: int = Field(
+        description="Sum of tensor element counts in the headers (packed quantized tensors count as stored)."
+    )
     bytes_by_dtype: dict[str, int] = Field(description="Bytes on disk per safetensors dtype (e.g. BF16, I32).")
-    total_bytes: int
+    total_bytes: int = Field(description="Bytes of tensor data on disk, all shards (headers excluded).")
+    num_files: int = Field(default=1, description="Safetensors files read.")
 
 
 class ModelFacts(BaseModel):
@@ -61,7 +64,7 @@ class ModelFacts(BaseModel):
     intermediate_size: int = Field(description="Dense MLP width (MoE: per-expert width).")
     num_attention_heads: int
     num_kv_heads: int
-    head_dim: int
+    head_dim: int = Field(description="Per-head dimension of q and k (MLA: qk_nope_head_dim + qk_rope_head_dim).")
     vocab_size: int
     max_position_embeddings: int = Field(description="Longest context the model supports.")
     tie_word_embeddings: bool = False
@@ -75,6 +78,17 @@ class ModelFacts(BaseModel):
     sliding_window: int | None = Field(default=None, description="Window of the sliding-attention layers.")
     sliding_kv_elements_per_token: int = Field(
         default=0, description="KV elements per token over sliding-window layers, held for at most `sliding_window` tokens."
+    )
+    uniform_sliding_window: bool = Field(
+        default=False,
+        description="Every layer uses the same `sliding_window` (Mistral-7B-v0.1, Phi-3-mini-4k). Those layers are "
+        "counted in `kv_cache_elements_per_token` as full attention: an upper bound, since not every engine frees "
+        "KV outside the window.",
+    )
+    multimodal: bool = Field(
+        default=False,
+        description="config.json wraps a language model in `text_config` (e.g. Gemma 3 27B); the counts describe "
+        "the text decoder only, not the vision tower.",
     )
     torch_dtype: str = Field(default="bfloat16", description="The checkpoint's dtype from config.json.")
     pre_quantized: PreQuantization | None = Field(

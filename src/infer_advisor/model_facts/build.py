@@ -1,0 +1,102 @@
+"""Turn a config.json dict into :class:`ModelFacts`: the single place that does so.
+
+    facts = facts_from_config("my-model", config, "local", safetensors=summary)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .arch import read_arch
+from .facts import ModelFacts, ModelSource, PreQuantization, SafetensorsSummary
+from .params import count_parameters, kv_cache_elements
+
+# quantization_config.quant_method values -> ModelFacts.pre_quantized. Source: the quant_method strings
+# transformers' quantizers register (transformers/utils/quantization_config.py, QuantizationMethod).
+_QUANT_METHODS: dict[str, PreQuantization] = {
+    "awq": "awq",
+    "gptq": "gptq",
+    "fp8": "fp8",
+    "compressed-tensors": "compressed-tensors",
+    "compressed_tensors": "compressed-tensors",
+    "bitsandbytes": "bitsandbytes",
+}
+# safetensors dtype -> torch dtype name, for checkpoints whose config.json names no dtype.
+_ST_DTYPES = {"BF16": "bfloat16", "F16": "float16", "F32": "float32"}
+
+
+def _pre_quantized(qc: Any) -> PreQuantization | None:
+    if not isinstance(qc, dict) or not qc:
+        return None
+    method = str(qc.get("quant_method", "")).lower()
+    if not method and (qc.get("load_in_4bit") or qc.get("load_in_8bit")):
+        return "bitsandbytes"
+    return _QUANT_METHODS.get(method, "other")
+
+
+def _dtype(config: dict[str, Any], safetensors: SafetensorsSummary | None) -> str:
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    for value in (config.get("torch_dtype"), config.get("dtype"), text.get("torch_dtype"), text.get("dtype")):
+        if isinstance(value, str) and value:
+            return value.removeprefix("torch.")
+    if safetensors and safetensors.bytes_by_dtype:
+        top = max(safetensors.bytes_by_dtype, key=lambda k: safetensors.bytes_by_dtype[k])
+        if top in _ST_DTYPES:
+            return _ST_DTYPES[top]
+    return "bfloat16"
+
+
+def facts_from_config(
+    name: str,
+    config: dict[str, Any],
+    source: ModelSource,
+    safetensors: SafetensorsSummary | None = None,
+    *,
+    where: str | None = None,
+) -> ModelFacts:
+    """Build the facts of model ``name`` from its config.json ``config`` (``where`` names the file in errors)."""
+    arch = read_arch(config, where=where or f"{name}/config.json", name=name)
+    counts = count_parameters(arch)
+    kv = kv_cache_elements(arch)
+    if arch.is_mla:
+        attention = "mla"
+    elif arch.kv_heads == 1:
+        attention = "mqa"
+    elif arch.kv_heads == arch.heads:
+        attention = "mha"
+    else:
+        attention = "gqa"
+    qc = config.get("quantization_config")
+    return ModelFacts(
+        name=name,
+        source=source,
+        architecture=arch.architecture,
+        model_type=arch.model_type,
+        family="moe" if arch.num_experts else "dense",
+        attention=attention,
+        num_parameters=counts.total,
+        num_active_parameters=counts.active,
+        params=counts.breakdown,
+        num_layers=arch.layers,
+        hidden_size=arch.hidden,
+        intermediate_size=arch.expert_intermediate if arch.num_experts else arch.intermediate,
+        num_attention_heads=arch.heads,
+        num_kv_heads=arch.kv_heads,
+        head_dim=arch.head_dim,
+        vocab_size=arch.vocab,
+        max_position_embeddings=int(arch.get("max_position_embeddings", 2048)),
+        tie_word_embeddings=arch.tied,
+        num_experts=arch.num_experts,
+        num_experts_per_token=arch.experts_per_token,
+        num_shared_experts=arch.shared_experts,
+        kv_cache_elements_per_token=kv.full,
+        sliding_window=kv.window,
+        sliding_kv_elements_per_token=kv.sliding,
+        uniform_sliding_window=kv.uniform_window,
+        multimodal=arch.multimodal,
+        torch_dtype=_dtype(config, safetensors),
+        pre_quantized=_pre_quantized(qc),
+        quantization_config=qc if isinstance(qc, dict) and qc else None,
+        safetensors=safetensors,
+        config=config,
+    )
