@@ -35,7 +35,12 @@ class DeviceRecord(BaseModel):
     nvlink_active_links: int | None = Field(
         default=None, description="Links whose nvmlDeviceGetNvLinkState is active; None: NVLink not supported."
     )
-    nvlink_version: int | None = Field(default=None, description="nvmlDeviceGetNvLinkVersion code of an active link.")
+    nvlink_version: int | None = Field(
+        default=None, description="nvmlDeviceGetNvLinkVersion of an active link: an nvmlNvlinkVersion_t code (5 = 3.1)."
+    )
+    nvlink_speed_mbps: int | None = Field(
+        default=None, description="Per-link speed, one direction, MB/s (field NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON)."
+    )
     pcie_max_generation: int | None = Field(default=None, description="nvmlDeviceGetMaxPcieLinkGeneration")
     pcie_max_width: int | None = Field(default=None, description="nvmlDeviceGetMaxPcieLinkWidth (lanes)")
     mig_mode: bool | None = Field(default=None, description="Current MIG mode; None: MIG not supported.")
@@ -110,6 +115,7 @@ def _probe_devices(nv: Any) -> ProbeResult:
         mem = nv.nvmlDeviceGetMemoryInfo(h)
         cc = opt(lambda: tuple(nv.nvmlDeviceGetCudaComputeCapability(h)), errs, "compute_capability")
         links, version = _nvlink(nv, h, errs)
+        speed = opt(lambda: _field_uint(nv, h, nv.NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON), errs, "nvlink_speed") if links else None
         mig = opt(lambda: nv.nvmlDeviceGetMigMode(h), errs, "mig_mode")
         devices.append(
             DeviceRecord(
@@ -124,6 +130,7 @@ def _probe_devices(nv: Any) -> ProbeResult:
                 max_sm_clock_mhz=opt(lambda: nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM), errs, "sm_clock"),
                 nvlink_active_links=links,
                 nvlink_version=version,
+                nvlink_speed_mbps=speed,
                 pcie_max_generation=opt(lambda: nv.nvmlDeviceGetMaxPcieLinkGeneration(h), errs, "pcie_generation"),
                 pcie_max_width=opt(lambda: nv.nvmlDeviceGetMaxPcieLinkWidth(h), errs, "pcie_width"),
                 mig_mode=None if mig is None else bool(mig[0] == nv.NVML_DEVICE_MIG_ENABLE),
@@ -153,3 +160,16 @@ def _nvlink(nv: Any, handle: Any, errors: dict[str, str]) -> tuple[int | None, i
                 except nv.NVMLError as err:
                     errors.setdefault("nvlink_version", str(err))
     return (active if supported else None), version
+
+
+# nvmlValueType_t -> the member of nvmlValue_t that holds the value (nvml.h).
+_VALUE_MEMBER = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+
+
+def _field_uint(nv: Any, handle: Any, field_id: int) -> int | None:
+    """One NVML field value as an int; None when the driver does not report it."""
+    value = nv.nvmlDeviceGetFieldValues(handle, [field_id])[0]
+    if value.nvmlReturn != nv.NVML_SUCCESS:
+        return None
+    member = _VALUE_MEMBER.get(int(value.valueType))
+    return int(getattr(value.value, member)) if member else None

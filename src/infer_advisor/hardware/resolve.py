@@ -25,6 +25,7 @@ from .spec import parse_spec
 # RTX 4090: 384 bit x 10501 MHz x 2 / 8 = 1008 GB/s).
 DDR_FACTOR = 2
 BITS_PER_BYTE = 8
+MB = 10**6  # NVML's "MBps" link speeds are decimal megabytes per second
 
 
 def resolve_hardware(spec: str = "auto", *, probe: Callable[[], ProbeResult] | None = None) -> HardwareFacts:
@@ -198,6 +199,8 @@ def _probed_link(record: DeviceRecord) -> tuple[str | None, float | None]:
     """('nvlink', bytes/s) from active links x per-link speed, ('pcie', bytes/s) from the PCIe link, or Nones."""
     cat = catalog()
     if record.nvlink_active_links:
+        if record.nvlink_speed_mbps:  # the driver's own per-link rate (what `nvidia-smi nvlink -s` prints)
+            return "nvlink", record.nvlink_active_links * record.nvlink_speed_mbps * MB
         per_link = cat.nvlink_gb_s(record.nvlink_version)
         return "nvlink", (record.nvlink_active_links * per_link * GB if per_link else None)
     pcie = cat.pcie_gb_s(record.pcie_max_generation, record.pcie_max_width)
