@@ -1,0 +1,52 @@
+"""`infer-advisor plan`: flags derived from PlanRequest; a readable table, or --json; --emit writes artifacts."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HELP = "Recommend engine, quantization, dtype and parallelism; emit launch artifacts."
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from ..plan.request import PlanRequest
+    from ._derive import add_model_arguments
+
+    add_model_arguments(parser, PlanRequest)
+    out = parser.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="Print the plan as JSON (schema: `infer-advisor schema`).")
+    out.add_argument("--explain", action="store_true", help="Show every rule considered, matched or not, and why.")
+    out.add_argument(
+        "--emit",
+        metavar="KINDS",
+        help="Write artifacts: comma-separated script,docker,compose,k8s,readme or 'all' (needs --out).",
+    )
+    out.add_argument("--out", type=Path, metavar="DIR", help="Folder for --emit artifacts (written atomically).")
+    out.add_argument("--force", action="store_true", help="Replace an existing --out folder.")
+
+
+def run(ns: argparse.Namespace) -> int:
+    from ..errors import RequestError
+    from ..plan import advise
+    from ..plan.request import PlanRequest
+    from ._derive import model_from_namespace
+
+    request = model_from_namespace(PlanRequest, ns)
+    if ns.emit and not ns.out:
+        raise RequestError("--emit needs --out DIR (the folder the artifacts are written to).")
+    plan = advise(request=request, explain=ns.explain)
+    written: list[Path] = []
+    if ns.emit:
+        from ..emit import parse_kinds, write_artifacts
+
+        written = write_artifacts(plan, parse_kinds(ns.emit), ns.out, force=ns.force)
+    if ns.json:
+        sys.stdout.write(plan.model_dump_json(indent=2) + "\n")
+    else:
+        from .render_plan import print_plan
+
+        print_plan(plan, explain=ns.explain)
+        for path in written:
+            print(f"wrote {path}")
+    return 0 if plan.feasible else 1
