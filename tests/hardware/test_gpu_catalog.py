@@ -115,7 +115,9 @@ def test_match_probed_names(probed, expected, how):
     assert matched == how
 
 
-@pytest.mark.parametrize("probed", ["NVIDIA H20", "NVIDIA RTX A1000", "NVIDIA Quadro Futura 9000", "NVIDIA A1000", "NVIDIA L400"])
+@pytest.mark.parametrize(
+    "probed", ["NVIDIA H20", "NVIDIA RTX A1000", "NVIDIA Quadro Futura 9000", "NVIDIA A1000", "NVIDIA L400"]
+)
 def test_unmatched_probed_names(probed):
     assert match_probed_name(probed) == (None, "none")
 

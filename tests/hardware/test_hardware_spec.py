@@ -90,7 +90,9 @@ def test_bad_specs(spec, problem):
     assert info.value.spec == spec
 
 
-@pytest.mark.parametrize(("spec", "suggested"), [("H10", "H100-80GB"), ("rtx-4080", "RTX-4090"), ("A100-60GB:2", "A100-80GB")])
+@pytest.mark.parametrize(
+    ("spec", "suggested"), [("H10", "H100-80GB"), ("rtx-4080", "RTX-4090"), ("A100-60GB:2", "A100-80GB")]
+)
 def test_unknown_names_suggest_close_ones(spec, suggested):
     with pytest.raises(UnknownGPUError) as info:
         resolve_hardware(spec)

@@ -144,10 +144,13 @@ def _print_hardware(console, report: GpusReport, opts: GpusOptions) -> None:  # 
                 "SM MHz", "link GB/s", "MIG"):
         table.add_column(col)
     # Catalog GPUs of one spec are identical: one row stands for all of them.
-    rows = list(enumerate(hw.gpus)) if hw.source == "probe" or len(hw.gpus) == 1 else [(f"0-{len(hw.gpus) - 1}", hw.gpus[0])]
+    rows: list[tuple[object, GPUInfo]] = list(enumerate(hw.gpus))
+    if hw.source == "catalog" and len(hw.gpus) > 1:
+        rows = [(f"0-{len(hw.gpus) - 1}", hw.gpus[0])]
     for i, g in rows:
         src = g.figure_sources
-        link = f"{g.interconnect} {_fmt(g.interconnect_bandwidth_bytes_per_s / GB, src.get('interconnect_bandwidth_bytes_per_s'), 0)}"
+        link_bw = _fmt(g.interconnect_bandwidth_bytes_per_s / GB, src.get("interconnect_bandwidth_bytes_per_s"), 0)
+        link = f"{g.interconnect} {link_bw}"
         if g.nvlink_active_links:
             link += f", {g.nvlink_active_links} links"
         table.add_row(

@@ -68,7 +68,9 @@ class HardwareFacts(BaseModel):
     source: FigureSource = Field(description="probe: NVML/psutil on this machine; catalog: named with --gpu.")
     notes: list[str] = Field(default_factory=list, description="What the probe could not do, in words.")
     driver_version: str | None = Field(default=None, description="NVIDIA driver version when probed.")
-    spec: str | None = Field(default=None, description="The hardware spec this was resolved from, e.g. 'H100-80GB:8x2'.")
+    spec: str | None = Field(
+        default=None, description="The hardware spec this was resolved from, e.g. 'H100-80GB:8x2'."
+    )
 
     @property
     def gpus_per_node(self) -> int:

@@ -87,6 +87,8 @@ def probe_nvml() -> ProbeResult:
         return _probe_devices(pynvml)
     except pynvml.NVMLError as err:
         return ProbeResult(ok=False, error=f"NVML failed while reading devices: {err}")
+    except Exception as err:  # noqa: BLE001 - the contract is "never raises"; say what broke instead
+        return ProbeResult(ok=False, error=f"NVML probe failed: {type(err).__name__}: {err}")
     finally:
         try:
             pynvml.nvmlShutdown()
@@ -115,7 +117,9 @@ def _probe_devices(nv: Any) -> ProbeResult:
         mem = nv.nvmlDeviceGetMemoryInfo(h)
         cc = opt(lambda: tuple(nv.nvmlDeviceGetCudaComputeCapability(h)), errs, "compute_capability")
         links, version = _nvlink(nv, h, errs)
-        speed = opt(lambda: _field_uint(nv, h, nv.NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON), errs, "nvlink_speed") if links else None
+        speed = None
+        if links:
+            speed = opt(lambda: _field_uint(nv, h, nv.NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON), errs, "nvlink_speed")
         mig = opt(lambda: nv.nvmlDeviceGetMigMode(h), errs, "mig_mode")
         devices.append(
             DeviceRecord(

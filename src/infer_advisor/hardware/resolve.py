@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import UnknownGPUError
-from .catalog import GB, catalog, match_probed_name, suggest_names
+from .catalog import GB, GPUEntry, catalog, match_probed_name, suggest_names
 from .facts import CPUInfo, FigureSource, GPUInfo, HardwareFacts
 from .probe import DeviceRecord, ProbeResult, probe_nvml
 from .spec import parse_spec
@@ -140,7 +140,7 @@ def facts_from_probe(result: ProbeResult) -> HardwareFacts:
     )
 
 
-def _gpu_from_record(record: DeviceRecord, entry, notes: list[str]) -> GPUInfo:  # noqa: ANN001
+def _gpu_from_record(record: DeviceRecord, entry: GPUEntry | None, notes: list[str]) -> GPUInfo:
     base = entry.to_info() if entry is not None else None
     sources: dict[str, FigureSource] = {}
 
