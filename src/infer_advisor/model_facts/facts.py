@@ -50,7 +50,9 @@ class ModelFacts(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(description="The name as asked for (Hub id, catalog name or local path).")
+    name: str = Field(
+        description="The Hub id or local path as asked for; a catalog hit gives the canonical Hub id (alias 'llama-2-7b' -> 'meta-llama/Llama-2-7b-hf')."
+    )
     source: ModelSource = Field(description="Which source answered: local, hub or catalog.")
     architecture: str = Field(description="config.json `architectures[0]`, e.g. LlamaForCausalLM.")
     model_type: str = Field(description="config.json `model_type`, e.g. llama.")

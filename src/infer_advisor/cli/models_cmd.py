@@ -1,0 +1,173 @@
+"""`infer-advisor models`: the embedded model catalog, or one model's facts.
+
+    infer-advisor models                          # catalog: architecture, params, context, source
+    infer-advisor models --json                   # the same as JSON (ModelsReport)
+    infer-advisor models meta-llama/Llama-2-7b-hf # one model: local folder, Hub or catalog
+    infer-advisor models ./my-model --json        # ModelFacts as JSON
+
+Parameter counts are computed from config.json (analytic, equal to what transformers builds); the
+source column says where the config came from (catalog, hub or local).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+HELP = "List the embedded model catalog, or show one model's facts."
+
+BILLION = 1e9  # parameters per billion, for display
+_WIDTH = 140  # columns when stdout is not a terminal (rich would fold to 80)
+
+
+class ModelsOptions(BaseModel):
+    """Options of `infer-advisor models`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(
+        default=None, description="Show this model's facts (local folder, Hub id, catalog name or alias)."
+    )
+    json_output: bool = Field(default=False, description="Print JSON instead of a table.")
+    source: Literal["auto", "local", "hub", "catalog"] = Field(
+        default="auto", description="Where to look for NAME: auto tries local, then the Hub when online, then the catalog."
+    )
+    revision: str | None = Field(default=None, description="Hub branch, tag or commit of NAME.")
+
+
+class CatalogRow(BaseModel):
+    """One line of the catalog listing."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Canonical Hugging Face id.")
+    architecture: str = Field(description="config.json architectures[0].")
+    params_billions: float = Field(description="Total parameters in billions (computed from the catalog config).")
+    active_params_billions: float = Field(description="Parameters per token in billions (MoE: routed top-k only).")
+    context: int = Field(description="max_position_embeddings from the catalog config.")
+    pre_quantized: str | None = Field(default=None, description="Quantization already in the checkpoint, if any.")
+    source: str = Field(description="URL of the config.json the catalog entry was copied from.")
+
+
+class ModelsReport(BaseModel):
+    """What `infer-advisor models --json` prints."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    models: list[CatalogRow] = Field(description="Every catalog model (figures: computed from catalog configs).")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from ._derive import add_model_arguments
+
+    parser.add_argument("name", nargs="?", default=None, help=ModelsOptions.model_fields["name"].description)
+    field = ModelsOptions.model_fields["json_output"]
+    parser.add_argument("--json", dest="json_output", action="store_true", help=field.description)
+    add_model_arguments(parser, ModelsOptions, exclude={"name", "json_output"})
+
+
+def catalog_report() -> ModelsReport:
+    from ..model_facts import facts_from_config
+    from ..model_facts.catalog import load_catalog
+
+    rows = []
+    for entry in load_catalog():
+        f = facts_from_config(entry.name, entry.config, "catalog")
+        rows.append(
+            CatalogRow(
+                name=entry.name,
+                architecture=f.architecture,
+                params_billions=round(f.num_parameters / BILLION, 2),
+                active_params_billions=round(f.num_active_parameters / BILLION, 2),
+                context=f.max_position_embeddings,
+                pre_quantized=f.pre_quantized,
+                source=entry.source,
+            )
+        )
+    return ModelsReport(models=rows)
+
+
+def run(ns: argparse.Namespace) -> int:
+    from ._derive import model_from_namespace
+
+    opts = model_from_namespace(ModelsOptions, ns)
+    if opts.name is None:
+        report = catalog_report()
+        if opts.json_output:
+            print(json.dumps(report.model_dump(mode="json"), indent=2))
+        else:
+            _print_catalog(report)
+        return 0
+    from ..model_facts import resolve_model
+
+    facts = resolve_model(opts.name, revision=opts.revision, source=opts.source)
+    if opts.json_output:
+        print(json.dumps(facts.model_dump(mode="json"), indent=2))
+    else:
+        _print_facts(facts)
+    return 0
+
+
+def _print_catalog(report: ModelsReport) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(
+        title="Model catalog: params computed from each entry's config.json",
+        caption="source: catalog (config.json copied from the Hub; URLs in --json)",
+    )
+    table.add_column("name", no_wrap=True)
+    table.add_column("architecture", overflow="fold")
+    for col in ("params (B)", "active (B)", "context"):
+        table.add_column(col, justify="right")
+    table.add_column("pre-quant")
+    for r in report.models:
+        table.add_row(r.name, r.architecture, f"{r.params_billions:.2f}", f"{r.active_params_billions:.2f}",
+                      f"{r.context:,}", r.pre_quantized or "-")
+    Console(width=_WIDTH if not sys.stdout.isatty() else None).print(table)
+
+
+def _print_facts(facts) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    origin = {"catalog": "catalog config.json", "hub": "Hub config.json", "local": "local config.json"}[facts.source]
+    table = Table(title=f"{facts.name}  (source: {facts.source})")
+    table.add_column("fact")
+    table.add_column("value", justify="right")
+    table.add_column("from")
+    computed = f"computed from {origin}"
+    rows = [
+        ("architecture", facts.architecture, origin),
+        ("model_type / family / attention", f"{facts.model_type} / {facts.family} / {facts.attention}", origin),
+        ("parameters", f"{facts.num_parameters:,}", computed),
+        ("active parameters / token", f"{facts.num_active_parameters:,}", computed),
+        ("  embedding / lm_head", f"{facts.params.embedding:,} / {facts.params.lm_head:,}", computed),
+        ("  linear (experts) / other", f"{facts.params.linear:,} ({facts.params.expert_linear:,}) / {facts.params.other:,}", computed),
+        ("layers / hidden / intermediate", f"{facts.num_layers} / {facts.hidden_size} / {facts.intermediate_size}", origin),
+        ("heads / kv heads / head_dim", f"{facts.num_attention_heads} / {facts.num_kv_heads} / {facts.head_dim}", origin),
+        ("vocab / context", f"{facts.vocab_size:,} / {facts.max_position_embeddings:,}", origin),
+        ("KV elements / token (full attn)", f"{facts.kv_cache_elements_per_token:,}", computed),
+        ("KV bytes / token at 16-bit", f"{facts.kv_cache_bytes_per_token(2):,.0f}", computed),
+    ]
+    if facts.sliding_window:
+        rows.append(("sliding window", f"{facts.sliding_window:,}" + (" (all layers)" if facts.uniform_sliding_window else ""), origin))
+        rows.append(("KV elements / token (window)", f"{facts.sliding_kv_elements_per_token:,}", computed))
+    if facts.num_experts:
+        rows.append(("experts (top-k, shared)", f"{facts.num_experts} ({facts.num_experts_per_token}, {facts.num_shared_experts})", origin))
+    rows.append(("dtype", facts.torch_dtype, origin))
+    if facts.pre_quantized:
+        rows.append(("pre-quantized", facts.pre_quantized, f"{origin} quantization_config"))
+    if facts.safetensors:
+        st = facts.safetensors
+        rows.append(("safetensors tensors / files", f"{st.num_tensors:,} / {st.num_files}", "measured: safetensors headers"))
+        rows.append(("safetensors parameters", f"{st.num_parameters:,}", "measured: safetensors headers"))
+        by = ", ".join(f"{k} {v / 2**30:.2f} GiB" for k, v in st.bytes_by_dtype.items())
+        rows.append(("safetensors bytes", by, "measured: safetensors headers"))
+    for row in rows:
+        table.add_row(*row)
+    Console(width=_WIDTH if not sys.stdout.isatty() else None).print(table)

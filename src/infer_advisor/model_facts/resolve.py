@@ -1,0 +1,118 @@
+"""Find a model's facts: a local folder, else the Hub when online, else the embedded catalog.
+
+    facts = resolve_model("meta-llama/Llama-2-7b-hf")           # hub if reachable, else catalog
+    facts = resolve_model("./my-model", source="local")          # config.json + safetensors headers
+    facts = resolve_model("llama-2-7b", source="catalog")        # aliases and the part after '/' work
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from ..errors import HubError, ModelConfigError, ModelNotFoundError, close_matches
+from .build import facts_from_config
+from .catalog import find_entry, lookup_names
+from .facts import ModelFacts
+
+Source = Literal["auto", "local", "hub", "catalog"]
+
+
+def _from_local(folder: Path, name: str) -> ModelFacts:
+    from .safetensors_header import read_local_checkpoint
+
+    cfg_path = folder / "config.json"
+    if not cfg_path.is_file():
+        raise ModelConfigError(str(folder), "no config.json in this folder")
+    try:
+        config = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ModelConfigError(str(cfg_path), "not UTF-8 text") from None
+    except json.JSONDecodeError as err:
+        raise ModelConfigError(str(cfg_path), f"invalid JSON at line {err.lineno}: {err.msg}") from None
+    except OSError as err:
+        raise ModelConfigError(str(cfg_path), f"cannot read: {err.strerror or err}") from None
+    summary = read_local_checkpoint(folder)
+    return facts_from_config(name, config, "local", summary, where=str(cfg_path))
+
+
+def _from_catalog(name: str) -> ModelFacts | None:
+    entry = find_entry(name)
+    if entry is None:
+        return None
+    return facts_from_config(entry.name, entry.config, "catalog", where=f"catalog entry {entry.name}")
+
+
+def _not_found(name: str, detail: str = "") -> ModelNotFoundError:
+    """ModelNotFoundError suggesting canonical catalog names close to ``name`` (aliases count as matches)."""
+    suggestions: list[str] = []
+    for hit in close_matches(name, lookup_names(), n=6):
+        entry = find_entry(hit)
+        if entry is not None and entry.name not in suggestions:
+            suggestions.append(entry.name)
+    return ModelNotFoundError(name, suggestions[:3], detail)
+
+
+def _looks_like_repo_id(name: str) -> bool:
+    parts = name.split("/")
+    return len(parts) == 2 and all(parts) and not name.startswith((".", "/", "~"))
+
+
+def resolve_model(name: str, *, revision: str | None = None, source: Source = "auto") -> ModelFacts:
+    """The facts of model ``name``; ``ModelFacts.source`` says which source answered.
+
+    ``source="auto"`` tries, in order: a local directory called ``name``; the Hugging Face Hub (unless
+    offline, or the endpoint does not answer a TCP connect within a second); the embedded catalog. A
+    catalog model that the Hub refuses (gated, no ``HF_TOKEN``) or cannot serve falls back to the
+    catalog; any other model raises the Hub's error. ``revision`` is a Hub branch, tag or commit.
+
+    Raises :class:`ModelNotFoundError` (with close catalog names), :class:`ModelConfigError`,
+    :class:`UnsupportedArchitectureError` or :class:`HubError`.
+    """
+    from . import hub
+
+    text = name.strip()
+    if not text:
+        raise ModelNotFoundError(name, (), "empty model name")
+    path = Path(text).expanduser()
+    if source in ("auto", "local") and path.is_dir():
+        return _from_local(path, text)
+    if source == "local":
+        raise ModelNotFoundError(name, (), f"'{text}' is not a directory")
+    if source == "catalog":
+        facts = _from_catalog(text)
+        if facts is None:
+            raise _not_found(text, "not in the catalog")
+        return facts
+
+    hub_detail = ""
+    if _looks_like_repo_id(text) and hub.hub_available():
+        try:
+            config, summary = hub.fetch_from_hub(text, revision)
+            return facts_from_config(text, config, "hub", summary, where=f"{text}/config.json (Hub)")
+        except hub.HubNotFound as err:
+            if source == "hub":
+                raise _not_found(text, f"the Hub says: {err}") from None
+            hub_detail = "not on the Hub"
+        except hub.HubDenied as err:
+            if source == "hub" or find_entry(text) is None:
+                raise HubError(f"{err}. Set HF_TOKEN to a token with access to '{text}' (and accept its license on the Hub).") from None
+            hub_detail = str(err)
+        except HubError:
+            if source == "hub" or find_entry(text) is None:
+                raise
+    elif source == "hub":
+        from .. import constants
+
+        if not _looks_like_repo_id(text):
+            raise ModelNotFoundError(name, (), "a Hub model id looks like 'owner/name'")
+        why = "offline mode is on (HF_HUB_OFFLINE / INFER_ADVISOR_OFFLINE)" if constants.offline() else (
+            f"{constants.hf_endpoint()} is not reachable"
+        )
+        raise HubError(f"Cannot ask the Hub for '{text}': {why}.")
+
+    facts = _from_catalog(text)
+    if facts is None:
+        raise _not_found(text, hub_detail or "not a local folder and not in the catalog")
+    return facts
