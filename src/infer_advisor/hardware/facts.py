@@ -15,7 +15,7 @@ class GPUInfo(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(description="Catalog name, e.g. 'A100-80GB' (the probed name when no entry matched).")
-    vendor: Literal["nvidia", "amd", "intel"] = "nvidia"
+    vendor: Literal["nvidia", "amd", "intel"] = Field(default="nvidia", description="GPU maker.")
     memory_bytes: int = Field(gt=0, description="Total device memory in bytes.")
     free_memory_bytes: int | None = Field(default=None, description="Free memory when probed.")
     compute_capability: float = Field(description="CUDA compute capability, e.g. 8.0 (0.0 for non-NVIDIA).")
@@ -24,13 +24,15 @@ class GPUInfo(BaseModel):
         default_factory=dict,
         description="Dense (no sparsity) peak tensor TFLOPS by dtype: fp32, fp16, bf16, fp8, int8.",
     )
-    sm_clock_mhz: int | None = None
-    interconnect: Literal["nvlink", "pcie", "infinity-fabric"] = "pcie"
+    sm_clock_mhz: int | None = Field(default=None, description="Max SM clock in MHz when probed.")
+    interconnect: Literal["nvlink", "pcie", "infinity-fabric"] = Field(
+        default="pcie", description="How this GPU reaches its peers in the node."
+    )
     interconnect_bandwidth_bytes_per_s: float = Field(
         gt=0, description="Per-GPU bandwidth to its peers (one direction)."
     )
-    mig_enabled: bool | None = None
-    source: FigureSource = "catalog"
+    mig_enabled: bool | None = Field(default=None, description="MIG mode when probed; None: unknown or unsupported.")
+    source: FigureSource = Field(default="catalog", description="probe: NVML on this machine; catalog: gpus.yaml.")
     # Added fields (append-only): where each figure came from, and what the catalog says about the entry.
     figure_sources: dict[str, FigureSource] = Field(
         default_factory=dict,
@@ -61,10 +63,10 @@ class HardwareFacts(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["gpu", "cpu"]
+    kind: Literal["gpu", "cpu"] = Field(description="gpu: run on the GPUs; cpu: no GPU, run on the CPU.")
     gpus: list[GPUInfo] = Field(default_factory=list, description="The GPUs of one node.")
-    nodes: int = Field(default=1, ge=1)
-    cpu: CPUInfo | None = None
+    nodes: int = Field(default=1, ge=1, description="Identical nodes, each with `gpus`.")
+    cpu: CPUInfo | None = Field(default=None, description="This machine's CPU (kind='cpu').")
     source: FigureSource = Field(description="probe: NVML/psutil on this machine; catalog: named with --gpu.")
     notes: list[str] = Field(default_factory=list, description="What the probe could not do, in words.")
     driver_version: str | None = Field(default=None, description="NVIDIA driver version when probed.")
