@@ -128,13 +128,9 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
     if choice is None:
         choice = result.best_effort
         reason = _why_not(model, hw, request, result)
-        suggestion = _suggest_hardware(request, model) if choice is not None or not result.forbidden else None
+        suggestion = _suggest_hardware(request, model)
         if choice is None:
-            # Nothing was even allowed: explain with the first forbidding rule, keep the plan shape.
-            from ..engines import engine_profile  # noqa: F401  (profiles loaded by search)
-            raise_from = result.forbidden[0].blocked_by if result.forbidden else None
-            detail = f" (rule {raise_from.id}: {raise_from.reason})" if raise_from else ""
-            raise RequestError(f"No engine can serve {model.name} on {_hw_words(hw)} with these options{detail}.")
+            raise RequestError(f"No engine runs {model.name} on {_hw_words(hw)}: {reason}.")
     perf = _performance(request, model, hw, choice, concurrency, input_tokens, output_tokens)
     if choice.context_lowered:
         warnings.append(
@@ -282,9 +278,18 @@ def _decisions(c: Choice, result) -> list[Decision]:
 
 
 def _why_not(model: ModelFacts, hw: HardwareFacts, request: PlanRequest, result) -> str:
-    parts = []
+    refusals: list[str] = []
+    for v in result.forbidden:
+        rule = v.blocked_by
+        if rule is None:
+            continue
+        line = f"{v.value} refused by rule {rule.id}: {rule.reason}"
+        asked = {request.engine, request.quantization} - {"auto"}
+        if line not in refusals and (str(v.value) in asked or result.choice is None and not result.best_effort_allowed):
+            refusals.append(line)
+    parts = refusals[:3]
     be = result.best_effort
-    if be is not None:
+    if be is not None and result.best_effort_allowed:
         m = be.memory
         device = "the CPU memory" if hw.kind == "cpu" else f"each {hw.gpu.name}"
         parts.append(
@@ -292,10 +297,8 @@ def _why_not(model: ModelFacts, hw: HardwareFacts, request: PlanRequest, result)
             f"(weights {m.weights_bytes_per_gpu / 2**30:.1f}, KV for {m.required_kv_tokens} tokens, activations and overheads) "
             f"but {device} offers {m.budget_bytes_per_gpu / 2**30:.1f} GiB"
         )
-    for v in result.forbidden[:3]:
-        if v.blocked_by and (request.engine != "auto" or request.quantization != "auto"):
-            parts.append(f"{v.value} refused by rule {v.blocked_by.id}: {v.blocked_by.reason}")
-    parts.extend(result.rejected[:2] if not parts else [])
+    if not parts:
+        parts.extend(result.rejected[:2])
     return "; ".join(parts) or "no allowed engine, quantization and layout fits"
 
 

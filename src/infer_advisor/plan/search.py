@@ -59,6 +59,7 @@ class SearchResult:
     rejected: list[str] = field(default_factory=list)
     forbidden: list[Verdict] = field(default_factory=list)
     best_effort: Choice | None = None
+    best_effort_allowed: bool = False  # the best-effort choice passed every rule and only failed on memory
 
 
 def layouts(hw: HardwareFacts, tp_sizes: list[int]) -> list[Layout]:
@@ -202,5 +203,33 @@ def search(
         if estimates and result.best_effort is None:
             qv, lv, layout, est = min(estimates, key=lambda e: e[3].shortfall_bytes_per_gpu)
             result.best_effort = Choice(ev, dv, kv, qv, lv, layout, est, context, False, profile)
+            result.best_effort_allowed = True
         result.rejected.append(f"{profile.display}: no allowed quantization and layout fits in memory")
+    if result.best_effort is None:
+        result.best_effort = _fallback(model, hw, request, by, facts, engine_order, mem_bytes, concurrency, context, request_tokens, input_tokens, tp_sizes)
     return result
+
+
+def _fallback(model, hw, request, by, facts, engine_order, mem_bytes, concurrency, context, request_tokens, input_tokens, tp_sizes) -> Choice | None:
+    """When the rules forbid every option, still describe the closest plan (marked infeasible by the caller)."""
+    for ev in engine_order:
+        profile = engine_profile(ev.value)
+        if hw.kind not in profile.runs_on:
+            continue
+        f_e = {**facts, "engine": ev.value}
+        dv = rank(by["dtype"], "dtype", ["bfloat16", "float16", "float32"], f_e, None)[0]
+        kv = rank(by["kv_cache_dtype"], "kv_cache_dtype", ["auto"], {**f_e, "dtype": dv.value}, None)[0]
+        fmt = PRE_QUANT_FORMAT.get(model.pre_quantized or "", None) or (
+            request.quantization if request.quantization not in ("auto",) else profile.quantizations[0]
+        )
+        if fmt not in profile.quantizations:
+            fmt = profile.quantizations[0]
+        qv = Verdict(value=fmt, allowed=False)
+        layout = layouts(hw, tp_sizes)[-1]
+        est = estimate_memory(
+            model, gpu_memory_bytes=mem_bytes, engine=profile, quantization=fmt, dtype=dv.value, kv_cache_dtype="auto",
+            tp=layout.tp, pp=layout.pp, context=context, concurrency=concurrency,
+            request_tokens=min(request_tokens, context), input_tokens=input_tokens, on_gpu=hw.kind == "gpu",
+        )
+        return Choice(ev, dv, kv, qv, Verdict(value=str(layout), allowed=False), layout, est, context, False, profile)
+    return None
