@@ -1,0 +1,80 @@
+"""Ground truth for the analytic counts: transformers' own model classes, built on the meta device.
+
+Parametrized over the catalog, so a new catalog file is checked automatically. transformers, torch and
+accelerate come from the dev extra; building on the meta device allocates no weights (about 40 s for
+the whole catalog on 2 cores, most of it the first import).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from infer_advisor.model_facts import facts_from_config
+from infer_advisor.model_facts.catalog import load_catalog
+
+CATALOG = load_catalog()
+
+
+def transformers_parameter_count(config: dict) -> int:
+    """Unique parameters of AutoModelForCausalLM built from ``config`` on the meta device."""
+    from accelerate import init_empty_weights
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cfg = dict(config)
+    # The count is of the unquantized architecture: FP8/AWQ loaders would swap Linear layers for packed ones.
+    cfg.pop("quantization_config", None)
+    if isinstance(cfg.get("text_config"), dict):  # multimodal wrapper: count its language model (Gemma 3)
+        cfg = dict(cfg["text_config"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hf_config = AutoConfig.for_model(**cfg)
+        with init_empty_weights():
+            model = AutoModelForCausalLM.from_config(hf_config)
+    # init_empty_weights may leave lm_head untied; tie as from_pretrained would, then count each tensor once.
+    model.tie_weights()
+    seen: set[int] = set()
+    total = 0
+    for _, param in model.named_parameters(remove_duplicate=False):
+        if id(param) not in seen:
+            seen.add(id(param))
+            total += param.numel()
+    return total
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("entry", CATALOG, ids=[e.name for e in CATALOG])
+def test_analytic_count_equals_transformers(entry):
+    facts = facts_from_config(entry.name, entry.config, "catalog")
+    assert facts.num_parameters == transformers_parameter_count(entry.config)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"attention_bias": True, "mlp_bias": True},  # Llama with every bias on
+        {"tie_word_embeddings": True, "num_key_value_heads": 1},  # tied + MQA
+    ],
+    ids=["llama-biases", "llama-tied-mqa"],
+)
+def test_variants_equal_transformers(overrides):
+    base = next(e for e in CATALOG if e.name == "meta-llama/Llama-3.2-1B").config
+    config = {**base, **overrides, "num_hidden_layers": 2}
+    assert facts_from_config("variant", config, "local").num_parameters == transformers_parameter_count(config)
+
+
+@pytest.mark.integration
+def test_falcon_sequential_layout_equals_transformers():
+    base = next(e for e in CATALOG if e.name == "tiiuae/falcon-7b").config
+    config = {**base, "parallel_attn": False, "multi_query": False, "bias": True, "num_hidden_layers": 2}
+    assert facts_from_config("falcon-seq", config, "local").num_parameters == transformers_parameter_count(config)
+
+
+@pytest.mark.integration
+def test_qwen3_moe_with_dense_layers_equals_transformers():
+    base = next(e for e in CATALOG if e.name == "Qwen/Qwen3-30B-A3B").config
+    config = {**base, "num_hidden_layers": 4, "mlp_only_layers": [0], "decoder_sparse_step": 2}
+    facts = facts_from_config("qwen3-moe-mixed", config, "local")
+    assert facts.num_parameters == transformers_parameter_count(config)
