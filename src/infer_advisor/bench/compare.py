@@ -1,0 +1,67 @@
+"""A plan's predictions beside the measurements, read defensively (plans gain fields over time)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from ..errors import RequestError
+from .report import LevelResult, PlanComparison
+
+# plan attribute path -> measured attribute of a level (Stats are compared by their mean).
+PREDICTIONS = {
+    ("performance", "ttft_s"): "ttft_s",
+    ("performance", "tpot_s"): "tpot_s",
+    ("performance", "output_tokens_per_s_per_request"): "output_tokens_per_s_per_request",
+    ("performance", "output_tokens_per_s_aggregate"): "output_tokens_per_s_aggregate",
+    ("memory", "total_bytes_per_gpu"): "peak_memory_bytes",
+}
+# Where a plan may say which concurrency its predictions are for (first found wins).
+_CONCURRENCY_PATHS = (("performance", "concurrency"), ("workload", "concurrency"), ("request", "workload", "concurrency"))
+
+
+def _get(obj: Any, path: tuple[str, ...]) -> Any:
+    for name in path:
+        obj = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def load_plan(path: Path) -> Any:
+    """A plan JSON file as attribute-accessible objects (the plan model validates it when it can)."""
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise RequestError(f"--plan {path}: cannot read a plan JSON ({err}). Write one with `infer-advisor plan --json`.") from None
+    return json.loads(json.dumps(raw), object_hook=lambda d: SimpleNamespace(**d))
+
+
+def compare(plan: Any, levels: list[LevelResult]) -> list[PlanComparison]:
+    """Predicted vs measured at the plan's concurrency (or at every level when the plan does not say)."""
+    if plan is None or not levels:
+        return []
+    conc = next((c for p in _CONCURRENCY_PATHS if isinstance(c := _get(plan, p), int)), None)
+    chosen = [lv for lv in levels if lv.concurrency == conc] if conc is not None else levels
+    out = []
+    for path, attr in PREDICTIONS.items():
+        predicted = _get(plan, path)
+        if not isinstance(predicted, (int, float)):
+            continue
+        for lv in chosen:
+            measured = getattr(lv, attr)
+            measured = getattr(measured, "mean", measured)
+            if not measured:
+                continue
+            out.append(
+                PlanComparison(
+                    metric=attr,
+                    concurrency=lv.concurrency,
+                    predicted=float(predicted),
+                    measured=float(measured),
+                    error_pct=(float(predicted) - float(measured)) / float(measured) * 100.0,
+                )
+            )
+    return out

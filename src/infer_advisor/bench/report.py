@@ -1,0 +1,125 @@
+"""The typed result of a benchmark: per-request samples, per-level statistics, plan comparison, metadata.
+
+``BenchReport.model_json_schema()`` is the published contract of ``bench.json``: add fields, never rename.
+Every figure here is measured on this run unless its field says otherwise (``predicted`` comes from a plan).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+TokenCountSource = Literal["server-usage", "streamed-chunks", "tokenizer"]
+MemorySource = Literal["nvml", "psutil-rss", "none"]
+
+
+class RequestSample(BaseModel):
+    """One measured request."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    concurrency: int = Field(description="The level this request ran at.")
+    index: int = Field(description="Request number within its level.")
+    input_tokens: int | None = Field(description="Prompt tokens (tokenizer or server usage); None if unknown.")
+    output_tokens: int = Field(description="Generated tokens.")
+    token_count_source: TokenCountSource = Field(description="Where output_tokens came from.")
+    streamed_chunks: int | None = Field(default=None, description="Content chunks received (openai engine).")
+    ttft_s: float = Field(description="Seconds from sending the request to its first generated token.")
+    e2e_s: float = Field(description="Seconds from sending the request to its last token.")
+    tpot_s: float | None = Field(description="(e2e - ttft) / (output_tokens - 1); None for one-token answers.")
+    itl_s: list[float] = Field(default_factory=list, description="Gaps between consecutive tokens (or chunks).")
+
+
+class Stats(BaseModel):
+    """Mean and percentiles of one metric over a level's requests (seconds unless named otherwise)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mean: float
+    p50: float
+    p90: float
+    p99: float
+    n: int = Field(description="Number of values.")
+
+
+class LevelResult(BaseModel):
+    """All requests of one concurrency level."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    concurrency: int
+    num_requests: int
+    duration_s: float = Field(description="Wall time of the level, first request sent to last token received.")
+    ttft_s: Stats
+    tpot_s: Stats | None = Field(description="Time per output token after the first; None if every answer had one token.")
+    itl_s: Stats | None = Field(description="Inter-token latency over all gaps of all requests.")
+    e2e_s: Stats
+    output_tokens_total: int
+    input_tokens_mean: float | None
+    output_tokens_per_s_per_request: float = Field(
+        description="Mean over requests of output_tokens / e2e_s: the speed one user sees, TTFT included."
+    )
+    output_tokens_per_s_aggregate: float = Field(description="All output tokens / duration_s: the server's throughput.")
+    requests_per_s: float = Field(description="num_requests / duration_s.")
+    peak_memory_bytes: int | None = Field(
+        description="Peak memory seen during the level (see metadata.memory_source for what was sampled)."
+    )
+
+
+class PlanComparison(BaseModel):
+    """A plan's prediction beside the measurement."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metric: str = Field(description="ttft_s, tpot_s, output_tokens_per_s_per_request, ... or peak_memory_bytes.")
+    concurrency: int = Field(description="The measured level compared.")
+    predicted: float = Field(description="The plan's estimate (source: the plan).")
+    measured: float = Field(description="Measured on this run.")
+    error_pct: float = Field(description="(predicted - measured) / measured x 100.")
+
+
+class DeviceInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["cpu", "cuda", "remote"] = Field(description="Where the model ran (remote: behind --url).")
+    name: str = Field(description="GPU or CPU model name, or the server URL.")
+    count: int = Field(default=1, description="Devices used.")
+
+
+class BenchMetadata(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    engine: str
+    model: str | None
+    url: str | None = None
+    workload: str
+    request: dict = Field(description="Every option of the run (BenchRequest), defaults filled in.")
+    random_weights: bool = Field(description="True: random weights from the config; speed is real, text is noise.")
+    dtype: str | None = None
+    device: DeviceInfo
+    versions: dict[str, str] = Field(description="infer_advisor, python, and the engine's packages.")
+    memory_source: MemorySource = Field(
+        description="nvml: GPU device memory used (all processes on the GPUs in use); psutil-rss: this process's "
+        "resident memory (CPU runs); none: not measured (e.g. a remote server)."
+    )
+    started_at: str = Field(description="UTC, ISO 8601.")
+    finished_at: str | None = Field(default=None, description="UTC, ISO 8601; None while running or after a crash.")
+    command_line: list[str]
+
+
+class BenchReport(BaseModel):
+    """What `infer-advisor bench` measured. ``complete`` is False while running and after a crash."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metadata: BenchMetadata
+    levels: list[LevelResult] = Field(default_factory=list)
+    requests: list[RequestSample] = Field(default_factory=list)
+    comparisons: list[PlanComparison] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    complete: bool = False
+    error: str | None = Field(default=None, description="Why the run stopped early, when it did.")

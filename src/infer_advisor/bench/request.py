@@ -1,0 +1,86 @@
+"""What a benchmark run is asked to do: the options of :func:`infer_advisor.bench.bench` and `infer-advisor bench`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Engine = Literal["transformers", "ctranslate2", "vllm", "openai"]
+Workload = Literal["latency", "throughput"]
+
+
+class BenchRequest(BaseModel):
+    """Options of one benchmark run; `infer-advisor bench` derives its flags from these fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    engine: Engine = Field(
+        description="Where to run: transformers, ctranslate2 or vllm in this process, or openai: "
+        "any OpenAI-compatible server at --url (vLLM, SGLang, llama.cpp, TGI, transformers serve)."
+    )
+    model: str | None = Field(
+        default=None,
+        description="Model directory (a CTranslate2 folder for ctranslate2), Hub/catalog id (with --random-weights), "
+        "or the served model name for openai (default: the server's first model).",
+    )
+    url: str | None = Field(default=None, description="Base URL of the OpenAI-compatible server, e.g. http://127.0.0.1:8000.")
+    workload: Workload = Field(
+        default="latency",
+        description="Profile: latency (batch 1, 200 tokens, 9 fixed prompts, 1 warm-up) or throughput "
+        "(synthetic prompts of --input-tokens, concurrency 1,4,16,64).",
+    )
+    concurrency: list[int] | None = Field(
+        default=None,
+        description="Requests in flight per level, e.g. 1,4,16,64 (batched generate in-process; parallel "
+        "streams for openai). Default: the profile's.",
+    )
+    input_tokens: int | None = Field(
+        default=None, gt=0, description="Synthetic prompt length in tokens (default: the profile's fixed prompts for latency)."
+    )
+    output_tokens: int | None = Field(default=None, gt=0, description="Tokens to generate per request (default: the profile's).")
+    num_prompts: int | None = Field(
+        default=None, gt=0, description="Requests per concurrency level (default: max(prompts in the profile, concurrency))."
+    )
+    warmup: int | None = Field(default=None, ge=0, description="Warm-up requests before measuring (default: the profile's).")
+    seed: int = Field(default=0, description="Seed for synthetic prompts and sampling.")
+    ignore_eos: bool = Field(
+        default=True,
+        description="Generate exactly --output-tokens (min_new_tokens / min_tokens + ignore_eos) so lengths compare.",
+    )
+    random_weights: bool = Field(
+        default=False,
+        description="transformers only: build the model's architecture with random weights from its config "
+        "(no weight download); the report is marked.",
+    )
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = Field(
+        default="auto", description="Weights dtype for transformers (auto: the config's on GPU, float32 on CPU)."
+    )
+    device: Literal["auto", "cpu", "cuda"] = Field(default="auto", description="Device for in-process engines (auto: cuda if present).")
+    out: Path | None = Field(default=None, description="Folder for bench.json, bench.csv, requests.csv and bench.png.")
+    force: bool = Field(default=False, description="Replace an earlier benchmark's files in --out.")
+    plan: Path | None = Field(
+        default=None, description="A plan JSON (`infer-advisor plan --json`) whose predictions are compared with the measurements."
+    )
+
+    @field_validator("concurrency")
+    @classmethod
+    def _positive_levels(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None:
+            if not v:
+                raise ValueError("give at least one level, e.g. 1,4,16")
+            bad = [c for c in v if c < 1]
+            if bad:
+                raise ValueError(f"levels must be positive integers, got {bad[0]}")
+        return v
+
+    @model_validator(mode="after")
+    def _engine_needs(self) -> BenchRequest:
+        if self.engine == "openai" and not self.url:
+            raise ValueError("--url is required for --engine openai, e.g. --url http://127.0.0.1:8000")
+        if self.engine != "openai" and not self.model:
+            raise ValueError(f"--model is required for --engine {self.engine}")
+        if self.random_weights and self.engine != "transformers":
+            raise ValueError("--random-weights works with --engine transformers only")
+        return self

@@ -1,0 +1,40 @@
+"""`infer-advisor bench`: measure an engine or an OpenAI-compatible server; flags derived from BenchRequest."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "Benchmark an engine or an OpenAI-compatible server; compare with the plan."
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from ..bench.request import BenchRequest
+    from ._derive import add_model_arguments
+
+    add_model_arguments(parser, BenchRequest)
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="Show a progress bar.")
+    parser.add_argument("--json", action="store_true", help="Print the report as JSON on stdout instead of tables.")
+
+
+def run(ns: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from ..bench import run_bench
+    from ..bench.output import render_table
+    from ..bench.request import BenchRequest
+    from ._derive import model_from_namespace
+
+    req = model_from_namespace(BenchRequest, ns)
+    report = run_bench(req, progress=ns.progress, command_line=["infer-advisor", *sys.argv[1:]])
+    if ns.json:
+        print(report.model_dump_json(indent=2))
+        return 0
+    console = Console()
+    for table in render_table(report):
+        console.print(table)
+    for note in report.notes:
+        console.print(f"note: {note}", style="yellow")
+    if req.out is not None:
+        console.print(f"wrote {req.out}/bench.json, bench.csv, requests.csv, bench.png")
+    return 0
