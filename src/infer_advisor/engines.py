@@ -22,7 +22,7 @@ ENGINE_NAMES: tuple[str, ...] = ("vllm", "sglang", "tgi", "ctranslate2", "llama.
 class EngineProfile(BaseModel):
     """One engine's fixed facts; each figure has a ``*_source`` sibling saying where it came from."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str = ""
     display: str
@@ -55,7 +55,7 @@ class EngineProfile(BaseModel):
 
 
 class _EngineFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     engines: dict[str, EngineProfile]
 
 

@@ -14,7 +14,7 @@ ParamGroup = Literal["linear", "lm_head", "embedding"]
 
 
 class WeightFormat(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     bits: float | None = Field(description="Bits per quantized weight; null keeps the model dtype.")
     group_size: int | None = None
@@ -25,13 +25,13 @@ class WeightFormat(BaseModel):
 
 
 class DType(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     bytes: float
     source: str
 
 
 class ActivationModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     hidden_copies: float
     intermediate_copies: float
     logits_bytes_per_vocab_entry: float
@@ -39,7 +39,7 @@ class ActivationModel(BaseModel):
 
 
 class FormatsFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     formats: dict[str, WeightFormat]
     dtypes: dict[str, DType]
     activation: ActivationModel

@@ -38,7 +38,7 @@ from .formats import dtype_bytes, formats, weight_format
 class MemoryEstimate(BaseModel):
     """Bytes per GPU for one layout; every figure here is ``estimated`` by this model."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     source: str = Field(default="estimated", description="Where these figures came from.")
     accounting: str = Field(description="reserve (engine pre-allocates a fraction) or peak (grows as needed).")

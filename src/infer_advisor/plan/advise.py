@@ -34,7 +34,7 @@ from .search import Choice, search
 
 
 class Defaults(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     concurrency: dict[str, int]
     concurrency_source: str
     cpu_concurrency: int

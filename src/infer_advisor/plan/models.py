@@ -20,6 +20,7 @@ SCHEMA_VERSION = "1"
 
 
 class ModelSummary(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     name: str
     source: Literal["local", "hub", "catalog"] = Field(description="Which source answered: local, hub or catalog.")
     architecture: str
@@ -33,6 +34,7 @@ class ModelSummary(BaseModel):
 
 
 class GPUSummary(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     name: str
     memory_bytes: int
     compute_capability: float
@@ -42,6 +44,7 @@ class GPUSummary(BaseModel):
 
 
 class HardwareSummary(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     kind: Literal["gpu", "cpu"]
     gpus: list[GPUSummary] = Field(description="GPUs of one node (all identical).")
     gpus_per_node: int
@@ -57,6 +60,7 @@ class MemoryPlan(MemoryEstimate):
 
 
 class EngineConfig(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     name: str = Field(description="vllm, sglang, tgi, ctranslate2, llama.cpp or transformers.")
     version: str = Field(description="Engine version the emitted flags target.")
     image: str = Field(description="Pinned container image.")
@@ -73,6 +77,7 @@ class EngineConfig(BaseModel):
 
 
 class QuantizationPlan(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     method: str = Field(description="'none' when unquantized; else awq, gptq, compressed-tensors-w4a16, fp8, int8, ct2-int8, gguf-*.")
     bits: float | None = None
     group_size: int | None = None
@@ -82,6 +87,7 @@ class QuantizationPlan(BaseModel):
 
 
 class Parallelism(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     nodes: int = 1
@@ -90,6 +96,7 @@ class Parallelism(BaseModel):
 
 
 class Decision(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     rule_id: str
     decides: str = Field(description="What the rule decided: engine, quantization, dtype, kv_cache_dtype, layout, context.")
     value: str
@@ -100,6 +107,7 @@ class Decision(BaseModel):
 
 class RuleTrace(BaseModel):
     """One rule as it was considered (for --explain)."""
+    model_config = ConfigDict(defer_build=True)
 
     rule_id: str
     decides: str
@@ -109,9 +117,10 @@ class RuleTrace(BaseModel):
 
 
 class DeploymentPlan(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     """A deployment decision with every figure's origin; render it with :meth:`render`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     schema_version: str = SCHEMA_VERSION
     feasible: bool

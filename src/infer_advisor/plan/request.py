@@ -20,7 +20,7 @@ ModelSourceChoice = Literal["auto", "local", "hub", "catalog"]
 class PlanRequest(BaseModel):
     """Options of :func:`infer_advisor.advise` and `infer-advisor plan` (each field is one flag)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     model: str = Field(
         default="meta-llama/Llama-2-7b-hf",

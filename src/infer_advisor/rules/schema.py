@@ -32,7 +32,7 @@ Scalar = Union[bool, int, float, str, None]
 class FactRef(BaseModel):
     """A reference to another fact, used where a literal value would go."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     fact: str
 
 
@@ -40,12 +40,12 @@ Operand = Union[FactRef, Scalar]
 
 
 class Always(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     kind: Literal["always"]
 
 
 class Compare(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     kind: Literal["compare"]
     fact: str
     op: Literal["eq", "ne", "lt", "le", "gt", "ge"]
@@ -53,14 +53,14 @@ class Compare(BaseModel):
 
 
 class In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     kind: Literal["in"]
     fact: str
     values: list[Scalar] = Field(min_length=1)
 
 
 class Divides(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     kind: Literal["divides"]
     divisor: list[Operand] = Field(min_length=1, description="Multiplied together.")
     dividend: Operand
@@ -72,19 +72,19 @@ class Divides(BaseModel):
 
 
 class AllOf(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     kind: Literal["all"]
     of: list["Condition"] = Field(min_length=1)
 
 
 class AnyOf(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     kind: Literal["any"]
     of: list["Condition"] = Field(min_length=1)
 
 
 class Not(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     kind: Literal["not"]
     of: "Condition"
 
@@ -99,7 +99,7 @@ _ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
 class Rule(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str = Field(description="Unique, lower-case, dotted: area.topic.detail.")
     decides: Decides
@@ -139,5 +139,5 @@ class Rule(BaseModel):
 
 
 class RuleFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     rules: list[Rule]
