@@ -40,7 +40,12 @@ def _check_lines(result) -> list[str]:
     return lines
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def run(ns: argparse.Namespace) -> int:
+    import signal
     import sys
 
     from ..quantize import run_request
@@ -48,6 +53,7 @@ def run(ns: argparse.Namespace) -> int:
     from ._derive import model_from_namespace
 
     request = model_from_namespace(QuantizeRequest, ns)
+    signal.signal(signal.SIGTERM, _interrupt)  # clean up the partial output on `kill` as on Ctrl-C
     result = run_request(request)
     if ns.json:
         print(result.model_dump_json(indent=2))

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
 # Each evaluation text is cut to this many tokens so `--eval` stays quick on CPU (tiny test models use 512).
 EVAL_MAX_TOKENS = 256
+
+
+def load_tokenizer(source: Path):
+    """The model's tokenizer; files saved by transformers 5 ('TokenizersBackend') load as a fast tokenizer."""
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    try:
+        return AutoTokenizer.from_pretrained(source)
+    except ValueError:
+        if not (source / "tokenizer.json").is_file():
+            raise
+    config = json.loads((source / "tokenizer_config.json").read_text()) if (source / "tokenizer_config.json").is_file() else {}
+    specials = {k: v for k, v in config.items() if k.endswith("_token") and isinstance(v, str)}
+    return PreTrainedTokenizerFast(tokenizer_file=str(source / "tokenizer.json"), **specials)
 
 
 def eval_token_ids(tokenizer, texts: list[str]) -> list[list[int]]:
@@ -65,11 +80,11 @@ def dtype_kwarg() -> str:
 def source_perplexity(source: Path, texts: list[str]) -> float:
     """Perplexity of the unquantized source model (float32 on CPU, or its dtype on CUDA)."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     cuda = torch.cuda.is_available()
     dtype = {dtype_kwarg(): "auto" if cuda else torch.float32}
     model = AutoModelForCausalLM.from_pretrained(source, device_map="cuda" if cuda else None, **dtype)
     model.eval()
-    tokenizer = AutoTokenizer.from_pretrained(source)
+    tokenizer = load_tokenizer(source)
     return torch_perplexity(model, tokenizer, texts)[0]

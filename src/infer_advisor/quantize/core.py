@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 import shutil
 import sys
@@ -140,6 +141,7 @@ def staged_output(out: Path, force: bool) -> Iterator[Path]:
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
+        work.chmod(0o777 & ~_umask())  # mkdtemp makes it private (0700); the output is an ordinary directory
         yield work
         if out.exists() or out.is_symlink():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
@@ -151,6 +153,12 @@ def staged_output(out: Path, force: bool) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def copy_side_files(source: Path, target: Path) -> None:

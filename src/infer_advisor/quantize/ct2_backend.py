@@ -44,12 +44,13 @@ def check(
 ) -> QuickCheck:
     """Load with ``ctranslate2.Generator``, generate greedily, and score ``eval_texts`` for perplexity."""
     import ctranslate2
-    from transformers import AutoTokenizer
+
+    from ._torch_eval import load_tokenizer
 
     device = _device()
     generator = ctranslate2.Generator(str(model_dir), device=device, compute_type="default")
     runtime = f"ctranslate2 {ctranslate2.__version__} ({device}, compute_type={generator.compute_type})"
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer = load_tokenizer(model_dir)
     start = tokenizer.convert_ids_to_tokens(tokenizer(prompt)["input_ids"])
     step = generator.generate_batch(
         [start], max_length=max_new_tokens, min_length=max_new_tokens, sampling_topk=1, include_prompt_in_result=False
