@@ -27,6 +27,7 @@ _RESOLVE = re.compile(r"^/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<file>
 class Repo:
     files: dict[str, bytes]
     token: str | None = None  # gated: only this bearer token may read
+    status: int | None = None  # answer every request with this HTTP error status
 
 
 @dataclass
@@ -69,6 +70,8 @@ class FakeHub:
                 repo = hub.repos.get(m["repo"])
                 if repo is None:
                     return self._fail(404, "RepoNotFound")
+                if repo.status is not None:
+                    return self._fail(repo.status, "")
                 if repo.token is not None and self.headers.get("Authorization") != f"Bearer {repo.token}":
                     return self._fail(401, "GatedRepo")
                 if m["rev"] not in ("main", COMMIT):
@@ -93,7 +96,7 @@ class FakeHub:
                     self.wfile.write(chunk)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
 
     @property

@@ -56,6 +56,28 @@ def _cache_dir() -> str:
     return str(constants.cache_dir() / "hub")
 
 
+def _chain(err: BaseException):
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        yield err
+        err = err.__cause__ or err.__context__
+
+
+def _status(err: BaseException) -> int | None:
+    """The HTTP status of the first response found along the exception chain, if any."""
+    for e in _chain(err):
+        status = getattr(getattr(e, "response", None), "status_code", None)
+        if isinstance(status, int):
+            return status
+    return None
+
+
+def _root_cause(err: BaseException) -> str:
+    last = list(_chain(err))[-1]
+    return f"{type(last).__name__}: {str(last).splitlines()[0] if str(last) else ''}".rstrip(": ")
+
+
 def fetch_from_hub(repo_id: str, revision: str | None = None) -> tuple[dict[str, Any], SafetensorsSummary | None]:
     """config.json and the safetensors header summary of ``repo_id``.
 
@@ -85,10 +107,14 @@ def fetch_from_hub(repo_id: str, revision: str | None = None) -> tuple[dict[str,
             from .safetensors_header import summarize_hub
 
             summary = summarize_hub(meta.files_metadata)
-    except hf_errors.LocalEntryNotFoundError as err:
+    except hf_errors.LocalEntryNotFoundError as err:  # hf_hub_download wraps the failed HEAD request
+        status = _status(err)
+        if status in (401, 403):
+            raise HubDenied(f"the Hub refused access to '{repo_id}' (HTTP {status})") from None
+        if status is not None:
+            raise HubError(f"Hub request for '{repo_id}' failed (HTTP {status}) at {endpoint}") from None
         raise HubError(
-            f"could not reach {endpoint} for '{repo_id}': {str(err).splitlines()[0]}. "
-            "Set HF_HUB_OFFLINE=1 to use the catalog only."
+            f"could not reach {endpoint} for '{repo_id}' ({_root_cause(err)}). Set HF_HUB_OFFLINE=1 to use the catalog only."
         ) from None
     except hf_errors.GatedRepoError:
         raise HubDenied(f"'{repo_id}' is gated and this token has no access") from None
