@@ -82,7 +82,7 @@ def check(rule: Rule, facts: Facts) -> tuple[bool, str]:
         return holds(rule.when, facts)
     except _UnknownFact as err:
         known = ", ".join(sorted(k for k in facts if not k.startswith("_")))
-        raise RuleFileError("rules", f"unknown fact '{err.name}'. Known facts: {known}", rule_id=rule.id, field="when") from None
+        raise RuleFileError(rule._origin, f"unknown fact '{err.name}'. Known facts: {known}", rule_id=rule.id, field="when") from None
 
 
 @dataclass

@@ -40,6 +40,7 @@ def _load_file(path: Path) -> list[Rule]:
         if rule.id in seen:
             raise RuleFileError(str(path), "duplicate rule id in this file", rule_id=rule.id, field=f"rules[{i}].id")
         seen.add(rule.id)
+        rule._origin = str(path)
         rules.append(rule)
     return rules
 

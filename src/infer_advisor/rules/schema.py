@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 Scalar = Union[bool, int, float, str, None]
 
@@ -109,6 +109,7 @@ class Rule(BaseModel):
     score: float = Field(default=0, description="prefer: added to the option's score (negative discourages).")
     reason: str = Field(min_length=1, description="One sentence shown with the decision.")
     source: str = Field(min_length=1, description="Where the fact behind the rule comes from.")
+    _origin: str = PrivateAttr(default="rules")  # the file the rule was loaded from, for errors at evaluation
 
     @field_validator("id")
     @classmethod
