@@ -64,7 +64,11 @@ def _layered(user_dir: str | None) -> tuple[Rule, ...]:
         by_id[rule.id] = rule
         origin[rule.id] = path
     if user_dir:
-        for _path, rule in _load_dir(Path(user_dir)):
+        user_origin: dict[str, Path] = {}
+        for path, rule in _load_dir(Path(user_dir)):
+            if rule.id in user_origin:
+                raise RuleFileError(str(path), f"duplicate rule id (also in {user_origin[rule.id].name})", rule_id=rule.id, field="id")
+            user_origin[rule.id] = path
             by_id[rule.id] = rule  # same id replaces, new id adds
     return tuple(by_id.values())
 
