@@ -1,0 +1,198 @@
+"""Invalid rule files: one RuleFileError naming the file, the rule id and the field; the CLI prints one line, exit 2."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from infer_advisor.cli import main
+from infer_advisor.errors import InferAdvisorError, RuleFileError
+from infer_advisor.rules.loader import load_rules
+
+GOOD = """\
+  - id: site.good
+    decides: engine
+    effect: prefer
+    value: vllm
+    score: 1
+    reason: A valid rule next to the broken one.
+    source: test
+"""
+
+
+def _write(folder: Path, body: str, name: str = "site.yaml") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(textwrap.dedent(body), encoding="utf-8")
+    return path
+
+
+def _load_error(tmp_path: Path, body: str) -> tuple[RuleFileError, Path]:
+    path = _write(tmp_path / "rules", "rules:\n" + GOOD + textwrap.indent(textwrap.dedent(body), "  "))
+    with pytest.raises(RuleFileError) as info:
+        load_rules(path.parent)
+    err = info.value
+    assert isinstance(err, InferAdvisorError) and isinstance(err, ValueError)
+    assert "\n" not in str(err)
+    assert err.path == str(path) and str(path) in str(err)
+    return err, path
+
+
+def test_unknown_key(tmp_path):
+    err, _ = _load_error(tmp_path, """\
+      - id: site.typo
+        decides: engine
+        effect: forbid
+        value: tgi
+        priority: 3
+        reason: A typo must not be ignored.
+        source: test
+    """)
+    assert err.rule_id == "site.typo" and err.field == "rules[1].priority"
+    assert "rule 'site.typo'" in str(err) and "priority" in str(err)
+
+
+def test_unknown_key_inside_a_condition(tmp_path):
+    err, _ = _load_error(tmp_path, """\
+      - id: site.cond-typo
+        decides: engine
+        when: {kind: compare, fact: request.goal, op: eq, value: latency, negate: true}
+        effect: forbid
+        value: tgi
+        reason: Unknown keys in conditions are errors too.
+        source: test
+    """)
+    assert err.rule_id == "site.cond-typo" and err.field == "rules[1].when.negate"
+
+
+def test_unknown_condition_kind_lists_the_valid_kinds(tmp_path):
+    err, _ = _load_error(tmp_path, """\
+      - id: site.regex
+        decides: engine
+        when: {kind: regex, fact: model.name, pattern: "llama.*"}
+        effect: forbid
+        value: tgi
+        reason: There is no regex condition.
+        source: test
+    """)
+    assert err.rule_id == "site.regex" and err.field == "rules[1].when"
+    for kind in ("always", "compare", "in", "divides", "all", "any", "not"):
+        assert kind in str(err)
+
+
+def test_duplicate_id_in_one_file(tmp_path):
+    err, _ = _load_error(tmp_path, GOOD.replace("A valid rule next to the broken one.", "Same id again."))
+    assert err.rule_id == "site.good" and err.field == "rules[1].id" and "duplicate" in str(err)
+
+
+def test_duplicate_id_across_files_of_one_folder(tmp_path):
+    folder = tmp_path / "rules"
+    _write(folder, "rules:\n" + GOOD, "a.yaml")
+    second = _write(folder, "rules:\n" + GOOD, "b.yaml")
+    with pytest.raises(RuleFileError) as info:
+        load_rules(folder)
+    assert info.value.rule_id == "site.good" and "duplicate" in str(info.value)
+    assert info.value.path == str(second) and "a.yaml" in str(info.value)
+
+
+@pytest.mark.parametrize("reason", ['""', '"   "'])
+def test_empty_reason(tmp_path, reason):
+    err, _ = _load_error(tmp_path, f"""\
+      - id: site.silent
+        decides: engine
+        effect: forbid
+        value: tgi
+        reason: {reason}
+        source: test
+    """)
+    assert err.rule_id == "site.silent" and err.field == "rules[1].reason"
+
+
+def test_prefer_without_score(tmp_path):
+    err, _ = _load_error(tmp_path, """\
+      - id: site.no-score
+        decides: engine
+        effect: prefer
+        value: sglang
+        reason: A preference with no weight ranks nothing.
+        source: test
+    """)
+    assert err.rule_id == "site.no-score" and "score" in str(err)
+
+
+def test_layout_rule_with_value(tmp_path):
+    err, _ = _load_error(tmp_path, """\
+      - id: site.layout-value
+        decides: layout
+        effect: forbid
+        value: tp=8
+        reason: Layout rules judge the candidate layout, not a named value.
+        source: test
+    """)
+    assert err.rule_id == "site.layout-value" and "'value'" in str(err)
+
+
+def test_bad_yaml_names_file_and_line(tmp_path):
+    path = _write(tmp_path / "rules", "rules:\n  - id: site.x\n    reason: [unclosed\n")
+    with pytest.raises(RuleFileError) as info:
+        load_rules(path.parent)
+    assert info.value.path == str(path) and "line" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_not_a_rule_list(tmp_path):
+    path = _write(tmp_path / "rules", "rule:\n" + GOOD)
+    with pytest.raises(RuleFileError) as info:
+        load_rules(path.parent)
+    assert "'rules'" in str(info.value)
+
+
+def test_rules_dir_that_is_not_a_folder(tmp_path):
+    with pytest.raises(RuleFileError) as info:
+        load_rules(tmp_path / "missing")
+    assert "missing" in str(info.value)
+
+
+UNKNOWN_FACT = """\
+rules:
+  - id: site.unknown-fact
+    decides: engine
+    when: {kind: compare, fact: gpu.cc, op: lt, value: 8.0}
+    effect: forbid
+    value: vllm
+    reason: gpu.cc is not a fact (gpu.compute_capability is).
+    source: test
+"""
+
+
+def test_unknown_fact_at_evaluation(tmp_path):
+    from tests.plan.planning import plan_for
+
+    path = _write(tmp_path / "rules", UNKNOWN_FACT)
+    with pytest.raises(RuleFileError) as info:
+        plan_for("meta-llama/Llama-3.1-8B", "A100-80GB", rules=path.parent)
+    err = info.value
+    assert err.rule_id == "site.unknown-fact" and err.field == "when"
+    assert str(path) in str(err), "the error names the file the rule came from"
+    assert "gpu.cc" in str(err) and "gpu.compute_capability" in str(err)  # the known facts are listed
+
+
+@pytest.mark.parametrize(
+    "body, needle",
+    [
+        (UNKNOWN_FACT, "site.unknown-fact"),
+        ("rules:\n" + GOOD + GOOD, "duplicate"),
+        ("rules:\n  - id: site.x\n    decides: engine\n    when: {kind: nope}\n    effect: forbid\n    value: tgi\n"
+         "    reason: r.\n    source: s\n", "always, compare"),
+    ],
+    ids=["unknown-fact", "duplicate-id", "unknown-kind"],
+)
+def test_cli_exits_2_with_one_line(tmp_path, capsys, body, needle):
+    path = _write(tmp_path / "rules", body)
+    code = main(["plan", "--model", "meta-llama/Llama-3.1-8B", "--model-source", "catalog", "--gpu", "A100-80GB",
+                 "--rules", str(path.parent), "--json"])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0] and str(path) in lines[0]
