@@ -186,11 +186,12 @@ def search(
             if est.fits:
                 result.choice = Choice(ev, dv, kv, qv, lv, layout, est, context, False, profile)
                 return result
-        for qv, lv, layout, est in estimates:  # pass 2: one request must fit; lower the context if needed
-            single = estimate(qv, layout, context, sequences=1)
+        singles = [(qv, lv, layout, estimate(qv, layout, context, sequences=1)) for qv, lv, layout, _ in estimates]
+        for qv, lv, layout, single in singles:  # pass 2a: any pair that holds one request of the full context
             if single.fits:
                 result.choice = Choice(ev, dv, kv, qv, lv, layout, single, context, False, profile, concurrency_lowered=True)
                 return result
+        for qv, lv, layout, single in singles:  # pass 2b: only then lower the context
             floor = min(min_context, context)
             if single.max_context >= floor:
                 lowered = single.max_context
