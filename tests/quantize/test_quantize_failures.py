@@ -1,0 +1,96 @@
+"""Bad inputs give one line and exit 2; failed or interrupted runs leave nothing that looks like an output."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from infer_advisor.cli import main
+from infer_advisor.quantize import ct2_backend, quantize
+
+
+def _error_line(capsys, *args: str) -> str:
+    code = main(["quantize", *args])
+    captured = capsys.readouterr()
+    assert code == 2, captured
+    assert captured.err.count("\n") == 1 and captured.err.startswith("error: ")
+    assert "Traceback" not in captured.err
+    return captured.err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--method", "int4"], "Unknown quantization method 'int4'"),
+        (["--method", "awq", "--backend", "ct2"], "Method 'awq' has no backend 'ct2'"),
+        (["--method", "awq", "--group-size", "96"], "--group-size 96 does not divide hidden_size"),
+        (["--method", "awq", "--group-size", "0"], "--group-size: Input should be greater than 0"),
+        (["--method", "ct2-int8", "--calibration", "/nonexistent/calib.txt", "--eval"], "calibration file not found"),
+    ],
+)
+def test_bad_options_exit_2_with_one_line(tiny_llama, tmp_path, capsys, args, message):
+    err = _error_line(capsys, "--model", str(tiny_llama), "--out", str(tmp_path / "out"), *args)
+    assert message in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_model_exits_2(tmp_path, capsys, monkeypatch):
+    err = _error_line(capsys, "--model", str(tmp_path / "nope"), "--method", "ct2-int8", "--out", str(tmp_path / "o"))
+    assert "not found (no such directory)" in err
+    monkeypatch.setenv("INFER_ADVISOR_OFFLINE", "1")
+    err = _error_line(capsys, "--model", "someorg/some-model", "--method", "ct2-int8", "--out", str(tmp_path / "o"))
+    assert "forbid the Hub" in err
+    (tmp_path / "empty").mkdir()
+    err = _error_line(capsys, "--model", str(tmp_path / "empty"), "--method", "ct2-int8", "--out", str(tmp_path / "o"))
+    assert "has no config.json" in err
+
+
+def test_out_may_not_be_the_source(tiny_llama, capsys):
+    err = _error_line(capsys, "--model", str(tiny_llama), "--method", "ct2-int8", "--out", str(tiny_llama), "--force")
+    assert "would overwrite the source model" in err
+
+
+def test_missing_backend_exits_2_naming_the_extra(tiny_llama, tmp_path, capsys, monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "ctranslate2" else real(n, *a))
+    err = _error_line(capsys, "--model", str(tiny_llama), "--method", "ct2-int8", "--out", str(tmp_path / "o"))
+    assert "pip install 'infer-advisor[ctranslate2]'" in err
+
+
+@pytest.mark.parametrize("failure", [RuntimeError("converter crashed"), KeyboardInterrupt()])
+def test_failing_backend_leaves_nothing(tiny_llama, tmp_path, monkeypatch, failure):
+    def broken(source, work_dir, spec, calibration, progress):
+        (work_dir / "model.bin").write_bytes(b"half written")
+        (work_dir / "config.json").write_text("{}")
+        raise failure
+
+    monkeypatch.setattr(ct2_backend, "run", broken)
+    with pytest.raises(type(failure)):
+        quantize(tiny_llama, "ct2-int8", tmp_path / "out", progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_forced_run_keeps_the_previous_output(tiny_llama, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    quantize(tiny_llama, "ct2-int8", out, progress=False)
+    before = (out / "model.bin").read_bytes()
+
+    def broken(source, work_dir, spec, calibration, progress):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(ct2_backend, "run", broken)
+    with pytest.raises(RuntimeError):
+        quantize(tiny_llama, "ct2-float32", out, force=True, progress=False)
+    assert (out / "model.bin").read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_cli_reports_a_failing_backend_as_a_bug_not_a_user_error(tiny_llama, tmp_path, monkeypatch):
+    def broken(source, work_dir, spec, calibration, progress):
+        raise RuntimeError("converter crashed")
+
+    monkeypatch.setattr(ct2_backend, "run", broken)
+    with pytest.raises(RuntimeError, match="converter crashed"):
+        main(["quantize", "--model", str(tiny_llama), "--method", "ct2-int8", "--out", str(tmp_path / "o")])
+    assert list(tmp_path.iterdir()) == []
