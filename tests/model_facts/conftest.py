@@ -39,6 +39,8 @@ def fake_hub(monkeypatch, tmp_path):
     server = FakeHub()
     server.start()
     monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)  # the fake Hub is on loopback: talk to it directly
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     # huggingface_hub reads HF_HUB_OFFLINE at import; make sure a copy imported under offline mode is not stuck in it.
     import huggingface_hub.constants as hf_constants

@@ -168,3 +168,26 @@ def test_unreachable_endpoint_falls_through_fast_without_importing_the_hub_clien
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
     assert out[:2] == ["catalog", "False"]
     assert float(out[2]) < 1.0 and time.perf_counter() - start < 30
+
+
+def test_reachability_goes_through_a_configured_proxy_and_is_cached(monkeypatch):
+    from infer_advisor.model_facts import hub
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    assert hub._connect_target("https://huggingface.co") == ("proxy.example", 3128)
+    monkeypatch.setenv("NO_PROXY", "huggingface.co")
+    assert hub._connect_target("https://huggingface.co") == ("huggingface.co", 443)
+
+    calls = []
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+
+    def refuse(addr, timeout):
+        calls.append((addr, timeout))
+        raise ConnectionRefusedError
+
+    monkeypatch.setattr(hub.socket, "create_connection", refuse)
+    assert hub.hub_available() is False and hub.hub_available() is False
+    assert calls == [(("127.0.0.1", 9), hub.CONNECT_TIMEOUT_S)]  # one attempt per process, at most 1 s

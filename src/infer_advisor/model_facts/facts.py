@@ -56,23 +56,23 @@ class ModelFacts(BaseModel):
     source: ModelSource = Field(description="Which source answered: local, hub or catalog.")
     architecture: str = Field(description="config.json `architectures[0]`, e.g. LlamaForCausalLM.")
     model_type: str = Field(description="config.json `model_type`, e.g. llama.")
-    family: Literal["dense", "moe"] = "dense"
+    family: Literal["dense", "moe"] = Field(default="dense", description="moe when the MLPs have routed experts.")
     attention: Literal["mha", "gqa", "mqa", "mla"] = Field(description="Attention layout.")
     num_parameters: int = Field(description="Total parameters, computed analytically from config.json.")
     num_active_parameters: int = Field(description="Parameters touched per token (MoE: only the routed experts).")
-    params: ParamBreakdown
-    num_layers: int
-    hidden_size: int
+    params: ParamBreakdown = Field(description="num_parameters split by how quantizers treat them.")
+    num_layers: int = Field(description="Decoder layers (config num_hidden_layers; MTP layers not included).")
+    hidden_size: int = Field(description="Model width (config hidden_size).")
     intermediate_size: int = Field(description="Dense MLP width (MoE: per-expert width).")
-    num_attention_heads: int
-    num_kv_heads: int
+    num_attention_heads: int = Field(description="Query heads per layer.")
+    num_kv_heads: int = Field(description="Key/value heads per layer as engines store them (Falcon-7B multi-query: 1).")
     head_dim: int = Field(description="Per-head dimension of q and k (MLA: qk_nope_head_dim + qk_rope_head_dim).")
-    vocab_size: int
+    vocab_size: int = Field(description="Rows of the embedding matrix.")
     max_position_embeddings: int = Field(description="Longest context the model supports.")
-    tie_word_embeddings: bool = False
-    num_experts: int = 0
-    num_experts_per_token: int = 0
-    num_shared_experts: int = 0
+    tie_word_embeddings: bool = Field(default=False, description="lm_head shares the embedding matrix.")
+    num_experts: int = Field(default=0, description="Routed experts per MoE layer (0 for dense models).")
+    num_experts_per_token: int = Field(default=0, description="Routed experts each token uses (top-k).")
+    num_shared_experts: int = Field(default=0, description="Always-active shared experts per MoE layer (DeepSeek).")
     kv_cache_elements_per_token: int = Field(
         description="KV elements stored per token over the full-attention layers "
         "(2 x layers x kv_heads x head_dim; MLA: layers x (kv_lora_rank + rope dim)). Multiply by the KV dtype's bytes."
@@ -96,11 +96,15 @@ class ModelFacts(BaseModel):
     pre_quantized: PreQuantization | None = Field(
         default=None, description="Quantization already applied to the checkpoint (config.json quantization_config)."
     )
-    quantization_config: dict[str, Any] | None = None
+    quantization_config: dict[str, Any] | None = Field(
+        default=None, description="config.json quantization_config, verbatim, when the checkpoint is pre-quantized."
+    )
     safetensors: SafetensorsSummary | None = Field(
         default=None, description="Header summary when a checkpoint was read (local or hub)."
     )
-    config: dict[str, Any] = Field(default_factory=dict, exclude=True, repr=False)
+    config: dict[str, Any] = Field(
+        default_factory=dict, exclude=True, repr=False, description="The config.json the facts came from (not in the JSON dump)."
+    )
 
     @property
     def params_billions(self) -> float:

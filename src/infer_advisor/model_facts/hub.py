@@ -38,11 +38,22 @@ def _host_port(endpoint: str) -> tuple[str, int]:
     return parts.hostname or "", port
 
 
+def _connect_target(endpoint: str) -> tuple[str, int]:
+    """Where a request to ``endpoint`` first connects: the proxy from HTTPS_PROXY/HTTP_PROXY when one applies."""
+    from urllib.request import getproxies, proxy_bypass
+
+    host, port = _host_port(endpoint)
+    proxy = getproxies().get(urlsplit(endpoint).scheme)
+    if proxy and not proxy_bypass(host):
+        return _host_port(proxy if "://" in proxy else f"http://{proxy}")
+    return host, port
+
+
 def hub_available() -> bool:
-    """Not offline, and the endpoint's host accepts a TCP connection (result cached per host in-process)."""
+    """Not offline, and the endpoint (or its proxy) accepts a TCP connection (result cached per host in-process)."""
     if constants.offline():
         return False
-    key = _host_port(constants.hf_endpoint())
+    key = _connect_target(constants.hf_endpoint())
     if key not in _reachable:
         try:
             with socket.create_connection(key, timeout=CONNECT_TIMEOUT_S):
