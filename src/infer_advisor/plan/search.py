@@ -197,6 +197,13 @@ def search(
                 lowered = single.max_context
                 if profile.memory_accounting == "reserve":
                     lowered -= lowered % profile.block_size
+                shared, at_concurrency = lowered, estimate(qv, layout, lowered)  # can it still hold every requested request?
+                if not at_concurrency.fits and concurrency * min(request_tokens, lowered) <= at_concurrency.kv_cache_tokens:
+                    shared = at_concurrency.kv_cache_tokens  # a little shorter, so the larger batch's activations fit too
+                    at_concurrency = estimate(qv, layout, shared)
+                if at_concurrency.fits and shared >= floor:
+                    result.choice = Choice(ev, dv, kv, qv, lv, layout, at_concurrency, shared, True, profile)
+                    return result
                 est2 = estimate(qv, layout, lowered, sequences=1)
                 if est2.fits:
                     result.choice = Choice(ev, dv, kv, qv, lv, layout, est2, lowered, True, profile, concurrency_lowered=True)
