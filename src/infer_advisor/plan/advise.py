@@ -285,7 +285,8 @@ def _why_not(model: ModelFacts, hw: HardwareFacts, request: PlanRequest, result)
             continue
         line = f"{v.value} refused by rule {rule.id}: {rule.reason}"
         asked = {request.engine, request.quantization} - {"auto"}
-        if line not in refusals and (str(v.value) in asked or result.choice is None and not result.best_effort_allowed):
+        unasked_engine = rule.decides == "engine" and request.engine == "auto"  # an engine nobody asked for explains nothing
+        if line not in refusals and (str(v.value) in asked or result.choice is None and not result.best_effort_allowed and not unasked_engine):
             refusals.append(line)
     parts = refusals[:3]
     be = result.best_effort
@@ -298,7 +299,7 @@ def _why_not(model: ModelFacts, hw: HardwareFacts, request: PlanRequest, result)
             f"but {device} offers {m.budget_bytes_per_gpu / 2**30:.1f} GiB"
         )
     if not parts:
-        parts.extend(result.rejected[:2])
+        parts.extend(list(dict.fromkeys(result.rejected))[:2])
     return "; ".join(parts) or "no allowed engine, quantization and layout fits"
 
 
