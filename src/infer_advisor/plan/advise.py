@@ -209,6 +209,8 @@ def _engine_config(request: PlanRequest, model: ModelFacts, c: Choice, concurren
     p = c.profile
     reserve = p.memory_accounting == "reserve"
     max_seqs = p.max_num_seqs if request.goal != "latency" else max(concurrency, 1)
+    if p.kv_preallocated:  # every slot holds max_model_len from start-up: as many slots as the memory model counted
+        max_seqs = 1 if c.concurrency_lowered else min(concurrency, p.max_num_seqs)
     alternative = {"vllm": "sglang", "sglang": "vllm", "tgi": "vllm", "ctranslate2": "vllm"}.get(p.name)
     return EngineConfig(
         name=p.name,
