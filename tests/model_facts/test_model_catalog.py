@@ -33,6 +33,7 @@ def test_catalog_has_the_required_models():
     names = catalog_names()
     assert len(names) >= 32
     assert not set(REQUIRED) - set(names)
+    assert len(set(names)) == len(names)
 
 
 @pytest.mark.parametrize("entry", CATALOG, ids=[e.name for e in CATALOG])
@@ -180,3 +181,26 @@ def test_catalog_files_are_plain_config_copies():
             continue
         assert set(data) == {"name", "aliases", "source", "config"}
         assert path.name == data["name"].replace("/", "--") + ".json"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"head_dim": "wide"},
+        {"num_key_value_heads": 0},
+        {"max_position_embeddings": None, "rope_scaling": 3} | {"max_position_embeddings": -1},
+        {"tie_word_embeddings": True, "head_dim": -64},
+    ],
+)
+def test_wrong_types_become_config_errors(bad):
+    base = dict(find_entry("meta-llama/Llama-3.2-1B").config)
+    with pytest.raises(ModelConfigError):
+        facts_from_config("m", {**base, **bad}, "local", where="m/config.json")
+
+
+def test_moe_and_mla_fields_of_the_wrong_type():
+    base = dict(find_entry("deepseek-ai/DeepSeek-V2-Lite").config)
+    with pytest.raises(ModelConfigError, match="deepseek_v2"):
+        facts_from_config("m", {**base, "kv_lora_rank": "big"}, "local")
+    with pytest.raises(ModelConfigError, match="kv_lora_rank"):
+        facts_from_config("m", {k: v for k, v in base.items() if k != "kv_lora_rank"}, "local")

@@ -78,3 +78,10 @@ def test_qwen3_moe_with_dense_layers_equals_transformers():
     config = {**base, "num_hidden_layers": 4, "mlp_only_layers": [0], "decoder_sparse_step": 2}
     facts = facts_from_config("qwen3-moe-mixed", config, "local")
     assert facts.num_parameters == transformers_parameter_count(config)
+
+
+@pytest.mark.integration
+def test_qwen2_moe_without_qkv_bias_and_with_dense_layers_equals_transformers():
+    base = next(e for e in CATALOG if e.name == "Qwen/Qwen1.5-MoE-A2.7B").config
+    config = {**base, "num_hidden_layers": 3, "mlp_only_layers": [1], "qkv_bias": False}
+    assert facts_from_config("qwen2-moe", config, "local").num_parameters == transformers_parameter_count(config)

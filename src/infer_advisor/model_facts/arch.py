@@ -21,6 +21,8 @@ from ..errors import DataFileError, ModelConfigError, UnsupportedArchitectureErr
 
 # Multimodal wrappers whose language model is described by ``text_config``: wrapper model_type -> text model_type.
 _TEXT_MODEL_TYPES = {"gemma3": "gemma3_text"}
+# Qwen families whose windowed layers are those from max_window_layers on, when use_sliding_window is set.
+_QWEN_TYPES = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe")
 
 
 @cache
@@ -99,8 +101,10 @@ class Arch:
 
     @property
     def num_experts(self) -> int:
-        key = {"mixtral": "num_local_experts", "qwen3_moe": "num_experts"}.get(self.model_type, "n_routed_experts")
-        if self.model_type not in ("mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3"):
+        key = {"mixtral": "num_local_experts", "qwen2_moe": "num_experts", "qwen3_moe": "num_experts"}.get(
+            self.model_type, "n_routed_experts"
+        )
+        if self.model_type not in ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3"):
             return 0
         return int(self.get(key, 0))
 
@@ -110,7 +114,12 @@ class Arch:
 
     @property
     def shared_experts(self) -> int:
-        return int(self.get("n_shared_experts", 0)) if self.is_mla and self.num_experts else 0
+        """Always-active experts per MoE layer: DeepSeek's n_shared_experts, Qwen2-MoE's one shared expert."""
+        if not self.num_experts:
+            return 0
+        if self.model_type == "qwen2_moe":
+            return 1 if int(self.get("shared_expert_intermediate_size", 0)) else 0
+        return int(self.get("n_shared_experts", 0)) if self.is_mla else 0
 
     @property
     def expert_intermediate(self) -> int:
@@ -122,7 +131,7 @@ class Arch:
         """Whether decoder layer ``i`` has a routed-expert MLP (transformers' own rule per family)."""
         if not self.num_experts:
             return False
-        if self.model_type == "qwen3_moe":
+        if self.model_type in ("qwen2_moe", "qwen3_moe"):
             step = int(self.get("decoder_sparse_step", 1))
             return i not in (self.get("mlp_only_layers", []) or []) and (i + 1) % step == 0
         if self.is_mla:
@@ -132,7 +141,7 @@ class Arch:
     @property
     def sliding_window(self) -> int | None:
         window = self.get("sliding_window")
-        if self.model_type in ("qwen2", "qwen3", "qwen3_moe") and not self.get("use_sliding_window", False):
+        if self.model_type in _QWEN_TYPES and not self.get("use_sliding_window", False):
             return None
         return int(window) if window else None
 
@@ -150,7 +159,7 @@ class Arch:
         if self.model_type == "gemma3_text":
             pattern = int(self.get("sliding_window_pattern", 6))
             return [bool((i + 1) % pattern) for i in range(n)]
-        if self.model_type in ("qwen2", "qwen3", "qwen3_moe"):
+        if self.model_type in _QWEN_TYPES:
             first = int(self.get("max_window_layers", n))
             return [i >= first for i in range(n)]
         if self.model_type in ("mistral", "mixtral", "phi3"):

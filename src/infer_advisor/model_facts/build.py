@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import ModelConfigError
 from .arch import read_arch
 from .facts import ModelFacts, ModelSource, PreQuantization, SafetensorsSummary
 from .params import count_parameters, kv_cache_elements
@@ -55,14 +56,23 @@ def facts_from_config(
     where: str | None = None,
 ) -> ModelFacts:
     """Build the facts of model ``name`` from its config.json ``config`` (``where`` names the file in errors)."""
-    arch = read_arch(config, where=where or f"{name}/config.json", name=name)
-    counts = count_parameters(arch)
-    kv = kv_cache_elements(arch)
+    where = where or f"{name}/config.json"
+    arch = read_arch(config, where=where, name=name)
+    try:
+        counts = count_parameters(arch)
+        kv = kv_cache_elements(arch)
+        head_dim, kv_heads = arch.head_dim, arch.kv_heads
+        max_pos = int(arch.get("max_position_embeddings", 2048))
+    except (TypeError, ValueError, KeyError, ZeroDivisionError) as err:  # a field of the wrong type or missing
+        detail = f"missing field {err}" if isinstance(err, KeyError) else str(err)
+        raise ModelConfigError(where, f"cannot size this {arch.model_type} config: {detail}") from None
+    if min(counts.total, head_dim, kv_heads, max_pos) <= 0 or min(counts.breakdown.linear, kv.full + kv.sliding) < 0:
+        raise ModelConfigError(where, "config sizes must be positive (check heads, head_dim, layers and vocab_size)")
     if arch.is_mla:
         attention = "mla"
-    elif arch.kv_heads == 1:
+    elif kv_heads == 1:
         attention = "mqa"
-    elif arch.kv_heads == arch.heads:
+    elif kv_heads == arch.heads:
         attention = "mha"
     else:
         attention = "gqa"
@@ -81,10 +91,10 @@ def facts_from_config(
         hidden_size=arch.hidden,
         intermediate_size=arch.expert_intermediate if arch.num_experts else arch.intermediate,
         num_attention_heads=arch.heads,
-        num_kv_heads=arch.kv_heads,
-        head_dim=arch.head_dim,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
         vocab_size=arch.vocab,
-        max_position_embeddings=int(arch.get("max_position_embeddings", 2048)),
+        max_position_embeddings=max_pos,
         tie_word_embeddings=arch.tied,
         num_experts=arch.num_experts,
         num_experts_per_token=arch.experts_per_token,

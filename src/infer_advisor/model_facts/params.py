@@ -28,6 +28,8 @@ _FOUR_NORM_TYPES = ("gemma2", "gemma3_text")
 # Model types whose attention has RMSNorms on q and k (one weight of head_dim each).
 # Source: transformers models/qwen3, qwen3_moe, gemma3 modeling files.
 _QK_NORM_TYPES = ("qwen3", "qwen3_moe", "gemma3_text")
+# Model types whose `attention_bias` puts a bias on all of q, k, v and o.
+_ALL_BIAS_TYPES = ("llama", "gemma", "gemma2", "gemma3_text", "qwen3", "qwen3_moe")
 
 
 @dataclass(frozen=True)
@@ -62,9 +64,9 @@ def _attention(a: Arch) -> Block:
     q, kv = a.heads * hd, a.kv_heads * hd
     linear = h * q + 2 * h * kv + q * h  # q, k, v, o (Phi-3's fused qkv_proj has the same count)
     other = 0
-    if a.model_type == "qwen2":  # q, k, v carry a bias; o does not (transformers Qwen2Attention)
-        other += q + 2 * kv
-    elif a.model_type in ("llama", "qwen3", "qwen3_moe", "gemma2", "gemma3_text") and a.get("attention_bias", False):
+    if a.model_type == "qwen2" or (a.model_type == "qwen2_moe" and a.get("qkv_bias", True)):
+        other += q + 2 * kv  # q, k, v carry a bias; o does not (transformers Qwen2Attention, Qwen2MoeAttention)
+    elif a.model_type in _ALL_BIAS_TYPES and a.get("attention_bias", False):
         other += q + 2 * kv + h
     if a.model_type in _QK_NORM_TYPES:
         other += 2 * hd
@@ -125,7 +127,9 @@ def _mlp(a: Arch, i: int) -> tuple[Block, int, int]:
     e, k = a.num_experts, a.experts_per_token
     per_expert = 3 * h * a.expert_intermediate
     block = Block(linear=e * per_expert, other=e * h)  # experts + router (gate: hidden -> experts, no bias)
-    if a.shared_experts:
+    if a.model_type == "qwen2_moe" and a.shared_experts:  # one shared MLP, scaled by a sigmoid gate (hidden -> 1)
+        block = block + _gated_mlp(h, int(a.get("shared_expert_intermediate_size"))) + Block(other=h)
+    elif a.shared_experts:  # DeepSeek: n_shared_experts fused into one MLP
         block = block + _gated_mlp(h, a.expert_intermediate * a.shared_experts)
     return block, e * per_expert, k * per_expert
 
