@@ -26,9 +26,16 @@ from safetensors.torch import save  # noqa: E402
 
 TOKEN = "hf_test_secret_token_value_123"
 SMALL = {
-    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128,
-    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100,
-    "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+    "architectures": ["Qwen2ForCausalLM"],
+    "model_type": "qwen2",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 100,
+    "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
 }
 
 
@@ -55,13 +62,18 @@ def test_config_and_header_from_the_hub(fake_hub):
 def test_sharded_repo_reads_every_shard_header(fake_hub):
     shard1 = st_bytes(x=torch.zeros(10, dtype=torch.bfloat16))
     shard2 = st_bytes(y=torch.zeros(2, 3, dtype=torch.float16))
-    index = {"metadata": {"total_size": 32}, "weight_map": {"x": "model-00001-of-00002.safetensors", "y": "model-00002-of-00002.safetensors"}}
-    fake_hub.repos["org/sharded"] = Repo(files={
-        "config.json": json.dumps(SMALL).encode(),
-        "model.safetensors.index.json": json.dumps(index).encode(),
-        "model-00001-of-00002.safetensors": shard1,
-        "model-00002-of-00002.safetensors": shard2,
-    })
+    index = {
+        "metadata": {"total_size": 32},
+        "weight_map": {"x": "model-00001-of-00002.safetensors", "y": "model-00002-of-00002.safetensors"},
+    }
+    fake_hub.repos["org/sharded"] = Repo(
+        files={
+            "config.json": json.dumps(SMALL).encode(),
+            "model.safetensors.index.json": json.dumps(index).encode(),
+            "model-00001-of-00002.safetensors": shard1,
+            "model-00002-of-00002.safetensors": shard2,
+        }
+    )
     st = resolve_model("org/sharded", source="hub").safetensors
     assert (st.num_files, st.num_tensors, st.num_parameters) == (2, 2, 16)
     assert st.bytes_by_dtype == {"BF16": 20, "F16": 12}
@@ -165,7 +177,9 @@ def test_unreachable_endpoint_falls_through_fast_without_importing_the_hub_clien
         "print(f.source, 'huggingface_hub' in sys.modules, round(dt, 3))"
     )
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out[:2] == ["catalog", "False"]
     assert float(out[2]) < 1.0 and time.perf_counter() - start < 30
 

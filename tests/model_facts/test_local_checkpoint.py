@@ -59,7 +59,10 @@ def test_sharded_checkpoint_uses_the_index(tmp_path):
     save_file({"x": torch.zeros(10, dtype=torch.bfloat16)}, str(folder / "model-00001-of-00002.safetensors"))
     save_file({"y": torch.zeros(4, 4, dtype=torch.float32)}, str(folder / "model-00002-of-00002.safetensors"))
     save_file({"stray": torch.zeros(1000)}, str(folder / "not-in-index.safetensors"))  # ignored: not in weight_map
-    index = {"metadata": {"total_size": 84}, "weight_map": {"x": "model-00001-of-00002.safetensors", "y": "model-00002-of-00002.safetensors"}}
+    index = {
+        "metadata": {"total_size": 84},
+        "weight_map": {"x": "model-00001-of-00002.safetensors", "y": "model-00002-of-00002.safetensors"},
+    }
     (folder / "model.safetensors.index.json").write_text(json.dumps(index))
     st = resolve_model(str(folder), source="local").safetensors
     assert (st.num_tensors, st.num_parameters, st.num_files) == (2, 26, 2)
@@ -132,7 +135,9 @@ def test_malformed_and_missing_config(tmp_path):
 
 
 def test_unsupported_architecture(tmp_path):
-    folder = write_folder(tmp_path / "m", {"architectures": ["RWKVForCausalLM"], "model_type": "rwkv", "hidden_size": 8})
+    folder = write_folder(
+        tmp_path / "m", {"architectures": ["RWKVForCausalLM"], "model_type": "rwkv", "hidden_size": 8}
+    )
     with pytest.raises(UnsupportedArchitectureError, match="RWKVForCausalLM"):
         resolve_model(str(folder))
 

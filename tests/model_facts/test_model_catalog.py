@@ -12,16 +12,39 @@ from infer_advisor.model_facts.catalog import find_entry, load_catalog
 
 CATALOG = load_catalog()
 REQUIRED = [
-    "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-13b-hf", "meta-llama/Llama-2-70b-hf",
-    "meta-llama/Meta-Llama-3-8B", "meta-llama/Meta-Llama-3-70B",
-    "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-405B",
-    "meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-3B", "meta-llama/Llama-3.3-70B-Instruct",
-    "mistralai/Mistral-7B-v0.1", "mistralai/Mixtral-8x7B-v0.1", "mistralai/Mixtral-8x22B-v0.1",
-    "Qwen/Qwen2.5-0.5B", "Qwen/Qwen2.5-1.5B", "Qwen/Qwen2.5-3B", "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-14B",
-    "Qwen/Qwen2.5-32B", "Qwen/Qwen2.5-72B", "Qwen/Qwen3-8B", "Qwen/Qwen3-30B-A3B",
-    "google/gemma-2-9b", "google/gemma-2-27b", "google/gemma-3-1b-it",
-    "microsoft/Phi-3-mini-4k-instruct", "microsoft/phi-4", "deepseek-ai/DeepSeek-V2-Lite", "deepseek-ai/DeepSeek-V3",
-    "codellama/CodeLlama-34b-hf", "tiiuae/falcon-7b", "Qwen/Qwen2.5-7B-Instruct-AWQ",
+    "meta-llama/Llama-2-7b-hf",
+    "meta-llama/Llama-2-13b-hf",
+    "meta-llama/Llama-2-70b-hf",
+    "meta-llama/Meta-Llama-3-8B",
+    "meta-llama/Meta-Llama-3-70B",
+    "meta-llama/Llama-3.1-8B",
+    "meta-llama/Llama-3.1-70B",
+    "meta-llama/Llama-3.1-405B",
+    "meta-llama/Llama-3.2-1B",
+    "meta-llama/Llama-3.2-3B",
+    "meta-llama/Llama-3.3-70B-Instruct",
+    "mistralai/Mistral-7B-v0.1",
+    "mistralai/Mixtral-8x7B-v0.1",
+    "mistralai/Mixtral-8x22B-v0.1",
+    "Qwen/Qwen2.5-0.5B",
+    "Qwen/Qwen2.5-1.5B",
+    "Qwen/Qwen2.5-3B",
+    "Qwen/Qwen2.5-7B",
+    "Qwen/Qwen2.5-14B",
+    "Qwen/Qwen2.5-32B",
+    "Qwen/Qwen2.5-72B",
+    "Qwen/Qwen3-8B",
+    "Qwen/Qwen3-30B-A3B",
+    "google/gemma-2-9b",
+    "google/gemma-2-27b",
+    "google/gemma-3-1b-it",
+    "microsoft/Phi-3-mini-4k-instruct",
+    "microsoft/phi-4",
+    "deepseek-ai/DeepSeek-V2-Lite",
+    "deepseek-ai/DeepSeek-V3",
+    "codellama/CodeLlama-34b-hf",
+    "tiiuae/falcon-7b",
+    "Qwen/Qwen2.5-7B-Instruct-AWQ",
 ]
 
 
@@ -127,7 +150,9 @@ def test_sliding_window_layers():
 
 def test_qwen_sliding_from_max_window_layers_and_explicit_layer_types():
     base = find_entry("Qwen/Qwen2.5-0.5B").config
-    f = facts_from_config("q", {**base, "use_sliding_window": True, "max_window_layers": 20, "sliding_window": 1024}, "local")
+    f = facts_from_config(
+        "q", {**base, "use_sliding_window": True, "max_window_layers": 20, "sliding_window": 1024}, "local"
+    )
     assert f.sliding_window == 1024 and f.sliding_kv_elements_per_token == 4 * 2 * 2 * 64
     types = ["full_attention", "sliding_attention"] * 12
     f = facts_from_config("q", {**base, "use_sliding_window": True, "layer_types": types}, "local")
@@ -177,7 +202,11 @@ def test_catalog_files_are_plain_config_copies():
     for path in (shipped("data") / "models").glob("*.json"):
         data = json.loads(path.read_text())
         if path.name.startswith("_"):
-            assert all(v["source"].startswith("https://github.com/huggingface/transformers/") for k, v in data.items() if not k.startswith("_"))
+            assert all(
+                v["source"].startswith("https://github.com/huggingface/transformers/")
+                for k, v in data.items()
+                if not k.startswith("_")
+            )
             continue
         assert set(data) == {"name", "aliases", "source", "config"}
         assert path.name == data["name"].replace("/", "--") + ".json"

@@ -34,7 +34,8 @@ class ModelsOptions(BaseModel):
     )
     json_output: bool = Field(default=False, description="Print JSON instead of a table.")
     source: Literal["auto", "local", "hub", "catalog"] = Field(
-        default="auto", description="Where to look for NAME: auto tries local, then the Hub when online, then the catalog."
+        default="auto",
+        description="Where to look for NAME: auto tries local, then the Hub when online, then the catalog.",
     )
     revision: str | None = Field(default=None, description="Hub branch, tag or commit of NAME.")
 
@@ -126,8 +127,14 @@ def _print_catalog(report: ModelsReport) -> None:
         table.add_column(col, justify="right")
     table.add_column("pre-quant")
     for r in report.models:
-        table.add_row(r.name, r.architecture, f"{r.params_billions:.2f}", f"{r.active_params_billions:.2f}",
-                      f"{r.context:,}", r.pre_quantized or "-")
+        table.add_row(
+            r.name,
+            r.architecture,
+            f"{r.params_billions:.2f}",
+            f"{r.active_params_billions:.2f}",
+            f"{r.context:,}",
+            r.pre_quantized or "-",
+        )
     Console(width=_WIDTH if not sys.stdout.isatty() else None).print(table)
 
 
@@ -147,24 +154,50 @@ def _print_facts(facts) -> None:
         ("parameters", f"{facts.num_parameters:,}", computed),
         ("active parameters / token", f"{facts.num_active_parameters:,}", computed),
         ("  embedding / lm_head", f"{facts.params.embedding:,} / {facts.params.lm_head:,}", computed),
-        ("  linear (experts) / other", f"{facts.params.linear:,} ({facts.params.expert_linear:,}) / {facts.params.other:,}", computed),
-        ("layers / hidden / intermediate", f"{facts.num_layers} / {facts.hidden_size} / {facts.intermediate_size}", origin),
-        ("heads / kv heads / head_dim", f"{facts.num_attention_heads} / {facts.num_kv_heads} / {facts.head_dim}", origin),
+        (
+            "  linear (experts) / other",
+            f"{facts.params.linear:,} ({facts.params.expert_linear:,}) / {facts.params.other:,}",
+            computed,
+        ),
+        (
+            "layers / hidden / intermediate",
+            f"{facts.num_layers} / {facts.hidden_size} / {facts.intermediate_size}",
+            origin,
+        ),
+        (
+            "heads / kv heads / head_dim",
+            f"{facts.num_attention_heads} / {facts.num_kv_heads} / {facts.head_dim}",
+            origin,
+        ),
         ("vocab / context", f"{facts.vocab_size:,} / {facts.max_position_embeddings:,}", origin),
         ("KV elements / token (full attn)", f"{facts.kv_cache_elements_per_token:,}", computed),
         ("KV bytes / token at 16-bit", f"{facts.kv_cache_bytes_per_token(2):,.0f}", computed),
     ]
     if facts.sliding_window:
-        rows.append(("sliding window", f"{facts.sliding_window:,}" + (" (all layers)" if facts.uniform_sliding_window else ""), origin))
+        rows.append(
+            (
+                "sliding window",
+                f"{facts.sliding_window:,}" + (" (all layers)" if facts.uniform_sliding_window else ""),
+                origin,
+            )
+        )
         rows.append(("KV elements / token (window)", f"{facts.sliding_kv_elements_per_token:,}", computed))
     if facts.num_experts:
-        rows.append(("experts (top-k, shared)", f"{facts.num_experts} ({facts.num_experts_per_token}, {facts.num_shared_experts})", origin))
+        rows.append(
+            (
+                "experts (top-k, shared)",
+                f"{facts.num_experts} ({facts.num_experts_per_token}, {facts.num_shared_experts})",
+                origin,
+            )
+        )
     rows.append(("dtype", facts.torch_dtype, origin))
     if facts.pre_quantized:
         rows.append(("pre-quantized", facts.pre_quantized, f"{origin} quantization_config"))
     if facts.safetensors:
         st = facts.safetensors
-        rows.append(("safetensors tensors / files", f"{st.num_tensors:,} / {st.num_files}", "measured: safetensors headers"))
+        rows.append(
+            ("safetensors tensors / files", f"{st.num_tensors:,} / {st.num_files}", "measured: safetensors headers")
+        )
         rows.append(("safetensors parameters", f"{st.num_parameters:,}", "measured: safetensors headers"))
         by = ", ".join(f"{k} {v / 2**30:.2f} GiB" for k, v in st.bytes_by_dtype.items())
         rows.append(("safetensors bytes", by, "measured: safetensors headers"))

@@ -192,7 +192,9 @@ def read_arch(config: dict[str, Any], *, where: str, name: str = "") -> Arch:
     entry = table[model_type]
     missing = [k for k in entry.get("required", []) if text.get(k) is None]
     if missing:
-        raise ModelConfigError(where, f"missing required field(s) {', '.join(repr(m) for m in missing)} for model_type '{model_type}'")
+        raise ModelConfigError(
+            where, f"missing required field(s) {', '.join(repr(m) for m in missing)} for model_type '{model_type}'"
+        )
     for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "intermediate_size"):
         value = text.get(key)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
@@ -200,5 +202,7 @@ def read_arch(config: dict[str, Any], *, where: str, name: str = "") -> Arch:
     merged = {**entry.get("defaults", {}), **text}  # an explicit null (Mistral v0.3's sliding_window) beats a default
     arch = Arch(model_type=model_type, architecture=architecture or model_type, multimodal=multimodal, raw=merged)
     if arch.heads <= 0 or arch.hidden % arch.heads and not arch.get("head_dim"):
-        raise ModelConfigError(where, f"hidden_size {arch.hidden} is not a multiple of num_attention_heads {arch.heads}")
+        raise ModelConfigError(
+            where, f"hidden_size {arch.hidden} is not a multiple of num_attention_heads {arch.heads}"
+        )
     return arch

@@ -1,6 +1,6 @@
 """Turn a config.json dict into :class:`ModelFacts`: the single place that does so.
 
-    facts = facts_from_config("my-model", config, "local", safetensors=summary)
+facts = facts_from_config("my-model", config, "local", safetensors=summary)
 """
 
 from __future__ import annotations

@@ -51,7 +51,8 @@ class ModelFacts(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(
-        description="The Hub id or local path as asked for; a catalog hit gives the canonical Hub id (alias 'llama-2-7b' -> 'meta-llama/Llama-2-7b-hf')."
+        description="The Hub id or local path as asked for; a catalog hit gives the canonical Hub id "
+        "(alias 'llama-2-7b' -> 'meta-llama/Llama-2-7b-hf')."
     )
     source: ModelSource = Field(description="Which source answered: local, hub or catalog.")
     architecture: str = Field(description="config.json `architectures[0]`, e.g. LlamaForCausalLM.")
@@ -103,7 +104,10 @@ class ModelFacts(BaseModel):
         default=None, description="Header summary when a checkpoint was read (local or hub)."
     )
     config: dict[str, Any] = Field(
-        default_factory=dict, exclude=True, repr=False, description="The config.json the facts came from (not in the JSON dump)."
+        default_factory=dict,
+        exclude=True,
+        repr=False,
+        description="The config.json the facts came from (not in the JSON dump).",
     )
 
     @property

@@ -125,11 +125,16 @@ def fetch_from_hub(repo_id: str, revision: str | None = None) -> tuple[dict[str,
         if status is not None:
             raise HubError(f"Hub request for '{repo_id}' failed (HTTP {status}) at {endpoint}") from None
         raise HubError(
-            f"could not reach {endpoint} for '{repo_id}' ({_root_cause(err)}). Set HF_HUB_OFFLINE=1 to use the catalog only."
+            f"could not reach {endpoint} for '{repo_id}' ({_root_cause(err)}). "
+            "Set HF_HUB_OFFLINE=1 to use the catalog only."
         ) from None
     except hf_errors.GatedRepoError:
         raise HubDenied(f"'{repo_id}' is gated and this token has no access") from None
-    except (hf_errors.RepositoryNotFoundError, hf_errors.RevisionNotFoundError, hf_errors.RemoteEntryNotFoundError) as err:
+    except (
+        hf_errors.RepositoryNotFoundError,
+        hf_errors.RevisionNotFoundError,
+        hf_errors.RemoteEntryNotFoundError,
+    ) as err:
         status = getattr(getattr(err, "response", None), "status_code", None)
         if status in (401, 403):
             raise HubDenied(f"the Hub refused access to '{repo_id}' (HTTP {status})") from None
@@ -142,10 +147,14 @@ def fetch_from_hub(repo_id: str, revision: str | None = None) -> tuple[dict[str,
             raise HubNotFound(str(err).splitlines()[0]) from None
         raise HubError(f"Hub request for '{repo_id}' failed (HTTP {status}): {str(err).splitlines()[0]}") from None
     except OSError as err:  # connection resets, timeouts (httpx errors derive from Exception, handled below)
-        raise HubError(f"could not reach {endpoint} for '{repo_id}': {err}. Set HF_HUB_OFFLINE=1 to use the catalog only.") from None
+        raise HubError(
+            f"could not reach {endpoint} for '{repo_id}': {err}. Set HF_HUB_OFFLINE=1 to use the catalog only."
+        ) from None
     except Exception as err:  # httpx.TransportError and friends: the network, not the user, failed
         if type(err).__module__.split(".")[0] in ("httpx", "httpcore", "httpx2", "httpcore2", "requests", "urllib3"):
-            raise HubError(f"could not reach {endpoint} for '{repo_id}': {err}. Set HF_HUB_OFFLINE=1 to use the catalog only.") from None
+            raise HubError(
+                f"could not reach {endpoint} for '{repo_id}': {err}. Set HF_HUB_OFFLINE=1 to use the catalog only."
+            ) from None
         raise
     try:
         config = json.loads(text)

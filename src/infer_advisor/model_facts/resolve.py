@@ -1,8 +1,8 @@
 """Find a model's facts: a local folder, else the Hub when online, else the embedded catalog.
 
-    facts = resolve_model("meta-llama/Llama-2-7b-hf")           # hub if reachable, else catalog
-    facts = resolve_model("./my-model", source="local")          # config.json + safetensors headers
-    facts = resolve_model("llama-2-7b", source="catalog")        # aliases and the part after '/' work
+facts = resolve_model("meta-llama/Llama-2-7b-hf")           # hub if reachable, else catalog
+facts = resolve_model("./my-model", source="local")          # config.json + safetensors headers
+facts = resolve_model("llama-2-7b", source="catalog")        # aliases and the part after '/' work
 """
 
 from __future__ import annotations
@@ -97,7 +97,9 @@ def resolve_model(name: str, *, revision: str | None = None, source: Source = "a
             hub_detail = "not on the Hub"
         except hub.HubDenied as err:
             if source == "hub" or find_entry(text) is None:
-                raise HubError(f"{err}. Set HF_TOKEN to a token with access to '{text}' (and accept its license on the Hub).") from None
+                raise HubError(
+                    f"{err}. Set HF_TOKEN to a token with access to '{text}' (and accept its license on the Hub)."
+                ) from None
             hub_detail = str(err)
         except HubError:
             if source == "hub" or find_entry(text) is None:
@@ -107,8 +109,10 @@ def resolve_model(name: str, *, revision: str | None = None, source: Source = "a
 
         if not _looks_like_repo_id(text):
             raise ModelNotFoundError(name, (), "a Hub model id looks like 'owner/name'")
-        why = "offline mode is on (HF_HUB_OFFLINE / INFER_ADVISOR_OFFLINE)" if constants.offline() else (
-            f"{constants.hf_endpoint()} is not reachable"
+        why = (
+            "offline mode is on (HF_HUB_OFFLINE / INFER_ADVISOR_OFFLINE)"
+            if constants.offline()
+            else (f"{constants.hf_endpoint()} is not reachable")
         )
         raise HubError(f"Cannot ask the Hub for '{text}': {why}.")
 

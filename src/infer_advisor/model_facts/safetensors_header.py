@@ -31,7 +31,9 @@ def parse_header(raw: bytes, where: str) -> dict[str, Any]:
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ModelConfigError(where, f"safetensors header is not valid JSON ({err.__class__.__name__}: {err})") from None
+        raise ModelConfigError(
+            where, f"safetensors header is not valid JSON ({err.__class__.__name__}: {err})"
+        ) from None
     if not isinstance(header, dict):
         raise ModelConfigError(where, "safetensors header is not a JSON object")
     tensors = {k: v for k, v in header.items() if k != "__metadata__"}
@@ -47,7 +49,9 @@ def parse_header(raw: bytes, where: str) -> dict[str, Any]:
             and info["data_offsets"][0] <= info["data_offsets"][1]
         )
         if not ok:
-            raise ModelConfigError(where, f"safetensors header entry '{name}' lacks a valid dtype, shape or data_offsets")
+            raise ModelConfigError(
+                where, f"safetensors header entry '{name}' lacks a valid dtype, shape or data_offsets"
+            )
     return tensors
 
 
@@ -63,7 +67,9 @@ def read_file_header(path: Path) -> dict[str, Any]:
             (length,) = struct.unpack("<Q", head)
             if length == 0 or length > MAX_HEADER_BYTES or length > size - 8:
                 raise ModelConfigError(
-                    where, f"safetensors header length {length} does not fit a {size}-byte file (truncated or not safetensors)"
+                    where,
+                    f"safetensors header length {length} does not fit a {size}-byte file "
+                    "(truncated or not safetensors)",
                 )
             raw = fh.read(length)
     except OSError as err:
@@ -73,7 +79,9 @@ def read_file_header(path: Path) -> dict[str, Any]:
     tensors = parse_header(raw, where)
     end = max((info["data_offsets"][1] for info in tensors.values()), default=0)
     if 8 + length + end > size:
-        raise ModelConfigError(where, f"truncated safetensors file: data ends at byte {8 + length + end}, file has {size}")
+        raise ModelConfigError(
+            where, f"truncated safetensors file: data ends at byte {8 + length + end}, file has {size}"
+        )
     return tensors
 
 
@@ -128,4 +136,3 @@ def read_local_checkpoint(folder: Path) -> SafetensorsSummary | None:
 def summarize_hub(files_metadata: Mapping[str, Any]) -> SafetensorsSummary:
     """Summary from huggingface_hub's ``SafetensorsRepoMetadata.files_metadata``."""
     return summarize({name: meta.tensors for name, meta in files_metadata.items()})
-
