@@ -237,3 +237,47 @@ def _read_json(path: Path) -> dict:
         raise ModelConfigError(str(path), "missing") from None
     except json.JSONDecodeError as err:
         raise ModelConfigError(str(path), f"invalid JSON at line {err.lineno}: {err.msg}") from None
+
+
+def check(model_dir: Path, spec: Any, *, prompt: str, max_new_tokens: int, eval_texts: list[str] | None):
+    """Load the GGUF with llama.cpp (llama-cpp-python), generate greedily; perplexity over ``eval_texts``."""
+    import math
+
+    from .results import QuickCheck
+
+    try:
+        import llama_cpp
+    except ImportError:
+        return QuickCheck(status="skipped", loaded=False, detail="llama-cpp-python is not installed (extra 'llamacpp')")
+    path = next(Path(model_dir).glob("*.gguf"))
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=512, logits_all=bool(eval_texts), verbose=False, seed=0)
+    ids = llm.tokenize(prompt.encode(), add_bos=True)
+    out: list[int] = []
+    for token in llm.generate(ids, top_k=1, temp=0.0, reset=True):
+        out.append(token)
+        if len(out) >= max_new_tokens:
+            break
+    result = QuickCheck(
+        status="passed",
+        loaded=True,
+        runtime=f"llama.cpp via llama-cpp-python {llama_cpp.__version__} (cpu)",
+        prompt=prompt,
+        sample_text=llm.detokenize(out).decode("utf-8", errors="replace"),
+        tokens_generated=len(out),
+        detail=f"tensor types: {tensor_type_summary(path)}",
+    )
+    if eval_texts:
+        nll, count = 0.0, 0
+        for text in eval_texts:
+            toks = llm.tokenize(text.encode(), add_bos=True)[:512]
+            llm.reset()
+            llm.eval(toks)
+            for pos in range(len(toks) - 1):
+                row = llm.scores[pos]
+                top = float(row.max())
+                log_z = top + math.log(float(sum(math.exp(float(v) - top) for v in row)))
+                nll -= float(row[toks[pos + 1]]) - log_z
+                count += 1
+        result.perplexity_after = math.exp(nll / count) if count else None
+        result.eval_tokens = count
+    return result
