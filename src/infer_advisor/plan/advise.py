@@ -300,6 +300,8 @@ def _why_not(model: ModelFacts, hw: HardwareFacts, request: PlanRequest, result)
             f"(weights {m.weights_bytes_per_gpu / 2**30:.1f}, KV for {m.required_kv_tokens} tokens, activations and overheads) "
             f"but {device} offers {m.budget_bytes_per_gpu / 2**30:.1f} GiB"
         )
+        refused = {f"{v.value} refused by rule {v.blocked_by.id}: {v.blocked_by.reason}" for v in result.best_effort_layouts_refused}
+        parts.extend(sorted(refused)[:3])  # why the larger layouts were not tried
     if not parts:
         parts.extend(list(dict.fromkeys(result.rejected))[:2])
     return "; ".join(parts) or "no allowed engine, quantization and layout fits"

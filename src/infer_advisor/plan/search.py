@@ -60,6 +60,7 @@ class SearchResult:
     forbidden: list[Verdict] = field(default_factory=list)
     best_effort: Choice | None = None
     best_effort_allowed: bool = False  # the best-effort choice passed every rule and only failed on memory
+    best_effort_layouts_refused: list[Verdict] = field(default_factory=list)  # layouts the rules took from its engine
 
 
 def layouts(hw: HardwareFacts, tp_sizes: list[int]) -> list[Layout]:
@@ -125,6 +126,7 @@ def search(
             result.forbidden.append(kv)
             continue
         f_k = {**f_d, "kv_cache_dtype": kv.value}
+        layouts_refused: list[Verdict] = []
         if model.pre_quantized:
             fmt = PRE_QUANT_FORMAT.get(model.pre_quantized)
             quants = [fmt] if fmt else []
@@ -155,6 +157,7 @@ def search(
                 f_l = {**f_q, "tp": layout.tp, "pp": layout.pp, "nodes": layout.nodes, "gpus_used": layout.gpus}
                 lv = judge(by["layout"], "layout", str(layout), f_l, trace)
                 if not lv.allowed:
+                    layouts_refused.append(lv)
                     result.forbidden.append(lv)
                     continue
                 candidates.append((-(qv.score + lv.score), layout.gpus, qi, qv, lv, layout))
@@ -212,6 +215,7 @@ def search(
             qv, lv, layout, est = min(estimates, key=lambda e: e[3].shortfall_bytes_per_gpu)
             result.best_effort = Choice(ev, dv, kv, qv, lv, layout, est, context, False, profile)
             result.best_effort_allowed = True
+            result.best_effort_layouts_refused = layouts_refused
         result.rejected.append(f"{profile.display}: no allowed quantization and layout fits in memory")
     if result.best_effort is None:
         result.best_effort = _fallback(model, hw, request, by, facts, engine_order, mem_bytes, concurrency, context, request_tokens, input_tokens, tp_sizes)
