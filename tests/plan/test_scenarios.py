@@ -19,7 +19,7 @@ SCENARIOS = yaml.safe_load(TABLE.read_text(encoding="utf-8"))["scenarios"]
 REQUIRED = ("feasible", "engine", "quantization", "dtype", "tp", "pp", "nodes")
 KNOWN_EXPECT = {
     *REQUIRED, "replicas", "executor", "max_model_len", "engine_flag", "pre_quantized", "needs_quantize_step",
-    "warnings", "no_warnings", "decisions", "explain", "reason", "suggestion",
+    "warnings", "no_warnings", "decisions", "explain", "reason", "suggestion", "accounting",
 }
 
 
@@ -56,6 +56,8 @@ def test_scenario(s):
 
     if "replicas" in e:
         assert plan.parallelism.replicas == e["replicas"]
+    if "accounting" in e:
+        assert plan.memory.accounting == e["accounting"]
     if "executor" in e:
         assert plan.parallelism.executor == e["executor"]
     if "max_model_len" in e:
