@@ -15,14 +15,13 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import save
 
 from infer_advisor.errors import HubError, ModelConfigError, ModelNotFoundError
 from infer_advisor.model_facts import resolve_model
 from infer_advisor.model_facts.catalog import find_entry
 from tests.model_facts.hub_server import COMMIT, Repo
-
-torch = pytest.importorskip("torch")
-from safetensors.torch import save  # noqa: E402
 
 TOKEN = "hf_test_secret_token_value_123"
 SMALL = {

@@ -6,13 +6,12 @@ import json
 import struct
 
 import pytest
+import torch
+from safetensors.torch import save_file
 
 from infer_advisor.errors import ModelConfigError, ModelNotFoundError, UnsupportedArchitectureError
 from infer_advisor.model_facts import resolve_model
 from infer_advisor.model_facts.catalog import find_entry
-
-torch = pytest.importorskip("torch")  # dev extra; present in CI
-from safetensors.torch import save_file  # noqa: E402
 
 SMALL_LLAMA = {
     "architectures": ["LlamaForCausalLM"],
