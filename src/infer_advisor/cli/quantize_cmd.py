@@ -54,7 +54,7 @@ def run(ns: argparse.Namespace) -> int:
 
     request = model_from_namespace(QuantizeRequest, ns)
     signal.signal(signal.SIGTERM, _interrupt)  # clean up the partial output on `kill` as on Ctrl-C
-    result = run_request(request)
+    result = run_request(request, summary=False)
     if ns.json:
         print(result.model_dump_json(indent=2))
     else:

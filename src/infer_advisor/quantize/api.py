@@ -14,6 +14,7 @@ from .core import (
     reporter,
     resolve_source,
     staged_output,
+    stdout_to_stderr,
     validate_group_size,
     weight_bytes,
 )
@@ -74,8 +75,8 @@ def quantize(
     return run_request(request)
 
 
-def run_request(request: QuantizeRequest) -> QuantizeResult:
-    """:func:`quantize` for an already validated :class:`QuantizeRequest` (what the CLI calls)."""
+def run_request(request: QuantizeRequest, *, summary: bool = True) -> QuantizeResult:
+    """:func:`quantize` for an already validated :class:`QuantizeRequest` (the CLI prints the summary itself)."""
     from ..errors import OutputExistsError, RequestError
 
     spec = resolve_method(
@@ -100,14 +101,15 @@ def run_request(request: QuantizeRequest) -> QuantizeResult:
     report = reporter(request.progress)
     module = backend_module(spec)
     report(f"{spec.name} ({spec.backend}): {source} -> {out}")
-    with staged_output(out, request.force) as work:
+    with staged_output(out, request.force) as work, stdout_to_stderr():
         start = time.monotonic()
         notes += module.run(source, work, spec, texts if spec.calibration else [], report)
         seconds = time.monotonic() - start
         copy_side_files(source, work)
     input_bytes, output_bytes = weight_bytes(source), weight_bytes(out)
     eval_texts = texts[:EVAL_SAMPLES] if request.evaluate else None
-    check = check_output(module, out, source, spec, eval_texts, report)
+    with stdout_to_stderr():
+        check = check_output(module, out, source, spec, eval_texts, report)
     result = QuantizeResult(
         method=spec.name,
         backend=spec.backend,
@@ -124,5 +126,5 @@ def run_request(request: QuantizeRequest) -> QuantizeResult:
         check=check,
         notes=notes,
     )
-    log_summary(result.summary(), request.progress)
+    log_summary(result.summary(), request.progress and summary)
     return result

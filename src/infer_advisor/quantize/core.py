@@ -168,6 +168,30 @@ def copy_side_files(source: Path, target: Path) -> None:
             shutil.copy2(source / name, target / name)
 
 
+@contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Send everything written to stdout (fd 1 too: llm-compressor logs there) to stderr, so --json stays clean."""
+    import contextlib
+
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError):  # no real fd 1 (embedded interpreters): Python-level redirection only
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+        return
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        for stream in (sys.stdout, sys.__stdout__):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def reporter(enabled: bool) -> Callable[[str], None]:
     """A progress callback printing timed lines on stderr with rich (a no-op when disabled)."""
     if not enabled:

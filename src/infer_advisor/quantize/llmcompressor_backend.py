@@ -25,12 +25,12 @@ MAX_SEQ_LENGTH = 512
 
 
 @contextmanager
-def _no_pinning_without_accelerator(notes: list[str]) -> Iterator[None]:
+def _no_pinning_without_accelerator(spec: MethodSpec, notes: list[str]) -> Iterator[None]:
     """Make ``IntermediatesCache.pin_memory`` a no-op while no accelerator exists; restored on exit."""
     import torch
     from llmcompressor.pipelines.cache import IntermediatesCache
 
-    if torch.accelerator.is_available():
+    if spec.name != "awq" or torch.accelerator.is_available():  # only AWQModifier pins
         yield
         return
     original = IntermediatesCache.__dict__["pin_memory"]
@@ -89,7 +89,7 @@ def run(source: Path, work_dir: Path, spec: MethodSpec, calibration: list[str], 
         }
         notes.append(f"AWQ calibrated on {len(calibration)} samples (at most {MAX_SEQ_LENGTH} tokens each).")
     progress(f"running llm-compressor oneshot ({spec.name}; this is the long step)")
-    with _no_pinning_without_accelerator(notes), torch.no_grad():
+    with _no_pinning_without_accelerator(spec, notes), torch.no_grad():
         oneshot(model=model, processor=tokenizer, recipe=_recipe(spec), **kwargs)
     progress("saving compressed-tensors checkpoint")
     model.save_pretrained(work_dir, save_compressed=True)
