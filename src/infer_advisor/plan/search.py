@@ -229,8 +229,8 @@ def _fallback(model, hw, request, by, facts, engine_order, mem_bytes, concurrenc
         if hw.kind not in profile.runs_on:
             continue
         f_e = {**facts, "engine": ev.value}
-        dv = rank(by["dtype"], "dtype", ["bfloat16", "float16", "float32"], f_e, None)[0]
-        kv = rank(by["kv_cache_dtype"], "kv_cache_dtype", ["auto"], {**f_e, "dtype": dv.value}, None)[0]
+        dv = rank(by["dtype"], "dtype", ["bfloat16", "float16", "float32"] if request.dtype == "auto" else [request.dtype], f_e, None)[0]
+        kv = rank(by["kv_cache_dtype"], "kv_cache_dtype", [request.kv_cache_dtype], {**f_e, "dtype": dv.value}, None)[0]
         fmt = PRE_QUANT_FORMAT.get(model.pre_quantized or "", None) or (
             request.quantization if request.quantization not in ("auto",) else profile.quantizations[0]
         )
@@ -239,7 +239,7 @@ def _fallback(model, hw, request, by, facts, engine_order, mem_bytes, concurrenc
         qv = Verdict(value=fmt, allowed=False)
         layout = layouts(hw, tp_sizes)[-1]
         est = estimate_memory(
-            model, gpu_memory_bytes=mem_bytes, engine=profile, quantization=fmt, dtype=dv.value, kv_cache_dtype="auto",
+            model, gpu_memory_bytes=mem_bytes, engine=profile, quantization=fmt, dtype=dv.value, kv_cache_dtype=kv.value,
             tp=layout.tp, pp=layout.pp, context=context, concurrency=concurrency,
             request_tokens=min(request_tokens, context), input_tokens=input_tokens, on_gpu=hw.kind == "gpu",
         )
