@@ -145,7 +145,7 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
         )
     if choice.profile.maintenance_note:
         warnings.append(choice.profile.maintenance_note)
-    decisions = _decisions(choice, result)
+    decisions = _decisions(choice, result, request)
     return DeploymentPlan(
         feasible=feasible,
         infeasible_reason=reason,
@@ -242,7 +242,7 @@ def _quantization(model: ModelFacts, c: Choice) -> QuantizationPlan:
     )
 
 
-def _decisions(c: Choice, result) -> list[Decision]:
+def _decisions(c: Choice, result, request: PlanRequest) -> list[Decision]:
     out: list[Decision] = []
     seen: set[tuple[str, str]] = set()
 
@@ -255,6 +255,11 @@ def _decisions(c: Choice, result) -> list[Decision]:
     for decides, verdict in (("engine", c.engine), ("dtype", c.dtype), ("kv_cache_dtype", c.kv_cache_dtype), ("quantization", c.quantization)):
         for rule in verdict.matched:
             add(rule, decides, str(verdict.value))
+        if not verdict.matched:  # no rule spoke for it: the user asked for it, or the memory model let it through
+            asked = str(getattr(request, decides)) == str(verdict.value)
+            out.append(Decision(rule_id=f"request.{decides}" if asked else "memory.fit", decides=decides, value=str(verdict.value), effect="set",
+                                reason=f"asked for with --{decides.replace('_', '-')}" if asked else "the highest-ranked allowed option whose memory fits",
+                                source="request" if asked else "estimate.memory (estimated)"))
     for rule in c.layout_verdict.matched:
         add(rule, "layout", str(c.layout))
     for v in result.forbidden:
