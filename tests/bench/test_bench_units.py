@@ -54,8 +54,11 @@ def test_every_option_is_described_and_extra_forbidden():
         assert field.description, name
     with pytest.raises(ValueError):
         BenchRequest(engine="transformers", model="m", concurency=[1])
-    with pytest.raises(ValueError, match="positive"):
-        BenchRequest(engine="transformers", model="m", concurrency=[1, -4])
+    from infer_advisor.bench.request import check_request
+    from infer_advisor.errors import RequestError
+
+    with pytest.raises(RequestError, match="positive"):
+        check_request(BenchRequest(engine="transformers", model="m", concurrency=[1, -4]))
 
 
 def test_report_schema_is_published():
@@ -70,3 +73,15 @@ def test_import_stays_light():
     code = "import sys, infer_advisor.bench, infer_advisor.cli.bench_cmd; print(sorted(m for m in ('torch','transformers','ctranslate2','matplotlib','httpx','vllm') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_top_level_name_is_callable_after_the_package_is_imported():
+    import infer_advisor
+    import infer_advisor.bench  # binds the package to infer_advisor.bench
+    from infer_advisor import bench
+
+    assert callable(bench) and callable(infer_advisor.bench)
+    from infer_advisor.errors import RequestError
+
+    with pytest.raises(RequestError, match="--url is required"):
+        bench("openai")

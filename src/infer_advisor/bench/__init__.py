@@ -1,6 +1,6 @@
 """The bench stage: measure an engine (in-process or an OpenAI-compatible server) and compare it with a plan.
 
-    >>> from infer_advisor import bench
+    >>> from infer_advisor.bench import bench
     >>> report = bench("transformers", "./tiny-llama", concurrency=[1, 4], out="bench-out")   # doctest: +SKIP
     >>> lv = report.levels[0]; lv.ttft_s.mean, lv.tpot_s.mean, lv.output_tokens_per_s_aggregate  # doctest: +SKIP
 
@@ -11,6 +11,8 @@ requests.csv and bench.png, re-written after every concurrency level so a crash 
 
 from __future__ import annotations
 
+import sys
+import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +89,20 @@ def run_bench(
     on_level: Callable[[LevelResult], None] | None = None,
 ) -> BenchReport:
     """Run a validated :class:`BenchRequest` (what :func:`bench` and the CLI call)."""
+    from .request import check_request
     from .runner import Runner
 
+    check_request(req)
     return Runner(req, plan=plan, progress=progress, command_line=command_line, on_level=on_level).run()
+
+
+class _CallableModule(types.ModuleType):
+    """``infer_advisor.bench`` is both this package and the function: once the package is imported, Python binds
+    the package to the attribute ``infer_advisor.bench``, so ``from infer_advisor import bench`` would return the
+    module. Calling the module calls :func:`bench`, so both spellings work."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> BenchReport:
+        return bench(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import RequestError
 
 Engine = Literal["transformers", "ctranslate2", "vllm", "openai"]
 Workload = Literal["latency", "throughput"]
@@ -64,23 +66,18 @@ class BenchRequest(BaseModel):
         default=None, description="A plan JSON (`infer-advisor plan --json`) whose predictions are compared with the measurements."
     )
 
-    @field_validator("concurrency")
-    @classmethod
-    def _positive_levels(cls, v: list[int] | None) -> list[int] | None:
-        if v is not None:
-            if not v:
-                raise ValueError("give at least one level, e.g. 1,4,16")
-            bad = [c for c in v if c < 1]
-            if bad:
-                raise ValueError(f"levels must be positive integers, got {bad[0]}")
-        return v
 
-    @model_validator(mode="after")
-    def _engine_needs(self) -> BenchRequest:
-        if self.engine == "openai" and not self.url:
-            raise ValueError("--url is required for --engine openai, e.g. --url http://127.0.0.1:8000")
-        if self.engine != "openai" and not self.model:
-            raise ValueError(f"--model is required for --engine {self.engine}")
-        if self.random_weights and self.engine != "transformers":
-            raise ValueError("--random-weights works with --engine transformers only")
-        return self
+def check_request(req: BenchRequest) -> None:
+    """Option combinations a single field cannot judge; each problem is one RequestError line naming the fix."""
+    if req.concurrency is not None:
+        if not req.concurrency:
+            raise RequestError("--concurrency: give at least one level, e.g. 1,4,16.")
+        bad = [c for c in req.concurrency if c < 1]
+        if bad:
+            raise RequestError(f"--concurrency: levels must be positive integers, got {bad[0]} (e.g. 1,4,16).")
+    if req.engine == "openai" and not req.url:
+        raise RequestError("--url is required for --engine openai, e.g. --url http://127.0.0.1:8000.")
+    if req.engine != "openai" and not req.model:
+        raise RequestError(f"--model is required for --engine {req.engine}.")
+    if req.random_weights and req.engine != "transformers":
+        raise RequestError("--random-weights works with --engine transformers only.")
