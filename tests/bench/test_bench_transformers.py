@@ -70,6 +70,7 @@ def test_plan_predictions_beside_measurements(tiny_llama, tmp_path):
     report = bench("transformers", tiny_llama, concurrency=[1, 2], output_tokens=4, num_prompts=2, plan=plan, progress=False)
     by_metric = {c.metric: c for c in report.comparisons}
     assert set(by_metric) == {"ttft_s", "tpot_s", "output_tokens_per_s_per_request", "output_tokens_per_s_aggregate", "peak_memory_bytes"}
+    assert by_metric["ttft_s"].predicted_source == "plan"  # this plan does not say estimated or calibrated
     lv = report.levels[1]
     assert all(c.concurrency == 2 for c in report.comparisons)
     assert by_metric["ttft_s"].measured == lv.ttft_s.mean
@@ -124,3 +125,16 @@ def test_cli_bad_concurrency_list(capsys):
         main(["bench", "--engine", "transformers", "--model", "x", "--concurrency", "1,four"])
     assert exc.value.code == 2
     assert "expected comma-separated numbers" in capsys.readouterr().err
+
+
+def test_real_plan_from_advise(tiny_llama):
+    """A DeploymentPlan from advise(): its estimated figures sit beside the measured ones at its concurrency."""
+    from infer_advisor.plan import advise
+
+    plan = advise(model=str(tiny_llama), gpu="cpu")
+    perf = plan.performance
+    report = bench("transformers", tiny_llama, concurrency=[perf.concurrency], output_tokens=4, num_prompts=2, plan=plan, progress=False)
+    by_metric = {c.metric: c for c in report.comparisons}
+    assert by_metric["tpot_s"].predicted == perf.tpot_s
+    assert by_metric["tpot_s"].predicted_source == f"plan ({perf.source})"
+    assert by_metric["peak_memory_bytes"].predicted == plan.memory.total_bytes_per_gpu

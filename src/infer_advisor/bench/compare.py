@@ -14,8 +14,10 @@ from .report import LevelResult, PlanComparison
 PREDICTIONS = {
     ("performance", "ttft_s"): "ttft_s",
     ("performance", "tpot_s"): "tpot_s",
+    ("performance", "e2e_s"): "e2e_s",
     ("performance", "output_tokens_per_s_per_request"): "output_tokens_per_s_per_request",
     ("performance", "output_tokens_per_s_aggregate"): "output_tokens_per_s_aggregate",
+    ("performance", "requests_per_s"): "requests_per_s",
     ("memory", "total_bytes_per_gpu"): "peak_memory_bytes",
 }
 # Where a plan may say which concurrency its predictions are for (first found wins).
@@ -39,11 +41,17 @@ def load_plan(path: Path) -> Any:
     return json.loads(json.dumps(raw), object_hook=lambda d: SimpleNamespace(**d))
 
 
+def plan_concurrency(plan: Any) -> int | None:
+    """The concurrency the plan's predictions are for, when it says."""
+    return next((c for p in _CONCURRENCY_PATHS if isinstance(c := _get(plan, p), int)), None)
+
+
 def compare(plan: Any, levels: list[LevelResult]) -> list[PlanComparison]:
     """Predicted vs measured at the plan's concurrency (or at every level when the plan does not say)."""
     if plan is None or not levels:
         return []
-    conc = next((c for p in _CONCURRENCY_PATHS if isinstance(c := _get(plan, p), int)), None)
+    conc = plan_concurrency(plan)
+    source = _get(plan, ("performance", "source"))
     chosen = [lv for lv in levels if lv.concurrency == conc] if conc is not None else levels
     out = []
     for path, attr in PREDICTIONS.items():
@@ -62,6 +70,7 @@ def compare(plan: Any, levels: list[LevelResult]) -> list[PlanComparison]:
                     predicted=float(predicted),
                     measured=float(measured),
                     error_pct=(float(predicted) - float(measured)) / float(measured) * 100.0,
+                    predicted_source=f"plan ({source})" if path[0] == "performance" and isinstance(source, str) else "plan",
                 )
             )
     return out

@@ -130,9 +130,9 @@ def render_table(report: BenchReport):
     tables = [table]
     if report.comparisons:
         cmp = Table(title="Plan vs measured", caption="predicted: the plan's estimate; measured: this run.")
-        for col in ("metric", "conc.", "predicted (plan)", "measured", "error %"):
+        for col in ("metric", "conc.", "predicted", "source", "measured", "error %"):
             cmp.add_column(col, justify="right")
         for c in report.comparisons:
-            cmp.add_row(c.metric, str(c.concurrency), f"{c.predicted:.4g}", f"{c.measured:.4g}", f"{c.error_pct:+.1f}")
+            cmp.add_row(c.metric, str(c.concurrency), f"{c.predicted:.4g}", c.predicted_source, f"{c.measured:.4g}", f"{c.error_pct:+.1f}")
         tables.append(cmp)
     return tables

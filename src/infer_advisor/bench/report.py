@@ -79,6 +79,7 @@ class PlanComparison(BaseModel):
     predicted: float = Field(description="The plan's estimate (source: the plan).")
     measured: float = Field(description="Measured on this run.")
     error_pct: float = Field(description="(predicted - measured) / measured x 100.")
+    predicted_source: str = Field(default="plan", description="Where the prediction came from, e.g. 'plan (estimated)'.")
 
 
 class DeviceInfo(BaseModel):

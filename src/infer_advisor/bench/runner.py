@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import OutputExistsError
-from .compare import compare, load_plan
+from .compare import compare, load_plan, plan_concurrency
 from .memory import PeakMemory
 from .metrics import level_result
 from .output import JSON_NAME, write_files, write_plot
@@ -121,6 +121,9 @@ class Runner:
         report.metadata.memory_source = engine.memory_source
         report.notes = list(dict.fromkeys(engine.notes))
         report.comparisons = compare(self.plan, report.levels)
+        conc = plan_concurrency(self.plan) if self.plan is not None else None
+        if final and conc is not None and conc not in self.workload.concurrency:
+            report.notes.append(f"The plan predicts concurrency {conc}, which was not measured; add it to --concurrency.")
         if self.req.out is None:
             return
         write_files(report, self.req.out)
