@@ -1,0 +1,116 @@
+"""`infer-advisor calibrate`: measure an engine at a few batch sizes and fit its speed profile.
+
+    infer-advisor calibrate --engine transformers --model meta-llama/Llama-2-7b-hf --random-weights \\
+        --concurrency 1,8,32 --out h200-transformers.json        # runs `bench` on this machine's GPU
+    infer-advisor calibrate --engine transformers --from bench-out/bench.json --gpu H200 --out cal.json
+    infer-advisor plan --model ... --calibration h200-transformers.json
+
+The file is a :class:`~infer_advisor.estimate.calibrate.Calibration` (JSON): fitted efficiencies and
+overheads, the raw points and the command that produced them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+HELP = "Benchmark at several batch sizes and fit a speed profile for the plan."
+
+
+class CalibrateOptions(BaseModel):
+    """Options of `infer-advisor calibrate`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    engine: Literal["transformers", "ctranslate2", "vllm"] = Field(description="Engine to measure (in this process, through `bench`).")
+    model: list[str] = Field(
+        default_factory=lambda: ["meta-llama/Llama-2-7b-hf"],
+        description="Model(s) to measure: catalog names (with --random-weights) or local folders; several fit per-layer overhead too.",
+    )
+    out: Path = Field(description="Calibration JSON to write (use it with `plan --calibration FILE`).")
+    concurrency: list[int] = Field(default_factory=lambda: [1, 8, 32], description="Batch sizes to measure.")
+    input_tokens: int = Field(default=512, gt=0, description="Prompt tokens per request.")
+    output_tokens: int = Field(default=64, gt=1, description="Tokens generated per request.")
+    random_weights: bool = Field(default=True, description="transformers: random weights from the config (speed is real, no download).")
+    quantization: str = Field(default="none", description="Weight format of the measured model (see data/formats.yaml).")
+    dtype: Literal["auto", "float16", "bfloat16", "float32"] = Field(default="auto", description="Weights dtype (auto: the config's).")
+    device: Literal["auto", "cuda", "cpu"] = Field(default="auto", description="Device for the benchmark.")
+    gpu: str = Field(default="auto", description="GPU the figures refer to: 'auto' probes this machine; a catalog name with --from.")
+    from_file: list[Path] = Field(
+        default_factory=list,
+        description="Fit from existing results instead of running: bench.json files or benchmarks/gpu/measure_transformers.py JSON.",
+    )
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from ._derive import add_model_arguments
+
+    add_model_arguments(parser, CalibrateOptions, exclude={"from_file"})
+    parser.add_argument("--from", dest="from_file", type=lambda s: [Path(p) for p in s.split(",") if p], default=argparse.SUPPRESS,
+                        metavar="FILE[,FILE]", help=CalibrateOptions.model_fields["from_file"].description)
+
+
+def _measure(opts: CalibrateOptions):
+    from ..bench import BenchRequest, run_bench
+    from ..estimate.calibrate import CalibrationPoint
+
+    points: list[CalibrationPoint] = []
+    gpu_name, dtype = None, None
+    for name in opts.model:
+        req = BenchRequest(
+            engine=opts.engine, model=name, workload="throughput", concurrency=opts.concurrency,
+            input_tokens=opts.input_tokens, output_tokens=opts.output_tokens, num_prompts=None, warmup=1,
+            random_weights=opts.random_weights and opts.engine == "transformers", dtype=opts.dtype, device=opts.device,
+        )
+        rep = run_bench(req, progress=False, command_line=["infer-advisor", *sys.argv[1:]])
+        gpu_name, dtype = rep.metadata.device.name, rep.metadata.dtype
+        for lv in rep.levels:
+            if lv.tpot_s is None:
+                continue
+            points.append(CalibrationPoint(
+                model=name, batch=lv.concurrency, input_tokens=opts.input_tokens, output_tokens=opts.output_tokens,
+                ttft_s=lv.ttft_s.p50, tpot_s=lv.tpot_s.p50, peak_memory_bytes=lv.peak_memory_bytes, origin="infer-advisor bench",
+                dtype=rep.metadata.dtype,
+            ))
+    return points, gpu_name, dtype
+
+
+def run(ns: argparse.Namespace) -> int:
+    from ..errors import RequestError
+    from ..estimate.calibrate import fit_calibration, points_from_file
+    from ..hardware import resolve_hardware
+    from ._derive import model_from_namespace
+
+    opts = model_from_namespace(CalibrateOptions, ns)
+    if opts.from_file:
+        points, dtype = [], None
+        for path in opts.from_file:
+            pts, _, file_dtype = points_from_file(path)
+            points.extend(pts)
+            dtype = dtype or file_dtype
+        wanted = set(opts.model) if "model" in vars(ns) else None
+        if wanted is not None:
+            points = [p for p in points if p.model in wanted]
+    else:
+        points, _, dtype = _measure(opts)
+    if opts.dtype != "auto":
+        dtype = opts.dtype
+    if dtype not in ("float16", "bfloat16", "float32"):
+        raise RequestError("calibrate: the measured dtype is unknown; pass --dtype float16|bfloat16|float32.")
+    hw = resolve_hardware(opts.gpu)
+    command = shlex.join(["infer-advisor", "calibrate", *sys.argv[2:]]) if sys.argv[1:2] == ["calibrate"] else shlex.join(sys.argv)
+    cal = fit_calibration(points, engine=opts.engine, quantization=opts.quantization, dtype=dtype, hw=hw, command=command)
+    cal.write(opts.out)
+    err = ", ".join(f"{k} {v:.1f}%" for k, v in cal.fit_rms_error_pct.items())
+    print(
+        f"{opts.out}: {cal.engine} x {cal.quantization} on {cal.gpu} ({len(cal.points)} points, fit RMS error {err}): "
+        f"bandwidth efficiency {cal.bandwidth_efficiency:.2f}, compute efficiency {cal.compute_efficiency:.2f}, "
+        f"overhead {cal.step_overhead_s * 1e3:.2f} ms/step + {cal.layer_overhead_s * 1e3:.3f} ms/layer"
+        + (f" + {cal.moe_layer_overhead_s * 1e3:.3f} ms/MoE layer" if cal.moe_layer_overhead_s else "")
+    )
+    return 0

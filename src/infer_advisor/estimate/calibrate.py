@@ -1,0 +1,247 @@
+"""Calibration: fit an engine's speed profile (efficiencies, per-step overheads) to measured points.
+
+    >>> cal = fit_calibration(points, engine="transformers", quantization="none", dtype="float16", hw=hw,
+    ...                       command="infer-advisor calibrate ...")
+    >>> cal.write(Path("h200-transformers.json")); advise(model=..., calibration="h200-transformers.json")
+
+The points come from `infer-advisor bench` reports (bench.json) or from the device script
+benchmarks/gpu/measure_transformers.py; :func:`points_from_file` reads either. The fit (numpy, imported
+only here) is least squares on relative error:
+
+- decode: ``tpot = serial + max(layer x layers + moe x moe_layers, bytes / (eta_bw x bandwidth))``, searched on
+  a grid (eta from 1 down, so data with no bandwidth-bound point keep the highest efficiency they allow).
+- prefill: ``ttft - serial = flops / (eta_c x peak)`` over the points where compute outlasts the launches.
+
+The plan path reads a calibration with :func:`load_calibration` (pydantic only, no numpy).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .speed import SpeedProfile
+
+SCHEMA_VERSION = 1
+
+
+class CalibrationPoint(BaseModel):
+    """One measured batch size of one model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(description="Catalog name or path of the model measured.")
+    batch: int = Field(gt=0, description="Sequences decoded together (bench concurrency).")
+    input_tokens: int = Field(gt=0)
+    output_tokens: int = Field(gt=0)
+    ttft_s: float = Field(gt=0, description="Measured time to first token (prefill of the batch + sampling).")
+    tpot_s: float = Field(gt=0, description="Measured time per decode step (median).")
+    peak_memory_bytes: int | None = Field(default=None, description="Measured peak device memory, if recorded.")
+    origin: str = Field(description="Which file and tool measured it.")
+    dtype: str | None = Field(default=None, description="Weights dtype of this point (default: the calibration's).")
+
+
+class Calibration(BaseModel):
+    """A fitted speed profile: what `infer-advisor calibrate --out FILE` writes and `--calibration FILE` reads."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    engine: str
+    quantization: str
+    dtype: str
+    gpu: str = Field(description="GPU the points were measured on (catalog name).")
+    bandwidth_bytes_per_s: float = Field(gt=0, description="Peak bandwidth the efficiencies are relative to.")
+    flops_per_s: float = Field(gt=0, description="Peak dense FLOPS (compute dtype) the efficiency is relative to.")
+    bandwidth_efficiency: float = Field(gt=0, le=1)
+    compute_efficiency: float = Field(gt=0, le=1)
+    step_overhead_s: float = Field(ge=0)
+    layer_overhead_s: float = Field(default=0.0, ge=0)
+    moe_layer_overhead_s: float = Field(default=0.0, ge=0)
+    kv_traffic_factor: float = Field(default=1.0, ge=1, description="From the shipped profile of the engine (not fitted).")
+    fit_rms_error_pct: dict[str, float] = Field(default_factory=dict, description="RMS relative error of the fit, per metric.")
+    points: list[CalibrationPoint] = Field(min_length=1)
+    command: str = Field(description="The command that produced the points and this fit.")
+    created_at: str
+
+    def profile(self) -> SpeedProfile:
+        return SpeedProfile(
+            bandwidth_efficiency=self.bandwidth_efficiency, compute_efficiency=self.compute_efficiency,
+            step_overhead_s=self.step_overhead_s, layer_overhead_s=self.layer_overhead_s,
+            moe_layer_overhead_s=self.moe_layer_overhead_s, kv_traffic_factor=self.kv_traffic_factor, kind="measured",
+            source=f"calibrated on {self.gpu}: {self.command}",
+        )
+
+    def write(self, path: Path) -> None:
+        import os
+        import tempfile
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(self.model_dump_json(indent=2) + "\n")
+        os.replace(tmp, path)
+
+
+def load_calibration(path: Path) -> Calibration:
+    """Read and validate a calibration file; a bad file raises DataFileError (exit 2 in the CLI)."""
+    from .._data import load_validated
+    from ..errors import DataFileError
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataFileError(str(path), "calibration file not found; write one with `infer-advisor calibrate --engine E --out FILE`")
+    if path.suffix != ".json":
+        raise DataFileError(str(path), "a calibration file is the .json that `infer-advisor calibrate --out` writes")
+    return load_validated(path, Calibration)
+
+
+# ---------------------------------------------------------------- reading measurements
+
+
+def points_from_file(path: Path) -> tuple[list[CalibrationPoint], str | None, str | None]:
+    """Points from a bench.json or a measure_transformers JSON; also (GPU name, dtype) when recorded.
+
+    measure_transformers points use the warm-allocator run when the file has one (a fresh caching allocator
+    grows with the KV cache and slowed decode 2-3x on the H200 VM: a start-up effect, not the steady state).
+    """
+    from .._data import read_structured
+    from ..errors import DataFileError
+
+    raw = read_structured(Path(path))
+    if isinstance(raw, dict) and "models" in raw and "ceilings" in raw:
+        pts = []
+        for m in raw["models"]:
+            for p in m.get("points", []):
+                pts.append(CalibrationPoint(
+                    model=m["model"], batch=p["batch"], input_tokens=raw["input_tokens"], output_tokens=raw["output_tokens"],
+                    ttft_s=p.get("ttft_s_warm", p["ttft_s"]), tpot_s=p.get("decode_step_s_warm_median", p["decode_step_s_median"]),
+                    peak_memory_bytes=p.get("peak_allocated_bytes"), dtype=m.get("dtype"),
+                    origin=f"{Path(path).name} (benchmarks/gpu/measure_transformers.py{', warm allocator' if 'ttft_s_warm' in p else ''})",
+                ))
+        dtypes = [m["dtype"] for m in raw["models"] if m.get("dtype")]
+        return pts, raw.get("gpu"), (dtypes[0] if dtypes else None)
+    if isinstance(raw, dict) and "metadata" in raw and "levels" in raw:
+        from ..bench.report import BenchReport
+        from pydantic import ValidationError
+
+        try:
+            rep = BenchReport.model_validate(raw)
+        except ValidationError as err:
+            from .._data import format_validation_error
+
+            raise DataFileError(str(path), format_validation_error(err)) from None
+        out_tokens = rep.metadata.request.get("resolved", {}).get("output_tokens") or rep.metadata.request.get("output_tokens")
+        pts = [
+            CalibrationPoint(
+                model=str(rep.metadata.model), batch=lv.concurrency, input_tokens=max(int(round(lv.input_tokens_mean or 1)), 1),
+                output_tokens=int(out_tokens or max(lv.output_tokens_total // max(lv.num_requests, 1), 1)),
+                ttft_s=lv.ttft_s.p50, tpot_s=lv.tpot_s.p50, peak_memory_bytes=lv.peak_memory_bytes,
+                origin=f"{Path(path).name} (infer-advisor bench)", dtype=rep.metadata.dtype,
+            )
+            for lv in rep.levels if lv.tpot_s is not None
+        ]
+        return pts, rep.metadata.device.name, rep.metadata.dtype
+    raise DataFileError(str(path), "not a bench.json (infer-advisor bench) nor a measure_transformers.py result")
+
+
+# ---------------------------------------------------------------- fitting
+
+
+def _works(points, engine, quantization, dtype, hw):
+    from ..engines import engine_profile
+    from ..model_facts import resolve_model
+    from .formats import dtype_bytes
+    from .memory import estimate_memory
+    from .speed import decode_work, prefill_work
+
+    facts: dict[str, object] = {}
+    rows = []
+    for p in points:
+        if p.model not in facts:
+            facts[p.model] = resolve_model(p.model)
+        m = facts[p.model]
+        dt = p.dtype or dtype
+        mem = estimate_memory(m, gpu_memory_bytes=hw.gpu.memory_bytes, engine=engine_profile(engine), quantization=quantization,
+                              dtype=dt, context=p.input_tokens + p.output_tokens, concurrency=p.batch, input_tokens=p.input_tokens)
+        act = dtype_bytes(dt)
+        dec = decode_work(m, mem, tp=1, pp=1, batch=p.batch, context=p.input_tokens + p.output_tokens / 2, act_bytes=act)
+        pre = prefill_work(m, mem, tp=1, pp=1, batch=p.batch, prompt=p.input_tokens, act_bytes=act)
+        rows.append((p, dec, pre))
+    return rows
+
+
+def _grid_fit(y, layers, moe, mem1) -> tuple[float, float, float, float, float]:
+    """Fit ``y = s + max(l x layers + m x moe, mem1 / eta)`` by relative least squares on a grid.
+
+    Returns (s, l, m, eta, squared error). ``eta`` is tried from 1 down, so when no point is bandwidth
+    bound (every ``mem1 / eta`` under the launch time) the highest efficiency consistent with the data wins.
+    """
+    import numpy as np
+
+    y, layers, moe, mem1 = (np.asarray(v, dtype=float) for v in (y, layers, moe, mem1))
+    w = 1.0 / y**2
+    ls = np.linspace(0.0, LAUNCH_GRID_MAX_S, 241)
+    ms = np.linspace(0.0, LAUNCH_GRID_MAX_S, 121) if np.any(moe) else np.zeros(1)
+    launch = ls[:, None, None] * layers + ms[None, :, None] * moe
+    best = (0.0, 0.0, 0.0, 1.0, np.inf)
+    for eta in np.linspace(1.0, 0.05, 96):
+        g = np.maximum(launch, mem1 / eta)
+        s = np.clip(((y - g) * w).sum(-1) / w.sum(), 0.0, None)
+        err = (((s[..., None] + g - y) / y) ** 2).sum(-1)
+        i, j = np.unravel_index(np.argmin(err), err.shape)
+        if err[i, j] < best[4] * (1 - 1e-9):
+            best = (float(s[i, j]), float(ls[i]), float(ms[j]), float(eta), float(err[i, j]))
+    return best
+
+
+LAUNCH_GRID_MAX_S = 3e-3  # largest launch time per layer tried; eager transformers measured ~0.6 ms (H200)
+
+
+def fit_calibration(
+    points: list[CalibrationPoint], *, engine: str, quantization: str, dtype: str, hw, command: str
+) -> Calibration:
+    """Fit a :class:`Calibration` to ``points`` measured on ``hw.gpu`` (one GPU, tp = pp = 1)."""
+    from ..errors import RequestError
+    from .speed import SpeedProfile, device_ceilings, speed_profile, step_time
+
+    if hw.kind != "gpu" or hw.gpu is None:
+        raise RequestError("calibrate fits GPU measurements: pass --gpu NAME (the GPU the points were measured on).")
+    if len(points) < 2:
+        raise RequestError("calibrate needs at least two measured batch sizes, e.g. --concurrency 1,8,32.")
+    bw, flops, _, _ = device_ceilings(hw, dtype, quantization)
+    shipped, _ = speed_profile(engine, quantization)
+    kv_factor = shipped.kv_traffic_factor
+    rows = _works(points, engine, quantization, dtype, hw)
+    s, l, m, eta_bw, _ = _grid_fit(
+        [p.tpot_s for p, _, _ in rows], [d.layers for _, d, _ in rows], [d.moe_layers for _, d, _ in rows],
+        [(d.bytes + kv_factor * d.kv_bytes) / bw for _, d, _ in rows],
+    )
+    # prefill: ttft - serial = flops / (eta_c x peak) on the points where compute outlasts the launches
+    num = den = 0.0
+    for p, _, pre in rows:
+        y = p.ttft_s - s
+        c = pre.flops / flops
+        if y > 0 and y > l * pre.layers + m * pre.moe_layers:
+            num += c / y
+            den += (c / y) ** 2
+    eta_c = min(1.0, den / num) if num > 0 else 1.0  # ttft = z x c with z = num / den = 1 / eta_c
+    profile = SpeedProfile(bandwidth_efficiency=eta_bw, compute_efficiency=max(eta_c, 1e-6), step_overhead_s=s,
+                           layer_overhead_s=l, moe_layer_overhead_s=m, kv_traffic_factor=kv_factor, kind="measured", source="fit")
+    kw = dict(bandwidth=bw, flops=flops, tp=1, pp=1, interconnect=1.0, allreduce_latency=0.0)
+    errs: dict[str, list[float]] = {"tpot_s": [], "ttft_s": []}
+    for p, dec, pre in rows:
+        errs["tpot_s"].append((step_time(dec, profile, **kw) - p.tpot_s) / p.tpot_s)
+        errs["ttft_s"].append((step_time(pre, profile, **kw) - p.ttft_s) / p.ttft_s)
+    rms = {k: 100 * (sum(e * e for e in v) / len(v)) ** 0.5 for k, v in errs.items()}
+    return Calibration(
+        engine=engine, quantization=quantization, dtype=dtype, gpu=hw.gpu.name, bandwidth_bytes_per_s=bw, flops_per_s=flops,
+        bandwidth_efficiency=profile.bandwidth_efficiency, compute_efficiency=profile.compute_efficiency,
+        step_overhead_s=profile.step_overhead_s, layer_overhead_s=profile.layer_overhead_s,
+        moe_layer_overhead_s=profile.moe_layer_overhead_s, kv_traffic_factor=kv_factor, fit_rms_error_pct=rms, points=list(points), command=command,
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
