@@ -75,3 +75,17 @@ def test_force_replaces_and_no_force_refuses(tiny_llama, tmp_path, capsys):
     assert not (out / "marker").exists()
     assert (out / "model.bin").stat().st_size > 3 * first
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+
+
+def test_text_output_marks_every_figure_as_measured(tiny_llama, tmp_path, capsys):
+    code = main(["quantize", "--model", str(tiny_llama), "--method", "ct2-int8", "--out", str(tmp_path / "o"), "--eval"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    summary, check, generated, perplexity, *notes = captured.out.splitlines()
+    assert summary.startswith("ct2-int8 (ct2): 1.6 MiB -> ") and "(measured)" in summary
+    assert check.startswith("check: passed [ctranslate2 4.8.5 (cpu")
+    assert "generated 8 tokens (measured)" in generated
+    assert "perplexity on" in perplexity and "(measured)" in perplexity
+    assert notes == ["note: Converted with CTranslate2 4.8.5, quantization=int8."]
+    assert "(measured)" not in captured.err  # the summary is printed once, on stdout
+    assert "converting with CTranslate2" in captured.err  # progress goes to stderr

@@ -94,3 +94,16 @@ def test_cli_reports_a_failing_backend_as_a_bug_not_a_user_error(tiny_llama, tmp
     with pytest.raises(RuntimeError, match="converter crashed"):
         main(["quantize", "--model", str(tiny_llama), "--method", "ct2-int8", "--out", str(tmp_path / "o")])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_output_that_does_not_load_exits_1_but_stays(tiny_llama, tmp_path, capsys, monkeypatch):
+    def unloadable(model_dir, spec, *, prompt, max_new_tokens, eval_texts):
+        raise RuntimeError("model.bin is truncated")
+
+    monkeypatch.setattr(ct2_backend, "check", unloadable)
+    code = main(["quantize", "--model", str(tiny_llama), "--method", "ct2-int8", "--out", str(tmp_path / "o")])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "check: failed" in captured.out and "RuntimeError: model.bin is truncated" in captured.out
+    assert "did not load" in captured.err
+    assert (tmp_path / "o" / "model.bin").is_file()

@@ -53,8 +53,15 @@ def run(ns: argparse.Namespace) -> int:
     from ._derive import model_from_namespace
 
     request = model_from_namespace(QuantizeRequest, ns)
-    signal.signal(signal.SIGTERM, _interrupt)  # clean up the partial output on `kill` as on Ctrl-C
-    result = run_request(request, summary=False)
+    try:  # clean up the partial output on `kill` as on Ctrl-C (main thread only; restored after)
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+    except ValueError:
+        previous = None
+    try:
+        result = run_request(request, summary=False)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     if ns.json:
         print(result.model_dump_json(indent=2))
     else:
