@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from pathlib import Path
 from typing import Literal
 
@@ -55,7 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         metavar="FILE[,FILE]", help=CalibrateOptions.model_fields["from_file"].description)
 
 
-def _measure(opts: CalibrateOptions):
+def _measure(opts: CalibrateOptions, command: str):
     from ..bench import BenchRequest, run_bench
     from ..estimate.calibrate import CalibrationPoint
 
@@ -67,7 +66,7 @@ def _measure(opts: CalibrateOptions):
             input_tokens=opts.input_tokens, output_tokens=opts.output_tokens, num_prompts=None, warmup=1,
             random_weights=opts.random_weights and opts.engine == "transformers", dtype=opts.dtype, device=opts.device,
         )
-        rep = run_bench(req, progress=False, command_line=["infer-advisor", *sys.argv[1:]])
+        rep = run_bench(req, progress=False, command_line=shlex.split(command))
         gpu_name, dtype = rep.metadata.device.name, rep.metadata.dtype
         for lv in rep.levels:
             if lv.tpot_s is None:
@@ -78,6 +77,20 @@ def _measure(opts: CalibrateOptions):
                 dtype=rep.metadata.dtype,
             ))
     return points, gpu_name, dtype
+
+
+def _command_line(ns: argparse.Namespace) -> str:
+    """The command as given (from the parsed options, so it is right however `main` was called)."""
+    words = ["infer-advisor", "calibrate"]
+    for key, value in vars(ns).items():
+        flag = "--from" if key == "from_file" else "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            words.append(flag if value else "--no-" + flag[2:])
+        elif isinstance(value, list):
+            words += [flag, ",".join(str(v) for v in value)]
+        else:
+            words += [flag, str(value)]
+    return shlex.join(words)
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -97,13 +110,13 @@ def run(ns: argparse.Namespace) -> int:
         if wanted is not None:
             points = [p for p in points if p.model in wanted]
     else:
-        points, _, dtype = _measure(opts)
+        points, _, dtype = _measure(opts, _command_line(ns))
     if opts.dtype != "auto":
         dtype = opts.dtype
     if dtype not in ("float16", "bfloat16", "float32"):
         raise RequestError("calibrate: the measured dtype is unknown; pass --dtype float16|bfloat16|float32.")
     hw = resolve_hardware(opts.gpu)
-    command = shlex.join(["infer-advisor", "calibrate", *sys.argv[2:]]) if sys.argv[1:2] == ["calibrate"] else shlex.join(sys.argv)
+    command = _command_line(ns)
     cal = fit_calibration(points, engine=opts.engine, quantization=opts.quantization, dtype=dtype, hw=hw, command=command)
     cal.write(opts.out)
     err = ", ".join(f"{k} {v:.1f}%" for k, v in cal.fit_rms_error_pct.items())
