@@ -13,21 +13,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import HubError, ModelConfigError, ModelNotFoundError, OutputExistsError, RequestError
+from ..errors import ModelConfigError, ModelNotFoundError, OutputExistsError, RequestError
 from .methods import MethodSpec
 
-# Files a runtime needs beside the weights; copied from the source when a backend did not write them.
-_SIDE_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "tokenizer.model",
-    "vocab.json",
-    "merges.txt",
-    "added_tokens.json",
-    "chat_template.jinja",
-    "generation_config.json",
-)
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 
@@ -64,29 +52,9 @@ def resolve_source(model: str | Path) -> Path:
         raise ModelNotFoundError(
             text, detail="not a local directory, and INFER_ADVISOR_OFFLINE/HF_HUB_OFFLINE forbid the Hub"
         )
-    return _download(text)
+    from .hub_download import download_model
 
-
-def _download(repo_id: str) -> Path:
-    from .. import constants
-
-    try:
-        from huggingface_hub import snapshot_download
-        from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
-    except ImportError as err:  # pragma: no cover - a base dependency
-        raise HubError(f"huggingface_hub is unusable here: {err}") from None
-    try:
-        folder = snapshot_download(
-            repo_id,
-            endpoint=constants.hf_endpoint(),
-            token=constants.hf_token(),
-            allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.tiktoken"],
-        )
-    except (RepositoryNotFoundError, GatedRepoError) as err:
-        raise ModelNotFoundError(repo_id, detail=type(err).__name__) from None
-    except (HfHubHTTPError, OSError) as err:
-        raise HubError(f"Could not download '{repo_id}' from {constants.hf_endpoint()}: {err}") from None
-    return Path(folder)
+    return download_model(text)
 
 
 def _read_config(source: Path) -> dict:
@@ -163,7 +131,9 @@ def _umask() -> int:
 
 def copy_side_files(source: Path, target: Path) -> None:
     """Copy tokenizer and generation files the backend did not write."""
-    for name in _SIDE_FILES:
+    from .hub_download import SIDE_FILES
+
+    for name in SIDE_FILES:
         if (source / name).is_file() and not (target / name).exists():
             shutil.copy2(source / name, target / name)
 
