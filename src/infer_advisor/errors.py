@@ -166,3 +166,7 @@ class BenchmarkError(InferAdvisorError, RuntimeError):
 
 class GPURequiredError(InferAdvisorError, RuntimeError):
     """The command needs an NVIDIA GPU and none was found (no driver, or no device)."""
+
+
+class EmitError(InferAdvisorError, ValueError):
+    """A plan the emit stage cannot turn into artifacts (unknown kind, missing template, unsupported layout)."""

@@ -1,0 +1,115 @@
+"""Emit stage: a :class:`~infer_advisor.plan.models.DeploymentPlan` -> ready-to-run files from Jinja templates.
+
+    >>> files = render(plan, "all")                     # {"serve.sh": ..., "Dockerfile": ..., ...}
+    >>> render(plan, "docker", out="deploy/")           # writes deploy/Dockerfile and deploy/README.md
+
+Kinds: ``script`` (serve.sh, or generate.py for engines without a server), ``docker`` (Dockerfile),
+``compose`` (docker-compose.yml), ``k8s`` (k8s.yaml), ``all``. A README.md always comes along. Everything is
+rendered in memory first; files are written only when all rendered, into a temp dir renamed onto ``out``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import EmitError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..plan.models import DeploymentPlan
+
+ARTIFACT_KINDS: tuple[str, ...] = ("script", "docker", "compose", "k8s")
+
+# (artifact template stem, extension, output file name)
+_SERVE = ("serve", ".sh", "serve.sh")
+_RAY_NODE = ("serve", ".sh", "ray-node.sh")
+_GENERATE = ("generate", ".py", "generate.py")
+_DOCKERFILE = ("Dockerfile", "", "Dockerfile")
+_COMPOSE = ("compose", ".yaml", "docker-compose.yml")
+_K8S = ("k8s", ".yaml", "k8s.yaml")
+_README = ("README", ".md", "README.md")
+
+
+def _kinds(kind: str | list[str] | tuple[str, ...]) -> list[str]:
+    asked = [kind] if isinstance(kind, str) else list(kind)
+    asked = [k.strip() for a in asked for k in a.split(",") if k.strip()]
+    if not asked:
+        raise EmitError(f"No artifact kind given; choose from {', '.join(ARTIFACT_KINDS)} or all.")
+    out: list[str] = []
+    for k in asked:
+        for name in ARTIFACT_KINDS if k == "all" else [k]:
+            if name not in ARTIFACT_KINDS:
+                raise EmitError(f"Unknown artifact kind '{name}'; choose from {', '.join(ARTIFACT_KINDS)} or all.")
+            if name not in out:
+                out.append(name)
+    return out
+
+
+def _files_for(kinds: list[str], http_server: bool, multi_node: bool) -> list[tuple[str, str, str]]:
+    image_files = [_DOCKERFILE] + ([_RAY_NODE] if multi_node else []) + ([] if http_server else [_GENERATE])
+    wanted: list[tuple[str, str, str]] = []
+    for k in kinds:
+        if k == "script":
+            wanted.append(_SERVE if http_server else _GENERATE)
+        elif k == "docker":
+            wanted += image_files
+        elif k == "compose":
+            # The script engines and multi-node Ray nodes need the image the Dockerfile builds.
+            wanted += [_COMPOSE, *(image_files if (multi_node or not http_server) else [])]
+        elif k == "k8s":
+            wanted += [_K8S, *([] if http_server else image_files)]
+    wanted.append(_README)
+    unique: list[tuple[str, str, str]] = []
+    for item in wanted:
+        if item[2] not in [u[2] for u in unique]:
+            unique.append(item)
+    return unique
+
+
+def render(
+    plan: DeploymentPlan, kind: str | list[str] = "all", out: str | Path | None = None, *, force: bool = False
+) -> dict[str, str]:
+    """Render ``kind`` artifacts for ``plan``: file name -> text; with ``out``, also write them there.
+
+    Raises :class:`~infer_advisor.errors.EmitError` (unknown kind, a plan that cannot be emitted) and
+    :class:`~infer_advisor.errors.OutputExistsError` (``out`` is not empty and ``force`` is False).
+    """
+    from .context import build_context
+    from .templating import template_name
+
+    kinds = _kinds(kind)
+    ctx = build_context(plan)
+    wanted = _files_for(kinds, ctx.http_server, ctx.multi_node)
+    names = [filename for _, _, filename in wanted]
+    files: dict[str, str] = {}
+    for stem, ext, filename in wanted:
+        name = template_name(ctx.engine, stem, ext, ctx.engine_version)
+        files[filename] = _render_one(name, plan, ctx, filename, kinds, names)
+    if out is not None:
+        from .write import write_tree
+
+        write_tree(files, Path(out), force=force)
+    return files
+
+
+def _render_one(name: str, plan, ctx, filename: str, kinds: list[str], names: list[str]) -> str:
+    from .templating import render_template
+
+    role = "container" if filename == "ray-node.sh" else "host"
+    argv = ctx.argv_container if role == "container" else ctx.argv_host
+    model = ctx.ref.container if role == "container" else ctx.ref.host
+    return render_template(
+        name, plan=plan, c=ctx, argv=argv, model=model, role=role, template=name, filename=filename, kinds=kinds,
+        files=names,
+    )
+
+
+def write_artifacts(plan: DeploymentPlan, kinds: list[str], out: Path, force: bool = False) -> list[Path]:
+    """What `infer-advisor plan --emit KINDS --out DIR [--force]` calls: render, then write; the written paths."""
+    files = render(plan, kinds, out=None)
+    from .write import write_tree
+
+    return write_tree(files, Path(out), force=force)
+
+
+__all__ = ["ARTIFACT_KINDS", "render", "write_artifacts"]

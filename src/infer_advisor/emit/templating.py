@@ -1,0 +1,133 @@
+"""Jinja environment, quoting filters and per-engine-version template lookup.
+
+Templates live in ``templates/<engine>/<artifact>.<version><ext>.j2`` (``templates/vllm/serve.0.33.sh.j2``).
+The exact version is chosen when present (``0.33`` matches engine version ``0.33.0``), else the closest earlier
+one with a :class:`TemplateVersionWarning`; there is never a later one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import warnings
+from functools import cache
+from typing import Any
+
+from ..errors import EmitError
+
+
+class TemplateVersionWarning(UserWarning):
+    """The templates target an earlier engine version than the plan's."""
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", text))
+
+
+def sh(value: Any) -> str:
+    """One shell word."""
+    return shlex.quote(str(value))
+
+
+def shjoin(values: list[Any]) -> str:
+    return " ".join(shlex.quote(str(v)) for v in values)
+
+
+def shlines(values: list[Any], indent: str = "  ") -> str:
+    """A quoted command over several lines: a new line before each ``-flag`` (joined by `` \\``)."""
+    lines: list[list[str]] = [[]]
+    for v in map(str, values):
+        if v.startswith("-") and lines[-1]:
+            lines.append([])
+        lines[-1].append(shlex.quote(v))
+    return f" \\\n{indent}".join(" ".join(line) for line in lines)
+
+
+def json_value(value: Any) -> str:
+    """JSON (Dockerfile exec form arrays, HEALTHCHECK CMD)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def yaml_value(value: Any) -> str:
+    """A YAML flow value (one line) for ``value``."""
+    import yaml
+
+    text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=1_000_000, sort_keys=False)
+    return text.removesuffix("\n...\n").rstrip("\n")
+
+
+def _escape_dollars(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("$", "$$")
+    if isinstance(value, list):
+        return [_escape_dollars(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _escape_dollars(v) for k, v in value.items()}
+    return value
+
+
+def dollar_yaml(value: Any) -> str:
+    """YAML for fields that Compose interpolates (``${VAR}``) or Kubernetes expands (``$(VAR)``): ``$`` -> ``$$``."""
+    return yaml_value(_escape_dollars(value))
+
+
+def py(value: Any) -> str:
+    """A Python literal."""
+    return repr(value)
+
+
+@cache
+def environment():
+    import jinja2
+
+    from .._paths import shipped
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(shipped("templates"))),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(sh=sh, shjoin=shjoin, shlines=shlines, json=json_value, yaml=yaml_value, dyaml=dollar_yaml, py=py)
+    return env
+
+
+def template_name(engine: str, artifact: str, ext: str, version: str) -> str:
+    """``<engine>/<artifact>.<v><ext>.j2`` for the exact or closest earlier version ``v``."""
+    from .._paths import shipped
+
+    folder = shipped("templates") / engine
+    pattern = re.compile(rf"^{re.escape(artifact)}\.(?P<v>[^/]+?){re.escape(ext)}\.j2$")
+    found = {m.group("v"): p.name for p in folder.glob("*.j2") if (m := pattern.match(p.name))}
+    if not found:
+        raise EmitError(f"No '{artifact}{ext}' template for {engine} in {folder}.")
+    want = _version_key(version)
+    for v, name in found.items():
+        key = _version_key(v)
+        if key and want[: len(key)] == key:
+            return f"{engine}/{name}"
+    earlier = sorted((k, v) for v in found if (k := _version_key(v)) < want)
+    if not earlier:
+        raise EmitError(
+            f"{engine} {version} is older than every '{artifact}{ext}' template ({', '.join(sorted(found))}); "
+            "use a newer engine version or add a template."
+        )
+    chosen = earlier[-1][1]
+    warnings.warn(
+        f"No {engine} {version} template for {artifact}{ext}; using the one for {chosen} (closest earlier).",
+        TemplateVersionWarning,
+        stacklevel=3,
+    )
+    return f"{engine}/{found[chosen]}"
+
+
+def render_template(name: str, **values: Any) -> str:
+    import jinja2
+
+    try:
+        return environment().get_template(name).render(**values)
+    except jinja2.TemplateError as err:
+        raise EmitError(f"Template {name} failed to render: {err}") from err
