@@ -47,7 +47,7 @@ def test_hub_errors_are_one_line_user_errors(hub, tmp_path):
     hub.repos["org/gated"] = Repo(files={"config.json": b"{}"}, token="secret")
     with pytest.raises(HubError, match="'org/gated' is gated: .* set HF_TOKEN"):
         quantize("org/gated", "ct2-int8", tmp_path / "out", progress=False)
-    hub.repos["org/broken"] = Repo(files={}, status=500)
+    hub.repos["org/broken"] = Repo(files={}, status=403)  # 5xx would be retried for ~20 s
     with pytest.raises(HubError, match="Could not download 'org/broken'"):
         quantize("org/broken", "ct2-int8", tmp_path / "out", progress=False)
     assert not (tmp_path / "out").exists()
