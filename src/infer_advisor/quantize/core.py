@@ -167,12 +167,13 @@ def reporter(enabled: bool) -> Callable[[str], None]:
     if not enabled:
         return lambda message: None
     from rich.console import Console
+    from rich.markup import escape
 
     console = Console(stderr=True, highlight=False)
     start = time.monotonic()
 
     def report(message: str) -> None:
-        console.print(f"[dim]{time.monotonic() - start:7.1f}s[/dim] {message}", soft_wrap=True)
+        console.print(f"[dim]{time.monotonic() - start:7.1f}s[/dim] {escape(message)}", soft_wrap=True)
 
     return report
 
