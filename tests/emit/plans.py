@@ -1,0 +1,45 @@
+"""Real plans for the emit tests: catalog model facts + catalog GPUs through the planner (`_plan`)."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("INFER_ADVISOR_NO_NVML", "1")
+
+from infer_advisor.hardware.resolve import resolve_hardware  # noqa: E402
+from infer_advisor.model_facts.build import facts_from_config  # noqa: E402
+from infer_advisor.model_facts.catalog import find_entry  # noqa: E402
+from infer_advisor.plan.advise import _plan  # noqa: E402
+from infer_advisor.plan.models import DeploymentPlan  # noqa: E402
+from infer_advisor.plan.request import PlanRequest  # noqa: E402
+
+
+def catalog_facts(model: str):
+    entry = find_entry(model)
+    assert entry is not None, model
+    return facts_from_config(entry.name, entry.config, "catalog")
+
+
+def make_plan(model: str = "meta-llama/Llama-2-7b-hf", gpu: str = "A100-80GB", **options) -> DeploymentPlan:
+    request = PlanRequest(model=model, gpu=gpu, **options)
+    return _plan(request, catalog_facts(model), resolve_hardware(gpu), False)
+
+
+def local_plan(path: str, **options) -> DeploymentPlan:
+    """A plan whose model was read from a local folder at ``path`` (facts from the Llama-2-7b catalog config)."""
+    entry = find_entry("meta-llama/Llama-2-7b-hf")
+    facts = facts_from_config(path, entry.config, "local")
+    request = PlanRequest(model=path, gpu=options.pop("gpu", "A100-80GB"), **options)
+    return _plan(request, facts, resolve_hardware(request.gpu), False)
+
+
+# One plan per engine: the golden files and the tool checks use these.
+GOLDEN = {
+    "vllm": dict(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB"),
+    "vllm-multinode": dict(model="meta-llama/Llama-3.1-405B", gpu="H100-80GB:8x2"),
+    "sglang": dict(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB", engine="sglang", quantization="awq"),
+    "tgi": dict(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB", engine="tgi"),
+    "llama.cpp": dict(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB", engine="llama.cpp", quantization="gguf-q4_k_m"),
+    "ctranslate2": dict(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB", engine="ctranslate2"),
+    "transformers": dict(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB", engine="transformers"),
+}

@@ -1,0 +1,140 @@
+"""Every artifact of one real plan per engine passes the real tools (bash -n, shellcheck, hadolint,
+kubernetes-validate, the compose-spec schema); plus the content each artifact promises."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+import yaml
+from tests.emit.plans import GOLDEN, make_plan
+
+from infer_advisor.emit import render
+from tests.emit.checks import check_file, check_k8s
+
+
+@pytest.fixture(scope="module", params=sorted(GOLDEN))
+def rendered(request):
+    plan = make_plan(**GOLDEN[request.param])
+    return request.param, plan, render(plan, "all")
+
+
+def test_every_file_passes_its_tool(rendered):
+    name, _, files = rendered
+    for filename, text in files.items():
+        check_file(filename, text)
+
+
+def test_engine_version_is_named_in_every_artifact(rendered):
+    _, plan, files = rendered
+    for filename, text in files.items():
+        assert plan.engine.version in text, filename
+
+
+def test_no_token_and_no_latest_anywhere(rendered, monkeypatch):
+    _, _, files = rendered
+    for filename, text in files.items():
+        assert ":latest" not in text, filename
+        assert "hf_" not in text, filename  # a token value would start with hf_
+
+
+def test_dockerfile_is_pinned_with_exec_form_healthcheck_and_cache_volume(rendered):
+    _, plan, files = rendered
+    lines = files["Dockerfile"].splitlines()
+    base = next(line for line in lines if line.startswith("FROM "))
+    assert ":" in base.split()[1].rsplit("/", 1)[-1]
+    health = next(line for line in lines if line.startswith("HEALTHCHECK"))
+    assert "VOLUME [" in files["Dockerfile"]
+    if plan.engine.http_server:
+        cmd = json.loads(health.split(" CMD ", 1)[1])
+        assert cmd[-1].endswith(plan.engine.health_path) and str(plan.engine.port) in cmd[-1]
+        assert "--gpus" in files["Dockerfile"] and "--ipc=host" in files["Dockerfile"] and "-e HF_TOKEN" in files["Dockerfile"]
+    else:
+        assert health == "HEALTHCHECK NONE"
+    entry = next(line for line in lines if line.startswith("ENTRYPOINT "))
+    assert isinstance(json.loads(entry.removeprefix("ENTRYPOINT ")), list)
+
+
+def test_compose_reserves_gpus_and_passes_token_from_environment(rendered):
+    _, plan, files = rendered
+    doc = yaml.safe_load(files["docker-compose.yml"])
+    per_node = plan.parallelism.tensor_parallel_size * plan.parallelism.pipeline_parallel_size // plan.parallelism.nodes
+    for svc in doc["services"].values():
+        assert svc["deploy"]["resources"]["reservations"]["devices"] == [{"driver": "nvidia", "count": per_node, "capabilities": ["gpu"]}]
+        assert svc["environment"] == ["HF_TOKEN"] or svc["environment"][0] == "HF_TOKEN"
+
+
+def test_kubernetes_objects(rendered):
+    _, plan, files = rendered
+    docs = check_k8s(files["k8s.yaml"])
+    kinds = [d["kind"] for d in docs]
+    for d in docs:
+        assert d["metadata"]["name"] != "vllm"
+    if not plan.engine.http_server:
+        assert "Job" in kinds
+        return
+    assert "Service" in kinds
+    workload = next(d for d in docs if d["kind"] in {"Deployment", "LeaderWorkerSet"})
+    if plan.parallelism.nodes > 1:
+        assert workload["kind"] == "LeaderWorkerSet" and workload["apiVersion"] == "leaderworkerset.x-k8s.io/v1"
+        assert workload["spec"]["leaderWorkerTemplate"]["size"] == plan.parallelism.nodes
+        pod = workload["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+    else:
+        assert workload["kind"] == "Deployment"
+        pod = workload["spec"]["template"]["spec"]
+    assert pod["enableServiceLinks"] is False
+    container = pod["containers"][0]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] >= 1
+    token = next(e for e in container["env"] if e["name"] == "HF_TOKEN")
+    assert token["valueFrom"]["secretKeyRef"]["optional"] is True
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"]["path"] == plan.engine.health_path
+    startup = container["startupProbe"]
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 300
+    shm = next(v for v in pod["volumes"] if v["name"] == "dshm")
+    assert shm["emptyDir"]["medium"] == "Memory"
+
+
+def test_readme_says_how_to_start_check_and_ask(rendered):
+    _, plan, files = rendered
+    readme = files["README.md"]
+    if plan.engine.http_server:
+        assert f"curl -fsS http://localhost:{plan.engine.port}{plan.engine.health_path}" in readme
+        line = next(line for line in readme.splitlines() if line.startswith("curl -sS"))
+        words = shlex.split(line)
+        body = json.loads(words[words.index("-d") + 1])
+        assert body["model"] == plan.engine.served_model_name
+        assert words[2].endswith("/v1/completions")
+    else:
+        assert "no HTTP server" in readme
+    if plan.quantization.needs_quantize_step or plan.engine.name == "ctranslate2":
+        assert "infer-advisor quantize --model" in readme
+
+
+def test_vllm_script_flags():
+    files = render(make_plan(**GOLDEN["vllm"]), "script")
+    argv = shlex.split(files["serve.sh"].split("exec ", 1)[1].replace("\\\n", " "))
+    assert argv[:3] == ["vllm", "serve", "meta-llama/Llama-2-7b-hf"]
+    for flag in ("--tensor-parallel-size", "--pipeline-parallel-size", "--dtype", "--max-model-len", "--gpu-memory-utilization",
+                 "--max-num-seqs", "--kv-cache-dtype", "--served-model-name", "--host", "--port"):
+        assert flag in argv, flag
+    assert "--quantization" not in argv  # the plan's engine_flag is None: vLLM detects the format itself
+
+
+def test_multinode_script_starts_ray_head_and_workers():
+    files = render(make_plan(**GOLDEN["vllm-multinode"]), "all")
+    script = files["serve.sh"]
+    assert "ray start --head --port=6379" in script
+    assert 'ray start --block "--address=${head_address}:6379"' in script
+    assert "--distributed-executor-backend ray" in script
+    assert "ray-node.sh" in files
+
+
+def test_llamacpp_context_is_per_slot_times_slots():
+    plan = make_plan(**GOLDEN["llama.cpp"])
+    argv = shlex.split(render(plan, "script")["serve.sh"].split("exec ", 1)[1].replace("\\\n", " "))
+    assert argv[argv.index("-c") + 1] == str(plan.engine.max_model_len * plan.engine.max_num_seqs)
+    assert argv[argv.index("--parallel") + 1] == str(plan.engine.max_num_seqs)
+    assert argv[argv.index("-ngl") + 1] == "999"
+    assert argv[argv.index("-m") + 1].endswith("model-q4_k_m.gguf")
