@@ -252,6 +252,8 @@ def estimate_speed(
         profile, label = cal.profile(), f"calibrated {cal.engine} x {cal.quantization} on {cal.gpu} ({calibration})"
         source = "calibrated"
         notes = [] if cal.engine == engine else [f"calibration measured {cal.engine}, the plan uses {engine}"]
+        if hw.gpu is not None and cal.gpu != hw.gpu.name:
+            notes.append(f"calibration measured on {cal.gpu}, the plan is for {hw.gpu.name}: its efficiencies are applied to {hw.gpu.name}'s ceilings")
     else:
         profile, label = speed_profile(engine, quantization)
         label += f" ({profile.kind})"
