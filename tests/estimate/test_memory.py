@@ -44,7 +44,8 @@ def test_vllm_reserve_accounting_by_hand(llama2_7b):
     est = estimate_memory(llama2_7b, gpu_memory_bytes=80 * GiB, engine=vllm, dtype="bfloat16", context=4096, concurrency=8, request_tokens=4096)
     weights = 2 * llama2_7b.num_parameters
     tokens = vllm.max_num_batched_tokens
-    activation = tokens * (6 * 4096 + 3 * 11008) * 2 + 8 * 32000 * 4
+    # vLLM's profile run: max_num_batched_tokens through one layer, plus max_num_seqs rows of fp32 logits, twice
+    activation = tokens * (6 * 4096 + 3 * 11008) * 2 + vllm.max_num_seqs * 32000 * 4 * 2
     overhead = vllm.non_torch_bytes + vllm.cuda_graph_bytes
     kv_space = 0.9 * 80 * GiB - weights - activation - overhead
     assert est.total_bytes_per_gpu == int(0.9 * 80 * GiB)

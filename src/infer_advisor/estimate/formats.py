@@ -35,6 +35,7 @@ class ActivationModel(BaseModel):
     hidden_copies: float
     intermediate_copies: float
     logits_bytes_per_vocab_entry: float
+    logits_copies: float = 1
     source: str
 
 

@@ -144,16 +144,20 @@ def estimate_memory(
 
     act = formats().activation
     reserve = engine.memory_accounting == "reserve"
+    prompt = min(input_tokens or request_tokens, request_tokens)
     if reserve or engine.max_num_batched_tokens:
         tokens = max_num_batched_tokens or engine.max_num_batched_tokens
-        sampled_rows = min(concurrency, engine.max_num_seqs)
+        # vLLM's profile run samples max_num_seqs dummy rows; peak engines with chunking sample their batch
+        sampled_rows = engine.max_num_seqs if reserve else min(concurrency, engine.max_num_seqs)
     else:  # no chunked prefill: the whole batch's prompts in one forward
-        tokens = concurrency * min(input_tokens or context, context)
+        tokens = concurrency * prompt
         sampled_rows = concurrency
     act_b = dtype_bytes(dtype)
-    layer_act = tokens * (act.hidden_copies * model.hidden_size + act.intermediate_copies * model.intermediate_size / tp) * act_b
-    logits = sampled_rows * model.vocab_size * act.logits_bytes_per_vocab_entry / tp
-    activation = layer_act + logits
+    routed = (model.num_experts_per_token + model.num_shared_experts) if model.num_experts else 1
+    per_token = (act.hidden_copies * model.hidden_size + act.intermediate_copies * routed * model.intermediate_size / tp) * act_b
+    logits_row = model.vocab_size * act.logits_bytes_per_vocab_entry * act.logits_copies / tp
+    activation = tokens * per_token + sampled_rows * logits_row
+    decode_activation = concurrency * per_token + concurrency * logits_row
 
     overheads = {
         "non_torch": engine.non_torch_bytes if on_gpu else 0,
@@ -170,9 +174,15 @@ def estimate_memory(
     if reserve:
         kv_space = max(budget - fixed, 0.0)
         total = budget
+        need = fixed + kv_needed
     else:
+        # The peak is at the end of prefill (big activations, KV of the prompts only) or at the end of
+        # decode (full KV, one token's activations per sequence), whichever is larger.
+        base = weights_gpu + sum(overheads.values())
+        kv_prompt = _kv_bytes_for(full_tok, slide_tok, window, prompt, concurrency)
         kv_space = kv_needed
-        total = fixed + kv_space
+        need = base + max(activation + kv_prompt, kv_needed + decode_activation)
+        total = need
     free_for_kv = max(budget - fixed, 0.0)
 
     # Capacity in tokens at this context (vLLM rounds down to whole blocks).
@@ -192,7 +202,6 @@ def estimate_memory(
         max_ctx = int(per_seq_budget // (full_tok + slide_tok)) if (full_tok + slide_tok) > 0 else model.max_position_embeddings
     max_ctx = max(0, min(max_ctx, model.max_position_embeddings))
 
-    need = fixed + kv_needed
     fits = need <= budget
     shortfall = 0 if fits else int(math.ceil(need - budget))
 
