@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import shlex
 
 from pydantic import BaseModel, Field
 
@@ -17,6 +16,7 @@ from ..estimate.formats import dtype_bytes
 from ..plan.models import DeploymentPlan
 from . import argv as A
 from .facts import emit_facts
+from .quote import sh_join, sh_quote
 
 _GIB = 2**30
 # Label values and resource names are DNS-1123 labels: at most 63 characters (Kubernetes object names docs).
@@ -89,15 +89,15 @@ def _app_name(plan: DeploymentPlan) -> str:
 
 
 def _docker_run(ctx: dict, image: str) -> str:
-    parts = [shlex.join(["docker", "run", "--rm"])]
+    parts = [sh_join(["docker", "run", "--rm"])]
     if ctx["gpu"]:
-        parts.append(shlex.join(["--gpus", str(ctx["gpus_per_node"])]))
+        parts.append(sh_join(["--gpus", str(ctx["gpus_per_node"])]))
     parts.append("--ipc=host")
     if ctx["multi_node"]:
         parts.append("--network=host")
     elif ctx["port"]:
-        parts.append(shlex.join(["-p", f"{ctx['port']}:{ctx['port']}"]))
-    parts.append(shlex.join(["-e", "HF_TOKEN", "-v", f"hf-cache:{ctx['cache_dir']}"]))
+        parts.append(sh_join(["-p", f"{ctx['port']}:{ctx['port']}"]))
+    parts.append(sh_join(["-e", "HF_TOKEN", "-v", f"hf-cache:{ctx['cache_dir']}"]))
     ref: A.ModelRef = ctx["ref"]
     if ref.mount_source:
         if ref.mount_relative:  # a folder under the output dir: slug-safe, so "$(pwd)" may stay unquoted-expanding
@@ -106,8 +106,8 @@ def _docker_run(ctx: dict, image: str) -> str:
             field = f"source={ref.mount_source}"
             if any(c in field for c in ',"'):
                 field = '"' + field.replace('"', '""') + '"'  # docker parses --mount as one CSV record
-            parts.append(shlex.join(["--mount", f"type=bind,{field},target={ref.mount_target},readonly"]))
-    parts.append(shlex.quote(image))
+            parts.append(sh_join(["--mount", f"type=bind,{field},target={ref.mount_target},readonly"]))
+    parts.append(sh_quote(image))
     if ctx["multi_node"]:
         parts.append("head")
     return " ".join(parts)
@@ -141,15 +141,15 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
         f'until [ "$(python3 -c \'import ray; ray.init(address="auto", logging_level="ERROR"); '
         f'print(sum(1 for n in ray.nodes() if n["Alive"]))\')" -ge {p.nodes} ]; do sleep 5; done'
     )
-    leader = f"{shlex.join(A.ray_head_argv())} && {wait} && exec {shlex.join(argv_container)}"
+    leader = f"{sh_join(A.ray_head_argv())} && {wait} && exec {sh_join(argv_container)}"
     # LeaderWorkerSet injects LWS_LEADER_ADDRESS into every pod; `$$` survives Kubernetes' $(VAR) expansion.
     worker = f'exec ray start --block "--address=$${{LWS_LEADER_ADDRESS}}:{A.RAY_PORT}"'
     request_path = "/v1/completions"
     body = json.dumps({"model": e.served_model_name, "prompt": "Hello, my name is", "max_tokens": FIRST_REQUEST_MAX_TOKENS})
     request_line = (
-        shlex.join(["curl", "-sS", f"http://localhost:{e.port}{request_path}", "-H", "Content-Type: application/json", "-d", body])
+        sh_join(["curl", "-sS", f"http://localhost:{e.port}{request_path}", "-H", "Content-Type: application/json", "-d", body])
         if e.http_server
-        else shlex.join([*argv_host[:2], "--prompt", "Hello, my name is"])
+        else sh_join([*argv_host[:2], "--prompt", "Hello, my name is"])
     )
     ctx = dict(
         engine=e.name, engine_display=_display(e.name), engine_version=e.version, image=image,
@@ -163,8 +163,8 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
         cache_storage=_storage(checkpoint_bytes), models_storage=_storage(plan.memory.weights_bytes),
         cache_access_mode="ReadWriteOnce" if p.replicas == 1 and not multi else "ReadWriteMany",
         startup_seconds=startup, probe_period=period, startup_failures=math.ceil(startup / period),
-        quantize_lines=[shlex.join(s) for s in ref.quantize_steps], request_path=request_path, request_line=request_line,
-        health_line=shlex.join(["curl", "-fsS", health_url]) if health_url else None,
+        quantize_lines=[sh_join(s) for s in ref.quantize_steps], request_path=request_path, request_line=request_line,
+        health_line=sh_join(["curl", "-fsS", health_url]) if health_url else None,
         pip_packages=facts.pip_packages.get(e.name, []), apt_packages=facts.apt_packages if e.name == "ctranslate2" else [],
         device="cuda" if gpu else "cpu", max_new_tokens=plan.request.output_tokens or DEFAULT_NEW_TOKENS,
         max_batch=e.max_num_seqs, summary=_summary(plan, gpus_per_node), warnings=list(plan.warnings),

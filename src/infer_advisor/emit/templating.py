@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import warnings
 from functools import cache
 from typing import Any
 
 from ..errors import EmitError
+from .quote import sh_join, sh_quote
 
 
 class TemplateVersionWarning(UserWarning):
@@ -27,11 +27,11 @@ def _version_key(text: str) -> tuple[int, ...]:
 
 def sh(value: Any) -> str:
     """One shell word."""
-    return shlex.quote(str(value))
+    return sh_quote(value)
 
 
 def shjoin(values: list[Any]) -> str:
-    return " ".join(shlex.quote(str(v)) for v in values)
+    return sh_join(values)
 
 
 def shlines(values: list[Any], indent: str = "  ") -> str:
@@ -40,13 +40,14 @@ def shlines(values: list[Any], indent: str = "  ") -> str:
     for v in map(str, values):
         if v.startswith("-") and lines[-1]:
             lines.append([])
-        lines[-1].append(shlex.quote(v))
+        lines[-1].append(sh_quote(v))
     return f" \\\n{indent}".join(" ".join(line) for line in lines)
 
 
 def json_value(value: Any) -> str:
-    """JSON (Dockerfile exec form arrays, HEALTHCHECK CMD)."""
-    return json.dumps(value, ensure_ascii=False)
+    """JSON (Dockerfile exec form arrays, HEALTHCHECK CMD). Backslashes are written ``\\u005c``: the same JSON
+    string, but no ``\\"`` that hadolint's parser (and a reader) could take for an escaped quote."""
+    return json.dumps(value, ensure_ascii=False).replace("\\\\", "\\u005c")
 
 
 def yaml_value(value: Any) -> str:
