@@ -98,9 +98,13 @@ def _render_one(name: str, plan, ctx, filename: str, kinds: list[str], names: li
     role = "container" if filename == "ray-node.sh" else "host"
     argv = ctx.argv_container if role == "container" else ctx.argv_host
     model = ctx.ref.container if role == "container" else ctx.ref.host
+    from .facts import emit_facts
+
+    facts = emit_facts().engines[ctx.engine]
+    command_len = len(facts.container_command if role == "container" else facts.host_command)
     return render_template(
         name, plan=plan, c=ctx, argv=argv, model=model, role=role, template=name, filename=filename, kinds=kinds,
-        files=names,
+        files=names, command_len=command_len,
     )
 
 

@@ -34,11 +34,12 @@ def shjoin(values: list[Any]) -> str:
     return sh_join(values)
 
 
-def shlines(values: list[Any], indent: str = "  ") -> str:
-    """A quoted command over several lines: a new line before each ``-flag`` (joined by `` \\``)."""
+def shlines(values: list[Any], indent: str = "  ", head: int = 1) -> str:
+    """A quoted command over several lines: the first ``head`` words (the executable) and its positional
+    arguments on the first line, then a new line before each ``-flag`` (joined by `` \\``)."""
     lines: list[list[str]] = [[]]
-    for v in map(str, values):
-        if v.startswith("-") and lines[-1]:
+    for i, v in enumerate(map(str, values)):
+        if i >= head and v.startswith("-") and lines[-1]:
             lines.append([])
         lines[-1].append(sh_quote(v))
     return f" \\\n{indent}".join(" ".join(line) for line in lines)
