@@ -273,6 +273,15 @@ def _decisions(c: Choice, result, request: PlanRequest) -> list[Decision]:
             source="estimate.memory (estimated)",
         )
     )
+    if c.kv_fallback:
+        out.append(
+            Decision(
+                rule_id="memory.kv-cache-dtype", decides="kv_cache_dtype", value=str(c.kv_cache_dtype.value), effect="set",
+                reason="no weight format or layout holds concurrency x context with a model-dtype KV cache; "
+                "the next allowed KV dtype does, so it is used instead of lowering the context",
+                source="estimate.memory (estimated)",
+            )
+        )
     if c.context_lowered:
         out.append(
             Decision(

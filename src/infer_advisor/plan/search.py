@@ -51,6 +51,7 @@ class Choice:
     context_lowered: bool
     profile: EngineProfile
     concurrency_lowered: bool = False
+    kv_fallback: bool = False
 
 
 @dataclass
@@ -121,7 +122,11 @@ def search(
             continue
         f_d = {**f_e, "dtype": dv.value}
         kvs = [request.kv_cache_dtype] if request.kv_cache_dtype != "auto" else ["auto", "fp8"]
-        kv = rank(by["kv_cache_dtype"], "kv_cache_dtype", kvs, f_d, trace)[0]
+        kv_ranked = rank(by["kv_cache_dtype"], "kv_cache_dtype", kvs, f_d, trace)
+        kv = kv_ranked[0]
+        # An explicitly asked-for context is worth a smaller KV dtype (fp8) before any lowering; the model's
+        # default full context is not, so it is lowered first (pass 2b).
+        kv_fallbacks = [v for v in kv_ranked[1:] if v.allowed] if request.context else []
         if not kv.allowed:
             result.forbidden.append(kv)
             continue
@@ -163,14 +168,14 @@ def search(
                 candidates.append((-(qv.score + lv.score), layout.gpus, qi, qv, lv, layout))
         candidates.sort(key=lambda c: c[:3])
 
-        def estimate(qv: Verdict, layout: Layout, ctx: int, sequences: int = concurrency) -> MemoryEstimate:
+        def estimate(qv: Verdict, layout: Layout, ctx: int, sequences: int = concurrency, kvv: Verdict | None = None) -> MemoryEstimate:
             return estimate_memory(
                 model,
                 gpu_memory_bytes=mem_bytes,
                 engine=profile,
                 quantization=qv.value,
                 dtype=dv.value,
-                kv_cache_dtype=kv.value,
+                kv_cache_dtype=(kvv or kv).value,
                 tp=layout.tp,
                 pp=layout.pp,
                 context=ctx,
@@ -189,6 +194,12 @@ def search(
             if est.fits:
                 result.choice = Choice(ev, dv, kv, qv, lv, layout, est, context, False, profile)
                 return result
+        for alt in kv_fallbacks:  # pass 1 again with a smaller KV cache dtype, before lowering anything
+            for *_, qv, lv, layout in candidates:
+                est = estimate(qv, layout, context, kvv=alt)
+                if est.fits:
+                    result.choice = Choice(ev, dv, alt, qv, lv, layout, est, context, False, profile, kv_fallback=True)
+                    return result
         singles = [(qv, lv, layout, estimate(qv, layout, context, sequences=1)) for qv, lv, layout, _ in estimates]
         for qv, lv, layout, single in singles:  # pass 2a: any pair that holds one request of the full context
             if single.fits:
