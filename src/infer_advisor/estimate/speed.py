@@ -46,7 +46,7 @@ ACT_DTYPE_KEY = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}  # dt
 class SpeedProfile(BaseModel):
     """How much of the ceilings one engine x quantization reaches, and its fixed cost per step."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     bandwidth_efficiency: float = Field(gt=0, le=1, description="Achieved / peak memory bandwidth in decode.")
     compute_efficiency: float = Field(gt=0, le=1, description="Achieved / peak dense tensor FLOPS in prefill.")
@@ -59,14 +59,14 @@ class SpeedProfile(BaseModel):
 
 
 class CPUFigures(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     memory_bandwidth_bytes_per_s: float = Field(gt=0)
     flops_per_core_per_s: float = Field(gt=0)
     source: str
 
 
 class PerfProfilesFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     profiles: dict[str, dict[str, SpeedProfile]] = Field(description="engine -> quantization (or 'default') -> profile.")
     cpu: CPUFigures
     allreduce_latency_s: float = Field(ge=0)
@@ -76,7 +76,7 @@ class PerfProfilesFile(BaseModel):
 class PerformanceEstimate(BaseModel):
     """Predicted speed of a plan at its concurrency; ``source`` says whether a calibration was used."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     source: Literal["estimated", "calibrated"] = Field(description="estimated: shipped default profile; calibrated: a measured profile.")
     profile: str = Field(description="Efficiency profile used (engine x quantization) and where it was measured.")
@@ -125,7 +125,7 @@ def speed_profile(engine: str, quantization: str) -> tuple[SpeedProfile, str]:
 class StepWork(BaseModel):
     """What one step moves and computes on one GPU (one pipeline stage), before efficiencies."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     bytes: float = Field(description="Bytes read once per step (weights; KV written in prefill).")
     kv_bytes: float = Field(default=0.0, description="KV bytes attended in decode (times the profile's kv_traffic_factor).")

@@ -34,7 +34,7 @@ _VENDOR_WORDS = ("nvidia", "geforce", "tesla", "quadro", "amd", "instinct", "rad
 class GPUEntry(BaseModel):
     """One catalog entry, as written in gpus.yaml (units in the file's header)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str = Field(min_length=1, description="Canonical name, e.g. 'A100-80GB'.")
     vendor: Literal["nvidia", "amd", "intel"] = "nvidia"
@@ -80,7 +80,7 @@ _FIGURES = (
 
 
 class NVLinkGeneration(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     nvml_version: int = Field(ge=1, description="Code nvmlDeviceGetNvLinkVersion returns.")
     generation: str
@@ -89,7 +89,7 @@ class NVLinkGeneration(BaseModel):
 
 
 class PCIeGeneration(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     generation: int = Field(ge=1)
     gb_s_per_lane: PositiveFloat = Field(description="One lane, one direction, GB/s after encoding.")
@@ -99,7 +99,7 @@ class PCIeGeneration(BaseModel):
 class GPUCatalog(BaseModel):
     """The whole gpus.yaml file."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     nvlink_links: list[NVLinkGeneration]
     pcie_lanes: list[PCIeGeneration]

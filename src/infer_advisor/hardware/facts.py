@@ -12,7 +12,7 @@ FigureSource = Literal["probe", "catalog"]
 class GPUInfo(BaseModel):
     """One GPU model's figures. Probed figures win over catalog ones; ``source`` says which answered."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str = Field(description="Catalog name, e.g. 'A100-80GB' (the probed name when no entry matched).")
     vendor: Literal["nvidia", "amd", "intel"] = Field(default="nvidia", description="GPU maker.")
@@ -49,7 +49,7 @@ class GPUInfo(BaseModel):
 
 
 class CPUInfo(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     cores: int = Field(description="Logical CPU cores (what os.cpu_count() reports).")
     memory_bytes: int = Field(description="Total RAM in bytes.")
@@ -61,7 +61,7 @@ class CPUInfo(BaseModel):
 class HardwareFacts(BaseModel):
     """What the plan runs on: ``gpus_per_node`` identical GPUs on each of ``nodes`` nodes, or the CPU."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     kind: Literal["gpu", "cpu"] = Field(description="gpu: run on the GPUs; cpu: no GPU, run on the CPU.")
     gpus: list[GPUInfo] = Field(default_factory=list, description="The GPUs of one node.")

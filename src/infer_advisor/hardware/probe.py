@@ -19,7 +19,7 @@ T = TypeVar("T")
 class DeviceRecord(BaseModel):
     """What NVML said about one device; ``None`` where the call is not supported there."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     index: int
     name: str = Field(description="nvmlDeviceGetName, e.g. 'NVIDIA H100 80GB HBM3'.")
@@ -52,7 +52,7 @@ class DeviceRecord(BaseModel):
 class ProbeResult(BaseModel):
     """The outcome of one NVML probe: the devices, or why there are none."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     ok: bool = Field(description="NVML initialised and the device count was read.")
     driver_version: str | None = None

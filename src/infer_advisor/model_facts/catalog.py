@@ -28,7 +28,7 @@ from ..errors import DataFileError
 class CatalogEntry(BaseModel):
     """One catalog file."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str = Field(description="Canonical Hugging Face id, e.g. meta-llama/Llama-2-7b-hf.")
     aliases: list[str] = Field(default_factory=list, description="Other names that find this entry.")

@@ -13,7 +13,7 @@ PreQuantization = Literal["awq", "gptq", "fp8", "compressed-tensors", "bitsandby
 class ParamBreakdown(BaseModel):
     """Parameters by how quantizers treat them. ``embedding + lm_head + linear + other == total``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     embedding: int = Field(description="Input token embedding parameters.")
     lm_head: int = Field(description="Output projection parameters; 0 when tied to the embedding.")
@@ -30,7 +30,7 @@ class ParamBreakdown(BaseModel):
 class SafetensorsSummary(BaseModel):
     """What the checkpoint's safetensors headers say, read without loading any tensor."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     num_tensors: int = Field(description="Tensors listed in the headers (all shards).")
     num_parameters: int = Field(
@@ -48,7 +48,7 @@ class ModelFacts(BaseModel):
     the Hub, or the embedded catalog (``source`` says which).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str = Field(
         description="The Hub id or local path as asked for; a catalog hit gives the canonical Hub id "
