@@ -25,10 +25,9 @@ def make_plan(model: str = "meta-llama/Llama-2-7b-hf", gpu: str = "A100-80GB", *
     return _plan(request, catalog_facts(model), resolve_hardware(gpu), False)
 
 
-def local_plan(path: str, **options) -> DeploymentPlan:
-    """A plan whose model was read from a local folder at ``path`` (facts from the Llama-2-7b catalog config)."""
-    entry = find_entry("meta-llama/Llama-2-7b-hf")
-    facts = facts_from_config(path, entry.config, "local")
+def local_plan(path: str, config: dict | None = None, **options) -> DeploymentPlan:
+    """A plan whose model was read from a local folder at ``path`` (facts from ``config``, default Llama-2-7b's)."""
+    facts = facts_from_config(path, config or find_entry("meta-llama/Llama-2-7b-hf").config, "local")
     request = PlanRequest(model=path, gpu=options.pop("gpu", "A100-80GB"), **options)
     return _plan(request, facts, resolve_hardware(request.gpu), False)
 
