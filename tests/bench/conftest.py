@@ -73,7 +73,7 @@ def llama_server(llama_py: Path, tiny_gguf: Path, tmp_path_factory: pytest.TempP
         str(llama_py), "-m", "llama_cpp.server",
         "--model", str(tiny_gguf), "--model_alias", "tiny",
         "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", "1024", "--n_threads", "2",
+        "--n_ctx", "1024", "--n_threads", "1", "--n_threads_batch", "1",  # spinning ggml threads stall on a busy 2-core box
         "--interrupt_requests", "False",  # default True: a new request would cut the streaming one short
     ]
     with open(log, "wb") as fh:

@@ -51,6 +51,14 @@ def test_openai_stream_against_llama_cpp_server(llama_server, tmp_path):
     assert (out / "bench.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_long_answers_never_count_more_than_max_tokens(llama_server):
+    """llama-cpp-python may stream a few extra chunks (held-back text) on long answers; tokens stay <= max_tokens."""
+    report = bench("openai", url=llama_server, concurrency=[1], output_tokens=100, num_prompts=3, warmup=0, progress=False)
+    for s in report.requests:
+        assert s.output_tokens == 100 and s.streamed_chunks >= 100
+        assert 0 < s.ttft_s <= s.e2e_s
+
+
 def test_openai_synthetic_prompts_and_usage_free_server(llama_server):
     """Throughput profile: synthetic prompts of --input-tokens words; EOS ignored via min_tokens."""
     report = bench(

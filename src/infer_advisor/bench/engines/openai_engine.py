@@ -129,15 +129,25 @@ class OpenAIEngine:
                 ) from None
         samples = [s for s, _ in results]
         duration = max(end for _, end in results) - start
-        mismatched = [s for s in samples if s.streamed_chunks is not None and s.streamed_chunks != s.output_tokens]
-        if mismatched:
-            s = mismatched[0]
-            self.notes.append(
-                f"Concurrency {concurrency}: {len(mismatched)} request(s) streamed a different number of chunks than "
-                f"the server's usage counted (e.g. {s.streamed_chunks} chunks vs {s.output_tokens} tokens); "
-                "token counts use the server's usage."
-            )
+        self._count_notes(samples, concurrency, workload.output_tokens)
         return samples, duration
+
+    def _count_notes(self, samples: list[RequestSample], concurrency: int, max_tokens: int) -> None:
+        """Say where chunks and tokens disagree: against the server's usage, or capped at max_tokens."""
+        usage_off = [s for s in samples if s.token_count_source == "server-usage" and s.streamed_chunks != s.output_tokens]
+        if usage_off:
+            s = usage_off[0]
+            self.notes.append(
+                f"Concurrency {concurrency}: {len(usage_off)} request(s) streamed a different number of chunks than the "
+                f"server's usage counted (e.g. {s.streamed_chunks} chunks vs {s.output_tokens} tokens); counts use the usage."
+            )
+        capped = [s for s in samples if s.token_count_source == "streamed-chunks" and (s.streamed_chunks or 0) > max_tokens]
+        if capped:
+            most = max(s.streamed_chunks or 0 for s in capped)
+            self.notes.append(
+                f"Concurrency {concurrency}: {len(capped)} request(s) streamed more chunks than max_tokens (up to {most} for "
+                f"{max_tokens}) and the server sends no usage: their counts are capped at max_tokens."
+            )
 
     async def _request(self, client, item: PromptItem, concurrency: int, workload: Workload):
         body = self.body(item, workload)
@@ -165,6 +175,11 @@ class OpenAIEngine:
         if not times:
             raise BenchmarkError(f"{self.base} streamed no tokens for request {item.index}.")
         completion = usage.get("completion_tokens")
+        count = completion or len(times)
+        if not completion and count > workload.output_tokens:
+            # max_tokens bounds what a server may generate: chunks beyond it carry held-back text, not tokens
+            # (llama-cpp-python releases partial UTF-8 and stop-string buffers as extra chunks).
+            count = workload.output_tokens
         return (
             sample(
                 concurrency=concurrency,
@@ -172,7 +187,7 @@ class OpenAIEngine:
                 sent_at=sent,
                 token_times=times,
                 input_tokens=usage.get("prompt_tokens"),
-                output_tokens=completion if completion else len(times),
+                output_tokens=count,
                 source="server-usage" if completion else "streamed-chunks",
                 streamed_chunks=len(times),
             ),
