@@ -104,7 +104,7 @@ def test_vllm_accepts_emitted_flags(case, vllm_py, tmp_path):
         (lambda a: a + ["--tensor-parallel-size", "3"], "config"),
         (lambda a: a + ["--gpu-memory-utilization", "1.5"], "config"),
         (lambda a: a + ["--max-model-len", "999999"], "config"),
-        (lambda a: a + ["--quantization", "not-a-method"], "parse"),
+        (lambda a: a + ["--quantization", "not-a-method"], "config"),  # vLLM 0.33 checks it in ModelConfig
         (lambda a: a + ["--no-such-flag", "1"], "parse"),
     ],
     ids=["bad-kv-dtype", "tp-not-dividing-heads", "utilization-over-1", "context-beyond-model", "unknown-quantization", "unknown-flag"],
