@@ -1,7 +1,9 @@
 """Regenerate the golden files: `python -m tests.emit.regen` (from the repository root).
 
-Writes tests/emit/golden/<case>/<file> for one plan per engine (tests/emit/plans.py GOLDEN); review the diff
-with `git diff tests/emit/golden` before committing. `UPDATE_GOLDEN=1 pytest tests/emit/test_golden.py` does the same.
+For one plan per engine (tests/emit/plans.py GOLDEN) this writes tests/emit/golden/<case>/plan.json (the plan as
+the planner makes it today) and the files rendered from it. The golden test renders from the stored plan.json,
+so only emit/template changes show up there, not planner changes. Review `git diff tests/emit/golden` before
+committing. `UPDATE_GOLDEN=1 pytest tests/emit/test_golden.py` does the same.
 """
 
 from __future__ import annotations
@@ -11,22 +13,28 @@ import sys
 from pathlib import Path
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
+PLAN_FILE = "plan.json"
 
 
-def golden_files() -> dict[str, dict[str, str]]:
-    from infer_advisor.emit import render
-    from tests.emit.plans import GOLDEN, make_plan
+def stored_plan(case: str):
+    from infer_advisor.plan.models import DeploymentPlan
 
-    return {case: render(make_plan(**options), "all") for case, options in GOLDEN.items()}
+    return DeploymentPlan.model_validate_json((GOLDEN_DIR / case / PLAN_FILE).read_text(encoding="utf-8"))
 
 
 def write_golden() -> list[Path]:
+    from infer_advisor.emit import render
+    from tests.emit.plans import GOLDEN, make_plan
+
     written = []
-    for case, files in golden_files().items():
+    for case, options in GOLDEN.items():
+        plan = make_plan(**options)
         folder = GOLDEN_DIR / case
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-        for name, text in files.items():
+        (folder / PLAN_FILE).write_text(plan.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        written.append(folder / PLAN_FILE)
+        for name, text in render(plan, "all").items():
             (folder / name).write_text(text, encoding="utf-8")
             written.append(folder / name)
     return written

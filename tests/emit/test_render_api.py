@@ -18,7 +18,8 @@ def plan():
 
 
 def test_kinds_select_files(plan):
-    assert ARTIFACT_KINDS == ("script", "docker", "compose", "k8s")
+    assert ARTIFACT_KINDS == ("script", "docker", "compose", "k8s", "readme")
+    assert set(render(plan, "readme")) == {"README.md"}
     assert set(render(plan, "script")) == {"serve.sh", "README.md"}
     assert set(render(plan, "docker")) == {"Dockerfile", "README.md"}
     assert set(render(plan, "script,k8s")) == {"serve.sh", "k8s.yaml", "README.md"}
@@ -33,7 +34,7 @@ def test_script_engines_get_a_python_script():
 
 
 def test_unknown_kind_is_a_one_line_error(plan):
-    with pytest.raises(EmitError, match="Unknown artifact kind 'helm'.*script, docker, compose, k8s"):
+    with pytest.raises(EmitError, match="Unknown artifact kind 'helm'.*script, docker, compose, k8s, readme"):
         render(plan, "helm")
     assert issubclass(EmitError, InferAdvisorError) and issubclass(EmitError, ValueError)
 

@@ -4,7 +4,8 @@
     >>> render(plan, "docker", out="deploy/")           # writes deploy/Dockerfile and deploy/README.md
 
 Kinds: ``script`` (serve.sh, or generate.py for engines without a server), ``docker`` (Dockerfile),
-``compose`` (docker-compose.yml), ``k8s`` (k8s.yaml), ``all``. A README.md always comes along. Everything is
+``compose`` (docker-compose.yml), ``k8s`` (k8s.yaml), ``readme`` (README.md alone), ``all``. A README.md
+always comes along. Everything is
 rendered in memory first; files are written only when all rendered, into a temp dir renamed onto ``out``.
 """
 
@@ -18,7 +19,7 @@ from ..errors import EmitError
 if TYPE_CHECKING:  # pragma: no cover
     from ..plan.models import DeploymentPlan
 
-ARTIFACT_KINDS: tuple[str, ...] = ("script", "docker", "compose", "k8s")
+ARTIFACT_KINDS: tuple[str, ...] = ("script", "docker", "compose", "k8s", "readme")
 
 # (artifact template stem, extension, output file name)
 _SERVE = ("serve", ".sh", "serve.sh")
@@ -30,14 +31,15 @@ _K8S = ("k8s", ".yaml", "k8s.yaml")
 _README = ("README", ".md", "README.md")
 
 
-def _kinds(kind: str | list[str] | tuple[str, ...]) -> list[str]:
+def parse_kinds(kind: str | list[str] | tuple[str, ...]) -> list[str]:
+    """``"script,docker"`` / ``["k8s"]`` / ``"all"`` -> the kinds, in order, without repeats; unknown ones raise."""
     asked = [kind] if isinstance(kind, str) else list(kind)
     asked = [k.strip() for a in asked for k in a.split(",") if k.strip()]
     if not asked:
         raise EmitError(f"No artifact kind given; choose from {', '.join(ARTIFACT_KINDS)} or all.")
     out: list[str] = []
     for k in asked:
-        for name in ARTIFACT_KINDS if k == "all" else [k]:
+        for name in ARTIFACT_KINDS if k == "all" else [k.lower()]:
             if name not in ARTIFACT_KINDS:
                 raise EmitError(f"Unknown artifact kind '{name}'; choose from {', '.join(ARTIFACT_KINDS)} or all.")
             if name not in out:
@@ -77,7 +79,7 @@ def render(
     from .context import build_context
     from .templating import template_name
 
-    kinds = _kinds(kind)
+    kinds = parse_kinds(kind)
     ctx = build_context(plan)
     wanted = _files_for(kinds, ctx.http_server, ctx.multi_node)
     names = [filename for _, _, filename in wanted]
@@ -116,4 +118,4 @@ def write_artifacts(plan: DeploymentPlan, kinds: list[str], out: Path, force: bo
     return write_tree(files, Path(out), force=force)
 
 
-__all__ = ["ARTIFACT_KINDS", "render", "write_artifacts"]
+__all__ = ["ARTIFACT_KINDS", "parse_kinds", "render", "write_artifacts"]
