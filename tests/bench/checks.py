@@ -21,7 +21,9 @@ def check_consistent(report: BenchReport, out_tokens: int) -> None:
         assert lv.output_tokens_total == sum(s.output_tokens for s in mine)
         assert lv.output_tokens_per_s_aggregate == pytest.approx(lv.output_tokens_total / lv.duration_s)
         assert lv.requests_per_s == pytest.approx(lv.num_requests / lv.duration_s)
-        assert lv.output_tokens_per_s_per_request == pytest.approx(sum(s.output_tokens / s.e2e_s for s in mine) / len(mine))
+        assert lv.output_tokens_per_s_per_request == pytest.approx(
+            sum(s.output_tokens / s.e2e_s for s in mine) / len(mine)
+        )
         assert lv.ttft_s.mean == pytest.approx(sum(s.ttft_s for s in mine) / len(mine))
         assert lv.ttft_s.p50 <= lv.ttft_s.p90 <= lv.ttft_s.p99
         # No request finishes before the level's slowest one is counted: duration bounds every e2e.

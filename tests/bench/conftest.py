@@ -70,11 +70,25 @@ def llama_server(llama_py: Path, tiny_gguf: Path, tmp_path_factory: pytest.TempP
     port = free_port()
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     cmd = [
-        str(llama_py), "-m", "llama_cpp.server",
-        "--model", str(tiny_gguf), "--model_alias", "tiny",
-        "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", "1024", "--n_threads", "1", "--n_threads_batch", "1",  # spinning ggml threads stall on a busy 2-core box
-        "--interrupt_requests", "False",  # default True: a new request would cut the streaming one short
+        str(llama_py),
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(tiny_gguf),
+        "--model_alias",
+        "tiny",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "1024",
+        "--n_threads",
+        "1",
+        "--n_threads_batch",
+        "1",  # spinning ggml threads stall on a busy 2-core box
+        "--interrupt_requests",
+        "False",  # default True: a new request would cut the streaming one short
     ]
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=llama_env())
@@ -90,7 +104,9 @@ def llama_server(llama_py: Path, tiny_gguf: Path, tmp_path_factory: pytest.TempP
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"llama.cpp server not ready after {SERVER_START_TIMEOUT_S} s: {log.read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"llama.cpp server not ready after {SERVER_START_TIMEOUT_S} s: {log.read_text()[-2000:]}"
+                )
             time.sleep(0.5)
         yield url
     finally:

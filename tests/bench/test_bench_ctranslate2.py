@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from infer_advisor.bench import BenchReport, bench
-
 from tests.bench.checks import check_consistent as _check_consistent
 
 
@@ -14,7 +13,9 @@ def test_ctranslate2_int8_bench(tiny_ct2, tmp_path):
     from transformers import AutoTokenizer
 
     out = tmp_path / "ct2"
-    report = bench("ctranslate2", tiny_ct2, concurrency=[1, 4], output_tokens=10, num_prompts=4, out=out, progress=False)
+    report = bench(
+        "ctranslate2", tiny_ct2, concurrency=[1, 4], output_tokens=10, num_prompts=4, out=out, progress=False
+    )
     assert report.complete and report.metadata.engine == "ctranslate2"
     assert report.metadata.versions["ctranslate2"] == ctranslate2.__version__
     _check_consistent(report, 10)
@@ -28,7 +29,9 @@ def test_ctranslate2_int8_bench(tiny_ct2, tmp_path):
 
 
 def test_ctranslate2_without_ignore_eos_counts_to_eos(tiny_ct2):
-    report = bench("ctranslate2", tiny_ct2, concurrency=[2], output_tokens=30, num_prompts=2, ignore_eos=False, progress=False)
+    report = bench(
+        "ctranslate2", tiny_ct2, concurrency=[2], output_tokens=30, num_prompts=2, ignore_eos=False, progress=False
+    )
     for s in report.requests:
         assert 1 <= s.output_tokens <= 30
         assert len(s.itl_s) == s.output_tokens - 1
@@ -42,7 +45,9 @@ def test_random_weights_from_config(tiny_llama, monkeypatch):
         raise AssertionError("from_pretrained called with --random-weights")
 
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", no_weights)
-    report = bench("transformers", tiny_llama, random_weights=True, concurrency=[2], output_tokens=5, num_prompts=2, progress=False)
+    report = bench(
+        "transformers", tiny_llama, random_weights=True, concurrency=[2], output_tokens=5, num_prompts=2, progress=False
+    )
     assert report.metadata.random_weights is True
     assert any("random weights" in n for n in report.notes)
     _check_consistent(report, 5)
@@ -52,8 +57,14 @@ def test_random_weights_catalog_model_without_tokenizer(monkeypatch):
     """A catalog model (no local files, offline): prompts become random ids of about the prompt's length."""
     monkeypatch.setenv("INFER_ADVISOR_OFFLINE", "1")
     report = bench(
-        "transformers", "Qwen/Qwen2.5-0.5B", random_weights=True, concurrency=[1], output_tokens=2, num_prompts=1,
-        warmup=0, progress=False,
+        "transformers",
+        "Qwen/Qwen2.5-0.5B",
+        random_weights=True,
+        concurrency=[1],
+        output_tokens=2,
+        num_prompts=1,
+        warmup=0,
+        progress=False,
     )
     assert report.metadata.random_weights and any("No tokenizer" in n for n in report.notes)
     s = report.requests[0]

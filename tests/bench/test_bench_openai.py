@@ -53,7 +53,9 @@ def test_openai_stream_against_llama_cpp_server(llama_server, tmp_path):
 
 def test_long_answers_never_count_more_than_max_tokens(llama_server):
     """llama-cpp-python may stream a few extra chunks (held-back text) on long answers; tokens stay <= max_tokens."""
-    report = bench("openai", url=llama_server, concurrency=[1], output_tokens=100, num_prompts=3, warmup=0, progress=False)
+    report = bench(
+        "openai", url=llama_server, concurrency=[1], output_tokens=100, num_prompts=3, warmup=0, progress=False
+    )
     for s in report.requests:
         assert s.output_tokens == 100 and s.streamed_chunks >= 100
         assert 0 < s.ttft_s <= s.e2e_s
@@ -62,16 +64,37 @@ def test_long_answers_never_count_more_than_max_tokens(llama_server):
 def test_openai_synthetic_prompts_and_usage_free_server(llama_server):
     """Throughput profile: synthetic prompts of --input-tokens words; EOS ignored via min_tokens."""
     report = bench(
-        "openai", url=llama_server, workload="throughput", concurrency=[2], input_tokens=32, output_tokens=8,
-        num_prompts=2, progress=False,
+        "openai",
+        url=llama_server,
+        workload="throughput",
+        concurrency=[2],
+        input_tokens=32,
+        output_tokens=8,
+        num_prompts=2,
+        progress=False,
     )
     check_consistent(report, 8)
     assert all(s.input_tokens is None for s in report.requests)  # not reported by this server while streaming
 
 
 def test_cli_openai_prints_table(llama_server, capsys):
-    assert main(["bench", "--engine", "openai", "--url", llama_server + "/v1", "--output-tokens", "4",
-                 "--num-prompts", "2", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--engine",
+                "openai",
+                "--url",
+                llama_server + "/v1",
+                "--output-tokens",
+                "4",
+                "--num-prompts",
+                "2",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     shown = capsys.readouterr().out
     assert "tok/s" in shown and "Memory not measured" in shown
 
@@ -79,7 +102,22 @@ def test_cli_openai_prints_table(llama_server, capsys):
 @pytest.mark.parametrize("extra", [[], ["--model", "tiny"]])
 def test_http_errors_are_one_line(llama_server, capsys, extra):
     """A wrong base path: /v1/models (no --model) or /v1/completions (with --model) answer 404."""
-    code = main(["bench", "--engine", "openai", "--url", llama_server + "/nope", *extra,
-                 "--output-tokens", "2", "--num-prompts", "1", "--warmup", "0", "--no-progress"])
+    code = main(
+        [
+            "bench",
+            "--engine",
+            "openai",
+            "--url",
+            llama_server + "/nope",
+            *extra,
+            "--output-tokens",
+            "2",
+            "--num-prompts",
+            "1",
+            "--warmup",
+            "0",
+            "--no-progress",
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.startswith("error: ") and "HTTP 404" in err and len(err.splitlines()) == 1

@@ -40,7 +40,9 @@ def test_transformers_levels_files_and_metrics(tiny_llama, tmp_path):
     assert again == report
     rows = list(csv.DictReader((out / "bench.csv").open()))
     assert [int(r["concurrency"]) for r in rows] == [1, 3]
-    assert float(rows[1]["output_tokens_per_s_aggregate"]) == pytest.approx(report.levels[1].output_tokens_per_s_aggregate)
+    assert float(rows[1]["output_tokens_per_s_aggregate"]) == pytest.approx(
+        report.levels[1].output_tokens_per_s_aggregate
+    )
     assert len(list(csv.DictReader((out / "requests.csv").open()))) == 6
     assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -52,7 +54,16 @@ def test_crash_after_first_level_keeps_it(tiny_llama, tmp_path):
         raise RuntimeError(f"simulated crash after concurrency {level.concurrency}")
 
     with pytest.raises(RuntimeError, match="simulated crash"):
-        bench("transformers", tiny_llama, concurrency=[1, 2], output_tokens=4, num_prompts=2, out=out, progress=False, on_level=boom)
+        bench(
+            "transformers",
+            tiny_llama,
+            concurrency=[1, 2],
+            output_tokens=4,
+            num_prompts=2,
+            out=out,
+            progress=False,
+            on_level=boom,
+        )
     kept = BenchReport.model_validate_json((out / "bench.json").read_text())
     assert not kept.complete and "simulated crash after concurrency 1" in kept.error
     assert [lv.concurrency for lv in kept.levels] == [1]
@@ -63,13 +74,26 @@ def test_crash_after_first_level_keeps_it(tiny_llama, tmp_path):
 
 def test_plan_predictions_beside_measurements(tiny_llama, tmp_path):
     plan = SimpleNamespace(
-        performance=SimpleNamespace(ttft_s=0.01, tpot_s=0.002, output_tokens_per_s_per_request=100.0,
-                                    output_tokens_per_s_aggregate=150.0, concurrency=2),
+        performance=SimpleNamespace(
+            ttft_s=0.01,
+            tpot_s=0.002,
+            output_tokens_per_s_per_request=100.0,
+            output_tokens_per_s_aggregate=150.0,
+            concurrency=2,
+        ),
         memory=SimpleNamespace(total_bytes_per_gpu=2**30),
     )
-    report = bench("transformers", tiny_llama, concurrency=[1, 2], output_tokens=4, num_prompts=2, plan=plan, progress=False)
+    report = bench(
+        "transformers", tiny_llama, concurrency=[1, 2], output_tokens=4, num_prompts=2, plan=plan, progress=False
+    )
     by_metric = {c.metric: c for c in report.comparisons}
-    assert set(by_metric) == {"ttft_s", "tpot_s", "output_tokens_per_s_per_request", "output_tokens_per_s_aggregate", "peak_memory_bytes"}
+    assert set(by_metric) == {
+        "ttft_s",
+        "tpot_s",
+        "output_tokens_per_s_per_request",
+        "output_tokens_per_s_aggregate",
+        "peak_memory_bytes",
+    }
     assert by_metric["ttft_s"].predicted_source == "plan"  # this plan does not say estimated or calibrated
     lv = report.levels[1]
     assert all(c.concurrency == 2 for c in report.comparisons)
@@ -79,14 +103,30 @@ def test_plan_predictions_beside_measurements(tiny_llama, tmp_path):
     # The same plan as JSON on disk (what `--plan plan.json` reads); a plan without figures compares nothing.
     path = tmp_path / "plan.json"
     path.write_text(json.dumps({"performance": {"ttft_s": 0.5}, "memory": {}}))
-    report2 = bench("transformers", tiny_llama, concurrency=[1], output_tokens=3, num_prompts=1, plan=path, progress=False)
+    report2 = bench(
+        "transformers", tiny_llama, concurrency=[1], output_tokens=3, num_prompts=1, plan=path, progress=False
+    )
     assert [c.metric for c in report2.comparisons] == ["ttft_s"]
 
 
 def test_cli_bench_prints_table_and_writes(tiny_llama, tmp_path, capsys):
     out = tmp_path / "cli"
-    args = ["bench", "--engine", "transformers", "--model", str(tiny_llama), "--concurrency", "1,2",
-            "--output-tokens", "4", "--num-prompts", "2", "--out", str(out), "--no-progress"]
+    args = [
+        "bench",
+        "--engine",
+        "transformers",
+        "--model",
+        str(tiny_llama),
+        "--concurrency",
+        "1,2",
+        "--output-tokens",
+        "4",
+        "--num-prompts",
+        "2",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     assert main(args) == 0
     shown = capsys.readouterr().out
     assert "TTFT" in shown and "measured" in shown
@@ -107,7 +147,10 @@ def test_cli_bench_prints_table_and_writes(tiny_llama, tmp_path, capsys):
         (["--engine", "vllm", "--model", "{tiny}"], "vLLM is not installed"),
         (["--engine", "ctranslate2", "--model", "{tiny}"], "not a CTranslate2 model folder"),
         (["--engine", "transformers", "--model", "{tiny}", "--device", "cuda"], "no CUDA device"),
-        (["--engine", "ctranslate2", "--model", "{tiny}", "--random-weights"], "--random-weights works with --engine transformers only"),
+        (
+            ["--engine", "ctranslate2", "--model", "{tiny}", "--random-weights"],
+            "--random-weights works with --engine transformers only",
+        ),
     ],
 )
 def test_cli_bad_input_is_one_line_exit_2(args, needle, tiny_llama, capsys):
@@ -133,7 +176,15 @@ def test_real_plan_from_advise(tiny_llama):
 
     plan = advise(model=str(tiny_llama), gpu="cpu")
     perf = plan.performance
-    report = bench("transformers", tiny_llama, concurrency=[perf.concurrency], output_tokens=4, num_prompts=2, plan=plan, progress=False)
+    report = bench(
+        "transformers",
+        tiny_llama,
+        concurrency=[perf.concurrency],
+        output_tokens=4,
+        num_prompts=2,
+        plan=plan,
+        progress=False,
+    )
     by_metric = {c.metric: c for c in report.comparisons}
     assert by_metric["tpot_s"].predicted == perf.tpot_s
     assert by_metric["tpot_s"].predicted_source == f"plan ({perf.source})"

@@ -12,7 +12,10 @@ from infer_advisor.bench.metrics import level_result, percentile, sample
 from infer_advisor.bench.workload import resolve_workload, workload_file
 
 
-@given(st.lists(st.floats(min_value=0, max_value=1e4, allow_nan=False), min_size=1, max_size=60), st.sampled_from([50, 90, 99]))
+@given(
+    st.lists(st.floats(min_value=0, max_value=1e4, allow_nan=False), min_size=1, max_size=60),
+    st.sampled_from([50, 90, 99]),
+)
 def test_percentile_matches_numpy(values, q):
     assert percentile(values, q) == pytest.approx(float(np.percentile(values, q)), rel=1e-9, abs=1e-9)
 
@@ -24,8 +27,16 @@ def test_sample_and_level_arithmetic():
     assert s.tpot_s == pytest.approx(0.2)
     assert s.itl_s == pytest.approx([0.1, 0.2, 0.3])
     # The server's usage may count more tokens than chunks (several tokens per chunk): TPOT uses the count.
-    u = sample(concurrency=2, index=1, sent_at=10.0, token_times=[10.2, 11.2], input_tokens=None,
-               output_tokens=6, source="server-usage", streamed_chunks=2)
+    u = sample(
+        concurrency=2,
+        index=1,
+        sent_at=10.0,
+        token_times=[10.2, 11.2],
+        input_tokens=None,
+        output_tokens=6,
+        source="server-usage",
+        streamed_chunks=2,
+    )
     assert u.tpot_s == pytest.approx(1.0 / 5) and u.streamed_chunks == 2
     lv = level_result(2, [s, u], duration_s=2.0, peak_memory_bytes=123)
     assert lv.output_tokens_total == 10

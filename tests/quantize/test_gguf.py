@@ -10,7 +10,6 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -19,12 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.bench.llamacpp_env import llama_env, llama_python  # noqa: E402
-from tests.support.tiny_llama import build_tiny_llama  # noqa: E402
-
 from infer_advisor.errors import ModelConfigError, UnsupportedArchitectureError  # noqa: E402
 from infer_advisor.quantize.gguf_backend import run  # noqa: E402
 from infer_advisor.quantize.methods import resolve_method  # noqa: E402
+from tests.bench.llamacpp_env import llama_env, llama_python  # noqa: E402
+from tests.support.tiny_llama import build_tiny_llama  # noqa: E402
 
 TEXT = "The key value cache grows with context length and concurrency."
 
@@ -70,8 +68,12 @@ def test_f16_file_matches_the_checkpoint(tiny_llama, f16_file):
     np.testing.assert_allclose(emb, weights["model.embed_tokens.weight"], atol=1e-3)
     q = np.asarray(tensors["blk.1.attn_q.weight"].data, dtype=np.float32)
     k = np.asarray(tensors["blk.1.attn_k.weight"].data, dtype=np.float32)
-    np.testing.assert_allclose(_unpermute(q, cfg["num_attention_heads"]), weights["model.layers.1.self_attn.q_proj.weight"], atol=1e-3)
-    np.testing.assert_allclose(_unpermute(k, cfg["num_key_value_heads"]), weights["model.layers.1.self_attn.k_proj.weight"], atol=1e-3)
+    np.testing.assert_allclose(
+        _unpermute(q, cfg["num_attention_heads"]), weights["model.layers.1.self_attn.q_proj.weight"], atol=1e-3
+    )
+    np.testing.assert_allclose(
+        _unpermute(k, cfg["num_key_value_heads"]), weights["model.layers.1.self_attn.k_proj.weight"], atol=1e-3
+    )
 
 
 def test_unsupported_inputs_are_refused(tiny_llama, tmp_path):

@@ -22,7 +22,16 @@ from .request import BenchRequest
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable
 
-__all__ = ["bench", "run_bench", "BenchRequest", "BenchReport", "LevelResult", "RequestSample", "Stats", "PlanComparison"]
+__all__ = [
+    "bench",
+    "run_bench",
+    "BenchRequest",
+    "BenchReport",
+    "LevelResult",
+    "RequestSample",
+    "Stats",
+    "PlanComparison",
+]
 
 
 def bench(
@@ -66,10 +75,22 @@ def bench(
     from ..errors import RequestError
 
     options = dict(
-        engine=engine, model=str(model) if model is not None else None, url=url, workload=workload,
-        concurrency=concurrency, input_tokens=input_tokens, output_tokens=output_tokens, num_prompts=num_prompts,
-        warmup=warmup, seed=seed, ignore_eos=ignore_eos, random_weights=random_weights, dtype=dtype, device=device,
-        out=out, force=force,
+        engine=engine,
+        model=str(model) if model is not None else None,
+        url=url,
+        workload=workload,
+        concurrency=concurrency,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        num_prompts=num_prompts,
+        warmup=warmup,
+        seed=seed,
+        ignore_eos=ignore_eos,
+        random_weights=random_weights,
+        dtype=dtype,
+        device=device,
+        out=out,
+        force=force,
     )
     if isinstance(plan, (str, Path)):
         options["plan"], plan = plan, None

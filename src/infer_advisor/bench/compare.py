@@ -21,7 +21,11 @@ PREDICTIONS = {
     ("memory", "total_bytes_per_gpu"): "peak_memory_bytes",
 }
 # Where a plan may say which concurrency its predictions are for (first found wins).
-_CONCURRENCY_PATHS = (("performance", "concurrency"), ("workload", "concurrency"), ("request", "workload", "concurrency"))
+_CONCURRENCY_PATHS = (
+    ("performance", "concurrency"),
+    ("workload", "concurrency"),
+    ("request", "workload", "concurrency"),
+)
 
 
 def _get(obj: Any, path: tuple[str, ...]) -> Any:
@@ -37,7 +41,9 @@ def load_plan(path: Path) -> Any:
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as err:
-        raise RequestError(f"--plan {path}: cannot read a plan JSON ({err}). Write one with `infer-advisor plan --json`.") from None
+        raise RequestError(
+            f"--plan {path}: cannot read a plan JSON ({err}). Write one with `infer-advisor plan --json`."
+        ) from None
     return json.loads(json.dumps(raw), object_hook=lambda d: SimpleNamespace(**d))
 
 
@@ -70,7 +76,9 @@ def compare(plan: Any, levels: list[LevelResult]) -> list[PlanComparison]:
                     predicted=float(predicted),
                     measured=float(measured),
                     error_pct=(float(predicted) - float(measured)) / float(measured) * 100.0,
-                    predicted_source=f"plan ({source})" if path[0] == "performance" and isinstance(source, str) else "plan",
+                    predicted_source=f"plan ({source})"
+                    if path[0] == "performance" and isinstance(source, str)
+                    else "plan",
                 )
             )
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import pairwise
 
 from .report import LevelResult, RequestSample, Stats, TokenCountSource
 
@@ -30,7 +31,7 @@ def sample(
     ttft = token_times[0] - sent_at
     e2e = token_times[-1] - sent_at
     tpot = (e2e - ttft) / (count - 1) if count > 1 else None
-    itl = [b - a for a, b in zip(token_times, token_times[1:])]
+    itl = [b - a for a, b in pairwise(token_times)]
     return RequestSample(
         concurrency=concurrency,
         index=index,

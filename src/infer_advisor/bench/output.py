@@ -66,7 +66,8 @@ def write_files(report: BenchReport, out: Path) -> None:
     _atomic_write(out / JSON_NAME, report.model_dump_json(indent=2).encode())
     _atomic_write(out / LEVELS_CSV, _csv(level_rows(report)))
     req_rows = [
-        {k: v for k, v in s.model_dump().items() if k != "itl_s"} | {"itl_mean_s": sum(s.itl_s) / len(s.itl_s) if s.itl_s else ""}
+        {k: v for k, v in s.model_dump().items() if k != "itl_s"}
+        | {"itl_mean_s": sum(s.itl_s) / len(s.itl_s) if s.itl_s else ""}
         for s in report.requests
     ]
     _atomic_write(out / REQUESTS_CSV, _csv(req_rows))
@@ -86,7 +87,7 @@ def write_plot(report: BenchReport, out: Path) -> Path | None:
     for ax, name, label in ((axes[0], "ttft_s", "TTFT p50 (ms)"), (axes[1], "tpot_s", "TPOT p50 (ms)")):
         y = [getattr(lv, name).p50 * 1000 if getattr(lv, name) else float("nan") for lv in report.levels]
         ax.plot(x, y, marker="o")
-        for xi, yi, lv in zip(x, y, report.levels):
+        for xi, yi, lv in zip(x, y, report.levels, strict=True):
             ax.annotate(f"c={lv.concurrency}", (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=8)
         ax.set_xlabel("output tokens/s (aggregate)")
         ax.set_ylabel(label)
@@ -112,7 +113,18 @@ def render_table(report: BenchReport):
         title=f"{md.engine} · {md.model} · {md.device.name}" + (" · RANDOM WEIGHTS" if md.random_weights else ""),
         caption="All figures measured on this run.",
     )
-    for col in ("conc.", "reqs", "TTFT mean / p99 ms", "TPOT mean ms", "ITL p99 ms", "e2e mean s", "tok/s/req", "tok/s total", "req/s", mem_label):
+    for col in (
+        "conc.",
+        "reqs",
+        "TTFT mean / p99 ms",
+        "TPOT mean ms",
+        "ITL p99 ms",
+        "e2e mean s",
+        "tok/s/req",
+        "tok/s total",
+        "req/s",
+        mem_label,
+    ):
         table.add_column(col, justify="right")
     for lv in report.levels:
         table.add_row(
@@ -133,6 +145,13 @@ def render_table(report: BenchReport):
         for col in ("metric", "conc.", "predicted", "source", "measured", "error %"):
             cmp.add_column(col, justify="right")
         for c in report.comparisons:
-            cmp.add_row(c.metric, str(c.concurrency), f"{c.predicted:.4g}", c.predicted_source, f"{c.measured:.4g}", f"{c.error_pct:+.1f}")
+            cmp.add_row(
+                c.metric,
+                str(c.concurrency),
+                f"{c.predicted:.4g}",
+                c.predicted_source,
+                f"{c.measured:.4g}",
+                f"{c.error_pct:+.1f}",
+            )
         tables.append(cmp)
     return tables

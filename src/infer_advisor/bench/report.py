@@ -54,7 +54,9 @@ class LevelResult(BaseModel):
     num_requests: int
     duration_s: float = Field(description="Wall time of the level, first request sent to last token received.")
     ttft_s: Stats
-    tpot_s: Stats | None = Field(description="Time per output token after the first; None if every answer had one token.")
+    tpot_s: Stats | None = Field(
+        description="Time per output token after the first; None if every answer had one token."
+    )
     itl_s: Stats | None = Field(description="Inter-token latency over all gaps of all requests.")
     e2e_s: Stats
     output_tokens_total: int
@@ -79,7 +81,9 @@ class PlanComparison(BaseModel):
     predicted: float = Field(description="The plan's estimate (source: the plan).")
     measured: float = Field(description="Measured on this run.")
     error_pct: float = Field(description="(predicted - measured) / measured x 100.")
-    predicted_source: str = Field(default="plan", description="Where the prediction came from, e.g. 'plan (estimated)'.")
+    predicted_source: str = Field(
+        default="plan", description="Where the prediction came from, e.g. 'plan (estimated)'."
+    )
 
 
 class DeviceInfo(BaseModel):

@@ -27,7 +27,9 @@ class BenchRequest(BaseModel):
         description="Model directory (a CTranslate2 folder for ctranslate2), Hub/catalog id (with --random-weights), "
         "or the served model name for openai (default: the server's first model).",
     )
-    url: str | None = Field(default=None, description="Base URL of the OpenAI-compatible server, e.g. http://127.0.0.1:8000.")
+    url: str | None = Field(
+        default=None, description="Base URL of the OpenAI-compatible server, e.g. http://127.0.0.1:8000."
+    )
     workload: Workload = Field(
         default="latency",
         description="Profile: latency (batch 1, 200 tokens, 9 fixed prompts, 1 warm-up) or throughput "
@@ -39,13 +41,21 @@ class BenchRequest(BaseModel):
         "streams for openai). Default: the profile's.",
     )
     input_tokens: int | None = Field(
-        default=None, gt=0, description="Synthetic prompt length in tokens (default: the profile's fixed prompts for latency)."
+        default=None,
+        gt=0,
+        description="Synthetic prompt length in tokens (default: the profile's fixed prompts for latency).",
     )
-    output_tokens: int | None = Field(default=None, gt=0, description="Tokens to generate per request (default: the profile's).")
+    output_tokens: int | None = Field(
+        default=None, gt=0, description="Tokens to generate per request (default: the profile's)."
+    )
     num_prompts: int | None = Field(
-        default=None, gt=0, description="Requests per concurrency level (default: max(prompts in the profile, concurrency))."
+        default=None,
+        gt=0,
+        description="Requests per concurrency level (default: max(prompts in the profile, concurrency)).",
     )
-    warmup: int | None = Field(default=None, ge=0, description="Warm-up requests before measuring (default: the profile's).")
+    warmup: int | None = Field(
+        default=None, ge=0, description="Warm-up requests before measuring (default: the profile's)."
+    )
     seed: int = Field(default=0, description="Seed for synthetic prompts and sampling.")
     ignore_eos: bool = Field(
         default=True,
@@ -59,11 +69,14 @@ class BenchRequest(BaseModel):
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = Field(
         default="auto", description="Weights dtype for transformers (auto: the config's on GPU, float32 on CPU)."
     )
-    device: Literal["auto", "cpu", "cuda"] = Field(default="auto", description="Device for in-process engines (auto: cuda if present).")
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        default="auto", description="Device for in-process engines (auto: cuda if present)."
+    )
     out: Path | None = Field(default=None, description="Folder for bench.json, bench.csv, requests.csv and bench.png.")
     force: bool = Field(default=False, description="Replace an earlier benchmark's files in --out.")
     plan: Path | None = Field(
-        default=None, description="A plan JSON (`infer-advisor plan --json`) whose predictions are compared with the measurements."
+        default=None,
+        description="A plan JSON (`infer-advisor plan --json`) whose predictions are compared with the measurements.",
     )
 
 

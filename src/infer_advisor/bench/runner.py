@@ -80,8 +80,12 @@ class Runner:
         levels = [(c, wl.requests(c)) for c in wl.concurrency]
         total = len(warm) + sum(len(items) for _, items in levels)
         bar = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            transient=True, disable=not self.progress,
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            transient=True,
+            disable=not self.progress,
         )
         try:
             with bar:
@@ -123,7 +127,9 @@ class Runner:
         report.comparisons = compare(self.plan, report.levels)
         conc = plan_concurrency(self.plan) if self.plan is not None else None
         if final and conc is not None and conc not in self.workload.concurrency:
-            report.notes.append(f"The plan predicts concurrency {conc}, which was not measured; add it to --concurrency.")
+            report.notes.append(
+                f"The plan predicts concurrency {conc}, which was not measured; add it to --concurrency."
+            )
         if self.req.out is None:
             return
         write_files(report, self.req.out)

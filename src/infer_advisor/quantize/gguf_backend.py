@@ -222,7 +222,9 @@ def _tensors(source: Path) -> Iterator[tuple[str, np.ndarray]]:
                 continue
             dtype = _ST_DTYPES.get(info["dtype"])
             if dtype is None:
-                raise ModelConfigError(f"{source / file}", f"tensor '{name}' has dtype {info['dtype']}; expected F32/F16/BF16")
+                raise ModelConfigError(
+                    f"{source / file}", f"tensor '{name}' has dtype {info['dtype']}; expected F32/F16/BF16"
+                )
             start, end = info["data_offsets"]
             array = raw[base + start : base + end].view(dtype).reshape(info["shape"])
             if info["dtype"] == "BF16":  # bfloat16 is the top half of a float32

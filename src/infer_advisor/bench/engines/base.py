@@ -62,9 +62,11 @@ class InProcessEngine:
             sent = time.perf_counter()
             rows = self.generate(batch, workload)
             duration += max(times[-1] for times in rows) - sent
-            for it, ids, times in zip(chunk, batch, rows):
+            for it, ids, times in zip(chunk, batch, rows, strict=True):
                 samples.append(
-                    sample(concurrency=concurrency, index=it.index, sent_at=sent, token_times=times, input_tokens=len(ids))
+                    sample(
+                        concurrency=concurrency, index=it.index, sent_at=sent, token_times=times, input_tokens=len(ids)
+                    )
                 )
             on_done(len(chunk))
         return samples, duration

@@ -26,8 +26,9 @@ class CTranslate2Engine(InProcessEngine):
         path = Path(str(req.model))
         if not (path / "model.bin").exists():
             raise ModelNotFoundError(
-                str(req.model), detail="not a CTranslate2 model folder (no model.bin); convert it with "
-                "`infer-advisor quantize MODEL --method ct2-int8 --out DIR`"
+                str(req.model),
+                detail="not a CTranslate2 model folder (no model.bin); convert it with "
+                "`infer-advisor quantize MODEL --method ct2-int8 --out DIR`",
             )
         cuda = ctranslate2.get_cuda_device_count() > 0
         if req.device == "cuda" and not cuda:
@@ -41,7 +42,9 @@ class CTranslate2Engine(InProcessEngine):
         self.gpu_indices = [0] if self.dev == "cuda" else []
         import platform
 
-        self.device = DeviceInfo(kind=self.dev, name="GPU 0" if self.dev == "cuda" else platform.processor() or platform.machine())
+        self.device = DeviceInfo(
+            kind=self.dev, name="GPU 0" if self.dev == "cuda" else platform.processor() or platform.machine()
+        )
         self.seed = req.seed
         try:
             self.generator = ctranslate2.Generator(str(path), device=self.dev)
@@ -91,4 +94,4 @@ class CTranslate2Engine(InProcessEngine):
                 ) from None
             raise
         # Variable-length prompts are partly forced through the decoding loop; keep the generated tokens' times.
-        return [t[len(t) - len(r.sequences_ids[0]) :] for t, r in zip(times, results)]
+        return [t[len(t) - len(r.sequences_ids[0]) :] for t, r in zip(times, results, strict=True)]

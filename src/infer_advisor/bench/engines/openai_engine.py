@@ -79,7 +79,9 @@ class OpenAIEngine:
                     return "nvml", list(range(count))
             except Exception:  # noqa: BLE001 - no driver / no library: no GPU to sample
                 pass
-        self.notes.append("Memory not measured: the server is another process (GPU memory is sampled only for a local GPU server).")
+        self.notes.append(
+            "Memory not measured: the server is another process (GPU memory is sampled only for a local GPU server)."
+        )
         return "none", []
 
     def body(self, item: PromptItem, workload: Workload) -> dict:
@@ -122,7 +124,9 @@ class OpenAIEngine:
             try:
                 results = await asyncio.gather(*(one(it) for it in items))
             except httpx.ConnectError:
-                raise BenchmarkError(f"Cannot connect to {self.base}: connection refused. Is the server running?") from None
+                raise BenchmarkError(
+                    f"Cannot connect to {self.base}: connection refused. Is the server running?"
+                ) from None
             except (httpx.TimeoutException, asyncio.TimeoutError):
                 raise BenchmarkError(
                     f"A request to {self.base} timed out (limit {constant('request_timeout_s'):.0f} s)."
@@ -134,14 +138,18 @@ class OpenAIEngine:
 
     def _count_notes(self, samples: list[RequestSample], concurrency: int, max_tokens: int) -> None:
         """Say where chunks and tokens disagree: against the server's usage, or capped at max_tokens."""
-        usage_off = [s for s in samples if s.token_count_source == "server-usage" and s.streamed_chunks != s.output_tokens]
+        usage_off = [
+            s for s in samples if s.token_count_source == "server-usage" and s.streamed_chunks != s.output_tokens
+        ]
         if usage_off:
             s = usage_off[0]
             self.notes.append(
                 f"Concurrency {concurrency}: {len(usage_off)} request(s) streamed a different number of chunks than the "
                 f"server's usage counted (e.g. {s.streamed_chunks} chunks vs {s.output_tokens} tokens); counts use the usage."
             )
-        capped = [s for s in samples if s.token_count_source == "streamed-chunks" and (s.streamed_chunks or 0) > max_tokens]
+        capped = [
+            s for s in samples if s.token_count_source == "streamed-chunks" and (s.streamed_chunks or 0) > max_tokens
+        ]
         if capped:
             most = max(s.streamed_chunks or 0 for s in capped)
             self.notes.append(
@@ -157,7 +165,9 @@ class OpenAIEngine:
         async with client.stream("POST", "/v1/completions", json=body) as resp:
             if resp.status_code != 200:
                 detail = (await resp.aread()).decode(errors="replace")[:300]
-                raise BenchmarkError(f"{self.base}/v1/completions answered HTTP {resp.status_code}: {' '.join(detail.split())}")
+                raise BenchmarkError(
+                    f"{self.base}/v1/completions answered HTTP {resp.status_code}: {' '.join(detail.split())}"
+                )
             async for line in resp.aiter_lines():
                 if not line.startswith("data:"):
                     continue

@@ -73,7 +73,9 @@ class TransformersEngine(InProcessEngine):
         if self.tokenizer is not None:
             self.special_ids = set(self.tokenizer.all_special_ids)
         else:
-            self.special_ids = set(self.eos_ids) | {i for i in (cfg.bos_token_id, getattr(cfg, "pad_token_id", None)) if i is not None}
+            self.special_ids = set(self.eos_ids) | {
+                i for i in (cfg.bos_token_id, getattr(cfg, "pad_token_id", None)) if i is not None
+            }
 
     def _dtype(self, config_dtype, dev: str, asked: str):
         torch = self.torch
@@ -91,7 +93,9 @@ class TransformersEngine(InProcessEngine):
         try:
             cfg = AutoConfig.from_pretrained(req.model)
         except (OSError, ValueError) as err:
-            raise ModelNotFoundError(str(req.model), detail=f"transformers could not load it: {str(err).splitlines()[0]}") from None
+            raise ModelNotFoundError(
+                str(req.model), detail=f"transformers could not load it: {str(err).splitlines()[0]}"
+            ) from None
         dtype = self._dtype(getattr(cfg, "dtype", None) or getattr(cfg, "torch_dtype", None), dev, req.dtype)
         self.dtype = str(dtype).removeprefix("torch.")
         model = AutoModelForCausalLM.from_pretrained(req.model, dtype=dtype).to(dev)

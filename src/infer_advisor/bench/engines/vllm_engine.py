@@ -24,11 +24,15 @@ class VLLMEngine(InProcessEngine):
         try:
             import vllm
         except ImportError:
-            raise EngineNotInstalledError("vLLM", "vllm", "it needs Linux with an NVIDIA GPU; not installable on CPU-only machines") from None
+            raise EngineNotInstalledError(
+                "vLLM", "vllm", "it needs Linux with an NVIDIA GPU; not installable on CPU-only machines"
+            ) from None
         import torch
 
         if req.device == "cpu" or not torch.cuda.is_available():
-            raise GPURequiredError("--engine vllm needs an NVIDIA GPU and none is visible; use --engine transformers or ctranslate2.")
+            raise GPURequiredError(
+                "--engine vllm needs an NVIDIA GPU and none is visible; use --engine transformers or ctranslate2."
+            )
         self.vllm = vllm
         self.notes = [
             "vLLM offline API: TTFT is the time of the same batch generating 1 token; no per-token gaps "
@@ -45,13 +49,17 @@ class VLLMEngine(InProcessEngine):
         except (torch.OutOfMemoryError, ValueError) as err:
             if isinstance(err, ValueError) and "memory" not in str(err).lower():
                 raise
-            raise DoesNotFitError(f"{req.model} does not fit on {self.device.name}: {str(err).splitlines()[0]}") from None
+            raise DoesNotFitError(
+                f"{req.model} does not fit on {self.device.name}: {str(err).splitlines()[0]}"
+            ) from None
         self.tokenizer = self.llm.get_tokenizer()
         self.vocab_size = len(self.tokenizer)
         self.special_ids = set(self.tokenizer.all_special_ids)
 
     def _run(self, batch: list[list[int]], n: int, ignore_eos: bool) -> tuple[float, list[int]]:
-        params = self.vllm.SamplingParams(max_tokens=n, min_tokens=n if ignore_eos else 0, ignore_eos=ignore_eos, temperature=0.0)
+        params = self.vllm.SamplingParams(
+            max_tokens=n, min_tokens=n if ignore_eos else 0, ignore_eos=ignore_eos, temperature=0.0
+        )
         prompts = [{"prompt_token_ids": ids} for ids in batch]
         start = time.perf_counter()
         outs = self.llm.generate(prompts, params, use_tqdm=False)
@@ -68,11 +76,16 @@ class VLLMEngine(InProcessEngine):
             ttft, _ = self._run(batch, 1, True)
             e2e, counts = self._run(batch, workload.output_tokens, workload.ignore_eos)
             duration += e2e
-            for it, ids, count in zip(chunk, batch, counts):
+            for it, ids, count in zip(chunk, batch, counts, strict=True):
                 samples.append(
                     RequestSample(
-                        concurrency=concurrency, index=it.index, input_tokens=len(ids), output_tokens=count,
-                        token_count_source="tokenizer", ttft_s=ttft, e2e_s=e2e,
+                        concurrency=concurrency,
+                        index=it.index,
+                        input_tokens=len(ids),
+                        output_tokens=count,
+                        token_count_source="tokenizer",
+                        ttft_s=ttft,
+                        e2e_s=e2e,
                         tpot_s=(e2e - ttft) / (count - 1) if count > 1 else None,
                     )
                 )
