@@ -45,7 +45,7 @@ def test_random_plans_emit_checked_artifacts(options, chosen):
         files = render(plan, chosen)
     except EmitError as err:
         # Only the documented gaps may refuse: multi-node outside vLLM, CT2 TP/AWQ, quantize methods we cannot write.
-        assert any(s in str(err) for s in ("Multi-node", "CTranslate2", "cannot write", "pipeline parallelism", "KV cache", "GGUF")), err
+        assert any(s in str(err) for s in ("Multi-node", "CTranslate2", "cannot write", "pipeline parallelism", "KV cache", "GGUF", "pre-quantized")), err
         assume(False)
     assert "README.md" in files
     for name, text in files.items():

@@ -100,6 +100,11 @@ def model_ref(plan: DeploymentPlan) -> ModelRef:
         target = f"{CONTAINER_MODELS}/{slug(os.path.basename(local))}"
         return ModelRef(host=local, container=target, mount_source=local, mount_target=target)
     if plan.engine.name == "llama.cpp":
+        if plan.quantization.pre_quantized:
+            raise EmitError(
+                f"llama.cpp serves GGUF files converted from an unquantized checkpoint, and {plan.model.name} is "
+                f"pre-quantized ({plan.model.pre_quantized}); plan with --engine vllm."
+            )
         raise EmitError("llama.cpp serves GGUF files: plan with --quantization gguf-q4_k_m (or gguf-q8_0, gguf-f16).")
     return ModelRef(host=source, container=source)
 

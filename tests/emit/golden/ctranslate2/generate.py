@@ -8,7 +8,6 @@
 # context: max_model_len 4096, 32 sequences at once
 # memory per GPU (estimated): 17.9 GiB of 80.0 GiB, weights 6.3 GiB, KV cache 146347 tokens
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
-
 #
 # CTranslate2 has no HTTP server: this script loads the model and generates text for the prompts
 # given with --prompt (or one per line on stdin), 32 at a time.

@@ -8,7 +8,6 @@
 # context: max_model_len 131072, 256 sequences at once
 # memory per GPU (estimated): 72.0 GiB of 80.0 GiB, weights 47.2 GiB, KV cache 646352 tokens
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
-
 set -euo pipefail
 
 # Multi-node plan (2 nodes, Ray): start the head first, then one worker per other node.

@@ -8,7 +8,6 @@
 # context: max_model_len 4096, 256 sequences at once
 # memory per GPU (estimated): 72.0 GiB of 80.0 GiB, weights 12.6 GiB, KV cache 116240 tokens
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
-
 set -euo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")"
 
