@@ -20,9 +20,10 @@ STEPS = [
 ]
 
 BUILD_ENV = {
-    # CPU-only build: no CUDA/Metal/Vulkan/BLAS backends, no tests or examples.
+    # CPU-only build: no CUDA/Metal/Vulkan/BLAS backends, no tests or examples, and no multimodal (mtmd/llava)
+    # library, which llama-cpp-python imports only inside its vision chat handlers (a third of the compile).
     "CMAKE_ARGS": "-DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DGGML_BLAS=OFF "
-    "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAVA_BUILD=OFF",
     "CMAKE_BUILD_PARALLEL_LEVEL": "2",
 }
 
