@@ -11,8 +11,6 @@ requests.csv and bench.png, re-written after every concurrency level so a crash 
 
 from __future__ import annotations
 
-import sys
-import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -117,13 +115,6 @@ def run_bench(
     return Runner(req, plan=plan, progress=progress, command_line=command_line, on_level=on_level).run()
 
 
-class _CallableModule(types.ModuleType):
-    """``infer_advisor.bench`` is both this package and the function: once the package is imported, Python binds
-    the package to the attribute ``infer_advisor.bench``, so ``from infer_advisor import bench`` would return the
-    module. Calling the module calls :func:`bench`, so both spellings work."""
+from .._callable import make_package_callable  # noqa: E402
 
-    def __call__(self, *args: Any, **kwargs: Any) -> BenchReport:
-        return bench(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
+make_package_callable(__name__, bench)

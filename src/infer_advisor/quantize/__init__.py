@@ -27,3 +27,7 @@ __all__ = [
     "backend_names",
     "DEFAULT_GROUP_SIZE",
 ]
+
+from .._callable import make_package_callable  # noqa: E402
+
+make_package_callable(__name__, quantize)
