@@ -41,7 +41,9 @@ def ensure_venv(
     ``steps`` is a list of argument lists for ``pip install`` (several steps allow e.g. the CPU torch first,
     then a package with ``--no-deps``). ``env`` adds variables to the pip runs (e.g. ``VLLM_TARGET_DEVICE``).
     """
-    key = hashlib.sha256(json.dumps([list(s) for s in steps] + [python or sys.executable]).encode()).hexdigest()[:12]
+    # The base interpreter (not this checkout's venv) keys the cache, so fresh clones reuse it.
+    python = python or getattr(sys, "_base_executable", None) or sys.executable
+    key = hashlib.sha256(json.dumps([list(s) for s in steps] + [python]).encode()).hexdigest()[:12]
     root = venv_root()
     root.mkdir(parents=True, exist_ok=True)
     target = root / f"{name}-{key}"
@@ -53,7 +55,7 @@ def ensure_venv(
             return py
         if target.exists():
             shutil.rmtree(target)
-        subprocess.run([python or sys.executable, "-m", "venv", str(target)], check=True)
+        subprocess.run([python, "-m", "venv", str(target)], check=True)
         run_env = {**os.environ, **(env or {}), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
         for args in steps:
             subprocess.run(

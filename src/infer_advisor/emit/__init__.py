@@ -76,10 +76,14 @@ def render(
     Raises :class:`~infer_advisor.errors.EmitError` (unknown kind, a plan that cannot be emitted) and
     :class:`~infer_advisor.errors.OutputExistsError` (``out`` is not empty and ``force`` is False).
     """
+    from ..errors import EmitError
     from .context import build_context
     from .templating import template_name
 
     kinds = parse_kinds(kind)
+    if not plan.feasible:
+        hint = f" Try {plan.suggestion}." if plan.suggestion else ""
+        raise EmitError(f"The plan is not feasible ({plan.infeasible_reason}); nothing was written.{hint}")
     ctx = build_context(plan)
     wanted = _files_for(kinds, ctx.http_server, ctx.multi_node)
     names = [filename for _, _, filename in wanted]
