@@ -41,6 +41,10 @@ def test_random_plans_emit_checked_artifacts(options, chosen):
         plan = make_plan(**options)
     except InferAdvisorError:
         assume(False)  # the planner refused these options (its own tests cover that)
+    if not plan.feasible:  # artifacts for a plan that cannot run are refused, never half-written
+        with pytest.raises(EmitError, match="not feasible"):
+            render(plan, chosen)
+        return
     try:
         files = render(plan, chosen)
     except EmitError as err:

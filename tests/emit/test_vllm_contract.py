@@ -59,7 +59,7 @@ def run_harness(py: Path, argv: list[str]) -> dict:
 CASES = {
     "tp1": (dict(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB"), 1),
     "tp2-fp8-weights": (dict(model="meta-llama/Llama-2-70b-hf", gpu="H100-80GB:2"), 2),
-    "tp4": (dict(model="meta-llama/Llama-2-70b-hf", gpu="A100-40GB:4", quantization="none"), 4),
+    "tp4": (dict(model="meta-llama/Llama-2-70b-hf", gpu="L40S:4", quantization="none", engine="vllm"), 4),
     "tp8": (dict(model="meta-llama/Llama-2-70b-hf", gpu="A100-40GB:8"), 8),
     "fp8-kv": (dict(model="meta-llama/Llama-3.1-8B", gpu="H100-80GB", kv_cache_dtype="fp8"), 1),
     "awq-prequantized": (dict(model="Qwen/Qwen2.5-7B-Instruct-AWQ", gpu="A100-80GB"), 1),
