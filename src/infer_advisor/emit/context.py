@@ -65,6 +65,9 @@ class EmitContext(BaseModel):
     startup_failures: int
     docker_run: str = Field(description="A shell line that runs the built image.")
     quantize_lines: list[str] = Field(description="Shell lines of the quantize steps, quoted.")
+    literal_shell_specials: bool = Field(
+        default=False, description="A quoted value holds a literal $ or backquote (shellcheck SC2016 must be told it is meant)."
+    )
     request_path: str
     request_line: str = Field(description="curl line for a first completion, quoted.")
     health_line: str | None
@@ -170,6 +173,8 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
         max_batch=e.max_num_seqs, summary=_summary(plan, gpus_per_node), warnings=list(plan.warnings),
     )
     ctx["docker_run"] = _docker_run(ctx, f"infer-advisor/{app}:{A.slug(e.name)}-{e.version}")
+    values = [*argv_host, *argv_container, str(ref.host), str(ref.container), *(x for step in ref.quantize_steps for x in step)]
+    ctx["literal_shell_specials"] = any("$" in v or "`" in v for v in values)
     return EmitContext(**ctx)
 
 
