@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -100,27 +101,18 @@ def advise(
 
 
 def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: bool) -> DeploymentPlan:
-    d = defaults()
     if request.context and request.context > model.max_position_embeddings:
         raise RequestError(
             f"--context {request.context} exceeds {model.name}'s max_position_embeddings ({model.max_position_embeddings}); "
             f"use --context {model.max_position_embeddings} or less."
         )
-    concurrency = request.concurrency or (d.cpu_concurrency if hw.kind == "cpu" else d.concurrency[request.goal])
-    context = request.context or model.max_position_embeddings
-    input_tokens = request.input_tokens or min(d.input_tokens, context)
-    output_tokens = request.output_tokens or d.output_tokens
-    request_tokens = request.context or (input_tokens + output_tokens)
-    rules = load_rules(request.rules)
-    facts = base_facts(model, hw, request, concurrency, context)
-    trace: list[Trace] | None = [] if explain else None
-    result = search(
-        model, hw, request, rules, facts,
-        concurrency=concurrency, context=context, input_tokens=input_tokens,
-        request_tokens=request_tokens,
-        min_context=d.min_useful_context, tp_sizes=d.tensor_parallel_sizes,
-        cpu_fraction=d.cpu_memory_fraction, trace=trace,
+    w = _workload(request, model, hw.kind)
+    concurrency, context, input_tokens, output_tokens, request_tokens = (
+        w.concurrency, w.context, w.input_tokens, w.output_tokens, w.request_tokens
     )
+    rules = load_rules(request.rules)
+    trace: list[Trace] | None = [] if explain else None
+    result = _search(model, hw, request, rules, w, trace)
     warnings = list(hw.notes)
     choice = result.choice
     feasible = choice is not None
@@ -325,9 +317,7 @@ def _suggest_hardware(request: PlanRequest, model: ModelFacts) -> str | None:
     from ..hardware import gpu_catalog
     from ..hardware.facts import HardwareFacts as HF
 
-    d = defaults()
-    concurrency = request.concurrency or d.concurrency[request.goal]
-    context = request.context or model.max_position_embeddings
+    w = _workload(request, model, "gpu")
     rules = load_rules(request.rules)
     options = []
     for gpu in gpu_catalog():
@@ -337,27 +327,50 @@ def _suggest_hardware(request: PlanRequest, model: ModelFacts) -> str | None:
     options.sort(key=lambda o: (o[0], o[1], o[2], o[3].name))
     for _, nodes, count, gpu in options:
         hw = HF(kind="gpu", gpus=[gpu] * count, nodes=nodes, source="catalog")
-        facts = base_facts(model, hw, request, concurrency, context)
-        r = search(
-            model, hw, request, rules, facts, concurrency=concurrency, context=context,
-            input_tokens=request.input_tokens or d.input_tokens,
-            request_tokens=request.context or ((request.input_tokens or d.input_tokens) + (request.output_tokens or d.output_tokens)),
-            min_context=d.min_useful_context,
-            tp_sizes=d.tensor_parallel_sizes, cpu_fraction=d.cpu_memory_fraction, trace=None,
-        )
+        r = _search(model, hw, request, rules, w, None)
         if r.choice is not None:
             spec = f"{gpu.name}:{count}" + (f"x{nodes}" if nodes > 1 else "")
             return f"--gpu {spec} ({r.choice.profile.display}, {r.choice.quantization.value}, {r.choice.layout})"
     return None
 
 
-def _performance(request, model, hw, choice: Choice, concurrency, input_tokens, output_tokens):
-    from ..estimate import speed
+@dataclass(frozen=True)
+class _Workload:
+    concurrency: int
+    context: int
+    input_tokens: int
+    output_tokens: int
+    request_tokens: int
 
-    fn = getattr(speed, "estimate_speed", None)
-    if fn is None:
-        return None
-    return fn(
+
+def _workload(request: PlanRequest, model: ModelFacts, kind: str) -> _Workload:
+    """The request's workload with the goal's defaults filled in (one place for the planner and the suggestion)."""
+    d = defaults()
+    context = request.context or model.max_position_embeddings
+    input_tokens = request.input_tokens or min(d.input_tokens, context)
+    output_tokens = request.output_tokens or d.output_tokens
+    return _Workload(
+        concurrency=request.concurrency or (d.cpu_concurrency if kind == "cpu" else d.concurrency[request.goal]),
+        context=context,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        request_tokens=request.context or (input_tokens + output_tokens),
+    )
+
+
+def _search(model: ModelFacts, hw: HardwareFacts, request: PlanRequest, rules, w: _Workload, trace: list[Trace] | None):
+    d = defaults()
+    return search(
+        model, hw, request, rules, base_facts(model, hw, request, w.concurrency, w.context),
+        concurrency=w.concurrency, context=w.context, input_tokens=w.input_tokens, request_tokens=w.request_tokens,
+        min_context=d.min_useful_context, tp_sizes=d.tensor_parallel_sizes, cpu_fraction=d.cpu_memory_fraction, trace=trace,
+    )
+
+
+def _performance(request, model, hw, choice: Choice, concurrency, input_tokens, output_tokens):
+    from ..estimate.speed import estimate_speed
+
+    return estimate_speed(
         model, hw, engine=choice.profile.name, quantization=choice.quantization.value, dtype=choice.dtype.value,
         tp=choice.layout.tp, pp=choice.layout.pp, memory=choice.memory, concurrency=concurrency,
         input_tokens=input_tokens, output_tokens=output_tokens,
