@@ -135,6 +135,28 @@ def ceilings(dev: str, timer: Timer, smoke: bool) -> dict:
     return out
 
 
+def copy_eager(dev: str, smoke: bool) -> dict:
+    """Device-to-device copy timed eagerly with events (cross-check of the graph-replayed copy)."""
+    n = (1 << 20) if smoke else (1 << 30)
+    a = torch.randn(n, device=dev, dtype=torch.bfloat16)
+    b = torch.empty_like(a)
+    out = {}
+    if not dev.startswith("cuda"):
+        return {"skipped": "needs CUDA"}
+    for _ in range(3):
+        b.copy_(a)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(10):
+        b.copy_(a)
+    end.record()
+    end.synchronize()
+    t = start.elapsed_time(end) / 1e3 / 10
+    out["copy_bytes_read_plus_written_per_s"] = 2 * a.numel() * a.element_size() / t
+    return out
+
+
 def gemm_shapes(smoke: bool) -> list[dict]:
     """(name, K, N) of y = x W^T, W: N x K, for catalog layer shapes."""
     if smoke:
@@ -486,6 +508,100 @@ def prefill_step(dev: str, smoke: bool, deadline: float, models: list[str]) -> l
     return rows
 
 
+def small_kernels(dev: str, timer: Timer, smoke: bool, deadline: float) -> list[dict]:
+    """Per-kernel time of the small elementwise/reduction kernels around the GEMMs (norms, RoPE, SiLU, adds)."""
+    rows = []
+    hidden = 64 if smoke else 4096
+    for m in ([1, 8] if smoke else [1, 8, 64, 256, 1024, 4096]):
+        if time.monotonic() > deadline:
+            rows.append({"skipped": "time budget"})
+            break
+        x = torch.randn(m, hidden, device=dev, dtype=torch.bfloat16)
+        w = torch.randn(hidden, device=dev, dtype=torch.bfloat16)
+        ops = {
+            "mul": lambda x=x, w=w: x * w,
+            "add": lambda x=x: x + x,
+            "to_float": lambda x=x: x.float(),
+            "mean_lastdim": lambda x=x: x.float().pow(2).mean(-1, keepdim=True),
+            "silu": lambda x=x: F.silu(x),
+        }
+        for name, op in ops.items():
+            try:
+                kernels = 3 if name == "mean_lastdim" else 1
+                t = timer(op, inner=64)
+                rows.append({"op": name, "m": m, "hidden": hidden, "kernels": kernels, "seconds": t,
+                             "seconds_per_kernel": t / kernels, "bytes": x.numel() * x.element_size() * 2})
+            except Exception as err:  # noqa: BLE001
+                rows.append({"op": name, "m": m, "error": repr(err)[:200]})
+    return rows
+
+
+def kernel_count(dev: str, smoke: bool, models: list[str]) -> list[dict]:
+    """CUDA kernels launched by one eager decode step of the plain-PyTorch model, per layer (profiler)."""
+    if not dev.startswith("cuda"):
+        return [{"skipped": "needs CUDA"}]
+    from torch.profiler import ProfilerActivity, profile
+
+    rows = []
+    for name in models:
+        cfg = load_config(name)
+        counts = {}
+        for layers in (2, 4):
+            model = StaticLlama(cfg, dev, 8, 1100, layers)
+            tok = torch.randint(0, model.vocab, (8, 1), device=dev)
+            model.forward(tok, 1023)
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                model.forward(tok, 1023)
+                torch.cuda.synchronize()
+            kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+            names: dict[str, int] = {}
+            for e in kernels:
+                names[e.name[:80]] = names.get(e.name[:80], 0) + 1
+            counts[layers] = (len(kernels), names)
+            del model
+        per_layer = (counts[4][0] - counts[2][0]) / 2
+        rows.append({"model": name, "kernels_2_layers": counts[2][0], "kernels_4_layers": counts[4][0],
+                     "kernels_per_layer": per_layer, "outside_layers": counts[2][0] - 2 * per_layer,
+                     "kernel_names_4_layers": counts[4][1]})
+        torch.cuda.empty_cache()
+    return rows
+
+
+def compiled_decode(dev: str, timer: Timer, smoke: bool, deadline: float, models: list[str]) -> list[dict]:
+    """The same decode step through torch.compile (Inductor fuses the small kernels), then graph-captured."""
+    if not dev.startswith("cuda"):
+        return [{"skipped": "needs CUDA"}]
+    rows = []
+    name = models[0]
+    cfg = load_config(name)
+    if smoke:
+        return [{"skipped": "smoke"}]
+    import torch._dynamo
+
+    torch._dynamo.config.cache_size_limit = 64
+    for batch in (1, 16, 64, 256):
+        if time.monotonic() > deadline - 60:
+            rows.append({"model": name, "batch": batch, "skipped": "time budget"})
+            break
+        model = StaticLlama(cfg, dev, batch, 1032)
+        tokens = torch.randint(0, model.vocab, (batch, 1), device=dev)
+        fwd = torch.compile(model.forward, mode="max-autotune-no-cudagraphs", dynamic=False, fullgraph=False)
+        try:
+            t_c = time.monotonic()
+            fwd(tokens, 1023)
+            torch.cuda.synchronize()
+            compile_s = time.monotonic() - t_c
+            t = timer(lambda: fwd(tokens, 1023), inner=1)
+            rows.append({"model": name, "batch": batch, "context": 1024, "seconds": t, "compile_seconds": compile_s,
+                         "tokens_per_s": batch / t, "weight_bytes": model.weight_bytes()})
+        except Exception as err:  # noqa: BLE001
+            rows.append({"model": name, "batch": batch, "error": repr(err)[:300]})
+        del model, fwd
+        torch.cuda.empty_cache()
+    return rows
+
+
 def pick_sdpa_backend(dev: str) -> tuple[object | None, dict]:
     """The first fused SDPA backend that runs GQA decode and causal prefill here (flash, cuDNN, efficient)."""
     if not dev.startswith("cuda"):
@@ -525,6 +641,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--smoke", action="store_true", help="Tiny shapes on any device (tests the script itself).")
     ap.add_argument("--sections", default="ceilings,decode_step,prefill_step,attention,grouped_gemm,gemm")
     ap.add_argument("--models", default="meta-llama/Llama-3.1-8B,Qwen/Qwen2.5-32B")
+    ap.add_argument("--compiled-model", default="meta-llama/Llama-3.1-8B", help="Model for the compiled_decode section.")
     args = ap.parse_args(argv)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     timer = Timer(dev, args.smoke)
@@ -576,6 +693,10 @@ def main(argv: list[str] | None = None) -> int:
                 "grouped_gemm": lambda: grouped_gemm(dev, timer, args.smoke, deadline),
                 "decode_step": lambda: decode_step(dev, timer, args.smoke, deadline, models),
                 "prefill_step": lambda: prefill_step(dev, args.smoke, deadline, models),
+                "small_kernels": lambda: small_kernels(dev, timer, args.smoke, deadline),
+                "kernel_count": lambda: kernel_count(dev, args.smoke, models),
+                "compiled_decode": lambda: compiled_decode(dev, timer, args.smoke, deadline, [args.compiled_model]),
+                "copy_eager": lambda: copy_eager(dev, args.smoke),
             }
             try:
                 result[section] = runners[section]()
