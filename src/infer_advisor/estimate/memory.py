@@ -80,6 +80,14 @@ def _group_bytes(model: ModelFacts, fmt_name: str, dtype: str, group_size: int |
     return out
 
 
+def weight_bytes_by_group(model: ModelFacts, quantization: str = "none", dtype: str = "bfloat16", group_size: int | None = None) -> dict[str, float]:
+    """Bytes of the whole model's ``embedding``, ``lm_head``, ``linear`` and ``other`` parameters in a weight format.
+
+    The speed model reads the bytes a step moves from here, so weights are added up in one place only.
+    """
+    return _group_bytes(model, quantization, dtype, group_size)
+
+
 def weights_bytes(model: ModelFacts, quantization: str = "none", dtype: str = "bfloat16", group_size: int | None = None) -> int:
     """All weight bytes of ``model`` in format ``quantization`` with unquantized parts in ``dtype``."""
     return int(sum(_group_bytes(model, quantization, dtype, group_size).values()))

@@ -1,0 +1,247 @@
+"""The speed model's data (``data/speed/``), validated on load: measured kernels, engine profiles, links.
+
+- ``kernels.yaml``: kernel efficiencies measured on the reference GPU (the lent H200), as fractions of its
+  datasheet ceilings, written by ``benchmarks/gpu/fit_kernels.py`` (never by hand).
+- ``engines.yaml``: per engine, how it runs a step (CUDA graphs, fused small kernels, host overhead), the
+  weight-kernel class per quantization, and the coefficients fitted on published measurements
+  (``benchmarks/speed_fit.py``, leave-one-source-out graded), each with its source.
+- ``links.yaml``: all-reduce latency and bus efficiency per interconnect, with sources.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .._data import load_validated
+from .._paths import shipped
+
+
+def _check_table(table: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    if not table:
+        raise ValueError("needs at least one (tokens, efficiency) pair")
+    xs = [x for x, _ in table]
+    if xs != sorted(xs) or len(set(xs)) != len(xs) or xs[0] <= 0:
+        raise ValueError("tokens must be positive and strictly increasing")
+    for _, y in table:
+        if not (0 < y <= 1) or not math.isfinite(y):
+            raise ValueError(f"efficiency {y} is not in (0, 1]")
+    return table
+
+
+def interp_log(table: list[tuple[float, float]], x: float) -> float:
+    """Piecewise linear in log(x), clamped at both ends (benchmarks/gpu/fit_kernels.py uses the same rule)."""
+    if x <= table[0][0]:
+        return table[0][1]
+    for (x0, y0), (x1, y1) in zip(table, table[1:]):
+        if x <= x1:
+            f = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
+            return y0 + f * (y1 - y0)
+    return table[-1][1]
+
+
+class _Fit(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    fit_points: int | None = None
+    fit_median_abs_error: float | None = None
+    note: str | None = None
+
+
+class GemmCurve(_Fit):
+    """``t = launch + max(bytes / (bandwidth_efficiency x BW), flops / (eta(tokens) x PEAK))`` per GEMM."""
+
+    launch_s: float = Field(ge=0, le=1e-3)
+    bandwidth_efficiency: float = Field(gt=0, le=1)
+    compute_efficiency_by_tokens: list[tuple[float, float]]
+
+    @field_validator("compute_efficiency_by_tokens")
+    @classmethod
+    def _table(cls, v: list[tuple[float, float]]) -> list[tuple[float, float]]:
+        return _check_table(v)
+
+
+class GroupedGemm(_Fit):
+    launch_s: float = Field(ge=0, le=1e-3)
+    bandwidth_efficiency: float = Field(gt=0, le=1)
+    compute_efficiency_scale: float = Field(gt=0, le=1, description="x the dense bf16 curve at the rows per expert.")
+
+
+class AttentionDecode(_Fit):
+    launch_s: float = Field(ge=0, le=1e-3)
+    bandwidth_efficiency: float = Field(gt=0, le=1)
+
+
+class AttentionPrefill(_Fit):
+    compute_efficiency_by_tokens: list[tuple[float, float]]
+
+    @field_validator("compute_efficiency_by_tokens")
+    @classmethod
+    def _table(cls, v: list[tuple[float, float]]) -> list[tuple[float, float]]:
+        return _check_table(v)
+
+
+class Attention(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    decode: AttentionDecode
+    prefill: AttentionPrefill
+
+
+class SmallKernel(_Fit):
+    seconds_per_kernel: float = Field(gt=0, le=1e-3)
+    range_s: list[float] | None = None
+
+
+class KernelsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    reference_gpu: str
+    reference_ceilings: dict[str, float]
+    source: str
+    measured_ceilings: dict
+    gemm: dict[str, GemmCurve]
+    attention: Attention
+    grouped_gemm: GroupedGemm
+    small_kernel: SmallKernel
+    sdpa_backend: str | None = None
+
+
+class WeightKernel(BaseModel):
+    """How one weight format's GEMMs run, relative to a measured curve."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    curve: Literal["bf16", "fp8"] = Field(description="Measured curve the efficiencies start from.")
+    peak: Literal["bf16", "fp16", "fp8", "int8"] = Field(description="Which datasheet peak the compute runs at.")
+    bandwidth_scale: float = Field(default=1.0, gt=0, le=2)
+    compute_scale: float = Field(default=1.0, gt=0, le=2)
+    launch_scale: float = Field(default=1.0, gt=0, le=10)
+    needs_compute_capability: float | None = Field(default=None, description="Below it, ``fallback`` is used instead.")
+    fallback: str | None = None
+    source: str
+
+
+class Coefficient(BaseModel):
+    """A fitted or assumed engine coefficient with where it came from."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    value: float = Field(description="The coefficient.")
+    kind: Literal["fitted", "measured", "assumed", "published"]
+    source: str
+
+    @field_validator("value")
+    @classmethod
+    def _finite(cls, v: float) -> float:
+        if not math.isfinite(v) or v < 0:
+            raise ValueError("must be finite and >= 0")
+        return v
+
+
+class EngineSpeed(BaseModel):
+    """One engine's step: kernels it launches, what runs on the host, and fitted efficiencies."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    cuda_graphs: bool = Field(description="Decode steps replay CUDA graphs (launch cost off the critical path).")
+    small_kernels_per_layer: float = Field(ge=0, description="Norm/RoPE/activation/add/cache-write kernels per decoder layer.")
+    small_kernels_source: str
+    host_launch_s: float = Field(default=5e-6, ge=0, description="Host time per kernel launch when graphs are off.")
+    weight_kernels: dict[str, str] = Field(description="weight format -> weight-kernel class (links to `weight_kernels`).")
+    step_overhead_s: Coefficient = Field(description="Host time per engine step not hidden behind the GPU (schedule, sample, sync).")
+    per_sequence_s: Coefficient = Field(description="Host time per running sequence per step.")
+    attention_scale: Coefficient = Field(description="Decode-attention bandwidth efficiency x the measured SDPA kernel's.")
+    prefill_attention_scale: Coefficient = Field(description="Prefill-attention efficiency x the measured SDPA kernel's.")
+    gemm_scale: Coefficient = Field(description="Weight-kernel bandwidth/compute efficiency x the measured curves.")
+    gddr_scale: Coefficient = Field(description="Extra bandwidth-efficiency factor on GDDR (consumer/workstation) GPUs.")
+    cpu_bandwidth_efficiency: Coefficient | None = Field(default=None, description="Fraction of CPU memory bandwidth reached (CPU engines).")
+    fit: dict | None = Field(default=None, description="Points, sources and leave-one-source-out error of the fit.")
+    source: str
+
+
+class LinkSpeed(BaseModel):
+    """All-reduce cost on one interconnect: the faster of a latency-optimised kernel and a bandwidth-optimised ring."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    allreduce_latency_s: float = Field(ge=0, le=1e-2, description="Latency of the small-message (one-shot) all-reduce.")
+    small_message_bytes_per_s: float = Field(gt=0, description="Bus bandwidth the small-message kernel reaches.")
+    nccl_latency_s: float = Field(ge=0, le=1e-2, description="Latency of the ring all-reduce.")
+    bus_efficiency: float = Field(gt=0, le=1, description="Ring bus bandwidth / link bandwidth.")
+    source: str
+
+
+class CPUCeilings(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    memory_bandwidth_bytes_per_s: float = Field(gt=0)
+    flops_per_core_per_s: float = Field(gt=0)
+    compute_efficiency: float = Field(gt=0, le=1)
+    source: str
+
+
+class EnginesFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    engines: dict[str, EngineSpeed]
+    weight_kernels: dict[str, WeightKernel]
+    links: dict[str, LinkSpeed]
+    cpu: CPUCeilings
+
+
+@cache
+def kernels() -> KernelsFile:
+    return load_validated(shipped("data") / "speed" / "kernels.yaml", KernelsFile)
+
+
+class FittedEngine(BaseModel):
+    """Coefficients benchmarks/speed_fit.py fitted for one engine, and how well they predict held-out sources."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    coefficients: dict[str, float]
+    points: int = Field(ge=0)
+    sources: int = Field(ge=0)
+    loso_median_abs_error: float | None = Field(default=None, description="Leave-one-source-out median |relative error|.")
+    loso_p90_abs_error: float | None = None
+    in_sample_median_abs_error: float | None = None
+
+
+class FittedFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    generated_by: str
+    dataset: str
+    engines: dict[str, FittedEngine] = Field(default_factory=dict)
+
+
+FITTED_FIELDS = ("step_overhead_s", "per_sequence_s", "attention_scale", "prefill_attention_scale", "gemm_scale", "gddr_scale")
+
+
+@cache
+def engine_speeds() -> EnginesFile:
+    """engines.yaml with the coefficients of data/speed/fitted.yaml (when present) applied and labelled ``fitted``."""
+    base = load_validated(shipped("data") / "speed" / "engines.yaml", EnginesFile)
+    path = shipped("data") / "speed" / "fitted.yaml"
+    if not path.exists():
+        return base
+    fitted = load_validated(path, FittedFile)
+    engines = dict(base.engines)
+    for name, fe in fitted.engines.items():
+        if name not in engines:
+            continue
+        eng = engines[name]
+        update: dict = {}
+        label = (f"fitted by {fitted.generated_by} on {fe.points} published points from {fe.sources} sources ({fitted.dataset})"
+                 + (f"; leave-one-source-out median |error| {fe.loso_median_abs_error:.0%}" if fe.loso_median_abs_error is not None else ""))
+        for key, value in fe.coefficients.items():
+            if key in FITTED_FIELDS:
+                update[key] = Coefficient(value=value, kind="fitted", source=label)
+        update["fit"] = fe.model_dump()
+        engines[name] = eng.model_copy(update=update)
+    return base.model_copy(update={"engines": engines})
+
+
+def engine_speed(name: str) -> EngineSpeed:
+    from ..errors import RequestError
+
+    table = engine_speeds().engines
+    if name not in table:
+        raise RequestError(f"No speed profile for engine '{name}'. Known: {', '.join(table)}.")
+    return table[name]
