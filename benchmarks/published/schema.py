@@ -145,7 +145,10 @@ class Point(BaseModel):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
     source_id: str
     source_url: str = Field(pattern=r"^https://", description="The exact page, file at a commit, or anchor.")
-    quote: str = Field(min_length=8, description="The sentence or table row the figure comes from (short).")
+    quote: str = Field(min_length=8, description="The sentence or table row the figure comes from, verbatim (whitespace aside).")
+    quote_context: str | None = Field(
+        default=None, description="Where the quote sits (section, table header, column): our words, not part of the quote."
+    )
 
     engine: Engine
     engine_version: str | None = Field(description="As stated; null when the source does not say (see notes).")
