@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+MEMORY_BOUND_ROWS = 128  # below this many rows every measured GEMM on the H200 is memory bound
 REF = {"name": "H200", "bandwidth": 4.8e12, "bf16": 989e12, "fp8": 1979e12}
 
 
@@ -56,7 +57,12 @@ def fit_gemm(rows: list[dict], dtype: str) -> dict:
             if best is None or err < best[0] - 1e-12:
                 best = (err, float(eta))
         table.append([m, round(best[1], 3)])
-    # Collapse the memory-bound head of the table: below the first M where compute can bind, eta_c is moot.
+    # Below MEMORY_BOUND_ROWS the products are memory bound on the reference GPU for every shape, so the fitted
+    # eta there only says "compute does not bind" (any small value fits). Hold the efficiency found at that row
+    # count instead: compute time then grows in proportion to the rows, and a GPU with less compute per byte of
+    # bandwidth is not made compute bound at batch 1 by an artefact of the fit.
+    floor = next(eta for m, eta in table if m >= MEMORY_BOUND_ROWS)
+    table = [[m, max(eta, floor) if m < MEMORY_BOUND_ROWS else eta] for m, eta in table]
     model = {"launch_s": launch, "bandwidth_efficiency": bw / REF["bandwidth"], "compute_efficiency_by_tokens": table}
     pred = [gemm_time(model, r["weight_bytes"], 2 * r["m_run"] * r["k"] * r["n"], r["m"], dtype) for r in dense]
     model["fit_points"] = len(dense)

@@ -113,7 +113,7 @@ class WeightKernel(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     curve: Literal["bf16", "fp8"] = Field(description="Measured curve the efficiencies start from.")
-    peak: Literal["bf16", "fp16", "fp8", "int8"] = Field(description="Which datasheet peak the compute runs at.")
+    peak: Literal["bf16", "fp16", "fp8", "int8", "fp4"] = Field(description="Which datasheet peak the compute runs at.")
     bandwidth_scale: float = Field(default=1.0, gt=0, le=2)
     compute_scale: float = Field(default=1.0, gt=0, le=2)
     launch_scale: float = Field(default=1.0, gt=0, le=10)
@@ -148,6 +148,10 @@ class EngineSpeed(BaseModel):
     small_kernels_per_layer: float = Field(ge=0, description="Norm/RoPE/activation/add/cache-write kernels per decoder layer.")
     small_kernels_source: str
     host_launch_s: float = Field(default=5e-6, ge=0, description="Host time per kernel launch when graphs are off.")
+    kv_admission: Literal["on_demand", "reserve"] = Field(
+        default="on_demand", description="How the scheduler admits requests against the KV cache (simulate.SchedulerConfig)."
+    )
+    kv_admission_source: str | None = None
     weight_kernels: dict[str, str] = Field(description="weight format -> weight-kernel class (links to `weight_kernels`).")
     step_overhead_s: Coefficient = Field(description="Host time per engine step not hidden behind the GPU (schedule, sample, sync).")
     per_sequence_s: Coefficient = Field(description="Host time per running sequence per step.")
@@ -215,11 +219,14 @@ FITTED_FIELDS = ("step_overhead_s", "per_sequence_s", "attention_scale", "prefil
 
 
 @cache
-def engine_speeds() -> EnginesFile:
-    """engines.yaml with the coefficients of data/speed/fitted.yaml (when present) applied and labelled ``fitted``."""
+def engine_speeds(apply_fitted: bool = True) -> EnginesFile:
+    """engines.yaml with the coefficients of data/speed/fitted.yaml (when present) applied and labelled ``fitted``.
+
+    ``apply_fitted=False`` gives the stated (assumed/measured) values only: what benchmarks/speed_fit.py starts from.
+    """
     base = load_validated(shipped("data") / "speed" / "engines.yaml", EnginesFile)
     path = shipped("data") / "speed" / "fitted.yaml"
-    if not path.exists():
+    if not apply_fitted or not path.exists():
         return base
     fitted = load_validated(path, FittedFile)
     engines = dict(base.engines)

@@ -203,37 +203,58 @@ class StepModel:
                 self._layer_cache[rows] = cached
         return cached
 
-    def attention_terms(self, s: StepShape) -> dict[str, float]:
-        """Seconds of all attention layers of one stage."""
-        out = {"attention_decode": 0.0, "attention_prefill": 0.0}
-        if s.decode:
-            window_ctx = s.decode_window_context
-            if window_ctx is None:
-                window_ctx = min(s.decode_context, s.decode * self.window) if self.window else s.decode_context
-            kv = s.decode_context * self.kv_full_bytes_per_token + window_ctx * self.kv_window_bytes_per_token
-            out["attention_decode"] = self.layers_per_stage * self.attn_launch + kv / self.attn_bw
-        if s.prefill_tokens:
-            chunk = s.prefill_tokens / max(s.prefill_chunks, 1)
+    def _attention(self, decode: int, decode_context: float, window_context: float | None, prefill_tokens: int,
+                   prefill_pairs: float, chunks: int) -> tuple[float, float]:
+        """(decode, prefill) attention seconds over one stage's layers."""
+        dec = pre = 0.0
+        if decode:
+            if window_context is None:
+                window_context = min(decode_context, decode * self.window) if self.window else decode_context
+            kv = decode_context * self.kv_full_bytes_per_token + window_context * self.kv_window_bytes_per_token
+            dec = self.layers_per_stage * self.attn_launch + kv / self.attn_bw
+        if prefill_tokens:
+            chunk = prefill_tokens / max(chunks, 1)
             eta = interp_log(self.prefill_attn_table, chunk) * self.prefill_attn_scale
-            pairs = s.prefill_pairs
+            pairs = prefill_pairs
             if self.window and self.full_layer_share < 1.0:  # sliding layers attend at most `window` keys per query
-                capped = min(pairs, s.prefill_tokens * float(self.window))
+                capped = min(pairs, prefill_tokens * float(self.window))
                 pairs = self.full_layer_share * pairs + (1 - self.full_layer_share) * capped
             flops = 4 * self.q_width * pairs * self.layers_per_stage
-            out["attention_prefill"] = self.layers_per_stage * self.attn_launch + flops / (eta * self.attn_peak)
-        return out
+            pre = self.layers_per_stage * self.attn_launch + flops / (eta * self.attn_peak)
+        return dec, pre
+
+    def _head(self, sampled: int, rows: int) -> tuple[float, float, float]:
+        """(lm_head, sampler, pipeline hand-off) seconds."""
+        head = self._gemm(sampled, self.head_bytes, self.head_flops_per_row, self.head_launch, self.head_bw, self.head_table,
+                          self.head_peak, self.gemm_compute_scale) if sampled else 0.0
+        sampler = 2 * self.small_s + sampled * self.vocab * 4 / self.small_bw if sampled else 0.0
+        p2p = (self.pp_latency + rows * self.hidden * self.act_bytes / self.pp_link_bw) if self.pp > 1 else 0.0
+        return head, sampler, p2p
+
+    def _head_cached(self, sampled: int, rows: int) -> float:
+        if self.pp > 1:
+            return sum(self._head(sampled, rows))
+        key = -1 - sampled  # negative keys: head terms (non-negative keys: layer terms by rows)
+        cached = self._layer_cache.get(key)
+        if cached is None:
+            cached = sum(self._head(sampled, rows))
+            if len(self._layer_cache) < 65536:
+                self._layer_cache[key] = cached
+        return cached
+
+    def attention_terms(self, s: StepShape) -> dict[str, float]:
+        """Seconds of all attention layers of one stage."""
+        dec, pre = self._attention(s.decode, s.decode_context, s.decode_window_context, s.prefill_tokens, s.prefill_pairs,
+                                   s.prefill_chunks)
+        return {"attention_decode": dec, "attention_prefill": pre}
 
     def head_terms(self, s: StepShape) -> dict[str, float]:
         """lm_head over the rows that sample, the sampler, and the hand-off between pipeline stages."""
-        rows = s.sampled
-        head = self._gemm(rows, self.head_bytes, self.head_flops_per_row, self.head_launch, self.head_bw, self.head_table,
-                          self.head_peak, self.gemm_compute_scale) if rows else 0.0
-        sampler = 2 * self.small_s + rows * self.vocab * 4 / self.small_bw if rows else 0.0
-        p2p = (self.pp_latency + s.rows * self.hidden * self.act_bytes / self.pp_link_bw) if self.pp > 1 else 0.0
+        head, sampler, p2p = self._head(s.sampled, s.rows)
         return {"lm_head": head, "sampler": sampler, "pp_transfer": p2p}
 
-    def kernel_count(self, s: StepShape) -> float:
-        per_layer = self.gemm_kernels + self.small_kernels + (1 if s.decode or s.prefill_tokens else 0) + (6 if self.experts else 0)
+    def kernel_count(self, decode: int, prefill_tokens: int) -> float:
+        per_layer = self.gemm_kernels + self.small_kernels + (1 if decode or prefill_tokens else 0) + (6 if self.experts else 0)
         return self.layers_per_stage * per_layer * self.pp + 4
 
     def terms(self, s: StepShape) -> dict[str, float]:
@@ -243,20 +264,31 @@ class StepModel:
         gpu = {k: v * self.pp for k, v in gpu.items()}  # a token passes every stage in turn
         out = dict(gpu)
         if self.host_bound:
-            launch_bound = self.kernel_count(s) * self.host_launch_s
+            launch_bound = self.kernel_count(s.decode, s.prefill_tokens) * self.host_launch_s
             out["host_launch_wait"] = max(0.0, launch_bound - sum(gpu.values()))
         out["engine_step_overhead"] = self.step_overhead_s
         out["engine_per_sequence"] = self.per_sequence_s * s.sequences
         return out
 
-    def seconds(self, s: StepShape) -> float:
-        """Seconds of one step (the same sum as :meth:`terms`, with the row-only part cached)."""
-        gpu = self.layers_per_stage * self._layer_fixed(s.rows)
-        gpu += sum(self.attention_terms(s).values()) + sum(self.head_terms(s).values())
+    def step_seconds(self, decode: int, decode_context: float, prefill_tokens: int = 0, prefill_pairs: float = 0.0,
+                     chunks: int = 0, completes: int = 0, window_context: float | None = None) -> float:
+        """Seconds of one step (the sum of :meth:`terms`, with the parts that depend only on row counts cached)."""
+        rows = decode + prefill_tokens
+        dec, pre = self._attention(decode, decode_context, window_context, prefill_tokens, prefill_pairs, chunks)
+        gpu = self.layers_per_stage * self._layer_fixed(rows) + dec + pre + self._head_cached(decode + completes, rows)
         gpu *= self.pp
         if self.host_bound:
-            gpu = max(gpu, self.kernel_count(s) * self.host_launch_s)
-        return gpu + self.step_overhead_s + self.per_sequence_s * s.sequences
+            gpu = max(gpu, self.kernel_count(decode, prefill_tokens) * self.host_launch_s)
+        return gpu + self.step_overhead_s + self.per_sequence_s * (decode + chunks)
+
+    def decode_seconds(self, batch: int, context_sum: float) -> float:
+        """A decode-only step of ``batch`` sequences whose KV contexts sum to ``context_sum``."""
+        return self.step_seconds(batch, context_sum)
+
+    def seconds(self, s: StepShape) -> float:
+        """Seconds of one step described by a :class:`StepShape`."""
+        return self.step_seconds(s.decode, s.decode_context, s.prefill_tokens, s.prefill_pairs, s.prefill_chunks, s.completes,
+                                 s.decode_window_context)
 
     def stage_seconds(self, s: StepShape) -> float:
         """One pipeline stage's share: the interval at which a pipelined engine can start the next micro-batch."""
@@ -272,7 +304,7 @@ def device_ceilings(gpu: GPUInfo | None, *, cpu_cores: int | None, dtype: str) -
         cpu = data.cpu
         cores = max(cpu_cores or 1, 1)
         flops = cpu.flops_per_core_per_s * cores * cpu.compute_efficiency
-        return Ceilings(bandwidth=cpu.memory_bandwidth_bytes_per_s, peaks={k: flops for k in ("bf16", "fp16", "fp8", "int8")},
+        return Ceilings(bandwidth=cpu.memory_bandwidth_bytes_per_s, peaks={k: flops for k in ("bf16", "fp16", "fp8", "int8", "fp4")},
                         link_bandwidth=1e12, link="none", gddr=False, source=f"CPU figures ({cpu.source})")
     t = gpu.tflops
     half = t.get("bf16") or t.get("fp16") or t.get("fp32") or 1.0
@@ -281,6 +313,7 @@ def device_ceilings(gpu: GPUInfo | None, *, cpu_cores: int | None, dtype: str) -
         "fp16": (t.get("fp16") or t.get("bf16") or half) * 1e12,
         "fp8": (t.get("fp8") or 0.0) * 1e12,
         "int8": (t.get("int8") or 0.0) * 1e12,
+        "fp4": (t.get("fp4") or 0.0) * 1e12,
     }
     mem_type = (gpu.memory_type or "").lower()
     return Ceilings(

@@ -1,0 +1,171 @@
+"""What arrives at a server: request lengths (fixed, a named distribution, or a trace) and arrival times.
+
+    >>> w = Workload(input_tokens=LengthSpec(mean=2000, distribution="lognormal"), output_tokens=LengthSpec(mean=300),
+    ...              arrival="poisson", rate=20)
+    >>> reqs = w.requests(count=500, seed=0)
+
+Lengths are integers >= 1, capped at ``max_tokens`` when given. A trace file is JSONL with one object per
+request: ``{"input_tokens": N, "output_tokens": M}`` and optionally ``"arrival_s": T``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Distribution = Literal["fixed", "uniform", "exponential", "lognormal", "normal"]
+# lognormal sigma used when only a mean is given: a coefficient of variation of about 0.8, typical of chat
+# prompt lengths (ShareGPT prompts: mean ~230, std ~200 tokens in vLLM's benchmark dataset).
+DEFAULT_LOGNORMAL_SIGMA = 0.7
+
+
+class LengthSpec(BaseModel):
+    """Token lengths: a fixed number, or a mean with a named distribution."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mean: float = Field(gt=0, le=10_000_000, description="Mean length in tokens (the length itself when fixed).")
+    distribution: Distribution = Field(default="fixed", description="fixed, uniform, exponential, lognormal or normal.")
+    spread: float | None = Field(
+        default=None, ge=0, le=10,
+        description="uniform: +-fraction of the mean; normal/lognormal: coefficient of variation (default 0.8 for lognormal).",
+    )
+
+    def sample(self, rng: random.Random) -> int:
+        m = self.mean
+        if self.distribution == "fixed":
+            v = m
+        elif self.distribution == "uniform":
+            s = 0.5 if self.spread is None else self.spread
+            v = rng.uniform(m * (1 - s), m * (1 + s))
+        elif self.distribution == "exponential":
+            v = rng.expovariate(1.0 / m)
+        elif self.distribution == "normal":
+            v = rng.gauss(m, m * (0.3 if self.spread is None else self.spread))
+        else:  # lognormal with the given mean
+            sigma = DEFAULT_LOGNORMAL_SIGMA if self.spread is None else math.sqrt(math.log(1 + self.spread**2))
+            v = rng.lognormvariate(math.log(m) - sigma**2 / 2, sigma)
+        return max(1, int(round(v)))
+
+
+@dataclass(frozen=True)
+class Request:
+    arrival: float
+    input_tokens: int
+    output_tokens: int
+
+
+class Workload(BaseModel):
+    """Requests and how they arrive: open loop (Poisson at ``rate``, or a trace's times) or closed loop (``concurrency`` clients)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_tokens: LengthSpec | None = Field(default=None, description="Prompt lengths (not needed with a trace).")
+    output_tokens: LengthSpec | None = Field(default=None, description="Answer lengths (not needed with a trace).")
+    trace: Path | None = Field(default=None, description="JSONL of {input_tokens, output_tokens[, arrival_s]} per request.")
+    arrival: Literal["poisson", "closed", "burst", "trace"] = Field(
+        default="poisson", description="poisson at `rate`; closed: `concurrency` clients back to back; burst: all at t=0; trace: its arrival_s."
+    )
+    rate: float | None = Field(default=None, gt=0, le=1e6, description="Requests per second (poisson).")
+    concurrency: int | None = Field(default=None, gt=0, le=100_000, description="Clients (closed loop).")
+    max_tokens: int | None = Field(default=None, gt=0, description="Cap on input + output per request (the deployment's context).")
+
+    @model_validator(mode="after")
+    def _complete(self) -> Workload:
+        if self.trace is None and (self.input_tokens is None or self.output_tokens is None):
+            raise ValueError("give input_tokens and output_tokens, or a trace file")
+        if self.arrival == "poisson" and self.rate is None:
+            raise ValueError("a poisson workload needs a rate")
+        if self.arrival == "closed" and self.concurrency is None:
+            raise ValueError("a closed-loop workload needs a concurrency")
+        if self.arrival == "trace" and self.trace is None:
+            raise ValueError("arrival 'trace' needs a trace file")
+        return self
+
+    def lengths(self, count: int, seed: int = 0) -> list[tuple[int, int]]:
+        """``count`` (input, output) pairs: sampled, or the trace's in order (cycled when shorter)."""
+        if self.trace is not None:
+            rows = read_trace(self.trace)
+            pairs = [(r[0], r[1]) for r in rows]
+            return [self._cap(*pairs[i % len(pairs)]) for i in range(count)]
+        rng = random.Random(seed)
+        assert self.input_tokens and self.output_tokens
+        return [self._cap(self.input_tokens.sample(rng), self.output_tokens.sample(rng)) for _ in range(count)]
+
+    def _cap(self, i: int, o: int) -> tuple[int, int]:
+        if self.max_tokens and i + o > self.max_tokens:
+            i = max(1, min(i, self.max_tokens - 1))
+            o = max(1, self.max_tokens - i)
+        return i, o
+
+    def requests(self, count: int, seed: int = 0) -> list[Request]:
+        """Open-loop requests with arrival times (closed-loop arrivals are decided by the simulator)."""
+        pairs = self.lengths(count, seed)
+        if self.arrival == "trace":
+            rows = read_trace(self.trace)  # type: ignore[arg-type]
+            times = [r[2] if r[2] is not None else 0.0 for r in rows]
+            return [Request(times[i % len(times)], *pairs[i]) for i in range(count)]
+        if self.arrival in ("burst", "closed"):
+            return [Request(0.0, i, o) for i, o in pairs]
+        rng = random.Random(seed + 1)
+        t, out = 0.0, []
+        for i, o in pairs:
+            t += rng.expovariate(self.rate)  # type: ignore[arg-type]
+            out.append(Request(t, i, o))
+        return out
+
+    @property
+    def mean_input(self) -> float:
+        if self.trace is not None:
+            rows = read_trace(self.trace)
+            return sum(r[0] for r in rows) / len(rows)
+        return self.input_tokens.mean  # type: ignore[union-attr]
+
+    @property
+    def mean_output(self) -> float:
+        if self.trace is not None:
+            rows = read_trace(self.trace)
+            return sum(r[1] for r in rows) / len(rows)
+        return self.output_tokens.mean  # type: ignore[union-attr]
+
+
+MAX_TRACE_ROWS = 1_000_000
+
+
+def read_trace(path: Path) -> list[tuple[int, int, float | None]]:
+    """(input, output, arrival or None) per line of a JSONL trace; bad lines raise one RequestError naming the line."""
+    from ..errors import RequestError
+
+    rows: list[tuple[int, int, float | None]] = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                if len(rows) >= MAX_TRACE_ROWS:
+                    raise RequestError(f"{path}: more than {MAX_TRACE_ROWS} requests; sample the trace first.")
+                try:
+                    obj = json.loads(line)
+                    i, o = int(obj["input_tokens"]), int(obj["output_tokens"])
+                    a = obj.get("arrival_s")
+                    a = None if a is None else float(a)
+                except (ValueError, KeyError, TypeError, RecursionError):
+                    raise RequestError(
+                        f"{path} line {n}: expected a JSON object with integer input_tokens and output_tokens (and optional arrival_s)."
+                    ) from None
+                if i < 1 or o < 1 or (a is not None and (not math.isfinite(a) or a < 0)):
+                    raise RequestError(f"{path} line {n}: lengths must be >= 1 and arrival_s a finite time >= 0.")
+                rows.append((i, o, a))
+    except OSError as err:
+        raise RequestError(f"cannot read the trace {path}: {err.strerror or err}") from None
+    except UnicodeDecodeError:
+        raise RequestError(f"{path} is not UTF-8 text (expected JSONL).") from None
+    if not rows:
+        raise RequestError(f"{path} holds no requests.")
+    return rows
