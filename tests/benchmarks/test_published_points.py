@@ -169,3 +169,14 @@ def test_loader_names_file_and_point(tmp_path, raw):
     bad.write_text(yaml.safe_dump(_with_points(raw, [point])), encoding="utf-8")
     with pytest.raises(ValueError, match=rf"bad\.yaml: points\.0\.gpu_count \(id {point['id']}\)"):
         load_dataset(bad)
+
+
+def test_readme_blocks_are_current(dataset):
+    """README.md's counts and aiconfigurator blocks are what summary.py renders (regenerate with --write)."""
+    import json
+
+    from benchmarks.published import summary
+
+    report = json.loads(summary.AIC_RESULTS.read_text()) if summary.AIC_RESULTS.exists() else None
+    text = summary.README.read_text(encoding="utf-8")
+    assert summary.render_readme(dataset, text, report) == text, "run: python -m benchmarks.published.summary --write"

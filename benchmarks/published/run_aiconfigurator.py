@@ -1,0 +1,384 @@
+"""Run NVIDIA's aiconfigurator on the published speed points it can model; write aiconfigurator_results.json.
+
+    python benchmarks/published/run_aiconfigurator.py              # all points (~10-20 min on 2 busy cores)
+    python benchmarks/published/run_aiconfigurator.py --only ID ...
+
+aiconfigurator 0.12.0 lives in a benchmark-only cached venv (tests/support/venvs.py,
+``ensure_venv("aiconfigurator", [["aiconfigurator==0.12.0"]])``); it is never a project dependency. This
+script runs in the project venv, decides per point whether aiconfigurator can model it (GPU system with
+collected data, engine trtllm/vllm/sglang, a catalog model, a load pattern aiconfigurator estimates) and
+re-runs itself inside the aiconfigurator venv (``--worker``) to call ``aiconfigurator.cli.api.cli_estimate``
+once per point, timing each call. The worker runs inside a network namespace without interfaces
+(``unshare -rn``) when the kernel allows it, which shows the estimate needs no network.
+
+How each mode is asked (aiconfigurator's ``--estimate-mode``):
+  static_batch        -> static, batch = the stated batch (all requests start together, no IFB)
+  batch1_decode       -> static, batch 1
+  prefill             -> static_ctx, batch = stated batch or 1
+  closed_loop         -> agg (in-flight batching) with batch = the stated concurrency
+  offline_throughput  -> agg at batch 64, 128, ..., 8192 (up to the request count), stopping at the first
+                         that does not fit; the best tokens/s is the prediction (the engine picks its own
+                         batch; the sources do not state it); 8192 prompt tokens per step (ctx_tokens), the
+                         TensorRT-LLM and SGLang default token budget
+  open_loop           -> not modelled (a Poisson request rate has no single concurrency to pass)
+Models are passed as a directory holding the infer_advisor catalog's config.json of the point's
+catalog_model, so aiconfigurator sees exactly the layer shapes the dataset names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+RESULTS = HERE / "aiconfigurator_results.json"
+AIC_REQUIREMENT = "aiconfigurator==0.12.0"
+
+# infer_advisor GPU catalog name -> aiconfigurator system that has collected kernel data (0.12.0 ships
+# systems/data for a100_sxm, h100_sxm, h200_sxm, b200_sxm, b300_sxm, gb200, gb300, l40s, rtx_pro_6000_server,
+# b60; its h100_pcie, a100_pcie, l4 and a30 folders are empty).
+SYSTEMS = {"A100-80GB": "a100_sxm", "H100-80GB": "h100_sxm", "H200": "h200_sxm", "B200": "b200_sxm", "L40S": "l40s"}
+# NIM serves Llama-3.3-70B FP8 TP2 through a TensorRT-LLM profile (the published table does not say which).
+BACKENDS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nim": "trtllm"}
+GEMM_QUANT = {"none": "bfloat16", "fp8": "fp8", "nvfp4": "nvfp4", "awq": "int4_wo", "gptq": "int4_wo"}
+OFFLINE_BATCHES = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
+# Prompt tokens one in-flight-batching step may take in offline runs: TensorRT-LLM's default max_num_tokens
+# and SGLang's default chunked_prefill_size are both 8192 (aiconfigurator's own default is one prompt, the ISL).
+OFFLINE_CTX_TOKENS = 8192
+MOE_MODELS = {"mistralai/Mixtral-8x7B-v0.1", "mistralai/Mixtral-8x22B-v0.1", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen1.5-MoE-A2.7B"}
+
+
+# ----------------------------------------------------------------------------------------------- planning
+def plan_job(point, config_dirs: dict[str, str]) -> tuple[dict | None, str | None]:
+    """The cli_estimate arguments for one point, or the reason aiconfigurator cannot model it."""
+    if point.engine not in BACKENDS:
+        return None, f"engine {point.engine!r} is not an aiconfigurator backend (trtllm, vllm, sglang)"
+    system = SYSTEMS.get(point.gpu)
+    if system is None:
+        return None, f"no aiconfigurator system with collected data for GPU {point.gpu!r}"
+    if not point.model_in_catalog:
+        return None, f"model {point.model!r} is not in the infer_advisor catalog (no config.json to pass)"
+    if point.quantization not in GEMM_QUANT:
+        return None, f"quantization {point.quantization!r} has no aiconfigurator GEMM mode"
+    if point.mode == "open_loop":
+        return None, "open-loop (Poisson request rate) serving: aiconfigurator estimates a fixed batch/concurrency"
+    if point.pp != 1 or point.dp != 1:
+        return None, "pipeline or data parallelism in the measurement"
+    gemm = GEMM_QUANT[point.quantization]
+    args: dict = {
+        "model_path": config_dirs[point.catalog_model],
+        "system_name": system,
+        "backend_name": BACKENDS[point.engine],
+        "isl": max(1, round(point.input_tokens)),
+        "osl": max(1, round(point.output_tokens)),
+        "tp_size": point.tp,
+        "pp_size": 1,
+        "gemm_quant_mode": gemm,
+        "kvcache_quant_mode": "fp8" if point.kv_cache_dtype == "fp8" else "bfloat16",
+    }
+    if point.catalog_model in MOE_MODELS:
+        # Experts sharded like the dense layers (vLLM's and TensorRT-LLM's default without expert parallelism).
+        args.update(moe_tp_size=point.tp, moe_ep_size=1)
+        args["moe_quant_mode"] = {"bfloat16": "bfloat16", "fp8": "fp8", "nvfp4": "nvfp4"}.get(gemm, "bfloat16")
+    if point.mode in ("static_batch", "batch1_decode"):
+        sweep = None
+        args.update(mode="static", batch_size=point.batch or 1)
+    elif point.mode == "prefill":
+        sweep = None
+        args.update(mode="static_ctx", batch_size=point.batch or 1, osl=1)
+    elif point.mode == "closed_loop":
+        sweep = None
+        args.update(mode="agg", batch_size=point.concurrency)
+    else:  # offline_throughput
+        sweep = [b for b in OFFLINE_BATCHES if b <= point.num_requests] or [point.num_requests]
+        args.update(mode="agg", ctx_tokens=max(args["isl"], OFFLINE_CTX_TOKENS))
+    return {"id": point.id, "args": args, "batch_sweep": sweep}, None
+
+
+def catalog_config_dirs(points, root: Path) -> dict[str, str]:
+    """One directory per catalog model with its config.json (aiconfigurator accepts a local model path)."""
+    from infer_advisor.model_facts.catalog import find_entry
+
+    dirs = {}
+    for name in sorted({p.catalog_model for p in points if p.catalog_model}):
+        entry = find_entry(name)
+        target = root / name.replace("/", "--")
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "config.json").write_text(json.dumps(entry.config), encoding="utf-8")
+        dirs[name] = str(target)
+    return dirs
+
+
+# ----------------------------------------------------------------------------------------------- worker
+def worker(jobs_path: str, out_path: str) -> None:
+    """Runs inside the aiconfigurator venv: one cli_estimate call per job (or per batch of a sweep)."""
+    import logging
+
+    logging.disable(logging.WARNING)
+    t0 = time.perf_counter()
+    from aiconfigurator.cli.api import cli_estimate
+
+    import_s = time.perf_counter() - t0
+    results = {}
+    for job in json.loads(Path(jobs_path).read_text()):
+        calls = []
+        batches = job["batch_sweep"] or [None]
+        for batch in batches:
+            args = dict(job["args"])
+            if batch is not None:
+                args["batch_size"] = batch
+            start = time.perf_counter()
+            try:
+                r = cli_estimate(**args)
+                raw = r.raw
+                calls.append(
+                    {
+                        "batch_size": args["batch_size"],
+                        "seconds": round(time.perf_counter() - start, 3),
+                        "ttft_ms": r.ttft,
+                        "tpot_ms": r.tpot,
+                        "request_latency_ms": _num(raw.get("request_latency")),
+                        "tokens_per_s": _num(raw.get("tokens/s")),
+                        "tokens_per_s_per_gpu": _num(raw.get("tokens/s/gpu")),
+                        "tokens_per_s_per_user": _num(raw.get("tokens/s/user")),
+                        "seq_per_s": _num(raw.get("seq/s")),
+                        "memory_gb": _num(raw.get("memory")),
+                        "backend_version": r.backend_version,
+                    }
+                )
+            except Exception as err:  # noqa: BLE001 - aiconfigurator's own refusal is the result
+                calls.append(
+                    {
+                        "batch_size": args["batch_size"],
+                        "seconds": round(time.perf_counter() - start, 3),
+                        "error": f"{type(err).__name__}: {str(err).splitlines()[0][:300]}",
+                    }
+                )
+                if batch is not None:
+                    break  # larger batches do not fit either
+        results[job["id"]] = calls
+    Path(out_path).write_text(json.dumps({"import_seconds": round(import_s, 3), "results": results}, indent=1))
+
+
+def _num(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+# ----------------------------------------------------------------------------------------------- compare
+def predictions(point, calls: list[dict]) -> tuple[dict, dict | None]:
+    """aiconfigurator's figure for each metric the point has, from the (best) successful call."""
+    ok = [c for c in calls if "error" not in c]
+    if not ok:
+        return {}, None
+    best = max(ok, key=lambda c: c["tokens_per_s"] or 0.0) if len(ok) > 1 else ok[0]
+    isl = max(1, round(point.input_tokens))
+    pred = {
+        "ttft_s": best["ttft_ms"] / 1000.0,
+        "tpot_s": best["tpot_ms"] / 1000.0 if best["tpot_ms"] else None,
+        "itl_s": best["tpot_ms"] / 1000.0 if best["tpot_ms"] else None,
+        "e2e_s": best["request_latency_ms"] / 1000.0 if best["request_latency_ms"] else None,
+        "output_tokens_per_s": best["tokens_per_s"],
+        "output_tokens_per_s_per_gpu": best["tokens_per_s_per_gpu"],
+        "output_tokens_per_s_per_user": best["tokens_per_s_per_user"],
+        "requests_per_s": best["seq_per_s"],
+        "prefill_tokens_per_s": isl * (best["batch_size"] or 1) / (best["ttft_ms"] / 1000.0) if best["ttft_ms"] else None,
+    }
+    present = point.metrics.present()
+    return {k: v for k, v in pred.items() if k in present and v}, best
+
+
+def run(only: list[str] | None, out: Path) -> dict:
+    sys.path.insert(0, str(REPO))
+    from benchmarks.published.schema import load_dataset
+    from tests.support.venvs import ensure_venv
+
+    data = load_dataset()
+    points = [p for p in data.points if not only or p.id in only]
+    t0 = time.perf_counter()
+    py = ensure_venv("aiconfigurator", [[AIC_REQUIREMENT]])
+    venv_s = time.perf_counter() - t0
+    tmp = Path(tempfile.mkdtemp(prefix="aic-points-"))
+    try:
+        dirs = catalog_config_dirs(points, tmp / "models")
+        jobs, skipped = [], {}
+        for p in points:
+            job, reason = plan_job(p, dirs)
+            (jobs.append(job) if job else skipped.__setitem__(p.id, reason))
+        (tmp / "jobs.json").write_text(json.dumps(jobs))
+        cmd = [str(py), str(Path(__file__).resolve()), "--worker", str(tmp / "jobs.json"), str(tmp / "out.json")]
+        isolated = _can_unshare()
+        if isolated:
+            cmd = ["unshare", "-rn", *cmd]
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
+        t1 = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        worker_s = time.perf_counter() - t1
+        if proc.returncode != 0:
+            raise SystemExit(f"aiconfigurator worker failed ({proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}")
+        out_raw = json.loads((tmp / "out.json").read_text())
+        version = subprocess.run(
+            [str(py), "-c", "import importlib.metadata as m; print(m.version('aiconfigurator'))"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    records = []
+    for p in points:
+        rec: dict = {"id": p.id, "source_id": p.source_id, "engine": p.engine, "gpu": p.gpu, "mode": p.mode}
+        if p.id in skipped:
+            rec.update(modelled=False, reason=skipped[p.id])
+            records.append(rec)
+            continue
+        job = next(j for j in jobs if j["id"] == p.id)
+        calls = [_sanitize(c, dirs) for c in out_raw["results"][p.id]]
+        pred, best = predictions(p, calls)
+        args = {k: v for k, v in job["args"].items() if k != "model_path"}
+        args["model"] = f"{p.catalog_model} (catalog config.json)"
+        rec.update(
+            modelled=bool(pred),
+            aic_version=version,
+            aic_system=job["args"]["system_name"],
+            aic_backend=job["args"]["backend_name"],
+            aic_backend_version=(best or {}).get("backend_version"),
+            measured_engine_version=p.engine_version,
+            api_call="aiconfigurator.cli.api.cli_estimate(**args)",
+            args=args,
+            batch_sweep=job["batch_sweep"],
+            calls=calls,
+            call_seconds=[c["seconds"] for c in calls],
+        )
+        if p.engine == "nim":
+            rec["assumption"] = "NIM's engine profile taken as TensorRT-LLM (not stated by the source)"
+        if not pred:
+            rec["reason"] = "aiconfigurator refused: " + "; ".join(c["error"] for c in calls if "error" in c)[:400]
+        else:
+            measured = {k: m.value for k, m in p.metrics.present().items()}
+            rec["predicted"] = {k: round(v, 6) for k, v in pred.items()}
+            rec["measured"] = measured
+            rec["error"] = {k: round(pred[k] / measured[k] - 1.0, 4) for k in pred}
+            rec["primary_metric"] = p.primary_metric
+            rec["primary_error"] = rec["error"].get(p.primary_metric)
+            rec["comparison"] = "best-over-batch-sizes" if job["batch_sweep"] else "same-setup"
+        records.append(rec)
+
+    modelled = [r for r in records if r.get("primary_error") is not None]
+    same = [r for r in modelled if r["comparison"] == "same-setup"]
+    swept = [r for r in modelled if r["comparison"] != "same-setup"]
+    all_calls = [s for r in records for s in r.get("call_seconds", [])]
+    summary = {
+        "points": len(records),
+        "modelled": len(modelled),
+        "same_setup": len(same),
+        "median_abs_primary_error": _median_abs([r["primary_error"] for r in same]),
+        "median_abs_error_all_metrics": _median_abs([e for r in same for e in r["error"].values()]),
+        "offline_best_over_batch_sizes": {
+            "n": len(swept),
+            "median_abs_primary_error": _median_abs([r["primary_error"] for r in swept]),
+            "median_signed_primary_error": round(statistics.median(r["primary_error"] for r in swept), 4) if swept else None,
+        },
+        "by_engine": _group(same, "engine"),
+        "by_mode": _group(same, "mode"),
+        "by_source": _group(same, "source_id"),
+        "not_modelled_reasons": _count_reasons(records),
+    }
+    report = {
+        "generated_by": "python benchmarks/published/run_aiconfigurator.py" + (" --only ..." if only else ""),
+        "aiconfigurator": {
+            "requirement": AIC_REQUIREMENT,
+            "version": version,
+            "venv": "tests/support/venvs.py ensure_venv('aiconfigurator', [['aiconfigurator==0.12.0']])",
+            "venv_ready_seconds": round(venv_s, 1),
+            "worker_seconds": round(worker_s, 1),
+            "import_seconds": out_raw["import_seconds"],
+            "call_seconds_median": round(statistics.median(all_calls), 2) if all_calls else None,
+            "call_seconds_max": round(max(all_calls), 2) if all_calls else None,
+            "calls": len(all_calls),
+            "network": (
+                "not used: the worker ran in a network namespace without interfaces (unshare -rn)"
+                if isolated
+                else "not checked (unshare -rn unavailable); aiconfigurator reads its bundled data files"
+            ),
+            "error_definition": "predicted / measured - 1 for each metric the point reports",
+            "headline": (
+                "median |error| of the primary metric over 'same-setup' points (model, GPU, engine, TP, lengths and "
+                "batch or concurrency all stated); offline points, whose running batch the sources do not state, are "
+                "summarised apart as aiconfigurator's best throughput over batch sizes"
+            ),
+        },
+        "summary": summary,
+        "points": records,
+    }
+    out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    return report
+
+
+def _sanitize(call: dict, dirs: dict[str, str]) -> dict:
+    """Error messages name the temporary model directory; write the catalog model name instead."""
+    if "error" in call:
+        for name, path in dirs.items():
+            call = {**call, "error": call["error"].replace(path, name)}
+    return call
+
+
+def _median_abs(values):
+    return round(statistics.median(abs(v) for v in values), 4) if values else None
+
+
+def _group(records, key):
+    groups: dict[str, list[float]] = {}
+    for r in records:
+        groups.setdefault(r[key], []).append(r["primary_error"])
+    return {k: {"n": len(v), "median_abs_primary_error": _median_abs(v)} for k, v in sorted(groups.items())}
+
+
+def _count_reasons(records):
+    counts: dict[str, int] = {}
+    for r in records:
+        if not r.get("modelled"):
+            key = r.get("reason", "").split(" for GPU")[0].split(" (")[0].split(": ")[0]
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _can_unshare() -> bool:
+    if not shutil.which("unshare"):
+        return False
+    return subprocess.run(["unshare", "-rn", "true"], capture_output=True).returncode == 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", help="point ids to run (default: all)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--worker", nargs=2, metavar=("JOBS", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        worker(*args.worker)
+        return 0
+    report = run(args.only, args.out)
+    s = report["summary"]
+    print(
+        f"aiconfigurator {report['aiconfigurator']['version']}: modelled {s['modelled']}/{s['points']} points "
+        f"({s['same_setup']} with the same setup); median |error| of their primary metric {s['median_abs_primary_error']}; "
+        f"offline best-over-batch: {s['offline_best_over_batch_sizes']}; "
+        f"median call {report['aiconfigurator']['call_seconds_median']} s; wrote {args.out}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
