@@ -18,6 +18,20 @@ BIN = Path(sys.executable).parent
 K8S_VERSION = "1.37.0"
 
 
+def flag_value(argv: list[str], flag: str) -> str:
+    """The value of ``flag`` in ``argv``, written ``--flag value`` or ``--flag=value``."""
+    for i, word in enumerate(argv):
+        if word == flag:
+            return argv[i + 1]
+        if word.startswith(flag + "="):
+            return word[len(flag) + 1 :]
+    raise AssertionError(f"{flag} not in {argv}")
+
+
+def has_flag(argv: list[str], flag: str) -> bool:
+    return any(w == flag or w.startswith(flag + "=") for w in argv)
+
+
 def _tool(name: str) -> str:
     path = BIN / name
     found = str(path) if path.exists() else shutil.which(name)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from infer_advisor.emit import ARTIFACT_KINDS, render
 from infer_advisor.errors import EmitError, InferAdvisorError
-from tests.emit.checks import check_file
+from tests.emit.checks import check_file, flag_value
 from tests.emit.plans import local_plan, make_plan
 
 MODELS = ["meta-llama/Llama-2-7b-hf", "meta-llama/Llama-3.1-8B", "Qwen/Qwen2.5-7B-Instruct-AWQ", "mistralai/Mistral-7B-v0.1",
@@ -79,7 +79,7 @@ def test_hostile_local_path_stays_quoted(name, tmp_path):
     path = os.path.abspath(str(folder))
     # serve.sh: bash parses it, and the exec line splits back to the exact path and served name.
     argv = _exec_argv(files["serve.sh"])
-    assert argv[2] == path and argv[argv.index("--served-model-name") + 1] == plan.engine.served_model_name
+    assert argv[2] == path and flag_value(argv, "--served-model-name") == plan.engine.served_model_name
     # README's docker run: the --mount value is one word holding the path (CSV-quoted for docker).
     run_line = next(line.strip("` ") for line in files["README.md"].splitlines() if "docker run" in line)
     words = shlex.split(run_line)
@@ -92,10 +92,10 @@ def test_hostile_local_path_stays_quoted(name, tmp_path):
     # Kubernetes: after its $(VAR) expansion ($$ -> $) the served name is intact.
     deployment = next(d for d in yaml.safe_load_all(files["k8s.yaml"]) if d and d["kind"] == "Deployment")
     command = [a.replace("$$", "$") for a in deployment["spec"]["template"]["spec"]["containers"][0]["command"]]
-    assert command[command.index("--served-model-name") + 1] == plan.engine.served_model_name
+    assert flag_value(command, "--served-model-name") == plan.engine.served_model_name
     # Dockerfile exec form: a JSON array holding the same served name.
     entry = next(line for line in files["Dockerfile"].splitlines() if line.startswith("ENTRYPOINT "))
-    assert plan.engine.served_model_name in json.loads(entry.removeprefix("ENTRYPOINT "))
+    assert flag_value(json.loads(entry.removeprefix("ENTRYPOINT ")), "--served-model-name") == plan.engine.served_model_name
 
 
 def test_hostile_path_runs_through_the_real_script(tmp_path):

@@ -31,6 +31,9 @@ DEFAULT_NEW_TOKENS = 200
 # Variables each multi-node container passes through from its host: which interface NCCL and Gloo use between
 # the nodes, and the address this node's vLLM/Ray worker announces (vLLM docs, distributed serving troubleshooting).
 MULTI_NODE_ENV = ["NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "VLLM_HOST_IP"]
+# Engines that name the model after the path they were started with (MLC: the converted folder); a request without
+# "model" goes to that one model (mlc_llm's CompletionRequest.model is optional).
+MODEL_FROM_PATH = ("mlc",)
 
 
 class ReplicaGroup(BaseModel):
@@ -247,7 +250,8 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
     # LeaderWorkerSet injects LWS_LEADER_ADDRESS into every pod; `$$` survives Kubernetes' $(VAR) expansion.
     worker = f'exec ray start --block "--address=$${{LWS_LEADER_ADDRESS}}:{A.RAY_PORT}"'
     request_path = "/v1/completions"
-    body = json.dumps({"model": e.served_model_name, "prompt": "Hello, my name is", "max_tokens": FIRST_REQUEST_MAX_TOKENS})
+    named = {} if e.name in MODEL_FROM_PATH else {"model": e.served_model_name}
+    body = json.dumps({**named, "prompt": "Hello, my name is", "max_tokens": FIRST_REQUEST_MAX_TOKENS})
     request_line = (
         sh_join(["curl", "-sS", f"http://localhost:{e.port}{request_path}", "-H", "Content-Type: application/json", "-d", body])
         if e.http_server
