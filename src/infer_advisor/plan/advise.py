@@ -109,6 +109,11 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
             f"use --context {model.max_position_embeddings} or less."
         )
     w = _workload(request, model, hw.kind)
+    if request.shared_prefix_tokens and request.shared_prefix_tokens > w.input_tokens:
+        raise RequestError(
+            f"--shared-prefix-tokens {request.shared_prefix_tokens} is longer than the prompt ({w.input_tokens} tokens); "
+            "it is the part of --input-tokens every request shares."
+        )
     concurrency, context, input_tokens, output_tokens, request_tokens = (
         w.concurrency, w.context, w.input_tokens, w.output_tokens, w.request_tokens
     )
