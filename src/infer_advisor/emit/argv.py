@@ -300,8 +300,9 @@ ISQ = {"isq-q4k": "q4k", "isq-q8_0": "q8_0"}
 def mistralrs_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> list[str]:
     """mistralrs serve (clap; docs reference/cli/serve.md, v0.9.2) with in-situ quantization."""
     e = plan.engine
-    argv = ["-p", str(e.port), "--host", "0.0.0.0", "--max-seqs", str(e.max_num_seqs)]
-    argv += ["--max-num-batched-tokens", str(e.max_num_batched_tokens or 4096), *user_value(plan, "--model-id", model)]
+    # --max-num-batched-tokens is in the 0.9 source but not in its documented flag list: the default (4096, what the
+    # engine profile counts) is kept.
+    argv = ["-p", str(e.port), "--host", "0.0.0.0", "--max-seqs", str(e.max_num_seqs), *user_value(plan, "--model-id", model)]
     argv += ["--dtype", {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}[plan.dtype]]
     if plan.quantization.method in ISQ:
         argv += ["--isq", ISQ[plan.quantization.method]]

@@ -17,7 +17,6 @@ exec mistralrs serve \
   -p 1234 \
   --host 0.0.0.0 \
   --max-seqs 32 \
-  --max-num-batched-tokens 4096 \
   --model-id=meta-llama/Llama-3.1-8B \
   --dtype f32 \
   --isq q4k \
