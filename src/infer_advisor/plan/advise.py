@@ -328,6 +328,15 @@ def _decisions(c: Choice, result, request: PlanRequest) -> list[Decision]:
                 source="estimate.memory (estimated)",
             )
         )
+    if c.speculative is not None:
+        out.append(
+            Decision(
+                rule_id="speculative.published-draft", decides="speculative", value=c.speculative.draft, effect="set",
+                reason=f"the latency goal, an engine that takes a {c.speculative.method} head on its command line, and a published "
+                "head for this model whose memory fits (data/speculative.yaml; --speculative off turns it off)",
+                source=c.speculative.source,
+            )
+        )
     if c.context_lowered:
         out.append(
             Decision(
