@@ -22,19 +22,20 @@ from tests.emit.plans import local_plan, make_plan
 
 MODELS = ["meta-llama/Llama-2-7b-hf", "meta-llama/Llama-3.1-8B", "Qwen/Qwen2.5-7B-Instruct-AWQ", "mistralai/Mistral-7B-v0.1",
           "meta-llama/Llama-2-70b-hf", "google/gemma-2-9b", "Qwen/Qwen2.5-0.5B"]
-GPUS = ["A100-80GB", "H100-80GB:2", "L4", "T4", "A100-40GB:4", "cpu", "H100-80GB:8x2"]
-ENGINES = ["auto", "vllm", "sglang", "tgi", "llama.cpp", "ctranslate2", "transformers"]
-QUANTS = ["auto", "none", "awq", "fp8", "gguf-q4_k_m", "ct2-int8"]
+GPUS = ["A100-80GB", "H100-80GB:2", "L4", "T4", "A100-40GB:4", "cpu", "H100-80GB:8x2", "MI300X", "MI325X:2", "RTX-4090"]
+ENGINES = ["auto", "vllm", "sglang", "tgi", "llama.cpp", "ctranslate2", "transformers", "trtllm", "mlc", "exllamav2", "mistralrs"]
+QUANTS = ["auto", "none", "awq", "fp8", "gguf-q4_k_m", "ct2-int8", "mlc-q4f16_1", "exl2", "isq-q4k"]
 
 plans = st.builds(
     dict, model=st.sampled_from(MODELS), gpu=st.sampled_from(GPUS), engine=st.sampled_from(ENGINES),
     quantization=st.sampled_from(QUANTS), kv_cache_dtype=st.sampled_from(["auto", "fp8"]),
     goal=st.sampled_from(["latency", "throughput", "balanced"]),
+    serving=st.sampled_from(["auto", "server", "library"]),
 )
 kinds = st.lists(st.sampled_from(ARTIFACT_KINDS), min_size=1, max_size=4, unique=True)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(options=plans, chosen=kinds)
 def test_random_plans_emit_checked_artifacts(options, chosen):
     try:
