@@ -15,8 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from ._data import load_validated
 from ._paths import shipped
 
-EngineName = Literal["vllm", "sglang", "tgi", "ctranslate2", "llama.cpp", "transformers"]
-ENGINE_NAMES: tuple[str, ...] = ("vllm", "sglang", "tgi", "ctranslate2", "llama.cpp", "transformers")
+EngineName = Literal[
+    "vllm", "sglang", "tgi", "ctranslate2", "llama.cpp", "transformers", "trtllm", "mlc", "exllamav2", "mistralrs"
+]
+ENGINE_NAMES: tuple[str, ...] = (
+    "vllm", "sglang", "tgi", "ctranslate2", "llama.cpp", "transformers", "trtllm", "mlc", "exllamav2", "mistralrs"
+)
 
 
 class EngineProfile(BaseModel):
@@ -31,7 +35,10 @@ class EngineProfile(BaseModel):
     http_server: bool
     health_path: str | None
     port: int | None
-    memory_accounting: Literal["reserve", "peak"]
+    port_source: str = ""
+    memory_accounting: Literal["reserve", "peak", "reserve-free"] = Field(
+        description="reserve: a fraction of total memory; reserve-free: a fraction of what is free after weights; peak: grows."
+    )
     memory_fraction: float = Field(gt=0, le=1)
     memory_fraction_source: str
     non_torch_bytes: int = Field(ge=0)
@@ -52,6 +59,14 @@ class EngineProfile(BaseModel):
     quantizations: list[str] = Field(description="Weight formats the engine loads (see data/formats.yaml).")
     maintenance_note: str | None = None
     kv_preallocated: bool = Field(default=False, description="KV for every slot's full context is allocated at start (llama.cpp n_ctx).")
+    prefix_caching: Literal["default-on", "flag", "none"] = Field(
+        default="none", description="Whether the server reuses shared prompt prefixes: on by default, behind a flag, or not at all."
+    )
+    prefix_caching_source: str = ""
+    speculative: list[Literal["eagle3", "draft"]] = Field(
+        default_factory=list, description="Speculative-decoding methods the server takes on its command line."
+    )
+    speculative_source: str = ""
 
 
 class _EngineFile(BaseModel):

@@ -18,6 +18,20 @@ BIN = Path(sys.executable).parent
 K8S_VERSION = "1.37.0"
 
 
+def flag_value(argv: list[str], flag: str) -> str:
+    """The value of ``flag`` in ``argv``, written ``--flag value`` or ``--flag=value``."""
+    for i, word in enumerate(argv):
+        if word == flag:
+            return argv[i + 1]
+        if word.startswith(flag + "="):
+            return word[len(flag) + 1 :]
+    raise AssertionError(f"{flag} not in {argv}")
+
+
+def has_flag(argv: list[str], flag: str) -> bool:
+    return any(w == flag or w.startswith(flag + "=") for w in argv)
+
+
 def _tool(name: str) -> str:
     path = BIN / name
     found = str(path) if path.exists() else shutil.which(name)
@@ -63,7 +77,9 @@ def check_compose(text: str) -> None:
     for name, svc in doc["services"].items():
         devices = svc.get("deploy", {}).get("resources", {}).get("reservations", {}).get("devices", [])
         for d in devices:
-            assert d["driver"] == "nvidia" and d["capabilities"] == ["gpu"] and d["count"] >= 1, name
+            assert d["driver"] == "nvidia" and d["capabilities"] == ["gpu"], name
+            assert ("count" in d) != ("device_ids" in d), name  # the compose spec allows one of them
+            assert d.get("count", 1) >= 1 and all(str(i).isdigit() for i in d.get("device_ids", [])), name
 
 
 # Top-level fields of LeaderWorkerSet v1 (kubernetes-sigs/lws config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml).
@@ -110,6 +126,8 @@ def check_file(name: str, text: str) -> None:
         check_compose(text)
     elif name == "k8s.yaml":
         check_k8s(text)
+    elif name.endswith(".yaml"):  # a file the engine reads (TensorRT-LLM's options)
+        assert isinstance(yaml.safe_load(text), dict), name
     else:
         assert name == "README.md", name
         assert text.strip()

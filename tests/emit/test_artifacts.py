@@ -4,6 +4,7 @@ kubernetes-validate, the compose-spec schema); plus the content each artifact pr
 from __future__ import annotations
 
 import json
+import re
 import shlex
 
 import pytest
@@ -11,7 +12,7 @@ import yaml
 from tests.emit.plans import GOLDEN, make_plan
 
 from infer_advisor.emit import render
-from tests.emit.checks import check_file, check_k8s
+from tests.emit.checks import check_file, check_k8s, flag_value, has_flag
 
 
 @pytest.fixture(scope="module", params=sorted(GOLDEN))
@@ -36,7 +37,7 @@ def test_no_token_and_no_latest_anywhere(rendered, monkeypatch):
     _, _, files = rendered
     for filename, text in files.items():
         assert ":latest" not in text, filename
-        assert "hf_" not in text, filename  # a token value would start with hf_
+        assert not re.search(r"hf_[A-Za-z0-9]{30,}", text), filename  # a Hugging Face token (hf_ + 34 characters)
 
 
 def test_dockerfile_is_pinned_with_exec_form_healthcheck_and_cache_volume(rendered):
@@ -49,7 +50,10 @@ def test_dockerfile_is_pinned_with_exec_form_healthcheck_and_cache_volume(render
     if plan.engine.http_server:
         cmd = json.loads(health.split(" CMD ", 1)[1])
         assert cmd[-1].endswith(plan.engine.health_path) and str(plan.engine.port) in cmd[-1]
-        assert "--gpus" in files["Dockerfile"] and "--ipc=host" in files["Dockerfile"] and "-e HF_TOKEN" in files["Dockerfile"]
+        assert "--ipc=host" in files["Dockerfile"] and "-e HF_TOKEN" in files["Dockerfile"]
+        vendor = plan.hardware.gpus[0].vendor if plan.hardware.kind == "gpu" else "cpu"
+        assert ("--gpus" in files["Dockerfile"]) == (vendor == "nvidia")
+        assert ("--device=/dev/kfd" in files["Dockerfile"]) == (vendor == "amd")
     else:
         assert health == "HEALTHCHECK NONE"
     entry = next(line for line in lines if line.startswith("ENTRYPOINT "))
@@ -59,10 +63,22 @@ def test_dockerfile_is_pinned_with_exec_form_healthcheck_and_cache_volume(render
 def test_compose_reserves_gpus_and_passes_token_from_environment(rendered):
     _, plan, files = rendered
     doc = yaml.safe_load(files["docker-compose.yml"])
-    per_node = plan.parallelism.tensor_parallel_size * plan.parallelism.pipeline_parallel_size // plan.parallelism.nodes
+    p = plan.parallelism
+    per_replica = p.tensor_parallel_size * p.pipeline_parallel_size // p.nodes
+    vendor = plan.hardware.gpus[0].vendor if plan.hardware.kind == "gpu" else "cpu"
+    gpus = 0
     for svc in doc["services"].values():
-        assert svc["deploy"]["resources"]["reservations"]["devices"] == [{"driver": "nvidia", "count": per_node, "capabilities": ["gpu"]}]
-        assert svc["environment"] == ["HF_TOKEN"] or svc["environment"][0] == "HF_TOKEN"
+        assert svc["environment"][0] == "HF_TOKEN"
+        if vendor == "nvidia":
+            (device,) = svc["deploy"]["resources"]["reservations"]["devices"]
+            assert device["driver"] == "nvidia" and device["capabilities"] == ["gpu"]
+            gpus += device.get("count") or len(device["device_ids"])
+        else:
+            assert "deploy" not in svc
+        if vendor == "amd":
+            assert {"/dev/kfd", "/dev/dri"} <= set(svc["devices"]) and set(svc["group_add"]) == {"video", "render"}
+    if vendor == "nvidia" and p.nodes == 1 and plan.engine.http_server:  # every replica of the node is started
+        assert gpus == per_replica * p.replicas
 
 
 def test_kubernetes_objects(rendered):
@@ -85,7 +101,19 @@ def test_kubernetes_objects(rendered):
         pod = workload["spec"]["template"]["spec"]
     assert pod["enableServiceLinks"] is False
     container = pod["containers"][0]
-    assert container["resources"]["limits"]["nvidia.com/gpu"] >= 1
+    vendor = plan.hardware.gpus[0].vendor if plan.hardware.kind == "gpu" else "cpu"
+    resources = container["resources"]
+    assert resources["requests"]["cpu"] and resources["requests"]["memory"].endswith("Gi")
+    if vendor == "cpu":
+        assert "limits" not in resources and "strategy" not in workload["spec"]
+    else:
+        resource = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}[vendor]
+        assert resources["limits"] == {resource: plan.parallelism.tensor_parallel_size * plan.parallelism.pipeline_parallel_size
+                                       // plan.parallelism.nodes} | ({"rdma/rdma_shared_device_a": 1} if plan.parallelism.nodes > 1 else {})
+        assert {"key": resource, "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+        if plan.parallelism.nodes == 1:
+            assert workload["spec"]["strategy"] == {"type": "Recreate"}
+            assert workload["spec"]["replicas"] == plan.parallelism.replicas
     token = next(e for e in container["env"] if e["name"] == "HF_TOKEN")
     assert token["valueFrom"]["secretKeyRef"]["optional"] is True
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
@@ -104,7 +132,7 @@ def test_readme_says_how_to_start_check_and_ask(rendered):
         line = next(line for line in readme.splitlines() if line.startswith("curl -sS"))
         words = shlex.split(line)
         body = json.loads(words[words.index("-d") + 1])
-        assert body["model"] == plan.engine.served_model_name
+        assert body.get("model", plan.engine.served_model_name) == plan.engine.served_model_name
         assert words[2].endswith("/v1/completions")
     else:
         assert "no HTTP server" in readme
@@ -118,7 +146,8 @@ def test_vllm_script_flags():
     assert argv[:3] == ["vllm", "serve", "meta-llama/Llama-2-7b-hf"]
     for flag in ("--tensor-parallel-size", "--pipeline-parallel-size", "--dtype", "--max-model-len", "--gpu-memory-utilization",
                  "--max-num-seqs", "--kv-cache-dtype", "--served-model-name", "--host", "--port"):
-        assert flag in argv, flag
+        assert has_flag(argv, flag), flag
+    assert flag_value(argv, "--served-model-name") == "meta-llama/Llama-2-7b-hf"
     assert "--quantization" not in argv  # the plan's engine_flag is None: vLLM detects the format itself
 
 

@@ -17,24 +17,25 @@ from hypothesis import strategies as st
 
 from infer_advisor.emit import ARTIFACT_KINDS, render
 from infer_advisor.errors import EmitError, InferAdvisorError
-from tests.emit.checks import check_file
+from tests.emit.checks import check_file, flag_value
 from tests.emit.plans import local_plan, make_plan
 
 MODELS = ["meta-llama/Llama-2-7b-hf", "meta-llama/Llama-3.1-8B", "Qwen/Qwen2.5-7B-Instruct-AWQ", "mistralai/Mistral-7B-v0.1",
           "meta-llama/Llama-2-70b-hf", "google/gemma-2-9b", "Qwen/Qwen2.5-0.5B"]
-GPUS = ["A100-80GB", "H100-80GB:2", "L4", "T4", "A100-40GB:4", "cpu", "H100-80GB:8x2"]
-ENGINES = ["auto", "vllm", "sglang", "tgi", "llama.cpp", "ctranslate2", "transformers"]
-QUANTS = ["auto", "none", "awq", "fp8", "gguf-q4_k_m", "ct2-int8"]
+GPUS = ["A100-80GB", "H100-80GB:2", "L4", "T4", "A100-40GB:4", "cpu", "H100-80GB:8x2", "MI300X", "MI325X:2", "RTX-4090"]
+ENGINES = ["auto", "vllm", "sglang", "tgi", "llama.cpp", "ctranslate2", "transformers", "trtllm", "mlc", "exllamav2", "mistralrs"]
+QUANTS = ["auto", "none", "awq", "fp8", "gguf-q4_k_m", "ct2-int8", "mlc-q4f16_1", "exl2", "isq-q4k"]
 
 plans = st.builds(
     dict, model=st.sampled_from(MODELS), gpu=st.sampled_from(GPUS), engine=st.sampled_from(ENGINES),
     quantization=st.sampled_from(QUANTS), kv_cache_dtype=st.sampled_from(["auto", "fp8"]),
     goal=st.sampled_from(["latency", "throughput", "balanced"]),
+    serving=st.sampled_from(["auto", "server", "library"]),
 )
 kinds = st.lists(st.sampled_from(ARTIFACT_KINDS), min_size=1, max_size=4, unique=True)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(options=plans, chosen=kinds)
 def test_random_plans_emit_checked_artifacts(options, chosen):
     try:
@@ -79,7 +80,7 @@ def test_hostile_local_path_stays_quoted(name, tmp_path):
     path = os.path.abspath(str(folder))
     # serve.sh: bash parses it, and the exec line splits back to the exact path and served name.
     argv = _exec_argv(files["serve.sh"])
-    assert argv[2] == path and argv[argv.index("--served-model-name") + 1] == plan.engine.served_model_name
+    assert argv[2] == path and flag_value(argv, "--served-model-name") == plan.engine.served_model_name
     # README's docker run: the --mount value is one word holding the path (CSV-quoted for docker).
     run_line = next(line.strip("` ") for line in files["README.md"].splitlines() if "docker run" in line)
     words = shlex.split(run_line)
@@ -92,10 +93,10 @@ def test_hostile_local_path_stays_quoted(name, tmp_path):
     # Kubernetes: after its $(VAR) expansion ($$ -> $) the served name is intact.
     deployment = next(d for d in yaml.safe_load_all(files["k8s.yaml"]) if d and d["kind"] == "Deployment")
     command = [a.replace("$$", "$") for a in deployment["spec"]["template"]["spec"]["containers"][0]["command"]]
-    assert command[command.index("--served-model-name") + 1] == plan.engine.served_model_name
+    assert flag_value(command, "--served-model-name") == plan.engine.served_model_name
     # Dockerfile exec form: a JSON array holding the same served name.
     entry = next(line for line in files["Dockerfile"].splitlines() if line.startswith("ENTRYPOINT "))
-    assert plan.engine.served_model_name in json.loads(entry.removeprefix("ENTRYPOINT "))
+    assert flag_value(json.loads(entry.removeprefix("ENTRYPOINT ")), "--served-model-name") == plan.engine.served_model_name
 
 
 def test_hostile_path_runs_through_the_real_script(tmp_path):

@@ -65,6 +65,8 @@ CASES = {
     "awq-prequantized": (dict(model="Qwen/Qwen2.5-7B-Instruct-AWQ", gpu="A100-80GB"), 1),
     "lowered-context": (dict(model="meta-llama/Llama-3.1-8B", gpu="L4", concurrency=64), 1),
     "multinode-ray": (dict(model="meta-llama/Llama-3.1-405B", gpu="H100-80GB:8x2"), 8),
+    "data-parallel-replicas": (dict(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB:4"), 1),
+    "mi300x-fp8": (dict(model="meta-llama/Llama-3.1-8B", gpu="MI300X"), 1),
 }
 
 
@@ -95,6 +97,23 @@ def test_vllm_accepts_emitted_flags(case, vllm_py, tmp_path):
         assert plan.engine.max_model_len < catalog_facts(plan.model.name).max_position_embeddings
     if plan.parallelism.nodes > 1:
         assert result["distributed_executor_backend"] == "ray"
+    assert result["data_parallel_size"] == (plan.parallelism.replicas if plan.parallelism.nodes == 1 else 1)
+
+
+def test_vllm_reads_a_dash_named_served_model_in_the_equals_form(vllm_py, tmp_path):
+    """Issue 12: a model folder named `-x` gives --served-model-name=-x, which vLLM's parser takes as the name."""
+    from infer_advisor.model_facts.catalog import find_entry
+    from tests.emit.plans import local_plan
+
+    folder = tmp_path / "-x"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(find_entry("meta-llama/Llama-2-7b-hf").config))
+    plan = local_plan(str(folder))
+    argv = script_argv(plan)
+    assert "--served-model-name=-x" in argv
+    result = run_harness(vllm_py, argv[1:])
+    assert result["ok"], result
+    assert result["served_model_name"] in ("-x", ["-x"])
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,7 @@ def main() -> int:
         "gpu_memory_utilization": c.gpu_memory_utilization,
         "max_num_seqs": config.scheduler_config.max_num_seqs,
         "served_model_name": m.served_model_name,
+        "data_parallel_size": p.data_parallel_size,
     }))
     return 0
 

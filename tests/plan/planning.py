@@ -51,6 +51,7 @@ def hardware(gpu: str | dict[str, Any]) -> HardwareFacts:
             memory_bandwidth_bytes_per_s=spec["bandwidth_gb_s"] * 1e9,
             interconnect_bandwidth_bytes_per_s=16e9,
             catalog_source=spec["source"],
+            vendor=spec.get("vendor", "nvidia"),
         )
         return HardwareFacts(kind="gpu", gpus=[info] * count, source="catalog", spec=spec["name"])
     if gpu == "cpu":

@@ -19,7 +19,7 @@ SCENARIOS = yaml.safe_load(TABLE.read_text(encoding="utf-8"))["scenarios"]
 REQUIRED = ("feasible", "engine", "quantization", "dtype", "tp", "pp", "nodes")
 KNOWN_EXPECT = {
     *REQUIRED, "replicas", "executor", "max_model_len", "engine_flag", "pre_quantized", "needs_quantize_step",
-    "warnings", "no_warnings", "decisions", "explain", "reason", "suggestion", "accounting",
+    "warnings", "no_warnings", "decisions", "explain", "reason", "suggestion", "accounting", "speculative",
 }
 
 
@@ -58,6 +58,9 @@ def test_scenario(s):
         assert plan.parallelism.replicas == e["replicas"]
     if "accounting" in e:
         assert plan.memory.accounting == e["accounting"]
+    if "speculative" in e:
+        assert (plan.speculative.draft_model if plan.speculative else None) == e["speculative"]
+        assert (plan.memory.draft_weights_bytes_per_gpu > 0) == (e["speculative"] is not None)
     if "executor" in e:
         assert plan.parallelism.executor == e["executor"]
     if "max_model_len" in e:

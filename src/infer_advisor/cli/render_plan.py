@@ -51,17 +51,24 @@ def print_plan(plan, explain: bool = False) -> None:
         "rules + memory fit",
     )
     t.add_row("max_model_len / max_num_seqs", f"{eng.max_model_len} / {eng.max_num_seqs}", "memory fit")
-    t.add_row("weights", f"{_gib(mem.weights_bytes)} total, {_gib(mem.weights_bytes_per_gpu)} per GPU", mem.source)
-    t.add_row("KV cache per token", f"{mem.kv_cache_bytes_per_token / 1024:.0f} KiB ({mem.kv_cache_bytes_per_token_per_gpu / 1024:.0f} KiB per GPU)", mem.source)
+    unit = "GPU" if hw.kind == "gpu" else "socket"  # a CPU plan's memory is the host's RAM
+    t.add_row("weights", f"{_gib(mem.weights_bytes)} total, {_gib(mem.weights_bytes_per_gpu)} per {unit}", mem.source)
+    t.add_row("KV cache per token", f"{mem.kv_cache_bytes_per_token / 1024:.0f} KiB ({mem.kv_cache_bytes_per_token_per_gpu / 1024:.0f} KiB per {unit})", mem.source)
     overheads = ", ".join(f"{k} {_gib(v)}" for k, v in mem.overhead_bytes_per_gpu.items() if v)
     t.add_row("activations / overheads", f"{_gib(mem.activation_bytes_per_gpu)} / {overheads or 'none'}", mem.source)
     t.add_row(
         "KV cache",
-        f"{_gib(mem.kv_cache_bytes_per_gpu)} per GPU = {mem.kv_cache_tokens:,} tokens; {mem.max_concurrency} requests of {eng.max_model_len} tokens",
+        f"{_gib(mem.kv_cache_bytes_per_gpu)} per {unit} = {mem.kv_cache_tokens:,} tokens; {mem.max_concurrency} requests of {eng.max_model_len} tokens",
         mem.source,
     )
-    label = "reserved per GPU" if mem.accounting == "reserve" else "peak per GPU"
+    label = f"reserved per {unit}" if mem.accounting != "peak" else f"peak per {unit}"
     t.add_row(label, f"{_gib(mem.total_bytes_per_gpu)} of {_gib(mem.gpu_memory_bytes)}", mem.source)
+    if plan.speculative is not None:
+        sp = plan.speculative
+        t.add_row("speculative decoding", f"{sp.method} with {sp.draft_model}, {sp.num_speculative_tokens} draft tokens "
+                  f"({_gib(mem.draft_weights_bytes_per_gpu)} per {unit} of draft weights)", "data/speculative.yaml")
+    if plan.prefix_caching is not None:
+        t.add_row("prefix caching", plan.prefix_caching.how, plan.prefix_caching.source or "engine profile")
     perf = plan.performance
     if perf is not None:
         t.add_row(

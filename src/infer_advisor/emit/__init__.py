@@ -24,6 +24,8 @@ ARTIFACT_KINDS: tuple[str, ...] = ("script", "docker", "compose", "k8s", "readme
 # (artifact template stem, extension, output file name)
 _SERVE = ("serve", ".sh", "serve.sh")
 _RAY_NODE = ("serve", ".sh", "ray-node.sh")
+_ENTRYPOINT = ("serve", ".sh", "entrypoint.sh")  # container role: prepare steps, then the server (MLC, ExLlamaV2)
+_CONTAINER_SCRIPTS = ("ray-node.sh", "entrypoint.sh")
 _GENERATE = ("generate", ".py", "generate.py")
 _DOCKERFILE = ("Dockerfile", "", "Dockerfile")
 _COMPOSE = ("compose", ".yaml", "docker-compose.yml")
@@ -47,8 +49,11 @@ def parse_kinds(kind: str | list[str] | tuple[str, ...]) -> list[str]:
     return out
 
 
-def _files_for(kinds: list[str], http_server: bool, multi_node: bool) -> list[tuple[str, str, str]]:
-    image_files = [_DOCKERFILE] + ([_RAY_NODE] if multi_node else []) + ([] if http_server else [_GENERATE])
+def _files_for(kinds: list[str], http_server: bool, multi_node: bool, builds_image: bool = False) -> list[tuple[str, str, str]]:
+    image_files = (
+        [_DOCKERFILE] + ([_RAY_NODE] if multi_node else []) + ([_ENTRYPOINT] if builds_image else []) + ([] if http_server else [_GENERATE])
+    )
+    own_image = multi_node or not http_server or builds_image  # compose and Kubernetes need the image the Dockerfile builds
     wanted: list[tuple[str, str, str]] = []
     for k in kinds:
         if k == "script":
@@ -56,10 +61,9 @@ def _files_for(kinds: list[str], http_server: bool, multi_node: bool) -> list[tu
         elif k == "docker":
             wanted += image_files
         elif k == "compose":
-            # The script engines and multi-node Ray nodes need the image the Dockerfile builds.
-            wanted += [_COMPOSE, *(image_files if (multi_node or not http_server) else [])]
+            wanted += [_COMPOSE, *(image_files if own_image else [])]
         elif k == "k8s":
-            wanted += [_K8S, *([] if http_server else image_files)]
+            wanted += [_K8S, *(image_files if (builds_image or not http_server) else [])]
     wanted.append(_README)
     unique: list[tuple[str, str, str]] = []
     for item in wanted:
@@ -85,12 +89,17 @@ def render(
         hint = f" Try {plan.suggestion}." if plan.suggestion else ""
         raise EmitError(f"The plan is not feasible ({plan.infeasible_reason}); nothing was written.{hint}")
     ctx = build_context(plan)
-    wanted = _files_for(kinds, ctx.http_server, ctx.multi_node)
+    wanted = _files_for(kinds, ctx.http_server, ctx.multi_node, ctx.builds_image)
     names = [filename for _, _, filename in wanted]
+    if set(kinds) & {"script", "docker", "compose"}:  # files the engine reads (Kubernetes holds them in a ConfigMap)
+        names += [f.name for f in ctx.config_files]
     files: dict[str, str] = {}
     for stem, ext, filename in wanted:
         name = template_name(ctx.engine, stem, ext, ctx.engine_version)
         files[filename] = _render_one(name, plan, ctx, filename, kinds, names)
+    for f in ctx.config_files:
+        if f.name in names:
+            files[f.name] = f.text
     if out is not None:
         from .write import write_tree
 
@@ -101,7 +110,7 @@ def render(
 def _render_one(name: str, plan, ctx, filename: str, kinds: list[str], names: list[str]) -> str:
     from .templating import render_template
 
-    role = "container" if filename == "ray-node.sh" else "host"
+    role = "container" if filename in _CONTAINER_SCRIPTS else "host"
     argv = ctx.argv_container if role == "container" else ctx.argv_host
     model = ctx.ref.container if role == "container" else ctx.ref.host
     from .facts import emit_facts
@@ -110,7 +119,7 @@ def _render_one(name: str, plan, ctx, filename: str, kinds: list[str], names: li
     command_len = len(facts.container_command if role == "container" else facts.host_command)
     return render_template(
         name, plan=plan, c=ctx, argv=argv, model=model, role=role, template=name, filename=filename, kinds=kinds,
-        files=names, command_len=command_len,
+        files=names, command_len=command_len, prepare=ctx.prepare_container if role == "container" else ctx.prepare_host,
     )
 
 

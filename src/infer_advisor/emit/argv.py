@@ -9,6 +9,7 @@ Templates receive these lists and only loop over them; every value is quoted for
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Literal
@@ -19,7 +20,7 @@ from ..errors import EmitError
 from ..plan.models import DeploymentPlan
 from .facts import emit_facts
 
-Where = Literal["host", "container"]
+Where = Literal["host", "container", "k8s"]
 
 # Ray's default GCS port, as `ray start --head` uses it (Ray docs: "Starting Ray on the command line").
 RAY_PORT = 6379
@@ -119,7 +120,55 @@ def _kv(plan: DeploymentPlan) -> str | None:
     return table[kv]
 
 
-def vllm_flags(plan: DeploymentPlan, model: str) -> list[str]:
+def user_value(plan: DeploymentPlan, flag: str, value: str) -> list[str]:
+    """A flag whose value came from the user (a path, a served name): ``--flag=value`` where the engine's parser takes it,
+    so a folder named ``-x`` is never read as a flag."""
+    if emit_facts().engines[plan.engine.name].equals_form:
+        return [f"{flag}={value}"]
+    return [flag, value]
+
+
+# TensorRT-LLM reads settings that have no flag (KV-cache dtype, block reuse, speculative decoding) from this YAML file.
+TRTLLM_OPTIONS = "trtllm-options.yaml"
+CONTAINER_CONFIG_DIR = "/opt/infer-advisor"
+
+
+def trtllm_options(plan: DeploymentPlan) -> dict:
+    """The --extra_llm_api_options file of a TensorRT-LLM plan (LLM API fields, TensorRT-LLM 1.2 docs)."""
+    kv: dict = {"enable_block_reuse": True}  # prefix (KV block) reuse, TensorRT-LLM's default, stated
+    if _kv(plan):
+        kv["dtype"] = _kv(plan)
+    options: dict = {"kv_cache_config": kv}
+    if plan.speculative is not None:
+        options["speculative_config"] = {
+            "decoding_type": "Eagle3",
+            "max_draft_len": plan.speculative.num_speculative_tokens,
+            "speculative_model_dir": plan.speculative.draft_model,
+        }
+    return options
+
+
+def _speculative_vllm(plan: DeploymentPlan) -> list[str]:
+    s = plan.speculative
+    if s is None:
+        return []
+    config = {"method": s.method, "model": s.draft_model, "num_speculative_tokens": s.num_speculative_tokens}
+    return user_value(plan, "--speculative-config", json.dumps(config, separators=(",", ":")))
+
+
+def _speculative_sglang(plan: DeploymentPlan) -> list[str]:
+    s = plan.speculative
+    if s is None:
+        return []
+    # SGLang docs, EAGLE-3: steps = draft tokens per step, top-k 1 makes a chain, draft tokens = steps + 1.
+    n = s.num_speculative_tokens
+    return [
+        "--speculative-algorithm", "EAGLE3", *user_value(plan, "--speculative-draft-model-path", s.draft_model),
+        "--speculative-num-steps", str(n), "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(n + 1),
+    ]
+
+
+def vllm_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> list[str]:
     e, p = plan.engine, plan.parallelism
     argv = [model, "--tensor-parallel-size", str(p.tensor_parallel_size), "--pipeline-parallel-size", str(p.pipeline_parallel_size)]
     argv += ["--dtype", plan.dtype]
@@ -129,15 +178,18 @@ def vllm_flags(plan: DeploymentPlan, model: str) -> list[str]:
     argv += ["--max-num-seqs", str(e.max_num_seqs)]
     if e.max_num_batched_tokens:
         argv += ["--max-num-batched-tokens", str(e.max_num_batched_tokens)]
-    argv += ["--kv-cache-dtype", _kv(plan) or "auto", "--served-model-name", e.served_model_name]
+    argv += ["--kv-cache-dtype", _kv(plan) or "auto", *user_value(plan, "--served-model-name", e.served_model_name)]
     if p.nodes > 1:
         argv += ["--distributed-executor-backend", "ray"]
+    if local_replicas(plan) > 1 and where != "k8s":  # every replica in one server: vLLM's data parallelism
+        argv += ["--data-parallel-size", str(local_replicas(plan))]
+    argv += _speculative_vllm(plan)
     return [*argv, "--host", "0.0.0.0", "--port", str(e.port)]
 
 
-def sglang_flags(plan: DeploymentPlan, model: str) -> list[str]:
+def sglang_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> list[str]:
     e, p = plan.engine, plan.parallelism
-    argv = ["--model-path", model, "--tp-size", str(p.tensor_parallel_size)]
+    argv = [*user_value(plan, "--model-path", model), "--tp-size", str(p.tensor_parallel_size)]
     if p.pipeline_parallel_size > 1:
         argv += ["--pp-size", str(p.pipeline_parallel_size)]
     argv += ["--dtype", plan.dtype]
@@ -149,16 +201,19 @@ def sglang_flags(plan: DeploymentPlan, model: str) -> list[str]:
         argv += ["--chunked-prefill-size", str(e.max_num_batched_tokens)]
     if _kv(plan):
         argv += ["--kv-cache-dtype", _kv(plan)]
-    return [*argv, "--served-model-name", e.served_model_name, "--host", "0.0.0.0", "--port", str(e.port)]
+    if local_replicas(plan) > 1 and where != "k8s":  # every replica in one server: SGLang's data parallelism
+        argv += ["--dp-size", str(local_replicas(plan))]
+    argv += _speculative_sglang(plan)
+    return [*argv, *user_value(plan, "--served-model-name", e.served_model_name), "--host", "0.0.0.0", "--port", str(e.port)]
 
 
-def tgi_flags(plan: DeploymentPlan, model: str) -> list[str]:
+def tgi_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> list[str]:
     e, p = plan.engine, plan.parallelism
     if p.pipeline_parallel_size > 1:
         raise EmitError("TGI has no pipeline parallelism; plan with --engine vllm for this layout.")
     # TGI needs max_input_tokens < max_total_tokens <= max_model_len and a prefill batch that holds one prompt.
     max_input = max(e.max_model_len - 1, 1)
-    argv = ["--model-id", model, "--num-shard", str(p.tensor_parallel_size)]
+    argv = [*user_value(plan, "--model-id", model), "--num-shard", str(p.tensor_parallel_size)]
     method = plan.quantization.method
     if method != "none":
         argv += ["--quantize", plan.quantization.engine_flag or method]
@@ -174,7 +229,7 @@ def tgi_flags(plan: DeploymentPlan, model: str) -> list[str]:
     return [*argv, "--hostname", "0.0.0.0", "--port", str(e.port)]
 
 
-def llamacpp_flags(plan: DeploymentPlan, model: str) -> list[str]:
+def llamacpp_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> list[str]:
     e = plan.engine
     # llama-server splits n_ctx over its slots: each of --parallel slots gets ctx-size / parallel tokens.
     argv = ["-m", model, "-c", str(e.max_model_len * e.max_num_seqs), "--parallel", str(e.max_num_seqs)]
@@ -187,9 +242,78 @@ def llamacpp_flags(plan: DeploymentPlan, model: str) -> list[str]:
     return [*argv, "--alias", e.served_model_name, "--host", "0.0.0.0", "--port", str(e.port)]
 
 
-def script_flags(plan: DeploymentPlan, model: str) -> list[str]:
+def script_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> list[str]:
     """CTranslate2 and transformers: arguments of the generated generate.py."""
     return ["--model", model]
+
+
+def trtllm_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> list[str]:
+    """trtllm-serve (click; TensorRT-LLM 1.2 tensorrt_llm/commands/serve.py) on the PyTorch backend."""
+    e, p = plan.engine, plan.parallelism
+    argv = [model, "--backend", "pytorch", "--tp_size", str(p.tensor_parallel_size), "--pp_size", str(p.pipeline_parallel_size)]
+    if plan.model.family == "moe" and p.tensor_parallel_size > 1:
+        argv += ["--ep_size", str(p.tensor_parallel_size)]  # experts split over the TP ranks (expert parallelism)
+    argv += ["--max_batch_size", str(e.max_num_seqs), "--max_num_tokens", str(e.max_num_batched_tokens or e.max_model_len)]
+    argv += ["--max_seq_len", str(e.max_model_len), "--kv_cache_free_gpu_memory_fraction", str(e.gpu_memory_utilization)]
+    options = TRTLLM_OPTIONS if where == "host" else f"{CONTAINER_CONFIG_DIR}/{TRTLLM_OPTIONS}"
+    return [*argv, "--extra_llm_api_options", options, "--host", "0.0.0.0", "--port", str(e.port)]
+
+
+def mlc_overrides(plan: DeploymentPlan) -> str:
+    """mlc_llm serve --overrides: 'key=value;...' (EngineConfigOverride, python/mlc_llm/cli/serve.py v0.20.0)."""
+    e, p = plan.engine, plan.parallelism
+    values = {
+        "max_num_sequence": e.max_num_seqs,
+        "max_total_seq_length": max(plan.memory.required_kv_tokens, e.max_model_len),
+        "prefill_chunk_size": e.max_num_batched_tokens or e.max_model_len,
+        "context_window_size": e.max_model_len,
+        "gpu_memory_utilization": e.gpu_memory_utilization,
+        "tensor_parallel_shards": p.tensor_parallel_size,
+    }
+    return ";".join(f"{k}={v}" for k, v in values.items())
+
+
+def mlc_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> list[str]:
+    """mlc_llm serve on the converted folder with its compiled library (see mlc_prepare)."""
+    e = plan.engine
+    argv = [model, *user_value(plan, "--model-lib", f"{model}/lib.so"), "--mode", "server", "--device", "cuda"]
+    return [*argv, "--overrides", mlc_overrides(plan), "--host", "0.0.0.0", "--port", str(e.port)]
+
+
+def exllamav2_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> list[str]:
+    """TabbyAPI's flags (argparse built from its config models, commit d2d87bb): the model folder, cache and batch."""
+    e = plan.engine
+    folder, name = model.rstrip("/").rsplit("/", 1) if "/" in model.rstrip("/") else (".", model)
+    cache_mode = _kv(plan) or "FP16"
+    # ExLlamaV2 pages the cache in 256-token pages; cache_size holds what the memory model counted.
+    page = 256
+    cache_size = -(-max(plan.memory.required_kv_tokens, e.max_model_len) // page) * page
+    argv = [*user_value(plan, "--model-dir", folder), *user_value(plan, "--model-name", name), "--backend", "exllamav2"]
+    argv += ["--max-seq-len", str(e.max_model_len), "--cache-size", str(cache_size), "--cache-mode", cache_mode]
+    argv += ["--max-batch-size", str(e.max_num_seqs), "--chunk-size", str(e.max_num_batched_tokens or 2048)]
+    return [*argv, "--disable-auth", "true", "--host", "0.0.0.0", "--port", str(e.port)]
+
+
+ISQ = {"isq-q4k": "q4k", "isq-q8_0": "q8_0"}
+
+
+def mistralrs_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> list[str]:
+    """mistralrs serve (clap; docs reference/cli/serve.md, v0.9.2) with in-situ quantization."""
+    e = plan.engine
+    # --max-num-batched-tokens is in the 0.9 source but not in its documented flag list: the default (4096, what the
+    # engine profile counts) is kept.
+    argv = ["-p", str(e.port), "--host", "0.0.0.0", "--max-seqs", str(e.max_num_seqs), *user_value(plan, "--model-id", model)]
+    argv += ["--dtype", {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}[plan.dtype]]
+    if plan.quantization.method in ISQ:
+        argv += ["--isq", ISQ[plan.quantization.method]]
+    argv += ["--max-seq-len", str(e.max_model_len), "--max-batch-size", str(e.max_num_seqs)]
+    if plan.hardware.kind == "cpu":
+        argv += ["--cpu"]
+    else:  # the paged KV cache holds exactly what the memory model counted
+        argv += ["--paged-attn", "on", "--pa-context-len", str(max(plan.memory.required_kv_tokens, e.max_model_len))]
+        if _kv(plan):
+            argv += ["--pa-cache-type", _kv(plan)]
+    return argv
 
 
 _FLAGS = {
@@ -199,11 +323,33 @@ _FLAGS = {
     "llama.cpp": llamacpp_flags,
     "ctranslate2": script_flags,
     "transformers": script_flags,
+    "trtllm": trtllm_flags,
+    "mlc": mlc_flags,
+    "exllamav2": exllamav2_flags,
+    "mistralrs": mistralrs_flags,
 }
+# Engines that serve every local replica from one process (data parallelism); the others get one process per GPU group.
+DATA_PARALLEL_ENGINES = ("vllm", "sglang")
+
+
+def local_replicas(plan: DeploymentPlan) -> int:
+    """Replicas on one node (multi-node plans and the CPU have one)."""
+    p = plan.parallelism
+    return p.replicas if p.nodes == 1 and plan.hardware.kind == "gpu" else 1
+
+
+def with_port(argv: list[str], port: int) -> list[str]:
+    """``argv`` with its listening port replaced (``--port N`` / ``-p N``): one replica per port on one node."""
+    out = list(argv)
+    for i, word in enumerate(out[:-1]):
+        if word in ("--port", "-p"):
+            out[i + 1] = str(port)
+    return out
 
 
 def launch_argv(plan: DeploymentPlan, ref: ModelRef, where: Where) -> list[str]:
-    """The full command (executable + flags) that starts the plan's engine on the host or in its container."""
+    """The full command (executable + flags) that starts the plan's engine on the host, in its container, or in a
+    Kubernetes pod (``k8s``: one replica per pod, so no in-process data parallelism)."""
     name = plan.engine.name
     if name not in _FLAGS:
         raise EmitError(f"No argument builder for engine '{name}'.")
@@ -211,7 +357,12 @@ def launch_argv(plan: DeploymentPlan, ref: ModelRef, where: Where) -> list[str]:
         raise EmitError(f"Multi-node artifacts are emitted for vLLM (Ray) only, not {name}; plan with --engine vllm.")
     facts = emit_facts().engines[name]
     command = facts.host_command if where == "host" else facts.container_command
-    return [*command, *_FLAGS[name](plan, ref.host if where == "host" else ref.container)]
+    model = ref.host if where == "host" else ref.container
+    if facts.builds_image:  # MLC / ExLlamaV2 serve the folder their own conversion step writes
+        from .prepare import prepared_model
+
+        model = prepared_model(plan, ref, where)
+    return [*command, *_FLAGS[name](plan, model, where)]
 
 
 def ray_head_argv() -> list[str]:

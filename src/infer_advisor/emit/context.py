@@ -1,6 +1,7 @@
 """Everything a template may use, computed once from the plan: argument lists, names, paths, probe timings.
 
-Templates only loop over these values and quote them; any decision lives here or in :mod:`.argv`.
+Templates only loop over these values and quote them; any decision lives here, in :mod:`.argv`, :mod:`.platform`
+or :mod:`.prepare`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from ..estimate.formats import dtype_bytes
 from ..plan.models import DeploymentPlan
 from . import argv as A
 from .facts import emit_facts
+from .platform import Platform, platform_for
+from .prepare import PrepareStep, prepare_steps
 from .quote import sh_join, sh_quote
 
 _GIB = 2**30
@@ -25,6 +28,31 @@ _K8S_NAME_LIMIT = 63
 FIRST_REQUEST_MAX_TOKENS = 32
 # generate.py's default output length when the plan's request gave none (same as defaults.yaml output_tokens).
 DEFAULT_NEW_TOKENS = 200
+# Variables each multi-node container passes through from its host: which interface NCCL and Gloo use between
+# the nodes, and the address this node's vLLM/Ray worker announces (vLLM docs, distributed serving troubleshooting).
+MULTI_NODE_ENV = ["NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "VLLM_HOST_IP"]
+# Engines that name the model after the path they were started with (MLC: the converted folder); a request without
+# "model" goes to that one model (mlc_llm's CompletionRequest.model is optional).
+MODEL_FROM_PATH = ("mlc",)
+
+
+class ReplicaGroup(BaseModel):
+    """One replica on one node: its GPUs (device ids) and its port."""
+
+    index: int
+    devices: str = Field(description="Comma-separated device ids, e.g. '0,1'.")
+    port: int
+    argv_host: list[str] = Field(description="The launch command with this replica's port.")
+    argv_container: list[str]
+
+
+class ConfigFile(BaseModel):
+    """A file the engine reads at start (TensorRT-LLM's options YAML): written beside the artifacts, copied into the
+    image, bind-mounted by compose and held in a ConfigMap on Kubernetes."""
+
+    name: str
+    text: str
+    container_dir: str
 
 
 class EmitContext(BaseModel):
@@ -35,7 +63,9 @@ class EmitContext(BaseModel):
     engine_display: str
     engine_version: str
     image: str = Field(description="Pinned engine image the artifacts run on.")
+    from_image: str = Field(description="Dockerfile FROM: the image, pinned by digest where known.")
     built_image: str = Field(description="Tag of the image the generated Dockerfile builds.")
+    builds_image: bool = Field(description="The Dockerfile installs the engine; compose and Kubernetes run the built image.")
     app: str = Field(description="Kubernetes/compose name (DNS-1123, never 'vllm').")
     http_server: bool
     port: int | None
@@ -43,26 +73,41 @@ class EmitContext(BaseModel):
     health_url: str | None = Field(description="Health URL from inside the container / on the host.")
     argv_host: list[str]
     argv_container: list[str]
+    argv_k8s: list[str] = Field(description="The container command in a Kubernetes pod (one replica per pod).")
     ref: A.ModelRef
+    platform: Platform
     gpu: bool
     gpus_per_node: int = Field(description="GPUs one container/pod uses.")
+    gpus_per_pod: int = Field(description="GPUs one Kubernetes pod uses (one replica).")
     nodes: int
     replicas: int
+    replica_groups: list[ReplicaGroup] = Field(description="Replicas started as separate processes on one node (empty: one).")
     multi_node: bool
+    multi_node_env: list[str]
+    rdma_resource: str
     ray_head_argv: list[str]
     ray_worker_argv: list[str] = Field(description="With HEAD_ADDRESS as the placeholder for the head's address.")
     ray_port: int
     ray_wait: str = Field(description="Shell line that waits until every node has joined the Ray cluster.")
     leader_script: str = Field(description="bash -c body for a Ray head that waits for its workers, then serves.")
     lws_worker_script: str = Field(description="bash -c body for a LeaderWorkerSet worker joining its leader (LWS_LEADER_ADDRESS).")
-    compose_services: list[dict] = Field(description="Compose services: name, build, command, profiles, health, head_env.")
+    compose_services: list[dict] = Field(description="Compose services: name, build, command, profiles, health, head_env, port, devices.")
     cache_dir: str
     cache_storage: str = Field(description="PVC size for the Hugging Face cache, e.g. '17Gi'.")
     models_storage: str
     cache_access_mode: str
+    download_env: dict[str, str] = Field(description="High-performance download variables (hf_xet) for the engine's hub client.")
+    init_download: list[str] | None = Field(description="Init-container command that fills the cache before the server starts.")
+    prepare_host: list[PrepareStep]
+    prepare_container: list[PrepareStep]
+    config_files: list[ConfigFile]
     startup_seconds: int
+    startup_assumption: str = Field(description="How the start-up allowance was reached, in words.")
+    k8s_startup_seconds: int = Field(description="Start-up allowance of a pod whose init container already downloaded/prepared.")
     probe_period: int
     startup_failures: int
+    k8s_cpu_request: str
+    k8s_memory_request: str
     docker_run: str = Field(description="A shell line that runs the built image.")
     quantize_lines: list[str] = Field(description="Shell lines of the quantize steps, quoted.")
     literal_shell_specials: bool = Field(
@@ -72,7 +117,10 @@ class EmitContext(BaseModel):
     request_line: str = Field(description="curl line for a first completion, quoted.")
     health_line: str | None
     pip_packages: list[str]
+    pip_find_links: str | None
     apt_packages: list[str]
+    tabbyapi_git: str
+    hf_cli_package: str
     device: str
     max_new_tokens: int
     max_batch: int
@@ -86,6 +134,8 @@ def _storage(num_bytes: float) -> str:
 
 def _app_name(plan: DeploymentPlan) -> str:
     model = A.slug(plan.engine.served_model_name.split("/")[-1], limit=40)
+    if plan.engine.served_model_name == "default":
+        model = A.slug(plan.model.name.split("/")[-1], limit=40)
     name = f"{model}-{A.slug(plan.engine.name)}"[:_K8S_NAME_LIMIT].strip("-")
     # A Service called 'vllm' makes Kubernetes inject VLLM_PORT etc., which vLLM reads as its own settings.
     return name if not name.startswith("vllm") else f"serve-{name}"[:_K8S_NAME_LIMIT].strip("-")
@@ -93,11 +143,15 @@ def _app_name(plan: DeploymentPlan) -> str:
 
 def _docker_run(ctx: dict, image: str) -> str:
     parts = [sh_join(["docker", "run", "--rm"])]
-    if ctx["gpu"]:
-        parts.append(sh_join(["--gpus", str(ctx["gpus_per_node"])]))
+    platform: Platform = ctx["platform"]
+    if ctx["gpu"] and platform.docker_device_args:
+        parts.append(sh_join(platform.docker_device_args))
     parts.append("--ipc=host")
     if ctx["multi_node"]:
         parts.append("--network=host")
+        # InfiniBand/RoCE for NCCL between the nodes (vLLM docs, distributed serving).
+        parts.append(sh_join(["--device=/dev/infiniband", "--cap-add=IPC_LOCK", "--ulimit", "memlock=-1"]))
+        parts.append(sh_join([x for name in MULTI_NODE_ENV for x in ("-e", name)]))
     elif ctx["port"]:
         parts.append(sh_join(["-p", f"{ctx['port']}:{ctx['port']}"]))
     parts.append(sh_join(["-e", "HF_TOKEN", "-v", f"hf-cache:{ctx['cache_dir']}"]))
@@ -116,6 +170,53 @@ def _docker_run(ctx: dict, image: str) -> str:
     return " ".join(parts)
 
 
+def _startup(plan: DeploymentPlan, checkpoint_bytes: float) -> tuple[int, int, str]:
+    """(allowance with the download, allowance when the cache is already filled, the assumption in words)."""
+    facts = emit_facts()
+    r = plan.request
+    base = facts.startup_seconds_base
+    speed = r.download_speed or facts.download_speed_mb_s
+    download = checkpoint_bytes / (speed * 1e6)
+    timeout = r.startup_timeout
+    if timeout:
+        return timeout, timeout, f"start-up allowance {timeout} s (--startup-timeout)"
+    total = int(base + download)
+    speed_words = f"{speed:g} MB/s (--download-speed)" if r.download_speed else (
+        f"an assumed {speed:g} MB/s (not measured; set --download-speed or --startup-timeout)"
+    )
+    words = (
+        f"start-up allowance {total} s = {base} s to start, load and capture graphs + a {checkpoint_bytes / _GIB:.1f} GiB "
+        f"download at {speed_words}"
+    )
+    return total, base, words
+
+
+def _replica_groups(plan: DeploymentPlan, per_replica: int, host: list[str], container: list[str]) -> list[ReplicaGroup]:
+    replicas = A.local_replicas(plan)
+    if replicas <= 1 or plan.engine.name in A.DATA_PARALLEL_ENGINES or not plan.engine.http_server:
+        return []
+    groups = []
+    for i in range(replicas):
+        port = plan.engine.port + i
+        devices = ",".join(str(d) for d in range(i * per_replica, (i + 1) * per_replica))
+        groups.append(ReplicaGroup(
+            index=i, devices=devices, port=port, argv_host=A.with_port(host, port), argv_container=A.with_port(container, port)
+        ))
+    return groups
+
+
+def _config_files(plan: DeploymentPlan) -> list[ConfigFile]:
+    if plan.engine.name != "trtllm":
+        return []
+    import yaml
+
+    text = (
+        f"# TensorRT-LLM {plan.engine.version} LLM API options for trtllm-serve --extra_llm_api_options "
+        "(written by infer-advisor).\n" + yaml.safe_dump(A.trtllm_options(plan), sort_keys=False)
+    )
+    return [ConfigFile(name=A.TRTLLM_OPTIONS, text=text, container_dir=A.CONTAINER_CONFIG_DIR)]
+
+
 def build_context(plan: DeploymentPlan) -> EmitContext:
     """All template values for ``plan``; raises :class:`~infer_advisor.errors.EmitError` for what cannot be emitted."""
     facts = emit_facts()
@@ -126,68 +227,92 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
         raise EmitError("CTranslate2 tensor parallelism needs an MPI launch, which is not emitted; plan on one GPU.")
     ef = facts.engines[e.name]
     gpu = plan.hardware.kind == "gpu"
-    image = (ef.gpu_image or e.image) if gpu else e.image
-    if image.endswith(":latest") or ":" not in image.rsplit("/", 1)[-1]:
-        raise EmitError(f"Image '{image}' is not pinned to a version; fix data/engines.yaml.")
     ref = A.model_ref(plan)
     app = _app_name(plan)
-    gpus_per_node = max(p.tensor_parallel_size * p.pipeline_parallel_size // max(p.nodes, 1), 1) if gpu else 0
+    per_replica = max(p.tensor_parallel_size * p.pipeline_parallel_size // max(p.nodes, 1), 1) if gpu else 0
+    data_parallel = A.local_replicas(plan) > 1 and e.name in A.DATA_PARALLEL_ENGINES
+    gpus_per_node = per_replica * (A.local_replicas(plan) if data_parallel else 1)
+    platform = platform_for(plan, gpus_per_node)
     argv_host = A.launch_argv(plan, ref, "host")
     argv_container = A.launch_argv(plan, ref, "container")
+    argv_k8s = A.launch_argv(plan, ref, "k8s")
+    groups = _replica_groups(plan, per_replica, argv_host, argv_container)
     health_url = f"http://localhost:{e.port}{e.health_path}" if e.http_server and e.health_path else None
-    weights_gib = plan.memory.weights_bytes / _GIB
-    startup = int(facts.startup_seconds_base + facts.startup_seconds_per_gib * weights_gib)
     period = facts.probe_period_seconds
     checkpoint_bytes = plan.model.num_parameters * dtype_bytes(plan.model.torch_dtype if plan.model.torch_dtype in ("float16", "bfloat16", "float32") else "bfloat16")
+    startup, startup_cached, startup_words = _startup(plan, checkpoint_bytes)
     multi = p.nodes > 1
     wait = (
         f'until [ "$(python3 -c \'import ray; ray.init(address="auto", logging_level="ERROR"); '
         f'print(sum(1 for n in ray.nodes() if n["Alive"]))\')" -ge {p.nodes} ]; do sleep 5; done'
     )
-    leader = f"{sh_join(A.ray_head_argv())} && {wait} && exec {sh_join(argv_container)}"
+    leader = f"{sh_join(A.ray_head_argv())} && {wait} && exec {sh_join(argv_k8s)}"
     # LeaderWorkerSet injects LWS_LEADER_ADDRESS into every pod; `$$` survives Kubernetes' $(VAR) expansion.
     worker = f'exec ray start --block "--address=$${{LWS_LEADER_ADDRESS}}:{A.RAY_PORT}"'
     request_path = "/v1/completions"
-    body = json.dumps({"model": e.served_model_name, "prompt": "Hello, my name is", "max_tokens": FIRST_REQUEST_MAX_TOKENS})
+    named = {} if e.name in MODEL_FROM_PATH else {"model": e.served_model_name}
+    body = json.dumps({**named, "prompt": "Hello, my name is", "max_tokens": FIRST_REQUEST_MAX_TOKENS})
     request_line = (
         sh_join(["curl", "-sS", f"http://localhost:{e.port}{request_path}", "-H", "Content-Type: application/json", "-d", body])
         if e.http_server
         else sh_join([*argv_host[:2], "--prompt", "Hello, my name is"])
     )
+    prepare_container = prepare_steps(plan, ref, "container")
+    needs_download = ef.download.command is not None and ref.mount_source is None and not ef.builds_image and e.http_server
+    init_download = [*ef.download.command, plan.model.name] if needs_download else None
+    if prepare_container:  # the init container runs the entrypoint's prepare steps (download, conversion)
+        init_download = ["/opt/infer-advisor/entrypoint.sh", "prepare"]
+    resident = plan.memory.weights_bytes_per_gpu * max(gpus_per_node, 1) if gpu else plan.memory.total_bytes_per_gpu
+    replicas_anywhere = p.replicas > 1 or multi
     ctx = dict(
-        engine=e.name, engine_display=_display(e.name), engine_version=e.version, image=image,
-        built_image=f"infer-advisor/{app}:{A.slug(e.name)}-{e.version}", app=app,
+        engine=e.name, engine_display=_display(e.name), engine_version=e.version, image=platform.image,
+        from_image=platform.from_image, built_image=f"infer-advisor/{app}:{A.slug(e.name)}-{e.version}",
+        builds_image=ef.builds_image, app=app,
         http_server=e.http_server, port=e.port, health_path=e.health_path, health_url=health_url,
-        argv_host=argv_host, argv_container=argv_container, ref=ref, gpu=gpu, gpus_per_node=gpus_per_node,
-        nodes=p.nodes, replicas=p.replicas, multi_node=multi,
+        argv_host=argv_host, argv_container=argv_container, argv_k8s=argv_k8s, ref=ref, platform=platform, gpu=gpu,
+        gpus_per_node=gpus_per_node, gpus_per_pod=per_replica, nodes=p.nodes, replicas=p.replicas, replica_groups=groups,
+        multi_node=multi, multi_node_env=MULTI_NODE_ENV, rdma_resource=facts.rdma_resource,
         ray_head_argv=A.ray_head_argv(), ray_worker_argv=A.ray_worker_argv("HEAD_ADDRESS"), ray_port=A.RAY_PORT,
         ray_wait=wait, leader_script=leader, lws_worker_script=worker,
-        compose_services=_compose_services(e.http_server, multi), cache_dir=ef.cache_dir,
-        cache_storage=_storage(checkpoint_bytes), models_storage=_storage(plan.memory.weights_bytes),
-        cache_access_mode="ReadWriteOnce" if p.replicas == 1 and not multi else "ReadWriteMany",
-        startup_seconds=startup, probe_period=period, startup_failures=math.ceil(startup / period),
+        compose_services=_compose_services(e.http_server, multi, groups, e.port, ef.builds_image), cache_dir=ef.cache_dir,
+        cache_storage=_storage(checkpoint_bytes * (3 if prepare_container else 1)), models_storage=_storage(plan.memory.weights_bytes),
+        cache_access_mode="ReadWriteMany" if replicas_anywhere else "ReadWriteOnce",
+        download_env=dict(ef.download.env), init_download=init_download,
+        prepare_host=prepare_steps(plan, ref, "host"), prepare_container=prepare_container, config_files=_config_files(plan),
+        startup_seconds=startup, startup_assumption=startup_words,
+        k8s_startup_seconds=startup_cached if init_download else startup,
+        probe_period=period, startup_failures=math.ceil((startup_cached if init_download else startup) / period),
+        k8s_cpu_request=str(max(facts.k8s_cpu_per_gpu * max(per_replica, 1), 1)),
+        k8s_memory_request=f"{math.ceil(resident / max(A.local_replicas(plan), 1) / _GIB) + facts.k8s_memory_base_gib}Gi",
         quantize_lines=[sh_join(s) for s in ref.quantize_steps], request_path=request_path, request_line=request_line,
         health_line=sh_join(["curl", "-fsS", health_url]) if health_url else None,
-        pip_packages=facts.pip_packages.get(e.name, []), apt_packages=facts.apt_packages if e.name == "ctranslate2" else [],
+        pip_packages=facts.pip_packages.get(e.name, []), pip_find_links=facts.pip_find_links.get(e.name),
+        apt_packages=facts.apt_packages.get(e.name, []), tabbyapi_git=facts.tabbyapi_git, hf_cli_package=facts.hf_cli_package,
         device="cuda" if gpu else "cpu", max_new_tokens=plan.request.output_tokens or DEFAULT_NEW_TOKENS,
-        max_batch=e.max_num_seqs, summary=_summary(plan, gpus_per_node), warnings=list(plan.warnings),
+        max_batch=e.max_num_seqs, summary=_summary(plan, gpus_per_node, startup_words), warnings=list(plan.warnings),
     )
     ctx["docker_run"] = _docker_run(ctx, f"infer-advisor/{app}:{A.slug(e.name)}-{e.version}")
     values = [*argv_host, *argv_container, str(ref.host), str(ref.container), *(x for step in ref.quantize_steps for x in step)]
+    values += [x for step in (*ctx["prepare_host"], *prepare_container) for x in step.argv]
     ctx["literal_shell_specials"] = any("$" in v or "`" in v for v in values)
     return EmitContext(**ctx)
 
 
-def _compose_services(http_server: bool, multi: bool) -> list[dict]:
+def _compose_services(http_server: bool, multi: bool, groups: list[ReplicaGroup], port: int | None, builds: bool) -> list[dict]:
+    base = dict(build=builds, command=None, profiles=None, health=http_server, head_env=False, port=port, devices=None, visible=None)
     if multi:
-        worker_cmd = ["worker", "${RAY_HEAD_ADDRESS:?set RAY_HEAD_ADDRESS to the head node's address}"]
+        # `${RAY_HEAD_ADDRESS:-}`: compose interpolates every service before it filters profiles, so a required
+        # `:?` variable would stop `docker compose up -d head` too; ray-node.sh refuses an empty address itself.
+        worker_cmd = ["worker", "${RAY_HEAD_ADDRESS:-}"]
         return [
-            dict(name="head", build=True, command=["head"], profiles=None, health=True, head_env=False),
-            dict(name="worker", build=True, command=worker_cmd, profiles=["worker"], health=False, head_env=True),
+            {**base, "name": "head", "build": True, "command": ["head"]},
+            {**base, "name": "worker", "build": True, "command": worker_cmd, "profiles": ["worker"], "health": False, "head_env": True},
         ]
     if not http_server:
-        return [dict(name="generate", build=True, command=None, profiles=None, health=False, head_env=False)]
-    return [dict(name="server", build=False, command=None, profiles=None, health=True, head_env=False)]
+        return [{**base, "name": "generate", "build": True}]
+    if groups:
+        return [{**base, "name": f"server-{g.index}", "port": g.port, "devices": g.devices.split(","), "visible": g.devices} for g in groups]
+    return [{**base, "name": "server"}]
 
 
 def _display(name: str) -> str:
@@ -196,11 +321,13 @@ def _display(name: str) -> str:
     return engine_profile(name).display
 
 
-def _summary(plan: DeploymentPlan, gpus_per_node: int) -> list[str]:
+def _summary(plan: DeploymentPlan, gpus_per_node: int, startup_words: str) -> list[str]:
     p, m, q = plan.parallelism, plan.memory, plan.quantization
-    hw = "CPU" if plan.hardware.kind == "cpu" else f"{plan.hardware.gpus_per_node}x {plan.hardware.gpus[0].name}" + (
+    cpu = plan.hardware.kind == "cpu"
+    hw = "CPU" if cpu else f"{plan.hardware.gpus_per_node}x {plan.hardware.gpus[0].name}" + (
         f" x {plan.hardware.nodes} nodes" if plan.hardware.nodes > 1 else ""
     )
+    unit = "socket (host RAM)" if cpu else "GPU"
     lines = [
         f"model: {plan.model.name} ({plan.model.source})",
         f"hardware: {hw} ({plan.hardware.source})",
@@ -209,9 +336,19 @@ def _summary(plan: DeploymentPlan, gpus_per_node: int) -> list[str]:
         f"layout: tensor parallel {p.tensor_parallel_size}, pipeline parallel {p.pipeline_parallel_size}, nodes {p.nodes}, "
         f"replicas {p.replicas}",
         f"context: max_model_len {plan.engine.max_model_len}, {plan.engine.max_num_seqs} sequences at once",
-        f"memory per GPU ({m.source}): {m.total_bytes_per_gpu / _GIB:.1f} GiB of {m.gpu_memory_bytes / _GIB:.1f} GiB, "
+        f"memory per {unit} ({m.source}): {m.total_bytes_per_gpu / _GIB:.1f} GiB of {m.gpu_memory_bytes / _GIB:.1f} GiB, "
         f"weights {m.weights_bytes_per_gpu / _GIB:.1f} GiB, KV cache {m.kv_cache_tokens} tokens",
     ]
+    if plan.prefix_caching is not None:
+        lines.append(f"prefix caching: {plan.prefix_caching.how}")
+    if plan.speculative is not None:
+        s = plan.speculative
+        lines.append(
+            f"speculative decoding: {s.method} with {s.draft_model}, {s.num_speculative_tokens} draft tokens per step "
+            f"({s.draft_params / 1e9:.2f} B draft parameters counted in memory)"
+        )
+    if plan.engine.http_server:
+        lines.append(startup_words)
     if not plan.feasible:
         lines.append(f"NOT FEASIBLE: {plan.infeasible_reason}")
     return lines

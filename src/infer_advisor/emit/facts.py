@@ -10,6 +10,13 @@ from .._data import load_validated
 from .._paths import shipped
 
 
+class DownloadFacts(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    command: list[str] | None = Field(default=None, description="Command in the engine's image that fills the HF cache (+ model id).")
+    env: dict[str, str] = Field(default_factory=dict, description="Variables that turn on the hub's high-performance download.")
+
+
 class EngineEmitFacts(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -18,6 +25,12 @@ class EngineEmitFacts(BaseModel):
     cache_dir: str = Field(description="Hugging Face cache folder inside the image.")
     gpu_image: str | None = Field(default=None, description="Image for GPU plans when engines.yaml's is a CPU build.")
     kv_cache_dtype: dict[str, str] = Field(description="Plan kv_cache_dtype -> the engine's flag value.")
+    equals_form: bool = Field(default=False, description="User-derived values are written --flag=value.")
+    rocm_image: str | None = Field(default=None, description="ROCm image for AMD GPUs (None: no ROCm artifact).")
+    rocm_image_by_gpu: dict[str, str] = Field(default_factory=dict, description="ROCm image per AMD GPU name, where it differs.")
+    gpu_image_by_sm: list[int] = Field(default_factory=list, description="CUDA architectures gpu_image is built for ({sm} in it).")
+    builds_image: bool = Field(default=False, description="The Dockerfile installs the engine (compose/Kubernetes run the built image).")
+    download: DownloadFacts = Field(default_factory=DownloadFacts)
     source: str
 
 
@@ -27,8 +40,27 @@ class EmitFile(BaseModel):
     engines: dict[str, EngineEmitFacts]
     pip_packages: dict[str, list[str]]
     pip_packages_source: str
-    apt_packages: list[str]
+    pip_find_links: dict[str, str] = Field(default_factory=dict)
+    base_image_digests: dict[str, str] = Field(default_factory=dict, description="Base image tag -> the digest it is pinned to.")
+    base_image_digests_source: str = ""
+    hf_cli_package: str
+    hf_cli_source: str
+    apt_packages: dict[str, list[str]]
     apt_packages_source: str
+    tabbyapi_git: str
+    tabbyapi_source: str
+    mlc_conv_templates: dict[str, str]
+    mlc_conv_templates_source: str
+    download_speed_mb_s: float = Field(gt=0)
+    download_speed_source: str
+    k8s_cpu_per_gpu: int = Field(gt=0)
+    k8s_memory_base_gib: int = Field(ge=0)
+    k8s_requests_source: str
+    gpu_node_labels: dict[str, str] = Field(description="Vendor -> the node label that names the GPU model.")
+    gpu_node_label_values: dict[str, list[str]] = Field(default_factory=dict, description="Catalog GPU -> values of that label.")
+    gpu_node_labels_source: str
+    rdma_resource: str
+    rdma_source: str
     startup_seconds_base: int = Field(gt=0)
     startup_seconds_per_gib: float = Field(ge=0)
     startup_source: str

@@ -21,6 +21,8 @@ class WeightFormat(BaseModel):
     scale_bytes: float = 0
     zero_bytes: float = 0
     quantizes: list[ParamGroup] = Field(default_factory=list)
+    applied_at_load: bool = Field(default=False, description="The engine quantizes an unquantized checkpoint while loading it (no quantize step).")
+    converter: str | None = Field(default=None, description="The engine's own conversion tool that writes this format (run by the artifacts).")
     source: str
 
 

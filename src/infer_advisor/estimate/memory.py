@@ -20,8 +20,13 @@ Two accountings (engine profile ``memory_accounting``):
 - ``reserve`` (vLLM, SGLang, TGI): the engine takes ``memory_fraction x total``; the KV cache gets what is
   left after weights, activations and overheads. ``kv_cache_tokens`` is the capacity vLLM prints as
   'GPU KV cache size: N tokens'. ``total_bytes_per_gpu`` is the reservation.
-- ``peak`` (transformers, CTranslate2, llama.cpp): the KV cache is what ``concurrency x context`` needs;
-  ``total_bytes_per_gpu`` is the expected peak.
+- ``peak`` (transformers, CTranslate2, llama.cpp, ExLlamaV2, mistral.rs): the KV cache is what
+  ``concurrency x context`` needs; ``total_bytes_per_gpu`` is the expected peak.
+- ``reserve-free`` (TensorRT-LLM): weights, activations and overheads first, then the KV cache takes
+  ``memory_fraction x`` the memory still free (``free_gpu_memory_fraction``).
+
+Speculative decoding adds the draft head's weights (``draft_params`` in the model dtype, split over TP
+like the target) and its KV cache (``draft_kv_elements_per_token`` per token) to the same budget.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ class MemoryEstimate(BaseModel):
     overhead_bytes_per_gpu: dict[str, int] = Field(description="Non-torch memory, CUDA graphs, NCCL.")
     kv_cache_bytes_per_gpu: int = Field(description="Reserve: left for KV after the rest. Peak: needed for concurrency x context.")
     kv_cache_tokens: int = Field(description="KV capacity in tokens (whole model) at the chosen context.")
+    draft_weights_bytes_per_gpu: int = Field(default=0, description="Weights of a speculative-decoding draft head, when the plan uses one.")
     required_kv_tokens: int = Field(description="KV tokens the plan needs: concurrency x typical request tokens, at least one full context.")
     total_bytes_per_gpu: int = Field(description="Reserve: the engine's reservation. Peak: the expected peak.")
     max_concurrency: int = Field(description="Requests of the full context that fit at once.")
@@ -128,13 +134,16 @@ def estimate_memory(
     memory_fraction: float | None = None,
     group_size: int | None = None,
     on_gpu: bool = True,
+    draft_params: int = 0,
+    draft_kv_elements_per_token: int = 0,
 ) -> MemoryEstimate:
     """Estimate per-GPU memory for one layout. See the module docstring for the accounting.
 
     ``context`` is the longest request (max_model_len); ``request_tokens`` the tokens a typical request
     holds (default: ``context``). A fit needs room for one request of ``context`` tokens and for
     ``concurrency`` requests of ``request_tokens``; engines that pre-allocate per-slot context
-    (llama.cpp) need ``concurrency x context``.
+    (llama.cpp) need ``concurrency x context``. ``draft_params`` / ``draft_kv_elements_per_token``: a
+    speculative-decoding draft head's parameters and KV elements per token (0 without one).
     """
     request_tokens = min(request_tokens or context, context)
     if engine.kv_preallocated:  # every slot gets the full context at start-up
@@ -144,14 +153,16 @@ def estimate_memory(
     total_weights = sum(groups.values())
     blocks = groups["linear"] + groups["other"]
     ends = max(groups["embedding"], groups["lm_head"]) if pp > 1 else groups["embedding"] + groups["lm_head"]
-    weights_gpu = blocks / (tp * pp) + ends / tp
+    draft_gpu = draft_params * dtype_bytes(dtype) / tp
+    weights_gpu = blocks / (tp * pp) + ends / tp + draft_gpu
 
     kv_b = dtype_bytes(dtype) if kv_cache_dtype == "auto" else dtype_bytes(kv_cache_dtype)
     full_tok, slide_tok = kv_bytes_per_token_per_gpu(model, kv_b, tp, pp)
+    full_tok += draft_kv_elements_per_token * kv_b / tp
     window = model.sliding_window
 
     act = formats().activation
-    reserve = engine.memory_accounting == "reserve"
+    reserve = engine.memory_accounting in ("reserve", "reserve-free")
     prompt = min(input_tokens or request_tokens, request_tokens)
     if reserve or engine.max_num_batched_tokens:
         tokens = max_num_batched_tokens or engine.max_num_batched_tokens
@@ -174,7 +185,9 @@ def estimate_memory(
     }
     fixed = weights_gpu + activation + sum(overheads.values())
     fraction = memory_fraction if memory_fraction is not None else engine.memory_fraction
-    budget = gpu_memory_bytes * (fraction if reserve else 1.0)
+    budget = gpu_memory_bytes * (fraction if engine.memory_accounting == "reserve" else 1.0)
+    if engine.memory_accounting == "reserve-free":  # the KV cache gets a fraction of what is free after the rest
+        budget = fixed + max(gpu_memory_bytes - fixed, 0.0) * fraction
     required_tokens = max(concurrency * request_tokens, context)
     per_seq_at_context = _kv_bytes_for(full_tok, slide_tok, window, context, 1)
     kv_needed = max(_kv_bytes_for(full_tok, slide_tok, window, request_tokens, concurrency), per_seq_at_context)
@@ -192,6 +205,8 @@ def estimate_memory(
         need = base + max(activation + kv_prompt, kv_needed + decode_activation)
         total = need
     free_for_kv = max(budget - fixed, 0.0)
+    if not reserve:  # peak engines hold the full KV at the end of decode, next to one token's activations per sequence
+        free_for_kv = max(budget - (weights_gpu + sum(overheads.values()) + decode_activation), 0.0)
 
     # Capacity in tokens at this context (vLLM rounds down to whole blocks).
     per_token_at_context = per_seq_at_context / context if context else full_tok
@@ -225,6 +240,7 @@ def estimate_memory(
         overhead_bytes_per_gpu=overheads,
         kv_cache_bytes_per_gpu=int(kv_space),
         kv_cache_tokens=capacity,
+        draft_weights_bytes_per_gpu=int(draft_gpu),
         required_kv_tokens=required_tokens,
         total_bytes_per_gpu=int(total),
         max_concurrency=max_concurrency,

@@ -27,8 +27,10 @@ from .models import (
     MemoryPlan,
     ModelSummary,
     Parallelism,
+    PrefixCachingPlan,
     QuantizationPlan,
     RuleTrace,
+    SpeculativePlan,
 )
 from .request import PlanRequest
 from .search import Choice, search
@@ -107,6 +109,11 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
             f"use --context {model.max_position_embeddings} or less."
         )
     w = _workload(request, model, hw.kind)
+    if request.shared_prefix_tokens and request.shared_prefix_tokens > w.input_tokens:
+        raise RequestError(
+            f"--shared-prefix-tokens {request.shared_prefix_tokens} is longer than the prompt ({w.input_tokens} tokens); "
+            "it is the part of --input-tokens every request shares."
+        )
     concurrency, context, input_tokens, output_tokens, request_tokens = (
         w.concurrency, w.context, w.input_tokens, w.output_tokens, w.request_tokens
     )
@@ -147,7 +154,7 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
             name=model.name, source=model.source, architecture=model.architecture, family=model.family,
             num_parameters=model.num_parameters, num_active_parameters=model.num_active_parameters,
             max_position_embeddings=model.max_position_embeddings, torch_dtype=model.torch_dtype,
-            pre_quantized=model.pre_quantized, path=model.name if model.source == "local" else None,
+            pre_quantized=model.pre_quantized, path=model.name if model.source == "local" else None, model_type=model.model_type,
         ),
         hardware=_hardware_summary(hw),
         engine=_engine_config(request, model, choice, concurrency),
@@ -167,7 +174,33 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
         explain=[RuleTrace(rule_id=t.rule.id, decides=t.rule.decides, matched=t.matched, applied_to=t.applied_to, why=t.why) for t in trace]
         if trace is not None
         else None,
+        speculative=_speculative(choice),
+        prefix_caching=_prefix_caching(request, choice),
     )
+
+
+def _speculative(c: Choice) -> SpeculativePlan | None:
+    d = c.speculative
+    if d is None:
+        return None
+    return SpeculativePlan(
+        method=d.method, draft_model=d.draft, num_speculative_tokens=d.num_speculative_tokens, draft_params=d.params,
+        source=d.source, params_source=d.params_source,
+    )
+
+
+def _prefix_caching(request: PlanRequest, c: Choice) -> PrefixCachingPlan:
+    p = c.profile
+    shared = request.shared_prefix_tokens
+    if p.prefix_caching == "default-on":
+        how = f"on by default in {p.display}; the artifacts keep it on" + (f" for the {shared} shared prompt tokens" if shared else "")
+        return PrefixCachingPlan(enabled=True, shared_prefix_tokens=shared, how=how, source=p.prefix_caching_source)
+    if p.prefix_caching == "flag":
+        on = bool(shared)
+        how = "turned on with the engine's flag for the shared prompt prefix" if on else "off (no --shared-prefix-tokens given)"
+        return PrefixCachingPlan(enabled=on, shared_prefix_tokens=shared, how=how, source=p.prefix_caching_source)
+    how = f"{p.display} has no prefix caching" + ("; every request pays the shared prefix's prefill" if shared else "")
+    return PrefixCachingPlan(enabled=False, shared_prefix_tokens=shared, how=how, source=p.prefix_caching_source)
 
 
 def _hw_words(hw: HardwareFacts) -> str:
@@ -185,6 +218,7 @@ def _hardware_summary(hw: HardwareFacts) -> HardwareSummary:
             GPUSummary(
                 name=g.name, memory_bytes=g.memory_bytes, compute_capability=g.compute_capability,
                 memory_bandwidth_bytes_per_s=g.memory_bandwidth_bytes_per_s, interconnect=g.interconnect, source=g.source,
+                vendor=g.vendor, product_names=_product_names(g),
             )
             for g in hw.gpus
         ],
@@ -197,13 +231,32 @@ def _hardware_summary(hw: HardwareFacts) -> HardwareSummary:
     )
 
 
+def _served_name(engine: str, model: ModelFacts) -> str:
+    if engine == "mistralrs":
+        return "default"  # mistral.rs answers requests for its one model under the name "default"
+    return model.name.rstrip("/").split("/")[-1] if model.source == "local" else model.name
+
+
+def _product_names(g) -> list[str]:
+    from ..hardware.catalog import find_entry
+
+    entry = find_entry(g.name)
+    names = list(entry.nvml_names) if entry is not None else []
+    if g.probed_name and g.probed_name not in names:
+        names.insert(0, g.probed_name)
+    return names
+
+
 def _engine_config(request: PlanRequest, model: ModelFacts, c: Choice, concurrency: int) -> EngineConfig:
     p = c.profile
-    reserve = p.memory_accounting == "reserve"
+    reserve = p.memory_accounting in ("reserve", "reserve-free")
     max_seqs = p.max_num_seqs if request.goal != "latency" else max(concurrency, 1)
     if p.kv_preallocated:  # every slot holds max_model_len from start-up: as many slots as the memory model counted
         max_seqs = 1 if c.concurrency_lowered else min(concurrency, p.max_num_seqs)
-    alternative = {"vllm": "sglang", "sglang": "vllm", "tgi": "vllm", "ctranslate2": "vllm"}.get(p.name)
+    alternative = {
+        "vllm": "sglang", "sglang": "vllm", "tgi": "vllm", "ctranslate2": "vllm", "trtllm": "vllm", "mlc": "exllamav2",
+        "exllamav2": "mlc", "mistralrs": "llama.cpp", "llama.cpp": "mistralrs",
+    }.get(p.name)
     return EngineConfig(
         name=p.name,
         version=p.version,
@@ -216,7 +269,7 @@ def _engine_config(request: PlanRequest, model: ModelFacts, c: Choice, concurren
         max_num_batched_tokens=(request.max_num_batched_tokens or p.max_num_batched_tokens) or None,
         gpu_memory_utilization=(request.gpu_memory_utilization or p.memory_fraction) if reserve else None,
         kv_cache_dtype=c.kv_cache_dtype.value,
-        served_model_name=model.name.rstrip("/").split("/")[-1] if model.source == "local" else model.name,
+        served_model_name=_served_name(p.name, model),
         alternative=alternative,
     )
 
@@ -228,9 +281,10 @@ def _quantization(model: ModelFacts, c: Choice) -> QuantizationPlan:
     # Let vLLM/SGLang detect pre-quantized checkpoints (they pick awq_marlin/gptq_marlin themselves);
     # pass --quantization only for on-the-fly methods.
     flag = method if (method in {"fp8"} and not pre and c.profile.name in {"vllm", "sglang"}) else None
-    needs_step = not pre and method not in {"none", "fp8"}
+    needs_step = not pre and method not in {"none", "fp8"} and not fmt.applied_at_load and fmt.converter is None
     return QuantizationPlan(
-        method=method, bits=fmt.bits, group_size=fmt.group_size, pre_quantized=pre, engine_flag=flag, needs_quantize_step=needs_step
+        method=method, bits=fmt.bits, group_size=fmt.group_size, pre_quantized=pre, engine_flag=flag, needs_quantize_step=needs_step,
+        converter=fmt.converter if not pre else None,
     )
 
 
@@ -272,6 +326,15 @@ def _decisions(c: Choice, result, request: PlanRequest) -> list[Decision]:
                 reason="no weight format or layout holds concurrency x context with a model-dtype KV cache; "
                 "the next allowed KV dtype does, so it is used instead of lowering the context",
                 source="estimate.memory (estimated)",
+            )
+        )
+    if c.speculative is not None:
+        out.append(
+            Decision(
+                rule_id="speculative.published-draft", decides="speculative", value=c.speculative.draft, effect="set",
+                reason=f"the latency goal, an engine that takes a {c.speculative.method} head on its command line, and a published "
+                "head for this model whose memory fits (data/speculative.yaml; --speculative off turns it off)",
+                source=c.speculative.source,
             )
         )
     if c.context_lowered:

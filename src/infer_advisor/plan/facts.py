@@ -49,6 +49,9 @@ def base_facts(model: ModelFacts, hw: HardwareFacts, request: Any, concurrency: 
         "request.kv_cache_dtype": request.kv_cache_dtype,
         "request.concurrency": concurrency,
         "request.context": context,
+        "request.serving": request.serving,
+        "request.stack": request.stack,
+        "request.shared_prefix_tokens": request.shared_prefix_tokens,
     }
     facts.update(dict.fromkeys(CANDIDATE_FACTS))
     return facts

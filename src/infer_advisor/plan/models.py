@@ -31,6 +31,7 @@ class ModelSummary(BaseModel):
     torch_dtype: str
     pre_quantized: str | None = None
     path: str | None = Field(default=None, description="Local directory when the model was read from disk.")
+    model_type: str | None = Field(default=None, description="config.json model_type, e.g. llama (picks MLC's conversation template).")
 
 
 class GPUSummary(BaseModel):
@@ -41,6 +42,10 @@ class GPUSummary(BaseModel):
     memory_bandwidth_bytes_per_s: float
     interconnect: str
     source: str = Field(description="probe (NVML on this machine) or catalog.")
+    vendor: str = Field(default="nvidia", description="nvidia, amd or intel: picks the images and device plumbing of the artifacts.")
+    product_names: list[str] = Field(
+        default_factory=list, description="Names the vendor's driver reports for this GPU (NVML names), for node selection."
+    )
 
 
 class HardwareSummary(BaseModel):
@@ -61,7 +66,7 @@ class MemoryPlan(MemoryEstimate):
 
 class EngineConfig(BaseModel):
     model_config = ConfigDict(defer_build=True)
-    name: str = Field(description="vllm, sglang, tgi, ctranslate2, llama.cpp or transformers.")
+    name: str = Field(description="vllm, sglang, tgi, ctranslate2, llama.cpp, transformers, trtllm, mlc, exllamav2 or mistralrs.")
     version: str = Field(description="Engine version the emitted flags target.")
     image: str = Field(description="Pinned container image.")
     http_server: bool = Field(description="False for engines without a server (CTranslate2, transformers): the artifact is a script.")
@@ -70,7 +75,9 @@ class EngineConfig(BaseModel):
     max_model_len: int = Field(description="Longest request (prompt + output) the engine accepts.")
     max_num_seqs: int = Field(description="Requests scheduled at once.")
     max_num_batched_tokens: int | None = None
-    gpu_memory_utilization: float | None = Field(default=None, description="Reserve engines only.")
+    gpu_memory_utilization: float | None = Field(
+        default=None, description="Reserve engines: fraction of total memory (TensorRT-LLM: of the memory free after weights)."
+    )
     kv_cache_dtype: str = "auto"
     served_model_name: str
     alternative: str | None = Field(default=None, description="A named alternative engine for the same plan.")
@@ -84,6 +91,9 @@ class QuantizationPlan(BaseModel):
     pre_quantized: bool = Field(default=False, description="The checkpoint is already quantized; nothing to run.")
     engine_flag: str | None = Field(default=None, description="Value for the engine's --quantization flag, or None to let it detect.")
     needs_quantize_step: bool = Field(default=False, description="`infer-advisor quantize` must run before launch.")
+    converter: str | None = Field(
+        default=None, description="The engine's own conversion tool the artifacts run first (MLC convert_weight, ExLlamaV2 convert_exl2)."
+    )
 
 
 class Parallelism(BaseModel):
@@ -93,6 +103,28 @@ class Parallelism(BaseModel):
     nodes: int = 1
     replicas: int = Field(default=1, description="Independent copies over the remaining GPUs (data parallel).")
     executor: Literal["mp", "ray", "none"] = Field(default="mp", description="vLLM distributed executor: ray across nodes.")
+
+
+class SpeculativePlan(BaseModel):
+    """Speculative decoding with a published draft head (data/speculative.yaml); its memory is in ``plan.memory``."""
+
+    model_config = ConfigDict(defer_build=True)
+    method: str = Field(description="eagle3 (an EAGLE-3 head) or draft (a small draft model).")
+    draft_model: str = Field(description="Hub id of the draft head.")
+    num_speculative_tokens: int
+    draft_params: int = Field(description="Parameters of the draft head, counted in the memory model.")
+    source: str
+    params_source: str
+
+
+class PrefixCachingPlan(BaseModel):
+    """Whether the engine reuses shared prompt prefixes, and the workload's shared prefix (--shared-prefix-tokens)."""
+
+    model_config = ConfigDict(defer_build=True)
+    enabled: bool
+    shared_prefix_tokens: int | None = Field(default=None, description="Prompt tokens every request shares, as asked.")
+    how: str = Field(description="What the artifacts do: keep the engine's default, or pass its flag.")
+    source: str
 
 
 class Decision(BaseModel):
@@ -138,6 +170,8 @@ class DeploymentPlan(BaseModel):
     decisions: list[Decision] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     explain: list[RuleTrace] | None = Field(default=None, description="Every rule considered, with --explain.")
+    speculative: SpeculativePlan | None = Field(default=None, description="Speculative decoding, when the plan uses it.")
+    prefix_caching: PrefixCachingPlan | None = Field(default=None, description="The engine's prefix caching as the artifacts set it.")
 
     def render(self, kind: str, out: str | Path | None = None, **options: Any):
         """Render launch artifacts (``script``, ``docker``, ``compose``, ``k8s``, ``all``); write them under ``out`` if given."""

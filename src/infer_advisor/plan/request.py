@@ -8,10 +8,16 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Goal = Literal["latency", "throughput", "balanced"]
-EngineChoice = Literal["auto", "vllm", "sglang", "tgi", "ctranslate2", "llama.cpp", "transformers"]
-QuantChoice = Literal[
-    "auto", "none", "awq", "gptq", "compressed-tensors-w4a16", "fp8", "int8", "ct2-int8", "gguf-q8_0", "gguf-q4_k_m", "gguf-f16"
+EngineChoice = Literal[
+    "auto", "vllm", "sglang", "tgi", "ctranslate2", "llama.cpp", "transformers", "trtllm", "mlc", "exllamav2", "mistralrs"
 ]
+QuantChoice = Literal[
+    "auto", "none", "awq", "gptq", "compressed-tensors-w4a16", "fp8", "int8", "ct2-int8", "gguf-q8_0", "gguf-q4_k_m", "gguf-f16",
+    "nvfp4", "mlc-q4f16_1", "exl2", "isq-q4k", "isq-q8_0",
+]
+ServingChoice = Literal["auto", "server", "library"]
+StackChoice = Literal["auto", "nvidia"]
+SpeculativeChoice = Literal["auto", "off"]
 DTypeChoice = Literal["auto", "bfloat16", "float16", "float32"]
 KVDTypeChoice = Literal["auto", "fp8"]
 ModelSourceChoice = Literal["auto", "local", "hub", "catalog"]
@@ -51,3 +57,27 @@ class PlanRequest(BaseModel):
     calibration: Path | None = Field(default=None, description="Speed profile file from `infer-advisor calibrate`, used for speed predictions.")
     model_source: ModelSourceChoice = Field(default="auto", description="Where to read model facts: auto (local, then Hub when online, then catalog), local, hub or catalog.")
     revision: str | None = Field(default=None, description="Hub revision (branch, tag or commit) of the model.")
+    # Fields added for engines, platforms and artifacts (issue 12); appended so other field additions merge cleanly.
+    serving: ServingChoice = Field(
+        default="auto",
+        description="server: an HTTP server deployment, never a library-only engine (CTranslate2, transformers); library: an "
+        "in-process generation script is wanted; auto: a server unless such an engine is named with --engine.",
+    )
+    stack: StackChoice = Field(
+        default="auto",
+        description="nvidia: peak NVIDIA performance on NVIDIA's enterprise stack (TensorRT-LLM trtllm-serve, NGC image); "
+        "auto: the rules choose among the open-source engines.",
+    )
+    shared_prefix_tokens: int | None = Field(
+        default=None, ge=0, description="Prompt tokens every request shares (system prompt, chat history); the engine's prefix caching is turned on for them."
+    )
+    speculative: SpeculativeChoice = Field(
+        default="auto",
+        description="auto: speculative decoding for the latency goal where the engine supports it and a draft head is published for the model; off: never.",
+    )
+    download_speed: float | None = Field(
+        default=None, gt=0, description="Download speed of the model weights in MB/s, for the start-up allowance (default: the assumption in data/emit.yaml)."
+    )
+    startup_timeout: int | None = Field(
+        default=None, gt=0, description="Seconds a server may take to become healthy (download + load); overrides the computed allowance."
+    )

@@ -19,9 +19,20 @@ from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
 from ..rules.evaluate import Trace, Verdict, judge, rank
 from ..rules.schema import Rule
+from ..speculative import DraftPair, draft_for
 
 # Pre-quantized checkpoints (config.json quant_method) map to the weight format used for bytes.
 PRE_QUANT_FORMAT = {"awq": "awq", "gptq": "gptq", "fp8": "fp8", "compressed-tensors": "compressed-tensors-w4a16"}
+
+
+def prequantized_format(model: ModelFacts) -> str | None:
+    """The weight format of a pre-quantized checkpoint; NVIDIA ModelOpt checkpoints name theirs in quant_algo."""
+    if model.pre_quantized == "other" and isinstance(model.quantization_config, dict):
+        qc = model.quantization_config
+        if str(qc.get("quant_method", "")).lower() == "modelopt":
+            algo = str(qc.get("quant_algo", "")).upper()
+            return {"FP8": "fp8", "NVFP4": "nvfp4"}.get(algo)
+    return PRE_QUANT_FORMAT.get(model.pre_quantized or "")
 
 
 @dataclass
@@ -52,6 +63,7 @@ class Choice:
     profile: EngineProfile
     concurrency_lowered: bool = False
     kv_fallback: bool = False
+    speculative: DraftPair | None = None
 
 
 @dataclass
@@ -133,7 +145,7 @@ def search(
         f_k = {**f_d, "kv_cache_dtype": kv.value}
         layouts_refused: list[Verdict] = []
         if model.pre_quantized:
-            fmt = PRE_QUANT_FORMAT.get(model.pre_quantized)
+            fmt = prequantized_format(model)
             quants = [fmt] if fmt else []
             if not quants:
                 result.rejected.append(f"pre-quantized format '{model.pre_quantized}' has no weight format here")
@@ -167,8 +179,16 @@ def search(
                     continue
                 candidates.append((-(qv.score + lv.score), layout.gpus, qi, qv, lv, layout))
         candidates.sort(key=lambda c: c[:3])
+        # Speculative decoding for the latency goal, where the engine takes the published draft head on its command line.
+        spec = (
+            draft_for(model.name, list(profile.speculative))
+            if request.speculative == "auto" and request.goal == "latency" and on_gpu
+            else None
+        )
 
-        def estimate(qv: Verdict, layout: Layout, ctx: int, sequences: int = concurrency, kvv: Verdict | None = None) -> MemoryEstimate:
+        def estimate(
+            qv: Verdict, layout: Layout, ctx: int, sequences: int = concurrency, kvv: Verdict | None = None, draft: DraftPair | None = None
+        ) -> MemoryEstimate:
             return estimate_memory(
                 model,
                 gpu_memory_bytes=mem_bytes,
@@ -185,24 +205,35 @@ def search(
                 max_num_batched_tokens=request.max_num_batched_tokens,
                 memory_fraction=request.gpu_memory_utilization,
                 on_gpu=on_gpu,
+                draft_params=draft.params if draft else 0,
+                draft_kv_elements_per_token=draft.kv_elements_per_token if draft else 0,
             )
 
+        def holds(est: MemoryEstimate) -> bool:  # fits, and one request of the whole context fits its KV cache
+            return est.fits and est.max_concurrency >= 1
+
+        if spec is not None:  # pass 1 with the draft head; without it below when it does not fit
+            for *_, qv, lv, layout in candidates:
+                est = estimate(qv, layout, context, draft=spec)
+                if holds(est):
+                    result.choice = Choice(ev, dv, kv, qv, lv, layout, est, context, False, profile, speculative=spec)
+                    return result
         estimates = []
         for *_, qv, lv, layout in candidates:
             est = estimate(qv, layout, context)
             estimates.append((qv, lv, layout, est))
-            if est.fits:
+            if holds(est):
                 result.choice = Choice(ev, dv, kv, qv, lv, layout, est, context, False, profile)
                 return result
         for alt in kv_fallbacks:  # pass 1 again with a smaller KV cache dtype, before lowering anything
             for *_, qv, lv, layout in candidates:
                 est = estimate(qv, layout, context, kvv=alt)
-                if est.fits:
+                if holds(est):
                     result.choice = Choice(ev, dv, alt, qv, lv, layout, est, context, False, profile, kv_fallback=True)
                     return result
         singles = [(qv, lv, layout, estimate(qv, layout, context, sequences=1)) for qv, lv, layout, _ in estimates]
         for qv, lv, layout, single in singles:  # pass 2a: any pair that holds one request of the full context
-            if single.fits:
+            if holds(single):
                 result.choice = Choice(ev, dv, kv, qv, lv, layout, single, context, False, profile, concurrency_lowered=True)
                 return result
         for qv, lv, layout, single in singles:  # pass 2b: only then lower the context
@@ -215,11 +246,11 @@ def search(
                 if not at_concurrency.fits and concurrency * min(request_tokens, lowered) <= at_concurrency.kv_cache_tokens:
                     shared = at_concurrency.kv_cache_tokens  # a little shorter, so the larger batch's activations fit too
                     at_concurrency = estimate(qv, layout, shared)
-                if at_concurrency.fits and shared >= floor:
+                if holds(at_concurrency) and shared >= floor:
                     result.choice = Choice(ev, dv, kv, qv, lv, layout, at_concurrency, shared, True, profile)
                     return result
                 est2 = estimate(qv, layout, lowered, sequences=1)
-                if est2.fits:
+                if holds(est2):
                     result.choice = Choice(ev, dv, kv, qv, lv, layout, est2, lowered, True, profile, concurrency_lowered=True)
                     return result
         if estimates and result.best_effort is None:
@@ -242,7 +273,7 @@ def _fallback(model, hw, request, by, facts, engine_order, mem_bytes, concurrenc
         f_e = {**facts, "engine": ev.value}
         dv = rank(by["dtype"], "dtype", ["bfloat16", "float16", "float32"] if request.dtype == "auto" else [request.dtype], f_e, None)[0]
         kv = rank(by["kv_cache_dtype"], "kv_cache_dtype", [request.kv_cache_dtype], {**f_e, "dtype": dv.value}, None)[0]
-        fmt = PRE_QUANT_FORMAT.get(model.pre_quantized or "", None) or (
+        fmt = prequantized_format(model) or (
             request.quantization if request.quantization not in ("auto",) else profile.quantizations[0]
         )
         if fmt not in profile.quantizations:

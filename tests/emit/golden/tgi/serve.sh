@@ -7,12 +7,14 @@
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
 # context: max_model_len 4096, 128 sequences at once
 # memory per GPU (estimated): 80.0 GiB of 80.0 GiB, weights 12.6 GiB, KV cache 134096 tokens
+# prefix caching: on by default in Text Generation Inference; the artifacts keep it on
+# start-up allowance 569 s = 300 s to start, load and capture graphs + a 12.6 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
 set -euo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")"
 
 exec text-generation-launcher \
-  --model-id meta-llama/Llama-2-7b-hf \
+  --model-id=meta-llama/Llama-2-7b-hf \
   --num-shard 1 \
   --dtype bfloat16 \
   --max-input-tokens 4095 \
@@ -20,4 +22,4 @@ exec text-generation-launcher \
   --max-batch-prefill-tokens 4096 \
   --max-concurrent-requests 128 \
   --hostname 0.0.0.0 \
-  --port 80
+  --port 8080

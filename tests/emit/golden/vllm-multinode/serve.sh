@@ -7,13 +7,24 @@
 # layout: tensor parallel 8, pipeline parallel 2, nodes 2, replicas 1
 # context: max_model_len 131072, 256 sequences at once
 # memory per GPU (estimated): 72.0 GiB of 80.0 GiB, weights 47.2 GiB, KV cache 646352 tokens
+# prefix caching: on by default in vLLM; the artifacts keep it on
+# start-up allowance 16534 s = 300 s to start, load and capture graphs + a 756.0 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
 set -euo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")"
+# Hugging Face Hub high-performance downloads (hf_xet); the cache is HF_HOME (default ~/.cache/huggingface).
+export HF_XET_HIGH_PERFORMANCE="${HF_XET_HIGH_PERFORMANCE:-1}"
 
 # Multi-node plan (2 nodes, Ray): start the head first, then one worker per other node.
 #   head node:    ./serve.sh head
 #   worker nodes: ./serve.sh worker HEAD_ADDRESS
+# NCCL and Gloo must use the interface that links the nodes (e.g. an InfiniBand or high-speed Ethernet port).
+: "${NCCL_SOCKET_IFNAME:?export NCCL_SOCKET_IFNAME=<the interface between the nodes, e.g. ib0 or eth1>}"
+export NCCL_SOCKET_IFNAME
+export GLOO_SOCKET_IFNAME="${GLOO_SOCKET_IFNAME:-$NCCL_SOCKET_IFNAME}"
+# The address this node announces to the others (vLLM docs: set VLLM_HOST_IP on every node).
+VLLM_HOST_IP="${VLLM_HOST_IP:-$(hostname -I | awk '{print $1}')}"
+export VLLM_HOST_IP
 role="${1:-}"
 case "$role" in
   head)
@@ -29,13 +40,17 @@ case "$role" in
       --max-num-seqs 256 \
       --max-num-batched-tokens 8192 \
       --kv-cache-dtype auto \
-      --served-model-name meta-llama/Llama-3.1-405B \
+      --served-model-name=meta-llama/Llama-3.1-405B \
       --distributed-executor-backend ray \
       --host 0.0.0.0 \
       --port 8000
     ;;
   worker)
-    head_address="${2:?usage: $0 worker HEAD_ADDRESS}"
+    head_address="${2:-}"
+    if [ -z "$head_address" ]; then
+      echo "usage: $0 worker HEAD_ADDRESS (or set RAY_HEAD_ADDRESS for docker compose)" >&2
+      exit 2
+    fi
     exec ray start --block "--address=${head_address}:6379"
     ;;
   *)

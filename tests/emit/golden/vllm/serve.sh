@@ -7,9 +7,13 @@
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
 # context: max_model_len 4096, 256 sequences at once
 # memory per GPU (estimated): 72.0 GiB of 80.0 GiB, weights 12.6 GiB, KV cache 116240 tokens
+# prefix caching: on by default in vLLM; the artifacts keep it on
+# start-up allowance 569 s = 300 s to start, load and capture graphs + a 12.6 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
 set -euo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")"
+# Hugging Face Hub high-performance downloads (hf_xet); the cache is HF_HOME (default ~/.cache/huggingface).
+export HF_XET_HIGH_PERFORMANCE="${HF_XET_HIGH_PERFORMANCE:-1}"
 
 exec vllm serve meta-llama/Llama-2-7b-hf \
   --tensor-parallel-size 1 \
@@ -20,6 +24,6 @@ exec vllm serve meta-llama/Llama-2-7b-hf \
   --max-num-seqs 256 \
   --max-num-batched-tokens 8192 \
   --kv-cache-dtype auto \
-  --served-model-name meta-llama/Llama-2-7b-hf \
+  --served-model-name=meta-llama/Llama-2-7b-hf \
   --host 0.0.0.0 \
   --port 8000
