@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._data import load_validated
 from .._paths import shipped
 
-ParamGroup = Literal["linear", "lm_head", "embedding"]
+ParamGroup = Literal["linear", "lm_head", "embedding", "expert_linear"]
 
 
 class WeightFormat(BaseModel):

@@ -185,6 +185,8 @@ class Arch:
             return 0
         if self.model_type == "gemma4_text" and not self.flag("enable_moe_block"):
             return 0
+        if self.model_type == "nemotron_h" and not self.mlp_counts().get("moe"):
+            return 0
         return self.int(_EXPERT_KEYS.get(self.model_type, "n_routed_experts"), 0)
 
     @property

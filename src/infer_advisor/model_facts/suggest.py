@@ -21,11 +21,18 @@ VARIANT_BONUS = 0.1
 
 def _parts(name: str) -> tuple[str, str, set[str]]:
     low = name.lower().strip()
-    size = _SIZE.search(low.split("/")[-1])
+    tail = low.split("/")[-1]
+    found = _SIZE.search(tail)
     words = set(re.split(r"[-_./ ]+", low)) & _VARIANT_WORDS
-    family = _SIZE.sub(" ", low)
+    if found:
+        size = found.group(0)
+        family = _SIZE.sub(" ", low)
+    else:  # 'llama-2-7': a trailing bare number after a version is the size
+        numbers = re.findall(r"(?<=[-_ ])\d+(?:\.\d+)?$", tail)
+        size = numbers[-1] + "b" if numbers and re.search(r"\d.*[-_ ]\d+(?:\.\d+)?$", tail) else ""
+        family = low[: len(low) - len(numbers[-1])] if size else low
     family = " ".join(w for w in re.split(r"[-_ ]+", family) if w and w not in _VARIANT_WORDS)
-    return family, size.group(0) if size else "", words
+    return family, size, words
 
 
 def score(query: str, candidate: str) -> float:

@@ -133,7 +133,7 @@ def search(
         f_k = {**f_d, "kv_cache_dtype": kv.value}
         layouts_refused: list[Verdict] = []
         if model.pre_quantized:
-            fmt = PRE_QUANT_FORMAT.get(model.pre_quantized)
+            fmt = model.weight_format or PRE_QUANT_FORMAT.get(model.pre_quantized)
             quants = [fmt] if fmt else []
             if not quants:
                 result.rejected.append(f"pre-quantized format '{model.pre_quantized}' has no weight format here")
@@ -242,7 +242,7 @@ def _fallback(model, hw, request, by, facts, engine_order, mem_bytes, concurrenc
         f_e = {**facts, "engine": ev.value}
         dv = rank(by["dtype"], "dtype", ["bfloat16", "float16", "float32"] if request.dtype == "auto" else [request.dtype], f_e, None)[0]
         kv = rank(by["kv_cache_dtype"], "kv_cache_dtype", [request.kv_cache_dtype], {**f_e, "dtype": dv.value}, None)[0]
-        fmt = PRE_QUANT_FORMAT.get(model.pre_quantized or "", None) or (
+        fmt = model.weight_format or PRE_QUANT_FORMAT.get(model.pre_quantized or "", None) or (
             request.quantization if request.quantization not in ("auto",) else profile.quantizations[0]
         )
         if fmt not in profile.quantizations:
