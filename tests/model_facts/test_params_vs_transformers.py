@@ -35,7 +35,7 @@ def transformers_parameter_count(config: dict) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         hf_config = AutoConfig.for_model(**cfg)
-        with init_empty_weights():
+        with init_empty_weights(include_buffers=True):  # buffers too: Llama 4 builds large ones on the CPU otherwise (minutes)
             model = AutoModelForCausalLM.from_config(hf_config)
     # init_empty_weights may leave lm_head untied; tie as from_pretrained would, then count each tensor once.
     model.tie_weights()
