@@ -78,7 +78,8 @@ def add_model(
     clash = [k for k in (n.lower() for n in entry.names()) if index.get(k) != target.name]
     if clash:
         raise RequestError(f"name(s) {', '.join(clash[:3])} already belong to another catalog entry")
-    _write_json(target, entry.model_dump(mode="json", exclude_defaults=False))
+    # The config verbatim (json keeps Infinity, e.g. Nemotron-H's time_step_limit; pydantic's JSON mode would null it).
+    _write_json(target, {**entry.model_dump(mode="json", exclude={"config"}), "config": config})
     _write_json(where / INDEX_FILE, {"_comment": _INDEX_COMMENT, "names": index})
     return entry, facts
 
