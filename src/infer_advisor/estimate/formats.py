@@ -21,6 +21,9 @@ class WeightFormat(BaseModel):
     scale_bytes: float = 0
     zero_bytes: float = 0
     quantizes: list[ParamGroup] = Field(default_factory=list)
+    checkpoint_only: bool = Field(
+        default=False, description="Only a published checkpoint is in this format: never chosen as a quantization to run."
+    )
     source: str
 
 

@@ -140,8 +140,8 @@ def search(
                 continue
         elif request.quantization != "auto":
             quants = [request.quantization]
-        else:
-            quants = list(profile.quantizations)
+        else:  # formats only a published checkpoint can be in (fp8-block, mxfp4-experts, nvfp4) are not run
+            quants = [q for q in profile.quantizations if not weight_format(q).checkpoint_only]
         if request.quantization not in ("auto", *quants) and model.pre_quantized:
             result.rejected.append(
                 f"the checkpoint is already quantized ({model.pre_quantized}); --quantization {request.quantization} cannot apply"
