@@ -78,13 +78,13 @@ def test_t4_without_nvlink_support():
 def test_unknown_gpu_keeps_probed_figures_and_says_tflops_are_unknown():
     hw = resolve_recorded("unknown_gpu_1x.json")
     g = hw.gpu
-    assert g.name == "NVIDIA H20" and g.catalog_source is None
+    assert g.name == "NVIDIA GH100 Engineering Sample" and g.catalog_source is None
     assert g.tflops == {} and "tflops" not in g.figure_sources
     assert g.memory_bandwidth_bytes_per_s == pytest.approx(6144 * 2619e6 * 2 / 8)
     assert g.compute_capability == 9.0
     # NVLink supported but no active link: PCIe
     assert g.interconnect == "pcie" and g.nvlink_active_links == 0
-    assert len(hw.notes) == 1 and "No catalog entry matches 'NVIDIA H20'" in hw.notes[0]
+    assert len(hw.notes) == 1 and "No catalog entry matches 'NVIDIA GH100 Engineering Sample'" in hw.notes[0]
 
 
 def test_mig_enabled_is_reported_and_noted():
@@ -129,7 +129,7 @@ def test_catalog_fills_in_what_nvml_did_not_say():
 def test_unknown_gpu_without_bandwidth_cannot_be_planned():
     raw = recorded("unknown_gpu_1x.json")
     raw.devices[0].max_memory_clock_mhz = None
-    with pytest.raises(UnknownGPUError, match="NVIDIA H20"):
+    with pytest.raises(UnknownGPUError, match="NVIDIA GH100 Engineering Sample"):
         facts_from_probe(raw)
 
 

@@ -70,6 +70,7 @@ def test_every_entry_is_consistent(entry):
     assert (f.num_active_parameters < f.num_parameters) == (f.family == "moe")
     assert f.kv_cache_elements_per_token > 0
     assert entry.source == f"https://huggingface.co/{entry.name}/blob/main/config.json"
+    assert entry.family, "every entry names its family (for `infer-advisor models`)"
     # the published JSON is the model's own dump, and it round-trips
     assert ModelFacts.model_validate_json(f.model_dump_json()).num_parameters == f.num_parameters
 
@@ -170,7 +171,8 @@ def test_pre_quantized_detection():
         ({"quant_method": "gptq", "bits": 4}, "gptq"),
         ({"quant_method": "compressed-tensors"}, "compressed-tensors"),
         ({"quant_method": "bitsandbytes", "load_in_4bit": True}, "bitsandbytes"),
-        ({"quant_method": "mxfp4"}, "other"),
+        ({"quant_method": "mxfp4"}, "mxfp4"),
+        ({"quant_method": "hqq"}, "other"),
     ]:
         assert facts_from_config("q", {**base, "quantization_config": qc}, "local").pre_quantized == expected
 
@@ -189,7 +191,7 @@ def test_config_errors_name_the_problem():
         facts_from_config("m", missing, "local", where="m/config.json")
     with pytest.raises(ModelConfigError, match="model_type"):
         facts_from_config("m", {k: v for k, v in base.items() if k != "model_type"}, "local")
-    with pytest.raises(ModelConfigError, match="positive integer"):
+    with pytest.raises(ModelConfigError, match="num_hidden_layers.*must be an integer"):
         facts_from_config("m", {**base, "num_hidden_layers": "16"}, "local")
     with pytest.raises(UnsupportedArchitectureError) as err:
         facts_from_config("m", {**base, "model_type": "mamba", "architectures": ["MambaForCausalLM"]}, "local")
@@ -201,14 +203,16 @@ def test_catalog_files_are_plain_config_copies():
 
     for path in (shipped("data") / "models").glob("*.json"):
         data = json.loads(path.read_text())
-        if path.name.startswith("_"):
+        if path.name == "_defaults.json":
             assert all(
                 v["source"].startswith("https://github.com/huggingface/transformers/")
                 for k, v in data.items()
                 if not k.startswith("_")
             )
             continue
-        assert set(data) == {"name", "aliases", "source", "config"}
+        if path.name in ("_limits.json", "_index.json"):
+            continue
+        assert set(data) == {"name", "family", "aliases", "variants", "source", "retrieved_from", "config"}
         assert path.name == data["name"].replace("/", "--") + ".json"
 
 
@@ -229,7 +233,7 @@ def test_wrong_types_become_config_errors(bad):
 
 def test_moe_and_mla_fields_of_the_wrong_type():
     base = dict(find_entry("deepseek-ai/DeepSeek-V2-Lite").config)
-    with pytest.raises(ModelConfigError, match="deepseek_v2"):
+    with pytest.raises(ModelConfigError, match="kv_lora_rank.*integer"):
         facts_from_config("m", {**base, "kv_lora_rank": "big"}, "local")
     with pytest.raises(ModelConfigError, match="kv_lora_rank"):
         facts_from_config("m", {k: v for k, v in base.items() if k != "kv_lora_rank"}, "local")

@@ -4,6 +4,8 @@
     infer-advisor models --json                   # the same as JSON (ModelsReport)
     infer-advisor models meta-llama/Llama-2-7b-hf # one model: local folder, Hub or catalog
     infer-advisor models ./my-model --json        # ModelFacts as JSON
+    infer-advisor models add config.json --id OWNER/NAME [--family F] [--alias A] [--variant ID[=KIND]]
+                                                  # validate a config.json, compute its counts, write the catalog file
 
 Parameter counts are computed from config.json (analytic, equal to what transformers builds); the
 source column says where the config came from (catalog, hub or local).
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -46,6 +49,8 @@ class CatalogRow(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(description="Canonical Hugging Face id.")
+    family: str = Field(default="", description="Model family (Llama 3.1, Qwen3, gpt-oss ...).")
+    variants: list[str] = Field(default_factory=list, description="Other Hub ids sized by the same config.")
     architecture: str = Field(description="config.json architectures[0].")
     params_billions: float = Field(description="Total parameters in billions (computed from the catalog config).")
     active_params_billions: float = Field(description="Parameters per token in billions (MoE: routed top-k only).")
@@ -65,7 +70,22 @@ class ModelsReport(BaseModel):
 def configure(parser: argparse.ArgumentParser) -> None:
     from ._derive import add_model_arguments
 
+    parser.description = (
+        "List the embedded model catalog by family, show one model's facts, or `add CONFIG.json --id OWNER/NAME` "
+        "a model to the catalog (validates the config, computes its counts, writes data/models/OWNER--NAME.json "
+        "and the name index)."
+    )
     parser.add_argument("name", nargs="?", default=None, help=ModelsOptions.model_fields["name"].description)
+    parser.add_argument("config", nargs="?", default=None, help="With `add`: the config.json to add.")
+    add = parser.add_argument_group("models add")
+    add.add_argument("--id", dest="model_id", help="Hub id of the model being added (default: the config's _name_or_path).")
+    add.add_argument("--family", default="", help="Family shown in the listing, e.g. 'Qwen3'.")
+    add.add_argument("--alias", action="append", default=[], help="A short name (repeatable).")
+    add.add_argument("--variant", action="append", default=[], help="Another Hub id with the same config, ID[=KIND] (repeatable).")
+    add.add_argument("--config-source", dest="config_source", help="URL of the published config.json (default: its Hub URL).")
+    add.add_argument("--retrieved-from", dest="retrieved_from", help="Where this copy was read, when not the Hub.")
+    add.add_argument("--catalog-dir", dest="catalog_dir", type=Path, help="Catalog folder (default: the shipped data/models).")
+    add.add_argument("--force", action="store_true", help="Replace an existing entry of the same id.")
     field = ModelsOptions.model_fields["json_output"]
     parser.add_argument("--json", dest="json_output", action="store_true", help=field.description)
     add_model_arguments(parser, ModelsOptions, exclude={"name", "json_output"})
@@ -81,6 +101,8 @@ def catalog_report() -> ModelsReport:
         rows.append(
             CatalogRow(
                 name=entry.name,
+                family=entry.family,
+                variants=[v.name for v in entry.variants],
                 architecture=f.architecture,
                 params_billions=round(f.num_parameters / BILLION, 2),
                 active_params_billions=round(f.num_active_parameters / BILLION, 2),
@@ -95,6 +117,12 @@ def catalog_report() -> ModelsReport:
 def run(ns: argparse.Namespace) -> int:
     from ._derive import model_from_namespace
 
+    if ns.name == "add":
+        return _add(ns)
+    if ns.config is not None:
+        from ..errors import RequestError
+
+        raise RequestError(f"unexpected argument '{ns.config}' (did you mean `infer-advisor models add {ns.config}`?)")
     opts = model_from_namespace(ModelsOptions, ns)
     if opts.name is None:
         report = catalog_report()
@@ -113,28 +141,54 @@ def run(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _add(ns: argparse.Namespace) -> int:
+    from ..errors import RequestError
+    from ..model_facts.add import add_model
+
+    if ns.config is None:
+        raise RequestError("usage: infer-advisor models add CONFIG.json --id OWNER/NAME")
+    entry, facts = add_model(
+        Path(ns.config), ns.model_id, family=ns.family, aliases=ns.alias, variants=ns.variant,
+        source=ns.config_source, retrieved_from=ns.retrieved_from, catalog_dir=ns.catalog_dir, force=ns.force,
+    )
+    print(
+        f"added {entry.name} ({facts.architecture}): {facts.num_parameters:,} parameters "
+        f"({facts.num_active_parameters:,} active), {facts.num_layers} layers {dict(facts.layer_counts)}, "
+        f"context {facts.max_position_embeddings:,}"
+    )
+    return 0
+
+
 def _print_catalog(report: ModelsReport) -> None:
     from rich.console import Console
     from rich.table import Table
 
     table = Table(
-        title="Model catalog: params computed from each entry's config.json",
-        caption="source: catalog (config.json copied from the Hub; URLs in --json)",
+        title="Model catalog by family: params computed from each entry's config.json",
+        caption="source: catalog (config.json copied from the Hub; URLs in --json). Variants share their entry's config.",
     )
-    table.add_column("name", no_wrap=True)
+    table.add_column("family", no_wrap=True)
+    table.add_column("name (+ variants)", no_wrap=True)
     table.add_column("architecture", overflow="fold")
     for col in ("params (B)", "active (B)", "context"):
         table.add_column(col, justify="right")
     table.add_column("pre-quant")
-    for r in report.models:
+    rows = sorted(report.models, key=lambda r: (r.family.lower() or "~", r.params_billions, r.name.lower()))
+    last = None
+    for r in rows:
+        if last is not None and r.family != last:
+            table.add_section()
+        names = "\n".join([r.name, *(f"  + {v}" for v in r.variants)])
         table.add_row(
-            r.name,
+            r.family if r.family != last else "",
+            names,
             r.architecture,
             f"{r.params_billions:.2f}",
             f"{r.active_params_billions:.2f}",
             f"{r.context:,}",
             r.pre_quantized or "-",
         )
+        last = r.family
     Console(width=_WIDTH if not sys.stdout.isatty() else None).print(table)
 
 

@@ -100,6 +100,10 @@ def model_ref(plan: DeploymentPlan) -> ModelRef:
     if local is not None:
         target = f"{CONTAINER_MODELS}/{slug(os.path.basename(local))}"
         return ModelRef(host=local, container=target, mount_source=local, mount_target=target)
+    published = plan.quantization.published_checkpoint
+    if published is not None:  # the engine loads the published repository (llama.cpp: REPO:TAG for -hf)
+        ref = f"{published.repo}:{published.file}" if plan.engine.name == "llama.cpp" and published.file else published.repo
+        return ModelRef(host=ref, container=ref)
     if plan.engine.name == "llama.cpp":
         if plan.quantization.pre_quantized:
             raise EmitError(
@@ -232,7 +236,8 @@ def tgi_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> list[s
 def llamacpp_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> list[str]:
     e = plan.engine
     # llama-server splits n_ctx over its slots: each of --parallel slots gets ctx-size / parallel tokens.
-    argv = ["-m", model, "-c", str(e.max_model_len * e.max_num_seqs), "--parallel", str(e.max_num_seqs)]
+    load = "-hf" if plan.quantization.published_checkpoint is not None else "-m"  # -hf REPO:TAG downloads the GGUF
+    argv = [load, model, "-c", str(e.max_model_len * e.max_num_seqs), "--parallel", str(e.max_num_seqs)]
     if plan.hardware.kind == "gpu":
         argv += ["-ngl", str(LLAMA_CPP_ALL_LAYERS)]
     if _kv(plan):

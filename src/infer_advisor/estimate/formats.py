@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._data import load_validated
 from .._paths import shipped
 
-ParamGroup = Literal["linear", "lm_head", "embedding"]
+ParamGroup = Literal["linear", "lm_head", "embedding", "expert_linear"]
 
 
 class WeightFormat(BaseModel):
@@ -23,6 +23,9 @@ class WeightFormat(BaseModel):
     quantizes: list[ParamGroup] = Field(default_factory=list)
     applied_at_load: bool = Field(default=False, description="The engine quantizes an unquantized checkpoint while loading it (no quantize step).")
     converter: str | None = Field(default=None, description="The engine's own conversion tool that writes this format (run by the artifacts).")
+    checkpoint_only: bool = Field(
+        default=False, description="Only a published checkpoint is in this format: never chosen as a quantization to run."
+    )
     source: str
 
 

@@ -10,7 +10,14 @@ Per GPU, under tensor parallelism ``tp`` and pipeline parallelism ``pp``:
   ``pp > 1``, held by the first and last stage (the larger of the two counts).
 - KV cache per token: full-attention layers split over ``pp`` stages and KV heads over ``tp`` ranks (a
   rank holds at least one KV head, so ``tp > kv_heads`` replicates); MLA's latent is replicated on every
-  TP rank, as vLLM does. Sliding-window layers hold at most ``sliding_window`` tokens per sequence.
+  TP rank, as vLLM does. Sliding-window and chunked-attention layers hold at most ``sliding_window`` tokens
+  per sequence. Attention sinks (gpt-oss) are per-head parameters and add no KV entry.
+- recurrent state per SEQUENCE (Mamba-2 and gated-DeltaNet layers): conv state in the model dtype plus the
+  SSM state in its own dtype (float32 where the config says so), split over ``tp`` and ``pp`` like the heads;
+  it does not grow with the context (:func:`recurrent_state_bytes_per_sequence`).
+- weights of native block-scaled checkpoints (MXFP4 experts, NVFP4, FP8 with 128x128 block scales) take their
+  format's bits plus one scale per block (``data/formats.yaml``); formats that quantize only ``expert_linear``
+  keep attention and dense layers in the model dtype.
 - activation peak over ``max_num_batched_tokens`` tokens (or a whole batch's prompts for engines without
   chunked prefill), plus fp32 logits for the sampled rows.
 - overheads from the engine profile: non-torch memory (CUDA context, library workspaces), CUDA graphs, NCCL.
@@ -62,6 +69,9 @@ class MemoryEstimate(BaseModel):
     total_bytes_per_gpu: int = Field(description="Reserve: the engine's reservation. Peak: the expected peak.")
     max_concurrency: int = Field(description="Requests of the full context that fit at once.")
     needed_bytes_per_gpu: int = Field(default=0, description="Weights + activations + overheads + the KV the plan needs.")
+    recurrent_state_bytes_per_sequence_per_gpu: float = Field(
+        default=0.0, description="Mamba / linear-attention state one sequence holds on one GPU, whatever its length."
+    )
     max_context: int = Field(description="Longest context that fits at the requested concurrency (capped by the model).")
     fits: bool = Field(description="Weights and overheads fit, and the KV cache holds concurrency x context.")
     shortfall_bytes_per_gpu: int = Field(default=0, description="How much more memory per GPU a fit would need.")
@@ -74,6 +84,9 @@ def _group_bytes(model: ModelFacts, fmt_name: str, dtype: str, group_size: int |
     p = model.params
     counts = {"embedding": p.embedding, "lm_head": p.lm_head, "linear": p.linear, "other": p.other}
     out: dict[str, float] = {}
+    if "expert_linear" in fmt.quantizes and "linear" not in fmt.quantizes:  # only the routed experts (MXFP4 gpt-oss)
+        counts["linear"] = p.linear - p.expert_linear
+        counts["expert_linear"] = p.expert_linear
     for group, n in counts.items():
         if fmt.bits is not None and group in fmt.quantizes:
             per = fmt.bits / 8
@@ -83,6 +96,8 @@ def _group_bytes(model: ModelFacts, fmt_name: str, dtype: str, group_size: int |
             out[group] = n * per
         else:
             out[group] = n * base
+    if "expert_linear" in out:  # fold back: callers see the four groups
+        out["linear"] += out.pop("expert_linear")
     return out
 
 
@@ -111,9 +126,19 @@ def kv_bytes_per_token_per_gpu(model: ModelFacts, kv_bytes: float, tp: int, pp: 
     return full, sliding
 
 
-def _kv_bytes_for(full: float, sliding: float, window: int | None, context: int, sequences: int) -> float:
+def recurrent_state_bytes_per_sequence(model: ModelFacts, dtype: str, tp: int, pp: int) -> float:
+    """Mamba / gated-DeltaNet state of one sequence on one GPU: conv state in ``dtype``, SSM state in the
+    config's state dtype (``recurrent_state_dtype``, else ``dtype``); heads split over ``tp``, layers over ``pp``."""
+    if not (model.recurrent_state_conv_elements or model.recurrent_state_ssm_elements):
+        return 0.0
+    ssm_dtype = model.recurrent_state_dtype if model.recurrent_state_dtype in formats().dtypes else dtype
+    total = model.recurrent_state_conv_elements * dtype_bytes(dtype) + model.recurrent_state_ssm_elements * dtype_bytes(ssm_dtype)
+    return total / (tp * pp)
+
+
+def _kv_bytes_for(full: float, sliding: float, window: int | None, context: int, sequences: int, state: float = 0.0) -> float:
     held = min(context, window) if window else context
-    return sequences * (context * full + held * sliding)
+    return sequences * (context * full + held * sliding + state)
 
 
 def estimate_memory(
@@ -160,6 +185,7 @@ def estimate_memory(
     full_tok, slide_tok = kv_bytes_per_token_per_gpu(model, kv_b, tp, pp)
     full_tok += draft_kv_elements_per_token * kv_b / tp
     window = model.sliding_window
+    state = recurrent_state_bytes_per_sequence(model, dtype, tp, pp)
 
     act = formats().activation
     reserve = engine.memory_accounting in ("reserve", "reserve-free")
@@ -189,8 +215,8 @@ def estimate_memory(
     if engine.memory_accounting == "reserve-free":  # the KV cache gets a fraction of what is free after the rest
         budget = fixed + max(gpu_memory_bytes - fixed, 0.0) * fraction
     required_tokens = max(concurrency * request_tokens, context)
-    per_seq_at_context = _kv_bytes_for(full_tok, slide_tok, window, context, 1)
-    kv_needed = max(_kv_bytes_for(full_tok, slide_tok, window, request_tokens, concurrency), per_seq_at_context)
+    per_seq_at_context = _kv_bytes_for(full_tok, slide_tok, window, context, 1, state=state)
+    kv_needed = max(_kv_bytes_for(full_tok, slide_tok, window, request_tokens, concurrency, state=state), per_seq_at_context)
 
     if reserve:
         kv_space = max(budget - fixed, 0.0)
@@ -200,7 +226,7 @@ def estimate_memory(
         # The peak is at the end of prefill (big activations, KV of the prompts only) or at the end of
         # decode (full KV, one token's activations per sequence), whichever is larger.
         base = weights_gpu + sum(overheads.values())
-        kv_prompt = _kv_bytes_for(full_tok, slide_tok, window, prompt, concurrency)
+        kv_prompt = _kv_bytes_for(full_tok, slide_tok, window, prompt, concurrency, state=state)
         kv_space = kv_needed
         need = base + max(activation + kv_prompt, kv_needed + decode_activation)
         total = need
@@ -217,7 +243,8 @@ def estimate_memory(
 
     # Longest context at the requested concurrency (solve the piecewise-linear KV size).
     sharing = concurrency if request_tokens >= context else 1  # typical requests shorter than context leave it to one
-    per_seq_budget = max(free_for_kv - (0 if sharing > 1 else _kv_bytes_for(full_tok, slide_tok, window, request_tokens, concurrency - 1)), 0.0) / max(sharing, 1)
+    per_seq_budget = max(free_for_kv - (0 if sharing > 1 else _kv_bytes_for(full_tok, slide_tok, window, request_tokens, concurrency - 1, state=state)), 0.0) / max(sharing, 1)
+    per_seq_budget = max(per_seq_budget - state, 0.0)  # the recurrent state comes first, whatever the context
     if window and context > window:
         extra = per_seq_budget - window * slide_tok
         max_ctx = int(extra // full_tok) if full_tok > 0 else model.max_position_embeddings
@@ -248,4 +275,5 @@ def estimate_memory(
         fits=fits,
         shortfall_bytes_per_gpu=shortfall,
         needed_bytes_per_gpu=int(need),
+        recurrent_state_bytes_per_sequence_per_gpu=state,
     )

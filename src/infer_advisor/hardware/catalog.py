@@ -48,6 +48,9 @@ class GPUEntry(BaseModel):
     interconnect: Literal["nvlink", "pcie", "infinity-fabric"]
     interconnect_gb_s: PositiveFloat
     notes: str | None = None
+    unified_memory: bool = Field(
+        default=False, description="Memory is shared with the CPU and the OS (DGX Spark GB10): not all of it is free."
+    )
     source: str = Field(min_length=8, description="Datasheet URL or document name.")
 
     def to_info(self) -> GPUInfo:
@@ -66,6 +69,7 @@ class GPUEntry(BaseModel):
             memory_type=self.memory_type,
             catalog_source=self.source,
             catalog_notes=self.notes,
+            unified_memory=self.unified_memory,
         )
 
 

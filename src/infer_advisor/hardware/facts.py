@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-FigureSource = Literal["probe", "catalog"]
+FigureSource = Literal["probe", "catalog", "spec"]  # spec: a GPU the user described with --gpu
 
 
 class GPUInfo(BaseModel):
@@ -46,6 +46,9 @@ class GPUInfo(BaseModel):
         default=None, description="Datasheet or document the catalog figures come from (None: not in the catalog)."
     )
     catalog_notes: str | None = Field(default=None, description="Caveats the catalog records for this GPU.")
+    unified_memory: bool = Field(
+        default=False, description="Memory shared with the CPU and the OS (DGX Spark): the model gets less than memory_bytes."
+    )
 
 
 class CPUInfo(BaseModel):

@@ -50,16 +50,32 @@ def resolve_hardware(spec: str = "auto", *, probe: Callable[[], ProbeResult] | N
         return facts_from_probe((probe or probe_nvml)())
     if parsed.kind == "cpu":
         return HardwareFacts(kind="cpu", cpu=probe_cpu(), source="probe", spec="cpu")
-    entry = next(e for e in catalog().gpus if e.name == parsed.name)
-    info = entry.to_info()
+    notes: list[str] = []
+    if parsed.entry is not None:  # a GPU the user described: every figure is theirs
+        entry = parsed.entry
+        info = entry.to_info().model_copy(
+            update={"source": "spec", "figure_sources": dict.fromkeys(entry.to_info().figure_sources, "spec")}
+        )
+        source = "spec"
+        notes.append(f"{entry.name} is described by the --gpu spec ({entry.source}), not the catalog.")
+    else:
+        entry = next(e for e in catalog().gpus if e.name == parsed.name)
+        info = entry.to_info()
+        source = "catalog"
+    if entry.unified_memory:
+        notes.append(
+            f"{entry.name} shares its {entry.memory_gib:g} GiB with the CPU and the OS: leave headroom "
+            "(lower --gpu-memory-utilization) for what else runs on the machine."
+        )
     canonical = entry.name + (f":{parsed.count}" if parsed.count != 1 or parsed.nodes != 1 else "")
     canonical += f"x{parsed.nodes}" if parsed.nodes != 1 else ""
     return HardwareFacts(
         kind="gpu",
         gpus=[info.model_copy(deep=True) for _ in range(parsed.count)],
         nodes=parsed.nodes,
-        source="catalog",
+        source=source,
         spec=canonical,
+        notes=notes,
     )
 
 

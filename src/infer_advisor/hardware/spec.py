@@ -1,4 +1,11 @@
-"""Parse a hardware spec: ``auto``, ``cpu`` or ``NAME[:COUNT][xNODES]``.
+"""Parse a hardware spec: ``auto``, ``cpu``, ``NAME[:COUNT][xNODES]``, or a GPU the catalog lacks.
+
+An unlisted GPU is described inline as a YAML mapping or in a YAML/JSON file, with the catalog's fields
+(validated by the same :class:`GPUEntry` model), optionally followed by ``:COUNT[xNODES]``::
+
+    --gpu '{name: RTX-3080-Laptop, memory_gib: 16, memory_bandwidth_gb_s: 448, tflops: {fp16: 60, bf16: 60},
+            compute_capability: 8.6, interconnect: pcie, interconnect_gb_s: 16}'
+    --gpu my-card.yaml:4
 
     >>> parse_spec("H100-80GB:8x2")
     HardwareSpec(kind='gpu', name='H100-80GB', count=8, nodes=2)
@@ -14,10 +21,16 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pathlib import Path
 
-from ..errors import HardwareSpecError, UnknownGPUError
-from .catalog import find_entry, suggest_names
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import DataFileError, HardwareSpecError, UnknownGPUError
+from .catalog import GPUEntry, find_entry, suggest_names
+
+# Longest inline GPU description accepted (a full entry is about 300 characters).
+MAX_INLINE_SPEC = 4000
+SPEC_SOURCE = "user-supplied --gpu spec"
 
 # Most GPUs one host holds: 16, as in NVIDIA DGX-2 / HGX-2 (16x V100 behind NVSwitch), the largest
 # single-OS-image NVIDIA board; GB200 NVL72 racks are 18 hosts of 4 GPUs.
@@ -39,6 +52,7 @@ class HardwareSpec(BaseModel):
     name: str | None = Field(default=None, description="Catalog name of the GPU (kind='gpu').")
     count: int = Field(default=1, description="GPUs per node.")
     nodes: int = Field(default=1, description="Nodes.")
+    entry: GPUEntry | None = Field(default=None, description="The GPU described inline or in a file (not in the catalog).")
 
 
 def _int(spec: str, text: str, what: str, limit: int) -> int:
@@ -62,6 +76,9 @@ def parse_spec(spec: str) -> HardwareSpec:
         return HardwareSpec(kind="auto")
     if low == "cpu":
         return HardwareSpec(kind="cpu", count=0)
+    custom = _custom_spec(spec, text)
+    if custom is not None:
+        return custom
     if text.count(":") > 1:
         raise HardwareSpecError(spec, "more than one ':'")
     if ":" in text:
@@ -94,3 +111,53 @@ def _canonical(name: str) -> str:
     if entry is None:
         raise UnknownGPUError(name, suggest_names(name))
     return entry.name
+
+
+def _counts(spec: str, counts: str) -> tuple[int, int]:
+    m = _COUNTS.match(counts.strip())
+    if not m:
+        raise HardwareSpecError(spec, f"'{counts}' is not COUNT or COUNTxNODES")
+    count = _int(spec, m["count"], "GPU count", MAX_GPUS_PER_NODE)
+    nodes = _int(spec, m["nodes"], "node count", MAX_NODES) if m["nodes"] else 1
+    return count, nodes
+
+
+def _custom_spec(spec: str, text: str) -> HardwareSpec | None:
+    """An inline YAML mapping ``{...}[:COUNT[xNODES]]`` or a ``.yaml/.yml/.json`` file ``PATH[:COUNT[xNODES]]``."""
+    if text.startswith("{"):
+        body, _, counts = text.rpartition("}")
+        if len(text) > MAX_INLINE_SPEC:
+            raise HardwareSpecError(spec[:60] + "...", f"an inline GPU description has at most {MAX_INLINE_SPEC} characters")
+        if "&" in body or "*" in body:
+            raise HardwareSpecError(spec, "YAML anchors and aliases are not allowed in a GPU description")
+        import yaml
+
+        try:
+            raw = yaml.load(body + "}", Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+        except yaml.YAMLError as err:
+            raise HardwareSpecError(spec, f"not a YAML mapping ({getattr(err, 'problem', err)})") from None
+        count, nodes = _counts(spec, counts.removeprefix(":")) if counts.strip() else (1, 1)
+        return HardwareSpec(kind="gpu", name=None, count=count, nodes=nodes, entry=_entry(raw, "--gpu"))
+    path_text, _, counts = text.partition(":") if re.search(r"\.(ya?ml|json):", text) else (text, "", "")
+    if not re.search(r"\.(ya?ml|json)$", path_text, re.IGNORECASE):
+        return None
+    from .._data import read_structured
+
+    path = Path(path_text).expanduser()
+    if not path.is_file():
+        raise HardwareSpecError(spec, f"no GPU description file at {path_text}")
+    raw = read_structured(path)
+    count, nodes = _counts(spec, counts) if counts else (1, 1)
+    return HardwareSpec(kind="gpu", name=None, count=count, nodes=nodes, entry=_entry(raw, str(path)))
+
+
+def _entry(raw: object, where: str) -> GPUEntry:
+    """Validate a user GPU description as a catalog entry (``source`` and ``memory_type`` may be left out)."""
+    from .._data import format_validation_error
+
+    if not isinstance(raw, dict):
+        raise DataFileError(where, "a GPU description is a mapping of the catalog's fields (see data/gpus.yaml)")
+    try:
+        return GPUEntry.model_validate({"source": SPEC_SOURCE, "memory_type": "unknown", **raw})
+    except ValidationError as err:
+        raise DataFileError(where, format_validation_error(err)) from None

@@ -3,16 +3,24 @@
 Real config.json files omit fields their transformers config class fills in (Gemma 3's text config has no
 ``vocab_size``; Mistral v0.1 has no ``head_dim``). Those defaults live in ``data/models/_defaults.json``
 (one entry per ``model_type``, with the class file as ``source``); fields listed there as ``required`` must
-be present, so a config missing ``hidden_size`` fails loudly instead of silently taking a default.
+be present, so a config missing ``hidden_size`` fails loudly instead of silently taking a default. Every
+integer read goes through :meth:`Arch.int`, which refuses values outside ``data/models/_limits.json``.
+
+Layers are described by their TYPE, never one by one: :meth:`Arch.mixer_counts` says how many layers mix
+tokens with full, sliding-window, chunked, linear (gated DeltaNet) or Mamba-2 attention, and
+:meth:`Arch.mlp_counts` how many have a dense MLP, a routed-expert MLP or none. Explicit per-layer lists
+(``layer_types``, Nemotron-H's ``hybrid_override_pattern``) are tallied; rule-based patterns are counted
+arithmetically, so a config claiming 10^9 layers costs nothing before it is refused.
 
     arch = read_arch(config, where="llama/config.json")
-    arch.layer_is_sliding   # one bool per decoder layer
+    arch.mixer_counts()   # {'full': 32}
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -20,151 +28,314 @@ from .._paths import shipped
 from ..errors import DataFileError, ModelConfigError, UnsupportedArchitectureError
 
 # Multimodal wrappers whose language model is described by ``text_config``: wrapper model_type -> text model_type.
-_TEXT_MODEL_TYPES = {"gemma3": "gemma3_text"}
+_TEXT_MODEL_TYPES = {
+    "gemma3": "gemma3_text",
+    "gemma4": "gemma4_text",
+    "llama4": "llama4_text",
+    "qwen3_5": "qwen3_5_text",
+    "qwen3_5_moe": "qwen3_5_moe_text",
+    "mistral3": "mistral",
+    "kimi_k25": "deepseek_v3",
+}
+# Model types sized exactly as another one (same modules in transformers / the original modeling code).
+# kimi_k2: Kimi K2 ships DeepseekV3ForCausalLM with model_type 'kimi_k2' (its config.json `architectures`).
+_SAME_AS = {"kimi_k2": "deepseek_v3", "ministral3": "mistral"}
 # Qwen families whose windowed layers are those from max_window_layers on, when use_sliding_window is set.
 _QWEN_TYPES = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe")
+# Names used in `layer_types` lists -> mixer kind.
+_LAYER_TYPE_NAMES = {
+    "full_attention": "full",
+    "attention": "full",
+    "sliding_attention": "sliding",
+    "chunked_attention": "chunked",
+    "linear_attention": "linear",
+    "mamba": "mamba",
+}
+# Nemotron-H hybrid_override_pattern characters -> (mixer, mlp) of that layer (transformers NemotronHConfig).
+_NEMOTRON_PATTERN = {"M": ("mamba", "none"), "*": ("full", "none"), "-": ("none", "dense"), "E": ("none", "moe")}
+# routed-expert count key per model type (the rest use n_routed_experts, as DeepSeek does).
+_EXPERT_KEYS = {
+    "mixtral": "num_local_experts",
+    "gpt_oss": "num_local_experts",
+    "llama4_text": "num_local_experts",
+    "minimax_m2": "num_local_experts",
+    "qwen2_moe": "num_experts",
+    "qwen3_moe": "num_experts",
+    "qwen3_next": "num_experts",
+    "qwen3_5_moe_text": "num_experts",
+    "gemma4_text": "num_experts",
+}
+_MOE_TYPES = (*_EXPERT_KEYS, "deepseek_v2", "deepseek_v3", "deepseek_v32", "nemotron_h")
+MIXERS = ("full", "sliding", "chunked", "linear", "mamba", "none")
 
 
 @cache
 def type_defaults() -> dict[str, dict[str, Any]]:
     """The per-model_type defaults table (``data/models/_defaults.json``), loaded once."""
-    path = shipped("data") / "models" / "_defaults.json"
+    return {k: v for k, v in _read_table("_defaults.json").items() if not k.startswith("_")}
+
+
+@cache
+def limits() -> dict[str, Any]:
+    """Sane upper bounds of sizing fields (``data/models/_limits.json``)."""
+    return _read_table("_limits.json")
+
+
+def _read_table(name: str) -> dict[str, Any]:
+    path = shipped("data") / "models" / name
     try:
-        table = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as err:
         raise DataFileError(str(path), f"cannot read: {err}") from None
-    return {k: v for k, v in table.items() if not k.startswith("_")}
 
 
 def supported_model_types() -> list[str]:
-    return sorted(type_defaults())
+    return sorted({*type_defaults(), *_SAME_AS})
 
 
 @dataclass(frozen=True)
 class Arch:
     """The fields of one decoder-only config that parameter and KV arithmetic needs, defaults applied."""
 
-    model_type: str
+    model_type: str  # the sizing family (kimi_k2 -> deepseek_v3)
     architecture: str
     multimodal: bool
     raw: dict[str, Any]  # the (text) config with defaults applied
+    where: str = ""
+    _memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def get(self, key: str, default: Any = None) -> Any:
         value = self.raw.get(key, default)
         return default if value is None else value
 
+    def int(self, key: str, default: int | None = None, *, minimum: int = 0) -> int:
+        """``raw[key]`` as a bounded integer; a missing key without default, a non-integer or a value out of
+        bounds raises :class:`ModelConfigError` naming the field."""
+        value = self.raw.get(key)
+        if value is None:
+            if default is None:
+                raise ModelConfigError(self.where, f"missing required field '{key}' for model_type '{self.model_type}'")
+            return default
+        if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ModelConfigError(self.where, f"field '{key}' must be an integer, got {_short(value)}")
+        bound = limits()["fields"].get(key, limits()["default_max"])
+        if value < minimum or value > bound:
+            raise ModelConfigError(self.where, f"field '{key}' = {_short(value)} is outside {minimum}..{bound}")
+        return value
+
+    def flag(self, key: str, default: bool = False) -> bool:
+        return bool(self.get(key, default))
+
+    # ------------------------------------------------------------------ sizes
     @property
     def hidden(self) -> int:
-        return int(self.raw["hidden_size"])
+        return self.int("hidden_size", minimum=1)
 
     @property
     def layers(self) -> int:
-        return int(self.raw["num_hidden_layers"])
+        return self.int("num_hidden_layers", minimum=1)
 
     @property
     def heads(self) -> int:
-        return int(self.raw["num_attention_heads"])
+        return self.int("num_attention_heads", minimum=1)
 
     @property
     def kv_heads(self) -> int:
         """KV heads as the engine stores them (Falcon: 1 for multi-query, ``num_kv_heads`` for the new layout)."""
         if self.model_type == "falcon":
-            if self.get("new_decoder_architecture", False) or not self.get("multi_query", True):
-                return int(self.get("num_kv_heads", self.heads))
+            if self.flag("new_decoder_architecture") or not self.flag("multi_query", True):
+                return self.int("num_kv_heads", self.heads, minimum=1)
             return 1
-        return int(self.get("num_key_value_heads", self.heads))
+        return self.int("num_key_value_heads", self.heads, minimum=1)
 
     @property
     def head_dim(self) -> int:
         if self.is_mla:
-            return int(self.raw["qk_nope_head_dim"]) + int(self.raw["qk_rope_head_dim"])
-        explicit = self.get("head_dim") if self.model_type != "falcon" else None
-        return int(explicit) if explicit else self.hidden // self.heads
+            return self.int("qk_nope_head_dim") + self.int("qk_rope_head_dim")
+        for key in ("head_dim", "attention_head_dim"):
+            if self.model_type != "falcon" and self.raw.get(key):
+                return self.int(key, minimum=1)
+        return self.hidden // self.heads
 
     @property
     def vocab(self) -> int:
-        return int(self.raw["vocab_size"])
+        return self.int("vocab_size", minimum=1)
 
     @property
     def intermediate(self) -> int:
         if self.model_type == "falcon":
-            return int(self.get("ffn_hidden_size", 4 * self.hidden))
-        return int(self.raw["intermediate_size"])
+            return self.int("ffn_hidden_size", 4 * self.hidden)
+        if self.model_type == "llama4_text":  # the dense MLP of non-MoE layers (Maverick)
+            return self.int("intermediate_size_mlp", self.int("intermediate_size"))
+        return self.int("intermediate_size")
 
     @property
     def tied(self) -> bool:
-        return bool(self.get("tie_word_embeddings", False))
+        return self.flag("tie_word_embeddings")
 
     @property
     def is_mla(self) -> bool:
-        return self.model_type in ("deepseek_v2", "deepseek_v3")
+        return self.model_type in ("deepseek_v2", "deepseek_v3", "deepseek_v32")
 
     @property
     def num_experts(self) -> int:
-        key = {"mixtral": "num_local_experts", "qwen2_moe": "num_experts", "qwen3_moe": "num_experts"}.get(
-            self.model_type, "n_routed_experts"
-        )
-        if self.model_type not in ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3"):
+        if self.model_type not in _MOE_TYPES:
             return 0
-        return int(self.get(key, 0))
+        if self.model_type == "gemma4_text" and not self.flag("enable_moe_block"):
+            return 0
+        if self.model_type == "nemotron_h" and not self.mlp_counts().get("moe"):
+            return 0
+        return self.int(_EXPERT_KEYS.get(self.model_type, "n_routed_experts"), 0)
 
     @property
     def experts_per_token(self) -> int:
-        return int(self.get("num_experts_per_tok", 0)) if self.num_experts else 0
+        if not self.num_experts:
+            return 0
+        key = "top_k_experts" if self.model_type == "gemma4_text" else "num_experts_per_tok"
+        return self.int(key, 0)
 
     @property
     def shared_experts(self) -> int:
-        """Always-active experts per MoE layer: DeepSeek's n_shared_experts, Qwen2-MoE's one shared expert."""
+        """Always-active expert MLPs per MoE layer (DeepSeek's n_shared_experts, Qwen's one shared expert)."""
         if not self.num_experts:
             return 0
-        if self.model_type == "qwen2_moe":
-            return 1 if int(self.get("shared_expert_intermediate_size", 0)) else 0
-        return int(self.get("n_shared_experts", 0)) if self.is_mla else 0
+        if self.model_type in ("qwen2_moe", "qwen3_next", "qwen3_5_moe_text"):
+            return 1 if self.int("shared_expert_intermediate_size", 0) else 0
+        if self.model_type == "llama4_text":
+            return 1
+        if self.model_type == "nemotron_h":
+            return self.int("n_shared_experts", 1) if self.int("moe_shared_expert_intermediate_size", 0) else 0
+        return self.int("n_shared_experts", 0) if self.is_mla else 0
 
     @property
     def expert_intermediate(self) -> int:
-        if self.model_type == "mixtral":
-            return self.intermediate
-        return int(self.get("moe_intermediate_size", 0))
+        if self.model_type in ("mixtral", "gpt_oss", "minimax_m2"):
+            return self.int("intermediate_size")
+        if self.model_type == "llama4_text":
+            return self.int("intermediate_size")
+        return self.int("moe_intermediate_size", 0)
 
-    def layer_is_moe(self, i: int) -> bool:
-        """Whether decoder layer ``i`` has a routed-expert MLP (transformers' own rule per family)."""
+    # ------------------------------------------------------------------ layer types
+    def _explicit_layer_types(self) -> list[str] | None:
+        types = self.raw.get("layer_types")
+        if types is None:
+            return None
+        if not isinstance(types, list) or len(types) != self.layers:
+            raise ModelConfigError(self.where, f"'layer_types' must list one type per layer ({self.layers})")
+        out = []
+        for t in types:
+            if t not in _LAYER_TYPE_NAMES:
+                raise ModelConfigError(self.where, f"unknown layer type {_short(t)} in 'layer_types'")
+            out.append(_LAYER_TYPE_NAMES[t])
+        return out
+
+    def _nemotron_pattern(self) -> list[tuple[str, str]]:
+        pattern = self.raw.get("hybrid_override_pattern")
+        blocks = self.raw.get("layers_block_type")
+        if pattern is None and isinstance(blocks, list):  # the newer spelling of the same pattern
+            names = {"mamba": "M", "attention": "*", "full_attention": "*", "mlp": "-", "moe": "E"}
+            pattern = "".join(names.get(b, "?") if isinstance(b, str) else "?" for b in blocks)
+        if not isinstance(pattern, str) or len(pattern) != self.layers or set(pattern) - set(_NEMOTRON_PATTERN):
+            raise ModelConfigError(
+                self.where, f"'hybrid_override_pattern' must have one of M, *, -, E per layer ({self.layers})"
+            )
+        return [_NEMOTRON_PATTERN[c] for c in pattern]
+
+    def mixer_counts(self) -> dict[str, int]:
+        """Layers per token-mixer kind: full, sliding, chunked (attention), linear (gated DeltaNet), mamba, none."""
+        if "mixers" not in self._memo:
+            self._memo["mixers"] = {k: v for k, v in self._mixer_counts().items() if v}
+        return self._memo["mixers"]
+
+    def _mixer_counts(self) -> dict[str, int]:
+        n = self.layers
+        if self.model_type == "nemotron_h":
+            return dict(Counter(m for m, _ in self._nemotron_pattern()))
+        explicit = self._explicit_layer_types()
+        if explicit is not None:
+            counts = Counter(explicit)
+            if self.sliding_window is None and counts.get("sliding"):
+                counts["full"] += counts.pop("sliding")
+            return dict(counts)
+        if self.model_type in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"):
+            interval = self.int("full_attention_interval", 4, minimum=1)
+            return {"full": n // interval, "linear": n - n // interval}
+        if self.model_type == "llama4_text":
+            no_rope = self.raw.get("no_rope_layers")
+            if isinstance(no_rope, list) and no_rope:
+                if len(no_rope) != n:
+                    raise ModelConfigError(self.where, f"'no_rope_layers' must list one flag per layer ({n})")
+                chunked = sum(1 for v in no_rope if v)  # 1 = uses RoPE = chunked local attention
+            else:
+                step = self.int("no_rope_layer_interval", 4, minimum=1)
+                chunked = n - n // step
+            if not self.raw.get("attention_chunk_size"):
+                return {"full": n}
+            return {"chunked": chunked, "full": n - chunked}
+        window = self.sliding_window
+        if window is None:
+            return {"full": n}
+        if self.model_type == "gemma2":
+            sliding = (n + 1) // 2
+        elif self.model_type == "gemma3_text":
+            pattern = self.int("sliding_window_pattern", 6, minimum=1)
+            sliding = n - n // pattern
+        elif self.model_type in _QWEN_TYPES:
+            sliding = max(n - self.int("max_window_layers", n), 0)
+        elif self.model_type in ("mistral", "mixtral", "phi3"):
+            sliding = n
+        else:
+            sliding = 0
+        return {"sliding": sliding, "full": n - sliding}
+
+    def mlp_counts(self) -> dict[str, int]:
+        """Layers per MLP kind: dense, moe (routed experts) or none."""
+        if "mlps" not in self._memo:
+            self._memo["mlps"] = {k: v for k, v in self._mlp_counts().items() if v}
+        return self._memo["mlps"]
+
+    def _mlp_counts(self) -> dict[str, int]:
+        n = self.layers
+        if self.model_type == "nemotron_h":
+            return dict(Counter(m for _, m in self._nemotron_pattern()))
         if not self.num_experts:
-            return False
-        if self.model_type in ("qwen2_moe", "qwen3_moe"):
-            step = int(self.get("decoder_sparse_step", 1))
-            return i not in (self.get("mlp_only_layers", []) or []) and (i + 1) % step == 0
+            return {"dense": n}
+        if self.model_type in ("qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5_moe_text"):
+            step = self.int("decoder_sparse_step", 1, minimum=1)
+            only = self.get("mlp_only_layers", []) or []
+            if not isinstance(only, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in only):
+                raise ModelConfigError(self.where, "'mlp_only_layers' must be a list of layer indices")
+            dense_listed = {i for i in only if 0 <= i < n and (i + 1) % step == 0}
+            moe = n // step - len(dense_listed)
+            return {"moe": moe, "dense": n - moe}
         if self.is_mla:
-            return i >= int(self.get("first_k_dense_replace", 0))
-        return True
+            first = min(self.int("first_k_dense_replace", 0), n)
+            return {"dense": first, "moe": n - first}
+        if self.model_type == "llama4_text":
+            step = self.int("interleave_moe_layer_step", 1, minimum=1)
+            return {"moe": n // step, "dense": n - n // step}
+        return {"moe": n}
 
     @property
     def sliding_window(self) -> int | None:
-        window = self.get("sliding_window")
-        if self.model_type in _QWEN_TYPES and not self.get("use_sliding_window", False):
+        if self.model_type in _QWEN_TYPES and not self.flag("use_sliding_window"):
             return None
-        return int(window) if window else None
+        window = self.int("sliding_window", 0)
+        return window or None
 
     @property
-    def layer_is_sliding(self) -> list[bool]:
-        """Per decoder layer: True where attention is limited to ``sliding_window`` (transformers' layer_types rule)."""
-        n = self.layers
-        explicit = self.raw.get("layer_types")
-        if isinstance(explicit, list) and len(explicit) == n:
-            return [t == "sliding_attention" for t in explicit]
-        if self.sliding_window is None:
-            return [False] * n
-        if self.model_type == "gemma2":
-            return [bool((i + 1) % 2) for i in range(n)]
-        if self.model_type == "gemma3_text":
-            pattern = int(self.get("sliding_window_pattern", 6))
-            return [bool((i + 1) % pattern) for i in range(n)]
-        if self.model_type in _QWEN_TYPES:
-            first = int(self.get("max_window_layers", n))
-            return [i >= first for i in range(n)]
-        if self.model_type in ("mistral", "mixtral", "phi3"):
-            return [True] * n
-        return [False] * n
+    def local_window(self) -> int | None:
+        """Tokens a local-attention layer holds: the sliding window, or Llama 4's attention chunk."""
+        if self.mixer_counts().get("chunked"):
+            return self.int("attention_chunk_size", minimum=1)
+        return self.sliding_window if self.mixer_counts().get("sliding") else None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def read_arch(config: dict[str, Any], *, where: str, name: str = "") -> Arch:
@@ -185,7 +356,8 @@ def read_arch(config: dict[str, Any], *, where: str, name: str = "") -> Arch:
             if key in config and key not in text:
                 text[key] = config[key]
         multimodal = True
-        model_type = text["model_type"]
+        model_type = text["model_type"] if isinstance(text["model_type"], str) else ""
+    model_type = _SAME_AS.get(model_type, model_type)
     table = type_defaults()
     if model_type not in table:
         raise UnsupportedArchitectureError(name or where, architecture or model_type, supported_model_types())
@@ -195,14 +367,23 @@ def read_arch(config: dict[str, Any], *, where: str, name: str = "") -> Arch:
         raise ModelConfigError(
             where, f"missing required field(s) {', '.join(repr(m) for m in missing)} for model_type '{model_type}'"
         )
-    for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "intermediate_size"):
-        value = text.get(key)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
-            raise ModelConfigError(where, f"field '{key}' must be a positive integer, got {value!r}")
     merged = {**entry.get("defaults", {}), **text}  # an explicit null (Mistral v0.3's sliding_window) beats a default
-    arch = Arch(model_type=model_type, architecture=architecture or model_type, multimodal=multimodal, raw=merged)
-    if arch.heads <= 0 or arch.hidden % arch.heads and not arch.get("head_dim"):
-        raise ModelConfigError(
-            where, f"hidden_size {arch.hidden} is not a multiple of num_attention_heads {arch.heads}"
+    arch = Arch(model_type=model_type, architecture=architecture or model_type, multimodal=multimodal, raw=merged, where=where)
+    for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"):
+        arch.int(key, minimum=1)
+    if model_type != "falcon":
+        arch.int("intermediate_size", 1, minimum=1)
+    heads, kv_heads = arch.heads, arch.kv_heads
+    if kv_heads > heads:
+        raise ModelConfigError(where, f"num_key_value_heads {kv_heads} is more than num_attention_heads {heads}")
+    if heads % kv_heads:
+        raise ModelConfigError(where, f"num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}")
+    if arch.hidden % heads and not (arch.raw.get("head_dim") or arch.raw.get("attention_head_dim") or arch.is_mla):
+        raise ModelConfigError(where, f"hidden_size {arch.hidden} is not a multiple of num_attention_heads {heads}")
+    if model_type == "gemma4_text" and (arch.int("hidden_size_per_layer_input", 0) or arch.int("num_kv_shared_layers", 0)):
+        raise UnsupportedArchitectureError(
+            name or where, f"{architecture or model_type} with per-layer inputs or shared KV layers (Gemma 4 E-series)"
         )
+    arch.mixer_counts()  # validate per-layer lists now, with the file named
+    arch.mlp_counts()
     return arch

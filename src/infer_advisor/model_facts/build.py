@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import ModelConfigError
 from .arch import read_arch
 from .facts import ModelFacts, ModelSource, PreQuantization, SafetensorsSummary
-from .params import count_parameters, kv_cache_elements
+from .params import count_parameters, kv_cache_elements, recurrent_state_elements
 
 # quantization_config.quant_method values -> ModelFacts.pre_quantized. Source: the quant_method strings
 # transformers' quantizers register (transformers/utils/quantization_config.py, QuantizationMethod).
@@ -21,6 +21,8 @@ _QUANT_METHODS: dict[str, PreQuantization] = {
     "compressed-tensors": "compressed-tensors",
     "compressed_tensors": "compressed-tensors",
     "bitsandbytes": "bitsandbytes",
+    "mxfp4": "mxfp4",
+    "modelopt": "modelopt",
 }
 # safetensors dtype -> torch dtype name, for checkpoints whose config.json names no dtype.
 _ST_DTYPES = {"BF16": "bfloat16", "F16": "float16", "F32": "float32"}
@@ -33,6 +35,30 @@ def _pre_quantized(qc: Any) -> PreQuantization | None:
     if not method and (qc.get("load_in_4bit") or qc.get("load_in_8bit")):
         return "bitsandbytes"
     return _QUANT_METHODS.get(method, "other")
+
+
+def weight_format_of(qc: Any) -> str | None:
+    """The data/formats.yaml key a pre-quantized checkpoint's weights take, from its quantization_config.
+
+    - ``fp8`` with ``weight_block_size`` (DeepSeek-V3/R1, Qwen3 FP8): fp8-block, one fp32 scale per 128x128 block.
+    - ``fp8`` without: fp8 (per-tensor or per-channel scales).
+    - ``mxfp4`` (gpt-oss): mxfp4-experts, only the routed experts are MXFP4 (modules_to_not_convert keeps
+      attention, router, embeddings and lm_head in bf16).
+    - ``modelopt`` with ``quant_algo`` NVFP4 (or MIXED_PRECISION, whose layers are mostly NVFP4): nvfp4; FP8: fp8.
+    - awq, gptq, compressed-tensors: the group-quantized 4-bit formats.
+    """
+    if not isinstance(qc, dict) or not qc:
+        return None
+    method = str(qc.get("quant_method", "")).lower()
+    if method == "fp8":
+        return "fp8-block" if qc.get("weight_block_size") else "fp8"
+    if method == "mxfp4":
+        return "mxfp4-experts"
+    if method == "modelopt":
+        algo = str(qc.get("quant_algo", "")).upper()
+        return "fp8" if algo == "FP8" else "nvfp4"
+    return {"awq": "awq", "gptq": "gptq", "compressed-tensors": "compressed-tensors-w4a16",
+            "compressed_tensors": "compressed-tensors-w4a16"}.get(method)
 
 
 def _dtype(config: dict[str, Any], safetensors: SafetensorsSummary | None) -> str:
@@ -61,9 +87,12 @@ def facts_from_config(
     try:
         counts = count_parameters(arch)
         kv = kv_cache_elements(arch)
+        state = recurrent_state_elements(arch)
         head_dim, kv_heads = arch.head_dim, arch.kv_heads
-        max_pos = int(arch.get("max_position_embeddings", 2048))
-    except (TypeError, ValueError, KeyError, ZeroDivisionError) as err:  # a field of the wrong type or missing
+        max_pos = arch.int("max_position_embeddings", 2048, minimum=1)
+    except ModelConfigError:
+        raise
+    except (TypeError, ValueError, KeyError, ZeroDivisionError, OverflowError) as err:  # a field of the wrong type or missing
         detail = f"missing field {err}" if isinstance(err, KeyError) else str(err)
         raise ModelConfigError(where, f"cannot size this {arch.model_type} config: {detail}") from None
     if min(counts.total, head_dim, kv_heads, max_pos) <= 0 or min(counts.breakdown.linear, kv.full + kv.sliding) < 0:
@@ -77,6 +106,8 @@ def facts_from_config(
     else:
         attention = "gqa"
     qc = config.get("quantization_config")
+    if not isinstance(qc, dict) and isinstance(config.get("text_config"), dict):
+        qc = config["text_config"].get("quantization_config")
     return ModelFacts(
         name=name,
         source=source,
@@ -108,5 +139,12 @@ def facts_from_config(
         pre_quantized=_pre_quantized(qc),
         quantization_config=qc if isinstance(qc, dict) and qc else None,
         safetensors=safetensors,
+        layer_counts=dict(arch.mixer_counts()),
+        local_attention=kv.local_kind if kv.window else None,
+        attention_sinks=arch.model_type == "gpt_oss",
+        recurrent_state_conv_elements=state.conv,
+        recurrent_state_ssm_elements=state.ssm,
+        recurrent_state_dtype=state.ssm_dtype,
+        weight_format=weight_format_of(qc),
         config=config,
     )

@@ -1,11 +1,13 @@
 """The embedded model catalog: one JSON file per model in ``data/models/`` holding its real config.json.
 
-Each file is ``{"name", "aliases", "source", "config"}``; ``source`` is the config.json it was copied from.
-Lookup is case-insensitive and matches the full name, the part after the ``/`` and any alias.
+Each file is ``{"name", "family", "aliases", "variants", "source", "retrieved_from", "config"}``: ``source`` is
+the config.json it is a copy of, ``retrieved_from`` where this copy was read when that is not the Hub itself
+(a repository that vendors the file, with its commit). ``variants`` are other Hub repositories with the same
+architecture numbers (Instruct / base / reasoning releases): they resolve to this config under their own id.
 
-Loading all 38 files and validating them takes about 7-12 ms (measured on 2 busy cores); one pre-joined
-JSON file would save 2-9 ms of that, not worth a generated artifact that can drift. An exact canonical id
-reads only its own file.
+``data/models/_index.json`` maps every lower-cased name (id, the part after '/', alias, variant) to its file,
+so ANY exact name reads the index and one file; only fuzzy lookups ("did you mean") read every file.
+``infer-advisor models add`` keeps the index in step, and a test fails when it drifts.
 
     entry = find_entry("llama-2-7b")       # CatalogEntry or None
     entry.name, entry.config["hidden_size"]
@@ -24,6 +26,18 @@ from .._data import format_validation_error
 from .._paths import shipped
 from ..errors import DataFileError
 
+INDEX_FILE = "_index.json"
+
+
+class Variant(BaseModel):
+    """Another Hub repository sized by the same config (same architecture numbers)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    name: str = Field(description="Hub id of the variant, e.g. meta-llama/Llama-3.1-8B-Instruct.")
+    kind: str = Field(default="instruct", description="instruct, base, reasoning, chat, coder ...")
+    aliases: list[str] = Field(default_factory=list, description="Short names of this variant.")
+
 
 class CatalogEntry(BaseModel):
     """One catalog file."""
@@ -31,35 +45,72 @@ class CatalogEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str = Field(description="Canonical Hugging Face id, e.g. meta-llama/Llama-2-7b-hf.")
+    family: str = Field(default="", description="Model family for listings, e.g. 'Llama 3.1', 'Qwen3'.")
     aliases: list[str] = Field(default_factory=list, description="Other names that find this entry.")
+    variants: list[Variant] = Field(default_factory=list, description="Hub repositories that share this config.")
     source: str = Field(description="URL of the config.json the `config` was copied from.")
+    retrieved_from: str | None = Field(
+        default=None, description="Where this copy was read, when not from the Hub itself (repository, path, commit)."
+    )
     config: dict[str, Any] = Field(description="The model's config.json, verbatim.")
+
+    def names(self) -> list[str]:
+        """Every name this entry answers to (ids, the part after '/', aliases, variants)."""
+        out = [self.name, self.name.split("/")[-1], *self.aliases]
+        for v in self.variants:
+            out += [v.name, v.name.split("/")[-1], *v.aliases]
+        return out
+
+    def variant_for(self, name: str) -> str:
+        """The Hub id ``name`` designates: a variant's id when it names a variant, else the entry's."""
+        key = name.strip().lower()
+        for v in self.variants:
+            if key in {n.lower() for n in (v.name, v.name.split("/")[-1], *v.aliases)}:
+                return v.name
+        return self.name
+
+
+def folder() -> Path:
+    return shipped("data") / "models"
+
+
+def entry_path(name: str, where: Path | None = None) -> Path:
+    return (where or folder()) / (name.replace("/", "--") + ".json")
 
 
 @cache
 def load_catalog() -> tuple[CatalogEntry, ...]:
     """Every catalog entry, sorted by name; read once per process."""
-    entries = [_read_one(path) for path in sorted(_folder().glob("*.json")) if not path.name.startswith("_")]
+    entries = [_read_one(path) for path in sorted(folder().glob("*.json")) if not path.name.startswith("_")]
     return tuple(sorted(entries, key=lambda e: e.name.lower()))
 
 
-def _folder() -> Path:
-    return shipped("data") / "models"
-
-
 @cache
-def _index() -> dict[str, CatalogEntry]:
-    index: dict[str, CatalogEntry] = {}
-    for entry in load_catalog():
-        for key in (entry.name, entry.name.split("/")[-1], *entry.aliases):
-            index.setdefault(key.lower(), entry)
-    return index
+def _index() -> dict[str, str]:
+    """lower-cased name -> catalog file name (from _index.json)."""
+    path = folder() / INDEX_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise DataFileError(str(path), f"cannot read the catalog index: {err}") from None
+    return data["names"]
+
+
+def build_index(entries: list[CatalogEntry] | tuple[CatalogEntry, ...]) -> dict[str, str]:
+    """The index ``_index.json`` holds for ``entries`` (first entry in name order wins a shared key)."""
+    index: dict[str, str] = {}
+    for entry in sorted(entries, key=lambda e: e.name.lower()):
+        for key in entry.names():
+            index.setdefault(key.lower(), entry_path(entry.name).name)
+    return dict(sorted(index.items()))
 
 
 @cache
 def _read_one(path: Path) -> CatalogEntry:
     try:
         return CatalogEntry.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError) as err:
+        raise DataFileError(str(path), f"cannot read: {err}") from None
     except json.JSONDecodeError as err:
         raise DataFileError(str(path), f"invalid JSON at line {err.lineno}: {err.msg}") from None
     except ValidationError as err:
@@ -67,20 +118,16 @@ def _read_one(path: Path) -> CatalogEntry:
 
 
 def find_entry(name: str) -> CatalogEntry | None:
-    """The catalog entry called ``name`` (full id, part after '/', or alias; any case), else None.
+    """The catalog entry called ``name`` (full id, part after '/', alias or variant; any case), else None.
 
-    An exact canonical id reads only its own file (the common case for `plan`); anything else builds
-    the index of every name once.
+    Reads the index and at most one catalog file.
     """
-    text = name.strip()
-    if text.count("/") == 1 and not text.startswith("."):
-        path = _folder() / (text.replace("/", "--") + ".json")
-        if path.is_file():
-            entry = _read_one(path)
-            if entry.name == text:
-                return entry
-    key = text.lower()
-    return _index().get(key) or _index().get(key.split("/")[-1])
+    key = name.strip().lower()
+    if not key or len(key) > 256:
+        return None
+    index = _index()
+    file = index.get(key) or (index.get(key.split("/")[-1]) if key.count("/") == 1 else None)
+    return _read_one(folder() / file) if file else None
 
 
 def catalog_names() -> list[str]:
@@ -89,5 +136,5 @@ def catalog_names() -> list[str]:
 
 
 def lookup_names() -> list[str]:
-    """Every name the catalog answers to (for suggestions)."""
-    return [*catalog_names(), *(a for e in load_catalog() for a in e.aliases)]
+    """Every name the catalog answers to (for suggestions), from the index alone."""
+    return list(_index())

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 ModelSource = Literal["local", "hub", "catalog"]
-PreQuantization = Literal["awq", "gptq", "fp8", "compressed-tensors", "bitsandbytes", "other"]
+PreQuantization = Literal["awq", "gptq", "fp8", "compressed-tensors", "bitsandbytes", "mxfp4", "modelopt", "other"]
 
 
 class ParamBreakdown(BaseModel):
@@ -102,6 +102,39 @@ class ModelFacts(BaseModel):
     )
     safetensors: SafetensorsSummary | None = Field(
         default=None, description="Header summary when a checkpoint was read (local or hub)."
+    )
+    # Added fields (append-only): hybrid and local-attention layers, recurrent state, native checkpoint format.
+    layer_counts: dict[str, int] = Field(
+        default_factory=dict,
+        description="Decoder layers per token-mixer kind: full, sliding, chunked (attention), linear (gated DeltaNet), "
+        "mamba (Mamba-2), none (MLP-only blocks of Nemotron-H).",
+    )
+    local_attention: Literal["sliding", "chunked"] | None = Field(
+        default=None,
+        description="How the local layers of `sliding_window` tokens attend: a sliding window, or Llama 4's chunked "
+        "attention (each token sees its own chunk of `sliding_window` tokens).",
+    )
+    attention_sinks: bool = Field(
+        default=False,
+        description="Attention has a learned sink logit per head (gpt-oss): parameters only, no KV-cache entries.",
+    )
+    recurrent_state_conv_elements: int = Field(
+        default=0,
+        description="Per SEQUENCE (not per token): convolution state of the Mamba / linear-attention layers, "
+        "(kernel - 1) x channels per layer, held in the model dtype.",
+    )
+    recurrent_state_ssm_elements: int = Field(
+        default=0,
+        description="Per SEQUENCE: SSM state (Mamba-2: heads x head_dim x state) or delta-rule state (gated DeltaNet: "
+        "value heads x key dim x value dim) of those layers, held in `recurrent_state_dtype`.",
+    )
+    recurrent_state_dtype: str | None = Field(
+        default=None, description="dtype of the SSM state when the config fixes it (e.g. float32); None: the model dtype."
+    )
+    weight_format: str | None = Field(
+        default=None,
+        description="The weight format (data/formats.yaml key) of a pre-quantized checkpoint, from quantization_config: "
+        "e.g. fp8-block (DeepSeek FP8 with 128x128 block scales), mxfp4-experts (gpt-oss), nvfp4.",
     )
     config: dict[str, Any] = Field(
         default_factory=dict,

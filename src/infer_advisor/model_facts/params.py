@@ -1,15 +1,18 @@
-"""Analytic parameter and KV-cache counts from a config, equal to what transformers builds.
+"""Analytic parameter, KV-cache and recurrent-state counts from a config, equal to what transformers builds.
 
-One function per layer kind; :func:`count_parameters` adds them up over the decoder layers. The ground
-truth is transformers' own model classes on the meta device (``tests/model_facts/test_params_vs_transformers.py``
-checks every catalog entry). Notes on what "what transformers builds" means:
+One function per piece of a decoder layer (token mixer: attention, MLA, gated DeltaNet, Mamba-2; MLP: dense
+or routed experts); :func:`count_parameters` multiplies each by the number of layers of that TYPE
+(:meth:`Arch.mixer_counts`, :meth:`Arch.mlp_counts`), never looping over layers. The ground truth is
+transformers' own model classes on the meta device (``tests/model_facts/test_params_vs_transformers.py``
+checks every catalog entry whose architecture the installed transformers has). Notes on what "what
+transformers builds" means:
 
-- DeepSeek-V3's multi-token-prediction layers (``num_nextn_predict_layers``, 11.5B parameters in the
-  checkpoint) are NOT built by transformers, so they are not counted (vLLM loads them only for speculative
-  decoding). DeepSeek-V3's router ``e_score_correction_bias`` is a buffer in transformers, not a parameter.
+- Multi-token-prediction layers (DeepSeek-V3 ``num_nextn_predict_layers``, Qwen3.5 ``mtp_num_hidden_layers``)
+  are NOT built by transformers, so they are not counted (vLLM loads them only for speculative decoding).
+  DeepSeek-V3's router ``e_score_correction_bias`` is a buffer in transformers, not a parameter.
 - Tied embeddings (``tie_word_embeddings``) count once: ``lm_head`` is 0.
-- Biases, norms and MoE routers go to ``other``; Linear weights in decoder blocks go to ``linear``
-  (routed experts also to ``expert_linear``).
+- Biases, norms, routers, convolutions and SSM scalars go to ``other``; Linear weights in decoder blocks go
+  to ``linear`` (routed experts also to ``expert_linear``).
 
     counts = count_parameters(read_arch(config, where="config.json"))
     counts.breakdown.embedding + counts.breakdown.lm_head + counts.breakdown.linear + counts.breakdown.other
@@ -23,13 +26,15 @@ from .arch import Arch
 from .facts import ParamBreakdown
 
 # Model types with a Gemma-style decoder layer: four RMSNorms per layer (input, post-attention,
-# pre-feedforward, post-feedforward). Source: transformers models/gemma2, gemma3 modeling files.
-_FOUR_NORM_TYPES = ("gemma2", "gemma3_text")
-# Model types whose attention has RMSNorms on q and k (one weight of head_dim each).
-# Source: transformers models/qwen3, qwen3_moe, gemma3 modeling files.
-_QK_NORM_TYPES = ("qwen3", "qwen3_moe", "gemma3_text")
+# pre-feedforward, post-feedforward). Source: transformers models/gemma2, gemma3, gemma4 modeling files.
+_FOUR_NORM_TYPES = ("gemma2", "gemma3_text", "gemma4_text")
+# Model types whose attention has RMSNorms on q and k of one head_dim each.
+# Source: transformers models/qwen3, qwen3_moe, gemma3, qwen3_next, qwen3_5, gemma4 modeling files.
+_QK_NORM_TYPES = ("qwen3", "qwen3_moe", "gemma3_text", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "gemma4_text")
 # Model types whose `attention_bias` puts a bias on all of q, k, v and o.
-_ALL_BIAS_TYPES = ("llama", "gemma", "gemma2", "gemma3_text", "qwen3", "qwen3_moe")
+_ALL_BIAS_TYPES = ("llama", "gemma", "gemma2", "gemma3_text", "qwen3", "qwen3_moe", "gpt_oss", "olmo2", "nemotron_h")
+# Gated attention (Qwen3-Next, Qwen3.5): q_proj also emits a per-channel output gate, doubling its width.
+_GATED_Q_TYPES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,9 @@ class Block:
 
     def __add__(self, o: Block) -> Block:
         return Block(self.linear + o.linear, self.other + o.other)
+
+    def __mul__(self, n: int) -> Block:
+        return Block(self.linear * n, self.other * n)
 
 
 @dataclass(frozen=True)
@@ -55,31 +63,56 @@ def _gated_mlp(hidden: int, inter: int, bias: bool = False) -> Block:
     return Block(linear=3 * hidden * inter, other=(2 * inter + hidden) if bias else 0)
 
 
-def _attention(a: Arch) -> Block:
+def _plain_mlp(hidden: int, inter: int) -> Block:
+    """up and down only (Nemotron-H's relu^2 MLP, Falcon's GELU MLP without biases)."""
+    return Block(linear=2 * hidden * inter)
+
+
+# ---------------------------------------------------------------------- token mixers
+
+
+def _attention_geometry(a: Arch, mixer: str) -> tuple[int, int, bool]:
+    """(kv heads, head_dim, k and v share one projection) of an attention layer of kind ``mixer``."""
+    if a.model_type == "gemma4_text" and mixer == "full":
+        return (
+            a.int("num_global_key_value_heads", a.kv_heads, minimum=1),
+            a.int("global_head_dim", a.head_dim, minimum=1),
+            a.flag("attention_k_eq_v"),
+        )
+    return a.kv_heads, a.head_dim, False
+
+
+def _attention(a: Arch, mixer: str) -> Block:
     if a.model_type == "falcon":
         return _falcon_attention(a)
     if a.is_mla:
         return _mla_attention(a)
-    h, hd = a.hidden, a.head_dim
-    q, kv = a.heads * hd, a.kv_heads * hd
-    linear = h * q + 2 * h * kv + q * h  # q, k, v, o (Phi-3's fused qkv_proj has the same count)
+    h = a.hidden
+    kv_heads, hd, k_eq_v = _attention_geometry(a, mixer)
+    q, kv = a.heads * hd, kv_heads * hd
+    q_out = 2 * q if a.model_type in _GATED_Q_TYPES and a.flag("attn_output_gate", True) else q
+    linear = h * q_out + (1 if k_eq_v else 2) * h * kv + q * h
     other = 0
-    if a.model_type == "qwen2" or (a.model_type == "qwen2_moe" and a.get("qkv_bias", True)):
+    if a.model_type == "qwen2" or (a.model_type == "qwen2_moe" and a.flag("qkv_bias", True)):
         other += q + 2 * kv  # q, k, v carry a bias; o does not (transformers Qwen2Attention, Qwen2MoeAttention)
-    elif a.model_type in _ALL_BIAS_TYPES and a.get("attention_bias", False):
-        other += q + 2 * kv + h
+    elif a.model_type in _ALL_BIAS_TYPES and a.flag("attention_bias"):
+        other += q_out + (1 if k_eq_v else 2) * kv + h
     if a.model_type in _QK_NORM_TYPES:
         other += 2 * hd
+    elif a.model_type == "olmo2" or (a.model_type == "minimax_m2" and a.flag("use_qk_norm")):
+        other += q + kv  # OLMo 2 and MiniMax-M2 normalise the whole q and k projections
+    if a.model_type == "gpt_oss":  # one learned attention-sink logit per head
+        other += a.heads
     return Block(linear, other)
 
 
 def _mla_attention(a: Arch) -> Block:
     """DeepSeek-V2/V3 multi-head latent attention (q_lora_rank may be null: V2-Lite projects q directly)."""
     h, n = a.hidden, a.heads
-    nope, rope, v = (int(a.raw[k]) for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
-    kv_rank = int(a.raw["kv_lora_rank"])
-    q_rank = a.raw.get("q_lora_rank")
-    bias = bool(a.get("attention_bias", False))
+    nope, rope, v = a.int("qk_nope_head_dim"), a.int("qk_rope_head_dim"), a.int("v_head_dim")
+    kv_rank = a.int("kv_lora_rank", minimum=1)
+    q_rank = a.int("q_lora_rank", 0)
+    bias = a.flag("attention_bias")
     linear = other = 0
     if q_rank:
         linear += h * q_rank + q_rank * n * (nope + rope)  # q_a_proj, q_b_proj
@@ -90,75 +123,204 @@ def _mla_attention(a: Arch) -> Block:
     other += kv_rank + ((kv_rank + rope) if bias else 0)  # kv_a_layernorm (+ bias)
     linear += n * v * h  # o_proj
     other += h if bias else 0
+    if a.model_type == "deepseek_v32":  # DeepSeek sparse attention's lightning indexer: wq_b, wk, weights_proj, k_norm
+        ih, ihd = a.int("index_n_heads", minimum=1), a.int("index_head_dim", minimum=1)
+        linear += q_rank * ih * ihd + h * ihd + h * ih
+        other += 2 * ihd
     return Block(linear, other)
 
 
 def _falcon_attention(a: Arch) -> Block:
     h, hd = a.hidden, a.head_dim
-    if a.get("new_decoder_architecture", False):
-        qkv = (2 * int(a.get("num_kv_heads", a.heads)) + a.heads) * hd
-    elif a.get("multi_query", True):
+    if a.flag("new_decoder_architecture"):
+        qkv = (2 * a.int("num_kv_heads", a.heads) + a.heads) * hd
+    elif a.flag("multi_query", True):
         qkv = h + 2 * hd
     else:
         qkv = 3 * h
-    bias = bool(a.get("bias", False))
+    bias = a.flag("bias")
     return Block(linear=h * qkv + h * h, other=(qkv + h) if bias else 0)
+
+
+@dataclass(frozen=True)
+class LinearAttentionDims:
+    """Gated DeltaNet (Qwen3-Next, Qwen3.5) dimensions: key/value heads and widths, convolution kernel."""
+
+    key_heads: int
+    value_heads: int
+    key_dim: int
+    value_dim: int
+    kernel: int
+
+    @property
+    def conv_channels(self) -> int:  # q, k and v pass the short convolution
+        return 2 * self.key_heads * self.key_dim + self.value_heads * self.value_dim
+
+
+def linear_attention_dims(a: Arch) -> LinearAttentionDims:
+    return LinearAttentionDims(
+        key_heads=a.int("linear_num_key_heads", minimum=1),
+        value_heads=a.int("linear_num_value_heads", minimum=1),
+        key_dim=a.int("linear_key_head_dim", minimum=1),
+        value_dim=a.int("linear_value_head_dim", minimum=1),
+        kernel=a.int("linear_conv_kernel_dim", 4, minimum=1),
+    )
+
+
+def _linear_attention(a: Arch) -> Block:
+    """Gated DeltaNet: in_proj_qkvz (or qkv + z), in_proj_ba (or b + a), conv1d, dt_bias, A_log, norm, out_proj."""
+    d, h = linear_attention_dims(a), a.hidden
+    k, v = d.key_heads * d.key_dim, d.value_heads * d.value_dim
+    linear = h * (2 * k + 2 * v) + h * 2 * d.value_heads + v * h
+    other = d.conv_channels * d.kernel + 2 * d.value_heads + d.value_dim
+    return Block(linear, other)
+
+
+@dataclass(frozen=True)
+class MambaDims:
+    """Mamba-2 mixer dimensions (Nemotron-H, Granite 4, Falcon-H1)."""
+
+    heads: int
+    head_dim: int
+    groups: int
+    state: int
+    kernel: int
+
+    @property
+    def inner(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def conv_channels(self) -> int:  # x, B and C pass the short convolution
+        return self.inner + 2 * self.groups * self.state
+
+
+def mamba_dims(a: Arch) -> MambaDims:
+    return MambaDims(
+        heads=a.int("mamba_num_heads", minimum=1),
+        head_dim=a.int("mamba_head_dim", minimum=1),
+        groups=a.int("n_groups", 1, minimum=1),
+        state=a.int("ssm_state_size", minimum=1),
+        kernel=a.int("conv_kernel", 4, minimum=1),
+    )
+
+
+def _mamba(a: Arch) -> Block:
+    """Mamba-2: in_proj (z, x, B, C, dt), conv1d, dt_bias, A_log, D, gated RMSNorm, out_proj."""
+    d, h = mamba_dims(a), a.hidden
+    in_width = 2 * d.inner + 2 * d.groups * d.state + d.heads
+    linear = h * in_width + d.inner * h
+    other = d.conv_channels * d.kernel + 3 * d.heads + d.inner
+    if a.flag("use_conv_bias", True):
+        other += d.conv_channels
+    if a.flag("mamba_proj_bias"):
+        other += in_width + h
+    return Block(linear, other)
+
+
+def _mixer(a: Arch, mixer: str) -> Block:
+    if mixer in ("full", "sliding", "chunked"):
+        return _attention(a, mixer)
+    if mixer == "linear":
+        return _linear_attention(a)
+    if mixer == "mamba":
+        return _mamba(a)
+    return Block()
+
+
+# ---------------------------------------------------------------------- MLPs
+
+
+def _dense_mlp(a: Arch) -> Block:
+    h = a.hidden
+    if a.model_type == "falcon":
+        bias = a.flag("bias")
+        inter = a.intermediate
+        return Block(linear=2 * h * inter, other=(inter + h) if bias else 0)
+    if a.model_type == "nemotron_h":
+        return _plain_mlp(h, a.intermediate)
+    return _gated_mlp(h, a.intermediate, bias=a.flag("mlp_bias"))
+
+
+def _moe_mlp(a: Arch) -> tuple[Block, int, int]:
+    """(block, routed-expert linear params, routed-expert linear params active per token) of one MoE layer."""
+    h, e, k, inter = a.hidden, a.num_experts, a.experts_per_token, a.expert_intermediate
+    latent = a.int("moe_latent_size", 0) if a.model_type == "nemotron_h" else 0
+    width = latent or h  # Nemotron 3 Super's latent MoE: experts work in a narrower space, projected in and out
+    per_expert = (2 if a.model_type == "nemotron_h" else 3) * width * inter
+    block = Block(linear=e * per_expert + 2 * h * latent, other=e * h)  # experts (+ latent projections) + router
+    t = a.model_type
+    if t == "gpt_oss":  # biases on gate_up and down of every expert; the router has a bias
+        block = block + Block(other=e * (2 * inter + h) + e)
+    elif t in ("qwen2_moe", "qwen3_next", "qwen3_5_moe_text") and a.shared_experts:
+        # one shared MLP, scaled by a sigmoid gate (hidden -> 1)
+        block = block + _gated_mlp(h, a.int("shared_expert_intermediate_size")) + Block(other=h)
+    elif t == "llama4_text":
+        block = block + _gated_mlp(h, a.int("intermediate_size"))
+    elif t == "nemotron_h" and a.shared_experts:
+        block = block + _plain_mlp(h, a.int("moe_shared_expert_intermediate_size"))
+    elif t == "gemma4_text":  # a dense MLP beside the experts, a router scale per channel and per expert, 3 norms
+        block = block + _gated_mlp(h, a.int("intermediate_size")) + Block(other=h + e + 3 * h)
+    elif a.shared_experts:  # DeepSeek: n_shared_experts fused into one MLP
+        block = block + _gated_mlp(h, inter * a.shared_experts)
+    return block, e * per_expert, k * per_expert
 
 
 def _norms_per_layer(a: Arch) -> int:
     h = a.hidden
     if a.model_type == "falcon":  # LayerNorm: weight + bias
-        new = a.get("new_decoder_architecture", False)
-        n_ln = int(a.get("num_ln_in_parallel_attn", 2 if new else 1))
-        count = 2 if not a.get("parallel_attn", True) else (2 if n_ln == 2 else 1)
+        new = a.flag("new_decoder_architecture")
+        n_ln = a.int("num_ln_in_parallel_attn", 2 if new else 1)
+        count = 2 if not a.flag("parallel_attn", True) else (2 if n_ln == 2 else 1)
         return count * 2 * h
+    if a.model_type == "nemotron_h":  # one pre-norm per block: each layer is a mixer OR an MLP
+        return h
     return (4 if a.model_type in _FOUR_NORM_TYPES else 2) * h
-
-
-def _mlp(a: Arch, i: int) -> tuple[Block, int, int]:
-    """(block, routed-expert linear params, routed-expert linear params active per token) of layer ``i``."""
-    h = a.hidden
-    if a.model_type == "falcon":
-        bias = bool(a.get("bias", False))
-        inter = a.intermediate
-        return Block(linear=2 * h * inter, other=(inter + h) if bias else 0), 0, 0
-    if not a.layer_is_moe(i):
-        return _gated_mlp(h, a.intermediate, bias=bool(a.get("mlp_bias", False))), 0, 0
-    e, k = a.num_experts, a.experts_per_token
-    per_expert = 3 * h * a.expert_intermediate
-    block = Block(linear=e * per_expert, other=e * h)  # experts + router (gate: hidden -> experts, no bias)
-    if a.model_type == "qwen2_moe" and a.shared_experts:  # one shared MLP, scaled by a sigmoid gate (hidden -> 1)
-        block = block + _gated_mlp(h, int(a.get("shared_expert_intermediate_size"))) + Block(other=h)
-    elif a.shared_experts:  # DeepSeek: n_shared_experts fused into one MLP
-        block = block + _gated_mlp(h, a.expert_intermediate * a.shared_experts)
-    return block, e * per_expert, k * per_expert
 
 
 def count_parameters(a: Arch) -> Counts:
     """Total, per-kind and active parameter counts of the model transformers builds from ``a``."""
     embedding = a.vocab * a.hidden
     lm_head = 0 if a.tied else a.vocab * a.hidden
-    attn = _attention(a)
-    norms = _norms_per_layer(a)
-    linear = other = expert = expert_active = 0
-    for i in range(a.layers):
-        mlp, exp, exp_active = _mlp(a, i)
-        linear += attn.linear + mlp.linear
-        other += attn.other + mlp.other + norms
-        expert += exp
-        expert_active += exp_active
-    other += (2 * a.hidden) if a.model_type == "falcon" else a.hidden  # final norm (Falcon: LayerNorm with bias)
-    breakdown = ParamBreakdown(embedding=embedding, lm_head=lm_head, linear=linear, other=other, expert_linear=expert)
-    total = embedding + lm_head + linear + other
+    body = Block(other=a.layers * _norms_per_layer(a))
+    for mixer, n in a.mixer_counts().items():
+        body = body + _mixer(a, mixer) * n
+    expert = expert_active = 0
+    for mlp, n in a.mlp_counts().items():
+        if mlp == "dense":
+            body = body + _dense_mlp(a) * n
+        elif mlp == "moe":
+            block, exp, exp_active = _moe_mlp(a)
+            body = body + block * n
+            expert += exp * n
+            expert_active += exp_active * n
+    final_norm = (2 * a.hidden) if a.model_type == "falcon" else a.hidden  # Falcon: LayerNorm with bias
+    other = body.other + final_norm
+    breakdown = ParamBreakdown(
+        embedding=embedding, lm_head=lm_head, linear=body.linear, other=other, expert_linear=expert
+    )
+    total = embedding + lm_head + body.linear + other
     return Counts(breakdown=breakdown, total=total, active=total - expert + expert_active)
+
+
+# ---------------------------------------------------------------------- KV cache and recurrent state
 
 
 @dataclass(frozen=True)
 class KVCounts:
     full: int  # elements per token over full-attention layers
-    sliding: int  # elements per token over sliding-window layers
+    sliding: int  # elements per token over local (sliding-window or chunked) layers
     window: int | None
     uniform_window: bool  # every layer uses the same window (counted in ``full``)
+    local_kind: str | None = None  # 'sliding' or 'chunked'
+
+
+def _kv_per_layer(a: Arch, mixer: str) -> int:
+    if a.is_mla:  # the compressed latent plus the shared rope key, stored once (+ the indexer's key under DSA)
+        indexer = a.int("index_head_dim", minimum=1) if a.model_type == "deepseek_v32" else 0
+        return a.int("kv_lora_rank") + a.int("qk_rope_head_dim") + indexer
+    kv_heads, hd, _ = _attention_geometry(a, mixer)
+    return 2 * kv_heads * hd
 
 
 def kv_cache_elements(a: Arch) -> KVCounts:
@@ -166,21 +328,54 @@ def kv_cache_elements(a: Arch) -> KVCounts:
 
     Standard attention: 2 (K and V) x kv_heads x head_dim per layer. MLA (DeepSeek): the compressed latent
     plus the shared rope key, ``kv_lora_rank + qk_rope_head_dim`` per layer, stored once (no factor 2).
+    Linear-attention and Mamba layers hold no per-token KV (see :func:`recurrent_state_elements`).
 
     A model whose EVERY layer uses the same sliding window (Mistral-7B-v0.1: 4096, Phi-3-mini-4k: 2047) is
     counted as full attention, an upper bound: vLLM may free blocks outside the window, but llama.cpp,
     CTranslate2 and TGI keep the whole context, and a plan must fit on each engine it may pick. Mixed models
-    (Gemma 2/3, Qwen with use_sliding_window) report their window layers in ``sliding``.
+    (Gemma 2/3/4, gpt-oss, Qwen with use_sliding_window) report their window layers in ``sliding``; Llama 4's
+    chunked-attention layers (each token attends within its chunk of ``attention_chunk_size``) likewise.
     """
-    if a.is_mla:
-        per_layer = int(a.raw["kv_lora_rank"]) + int(a.raw["qk_rope_head_dim"])
-        return KVCounts(full=a.layers * per_layer, sliding=0, window=None, uniform_window=False)
-    per_layer = 2 * a.kv_heads * a.head_dim
-    sliding_layers = a.layer_is_sliding
-    n_sliding = sum(sliding_layers)
-    window = a.sliding_window if n_sliding else None
-    if n_sliding == a.layers:
-        return KVCounts(full=a.layers * per_layer, sliding=0, window=window, uniform_window=True)
-    return KVCounts(
-        full=(a.layers - n_sliding) * per_layer, sliding=n_sliding * per_layer, window=window, uniform_window=False
+    counts = a.mixer_counts()
+    full_layers = counts.get("full", 0)
+    local = "chunked" if counts.get("chunked") else ("sliding" if counts.get("sliding") else None)
+    local_layers = counts.get(local, 0) if local else 0
+    attention_layers = full_layers + local_layers
+    window = a.local_window
+    full = full_layers * _kv_per_layer(a, "full") if full_layers else 0
+    sliding = local_layers * _kv_per_layer(a, local) if local_layers else 0
+    if local == "sliding" and local_layers == attention_layers and local_layers == a.layers:
+        return KVCounts(full=sliding, sliding=0, window=window, uniform_window=True, local_kind=local)
+    return KVCounts(full=full, sliding=sliding, window=window, uniform_window=False, local_kind=local)
+
+
+@dataclass(frozen=True)
+class StateCounts:
+    """Recurrent state per SEQUENCE (not per token) over the Mamba and linear-attention layers."""
+
+    conv: int  # convolution window elements, held in the model dtype
+    ssm: int  # SSM / delta-rule state elements, held in ``ssm_dtype``
+    ssm_dtype: str | None  # config's mamba_ssm_cache_dtype / mamba_ssm_dtype (None: the model dtype)
+    layers: int
+
+
+def recurrent_state_elements(a: Arch) -> StateCounts:
+    """Per-sequence state as vLLM's MambaSpec allocates it: conv state ``(kernel - 1) x channels`` and SSM state
+    ``heads x head_dim x state`` (Mamba-2) or ``value_heads x key_dim x value_dim`` (gated DeltaNet), per layer."""
+    counts = a.mixer_counts()
+    conv = ssm = 0
+    if counts.get("mamba"):
+        d = mamba_dims(a)
+        conv += counts["mamba"] * (d.kernel - 1) * d.conv_channels
+        ssm += counts["mamba"] * d.heads * d.head_dim * d.state
+    if counts.get("linear"):
+        d2 = linear_attention_dims(a)
+        conv += counts["linear"] * (d2.kernel - 1) * d2.conv_channels
+        ssm += counts["linear"] * d2.value_heads * d2.key_dim * d2.value_dim
+    dtype = a.get("mamba_ssm_cache_dtype") or a.get("mamba_ssm_dtype")
+    return StateCounts(
+        conv=conv,
+        ssm=ssm,
+        ssm_dtype=dtype if isinstance(dtype, str) else None,
+        layers=counts.get("mamba", 0) + counts.get("linear", 0),
     )

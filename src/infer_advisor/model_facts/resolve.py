@@ -7,32 +7,41 @@ facts = resolve_model("llama-2-7b", source="catalog")        # aliases and the p
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 from typing import Literal
 
-from ..errors import HubError, ModelConfigError, ModelNotFoundError, close_matches
+from ..errors import HubError, ModelConfigError, ModelNotFoundError
 from .build import facts_from_config
 from .catalog import find_entry, lookup_names
 from .facts import ModelFacts
+from .jsonfile import load_json
 
 Source = Literal["auto", "local", "hub", "catalog"]
+# Longest model name accepted: a path the OS can open (PATH_MAX is 4096 on Linux); Hub ids are at most 96 + 1 + 96.
+MAX_NAME_CHARS = 4096
+
+
+def _is_dir(path: Path) -> bool:
+    """Path.is_dir() that answers False for names the OS refuses (too long, a component too long)."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
 
 
 def _from_local(folder: Path, name: str) -> ModelFacts:
     from .safetensors_header import read_local_checkpoint
 
     cfg_path = folder / "config.json"
-    if not cfg_path.is_file():
-        raise ModelConfigError(str(folder), "no config.json in this folder")
     try:
-        config = json.loads(cfg_path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise ModelConfigError(str(cfg_path), "not UTF-8 text") from None
-    except json.JSONDecodeError as err:
-        raise ModelConfigError(str(cfg_path), f"invalid JSON at line {err.lineno}: {err.msg}") from None
+        os.listdir(folder)  # a folder we may not read fails here, by name, before anything else
+        exists = cfg_path.is_file()
     except OSError as err:
-        raise ModelConfigError(str(cfg_path), f"cannot read: {err.strerror or err}") from None
+        raise ModelConfigError(str(folder), f"cannot read this folder: {err.strerror or err}") from None
+    if not exists:
+        raise ModelConfigError(str(folder), "no config.json in this folder")
+    config = load_json(cfg_path)
     summary = read_local_checkpoint(folder)
     return facts_from_config(name, config, "local", summary, where=str(cfg_path))
 
@@ -41,22 +50,26 @@ def _from_catalog(name: str) -> ModelFacts | None:
     entry = find_entry(name)
     if entry is None:
         return None
-    return facts_from_config(entry.name, entry.config, "catalog", where=f"catalog entry {entry.name}")
+    return facts_from_config(entry.variant_for(name), entry.config, "catalog", where=f"catalog entry {entry.name}")
 
 
 def _not_found(name: str, detail: str = "") -> ModelNotFoundError:
-    """ModelNotFoundError suggesting canonical catalog names close to ``name`` (aliases count as matches)."""
+    """ModelNotFoundError suggesting catalog ids close to ``name``: the same family and size first."""
+    from .suggest import rank_names
+
     suggestions: list[str] = []
-    for hit in close_matches(name, lookup_names(), n=6):
+    for hit in rank_names(name[:200], lookup_names(), n=12):
         entry = find_entry(hit)
-        if entry is not None and entry.name not in suggestions:
-            suggestions.append(entry.name)
-    return ModelNotFoundError(name, suggestions[:3], detail)
+        if entry is not None and entry.variant_for(hit) not in suggestions:
+            suggestions.append(entry.variant_for(hit))
+    return ModelNotFoundError(name[:200], suggestions[:3], detail)
 
 
 def _looks_like_repo_id(name: str) -> bool:
-    parts = name.split("/")
-    return len(parts) == 2 and all(parts) and not name.startswith((".", "/", "~"))
+    """owner/name as the Hub accepts it (huggingface_hub's validate_repo_id would raise on anything else)."""
+    from .add import _REPO_ID
+
+    return bool(_REPO_ID.match(name)) and ".." not in name and not name.startswith((".", "/", "~"))
 
 
 def resolve_model(name: str, *, revision: str | None = None, source: Source = "auto") -> ModelFacts:
@@ -72,11 +85,13 @@ def resolve_model(name: str, *, revision: str | None = None, source: Source = "a
     """
     from . import hub
 
-    text = name.strip()
+    text = name.strip() if isinstance(name, str) else ""
     if not text:
-        raise ModelNotFoundError(name, (), "empty model name")
+        raise ModelNotFoundError(str(name)[:100], (), "empty model name")
+    if len(text) > MAX_NAME_CHARS or "\x00" in text:
+        raise ModelNotFoundError(text[:100] + "...", (), f"a model name or path has at most {MAX_NAME_CHARS} characters")
     path = Path(text).expanduser()
-    if source in ("auto", "local") and path.is_dir():
+    if source in ("auto", "local") and _is_dir(path):
         return _from_local(path, text)
     if source == "local":
         raise ModelNotFoundError(name, (), f"'{text}' is not a directory")

@@ -28,6 +28,7 @@ from .models import (
     ModelSummary,
     Parallelism,
     PrefixCachingPlan,
+    PublishedCheckpointRef,
     QuantizationPlan,
     RuleTrace,
     SpeculativePlan,
@@ -158,7 +159,7 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
         ),
         hardware=_hardware_summary(hw),
         engine=_engine_config(request, model, choice, concurrency),
-        quantization=_quantization(model, choice),
+        quantization=_quantization(model, choice, decisions),
         dtype=choice.dtype.value,
         parallelism=Parallelism(
             tensor_parallel_size=choice.layout.tp,
@@ -274,18 +275,43 @@ def _engine_config(request: PlanRequest, model: ModelFacts, c: Choice, concurren
     )
 
 
-def _quantization(model: ModelFacts, c: Choice) -> QuantizationPlan:
+def _quantization(model: ModelFacts, c: Choice, decisions: list[Decision] | None = None) -> QuantizationPlan:
     method = c.quantization.value
     fmt = weight_format(method)
     pre = model.pre_quantized is not None
-    # Let vLLM/SGLang detect pre-quantized checkpoints (they pick awq_marlin/gptq_marlin themselves);
+    published = _published(model, method) if not pre and method not in {"none", "ct2-int8"} else None
+    # Let vLLM/SGLang detect pre-quantized and published checkpoints (they pick awq_marlin/gptq_marlin themselves);
     # pass --quantization only for on-the-fly methods.
-    flag = method if (method in {"fp8"} and not pre and c.profile.name in {"vllm", "sglang"}) else None
-    needs_step = not pre and method not in {"none", "fp8"} and not fmt.applied_at_load and fmt.converter is None
+    flag = method if (method in {"fp8"} and not pre and not published and c.profile.name in {"vllm", "sglang"}) else None
+    needs_step = (not pre and not published and method not in {"none", "fp8"} and not fmt.applied_at_load
+                  and fmt.converter is None)
+    if published is not None and decisions is not None:
+        decisions.append(
+            Decision(
+                rule_id="published-checkpoint", decides="quantization", value=published.repo, effect="set",
+                reason=f"{published.repo} is a published {method} checkpoint of {model.name}: served as is, no quantize step",
+                source=published.source,
+            )
+        )
     return QuantizationPlan(
-        method=method, bits=fmt.bits, group_size=fmt.group_size, pre_quantized=pre, engine_flag=flag, needs_quantize_step=needs_step,
-        converter=fmt.converter if not pre else None,
+        method=method, bits=fmt.bits, group_size=fmt.group_size, pre_quantized=pre, engine_flag=flag,
+        needs_quantize_step=needs_step, published_checkpoint=published,
+        converter=fmt.converter if not pre and not published else None,
     )
+
+
+def _published(model: ModelFacts, method: str) -> PublishedCheckpointRef | None:
+    """A published checkpoint of ``model`` in ``method``: the data file first, then (online, Hub models) the Hub."""
+    from ..model_facts.published import find_published, hub_quantized
+
+    if model.source == "local":
+        return None
+    found = find_published(model.name, method)
+    if found is None and model.source == "hub":
+        found = hub_quantized(model.name, method)
+    if found is None:
+        return None
+    return PublishedCheckpointRef(repo=found.repo, method=found.method, file=found.file, size_bytes=found.size_bytes, source=found.source)
 
 
 def _decisions(c: Choice, result, request: PlanRequest) -> list[Decision]:

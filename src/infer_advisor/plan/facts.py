@@ -31,6 +31,7 @@ def base_facts(model: ModelFacts, hw: HardwareFacts, request: Any, concurrency: 
         "model.num_experts": model.num_experts,
         "model.max_position_embeddings": model.max_position_embeddings,
         "model.pre_quantized": model.pre_quantized,
+        "model.weight_format": model.weight_format,
         "model.torch_dtype": model.torch_dtype,
         "hardware.kind": hw.kind,
         "hardware.gpus_per_node": hw.gpus_per_node,

@@ -83,6 +83,16 @@ class EngineConfig(BaseModel):
     alternative: str | None = Field(default=None, description="A named alternative engine for the same plan.")
 
 
+class PublishedCheckpointRef(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+    repo: str = Field(description="Hub id the engine loads instead of the base model.")
+    method: str
+    file: str | None = Field(default=None, description="GGUF quant tag (`llama-server -hf REPO:TAG`).")
+    size_bytes: int | None = Field(default=None, description="Weight bytes the repository states, if it does.")
+    source: str = Field(description="Where the checkpoint is listed: the data file's model-card URL, or the Hub's answer.")
+    origin: Literal["published checkpoint"] = "published checkpoint"
+
+
 class QuantizationPlan(BaseModel):
     model_config = ConfigDict(defer_build=True)
     method: str = Field(description="'none' when unquantized; else awq, gptq, compressed-tensors-w4a16, fp8, int8, ct2-int8, gguf-*.")
@@ -93,6 +103,11 @@ class QuantizationPlan(BaseModel):
     needs_quantize_step: bool = Field(default=False, description="`infer-advisor quantize` must run before launch.")
     converter: str | None = Field(
         default=None, description="The engine's own conversion tool the artifacts run first (MLC convert_weight, ExLlamaV2 convert_exl2)."
+    )
+    published_checkpoint: PublishedCheckpointRef | None = Field(
+        default=None,
+        description="A published checkpoint already in this format: the engine serves it and nothing is quantized "
+        "(source 'published checkpoint'); `infer-advisor quantize` stays the fallback.",
     )
 
 

@@ -27,6 +27,8 @@ PRE_QUANT_FORMAT = {"awq": "awq", "gptq": "gptq", "fp8": "fp8", "compressed-tens
 
 def prequantized_format(model: ModelFacts) -> str | None:
     """The weight format of a pre-quantized checkpoint; NVIDIA ModelOpt checkpoints name theirs in quant_algo."""
+    if model.weight_format:  # read from quantization_config by the model-facts stage (fp8-block, mxfp4-experts, nvfp4 ...)
+        return model.weight_format
     if model.pre_quantized == "other" and isinstance(model.quantization_config, dict):
         qc = model.quantization_config
         if str(qc.get("quant_method", "")).lower() == "modelopt":
@@ -152,8 +154,8 @@ def search(
                 continue
         elif request.quantization != "auto":
             quants = [request.quantization]
-        else:
-            quants = list(profile.quantizations)
+        else:  # formats only a published checkpoint can be in (fp8-block, mxfp4-experts, nvfp4) are not run
+            quants = [q for q in profile.quantizations if not weight_format(q).checkpoint_only]
         if request.quantization not in ("auto", *quants) and model.pre_quantized:
             result.rejected.append(
                 f"the checkpoint is already quantized ({model.pre_quantized}); --quantization {request.quantization} cannot apply"
