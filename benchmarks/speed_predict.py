@@ -26,8 +26,8 @@ ENGINE_MAP = {"nim": "trtllm", "exllama": "exllamav2"}  # published engine -> sp
 QUANT_MAP = {
     "none": "none", "fp8": "fp8", "int8": "int8", "awq": "awq", "gptq": "gptq", "nvfp4": "nvfp4",
     "gguf-q4_0": "gguf-q4_0", "gguf-q4_k_m": "gguf-q4_k_m", "gguf-q8_0": "gguf-q8_0", "gguf-f16": "gguf-f16",
-    "mlc-q4f16_1": "mlc-q4f16_1", "exl2-4bpw": "exl2-4bpw", "exl2-8bpw": "exl2-8bpw", "uqff-q4": "uqff-q4",
-    "uqff-q8": "uqff-q8", "bnb-nf4": "bnb-nf4",
+    "mlc-q4f16_1": "mlc-q4f16_1", "exl2-4bpw": "exl2", "exl2-8bpw": "exl2-8bpw", "uqff-q4": "isq-q4k",
+    "uqff-q8": "isq-q8_0", "bnb-nf4": "bnb-nf4",
 }
 # Batching limits by engine when a source does not state them: (max sequences, token budget per step). Sources:
 # vLLM EngineArgs (256 seqs before 0.8; V1 on H100-class 1024 seqs, 8192-16384 tokens), TensorRT-LLM trtllm-bench
