@@ -39,11 +39,12 @@ BOUNDS = {
     "prefill_attention_scale": (0.3, 3.0),
     "gemm_scale": (0.5, 1.1),
     "gddr_scale": (0.5, 1.3),
+    "moe_scale": (0.5, 1.5),
 }
 # The coefficients each engine's published points can identify (the others keep their stated values).
 FIT_PARAMS = {
-    "vllm": ["step_overhead_s", "per_sequence_s", "attention_scale", "gemm_scale", "gddr_scale"],
-    "trtllm": ["step_overhead_s", "per_sequence_s", "attention_scale", "prefill_attention_scale", "gemm_scale"],
+    "vllm": ["step_overhead_s", "per_sequence_s", "attention_scale", "gemm_scale", "gddr_scale", "moe_scale"],
+    "trtllm": ["step_overhead_s", "per_sequence_s", "attention_scale", "prefill_attention_scale", "gemm_scale", "moe_scale"],
     "sglang": ["step_overhead_s", "attention_scale"],
     "tgi": ["step_overhead_s", "gemm_scale"],
     "llama.cpp": ["step_overhead_s", "gemm_scale", "gddr_scale", "prefill_attention_scale"],

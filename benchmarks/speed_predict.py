@@ -62,6 +62,14 @@ def _gpu(name: str):
     return lookup_gpu(name)
 
 
+def modelopt_fp8_kv(p) -> bool:
+    """NVIDIA's ModelOpt FP8/NVFP4 checkpoints (nvidia/*-FP8, *-FP4) carry ``kv_cache_quant_algo: FP8`` in their
+    hf_quant_config.json, which TensorRT-LLM and vLLM apply when the KV dtype is left on auto: the KV cache is fp8.
+    Used only where the source names such a checkpoint and states no KV dtype (an inference, listed in the report)."""
+    ckpt = (p.weights_checkpoint or "").lower()
+    return ckpt.startswith("nvidia/") and p.quantization in ("fp8", "nvfp4")
+
+
 def _stat(pcts, stat: str) -> float:
     key = {"median": "p50", "p90": "p90", "p99": "p99"}.get(stat, "mean")
     return pcts.get(key)
@@ -83,6 +91,8 @@ def predict_point(p, profile: EngineSpeed | None = None, max_requests: int = MAX
     if dtype == "bfloat16" and "bf16" not in gpu.tflops:
         dtype = "float16"
     kv = "fp8" if (p.kv_cache_dtype or "").startswith("fp8") else "auto"
+    if p.kv_cache_dtype is None and modelopt_fp8_kv(p):
+        kv = "fp8"
     sm = build_step_model(model, gpu=gpu, engine=engine, quantization=quant, dtype=dtype, kv_cache_dtype=kv, tp=p.tp, pp=p.pp,
                           profile=profile)
     max_seqs, budget = ENGINE_LIMITS.get(engine, (256, 8192))

@@ -159,6 +159,7 @@ class EngineSpeed(BaseModel):
     prefill_attention_scale: Coefficient = Field(description="Prefill-attention efficiency x the measured SDPA kernel's.")
     gemm_scale: Coefficient = Field(description="Weight-kernel bandwidth/compute efficiency x the measured curves.")
     gddr_scale: Coefficient = Field(description="Extra bandwidth-efficiency factor on GDDR (consumer/workstation) GPUs.")
+    moe_scale: Coefficient = Field(description="MoE expert-kernel bandwidth and compute efficiency x the measured grouped GEMM's.")
     cpu_bandwidth_efficiency: Coefficient | None = Field(default=None, description="Fraction of CPU memory bandwidth reached (CPU engines).")
     fit: dict | None = Field(default=None, description="Points, sources and leave-one-source-out error of the fit.")
     source: str
@@ -215,7 +216,8 @@ class FittedFile(BaseModel):
     engines: dict[str, FittedEngine] = Field(default_factory=dict)
 
 
-FITTED_FIELDS = ("step_overhead_s", "per_sequence_s", "attention_scale", "prefill_attention_scale", "gemm_scale", "gddr_scale")
+FITTED_FIELDS = ("step_overhead_s", "per_sequence_s", "attention_scale", "prefill_attention_scale", "gemm_scale", "gddr_scale",
+                 "moe_scale")
 
 
 @cache

@@ -426,8 +426,9 @@ def build_step_model(
         head_launch=head_curve.launch_s * launch_on, head_table=head_curve.compute_efficiency_by_tokens,
         head_peak=ceil.peaks["bf16"],
         grouped_launch=k.grouped_gemm.launch_s * launch_on,
-        grouped_bw=(min(k.grouped_gemm.bandwidth_efficiency * wk.bandwidth_scale * gemm_scale * gddr, 0.98) if on_gpu else cpu_eff) * bw,
-        grouped_scale=k.grouped_gemm.compute_efficiency_scale,
+        grouped_bw=(min(k.grouped_gemm.bandwidth_efficiency * wk.bandwidth_scale * gemm_scale * gddr * prof.moe_scale.value, 0.98)
+                    if on_gpu else cpu_eff) * bw,
+        grouped_scale=min(k.grouped_gemm.compute_efficiency_scale * prof.moe_scale.value, 1.0),
         attn_launch=k.attention.decode.launch_s * launch_on, attn_bw=attn_eff * bw,
         prefill_attn_table=k.attention.prefill.compute_efficiency_by_tokens,
         prefill_attn_scale=prof.prefill_attention_scale.value, attn_peak=ceil.peaks["bf16"],

@@ -1,0 +1,149 @@
+"""The step-time model, one operator term at a time, against arithmetic written out here by hand.
+
+Each test builds the model for a real catalog model and GPU, then recomputes one term from the inputs the
+model is documented to use (bytes from the memory model, efficiencies from data/speed/kernels.yaml and the
+engine profile, ceilings from the GPU catalog) and compares. A change to the arithmetic fails here; a change to
+a coefficient changes both sides (tests/estimate/test_speed_golden.py pins the numbers themselves).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from infer_advisor.estimate.memory import kv_bytes_per_token_per_gpu, weight_bytes_by_group
+from infer_advisor.estimate.speed_data import engine_speed, interp_log, kernels
+from infer_advisor.estimate.step_time import StepShape, build_step_model, decode_shape, prefill_shape
+from infer_advisor.hardware import lookup_gpu
+from infer_advisor.model_facts import resolve_model
+
+H200 = lookup_gpu("H200")
+A100 = lookup_gpu("A100-80GB")
+LLAMA8B = resolve_model("meta-llama/Llama-3.1-8B", source="catalog")
+MIXTRAL = resolve_model("mistralai/Mixtral-8x7B-v0.1", source="catalog")
+
+
+def _sm(model=LLAMA8B, gpu=H200, engine="vllm", **kw):
+    return build_step_model(model, gpu=gpu, engine=engine, **kw)
+
+
+def test_dense_gemm_term_memory_bound_at_batch_1():
+    sm = _sm()
+    k, prof = kernels().gemm["bf16"], engine_speed("vllm")
+    layer_bytes = weight_bytes_by_group(LLAMA8B, "none", "bfloat16")["linear"] / LLAMA8B.num_layers
+    bw = k.bandwidth_efficiency * prof.gemm_scale.value * H200.memory_bandwidth_bytes_per_s
+    expected = 4 * k.launch_s + layer_bytes / bw  # qkv, o, gate_up, down; one row is far from compute bound
+    assert sm.layer_terms(1)["weights_gemm"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_dense_gemm_term_compute_bound_at_8192_rows():
+    sm = _sm()
+    k, prof = kernels().gemm["bf16"], engine_speed("vllm")
+    params_layer = (LLAMA8B.params.linear - LLAMA8B.params.expert_linear) / LLAMA8B.num_layers
+    eta = interp_log(k.compute_efficiency_by_tokens, 8192) * min(prof.gemm_scale.value, 1.0)
+    expected = 4 * k.launch_s + 8192 * 2 * params_layer / (eta * H200.tflops["bf16"] * 1e12)
+    assert sm.layer_terms(8192)["weights_gemm"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_fp8_weights_use_the_fp8_curve_on_hopper_and_bf16_compute_on_ampere():
+    h = _sm(quantization="fp8")
+    a = _sm(gpu=A100, quantization="fp8")
+    rows = 4096
+    params_layer = LLAMA8B.params.linear / LLAMA8B.num_layers
+    k8 = kernels().gemm["fp8"]
+    prof = engine_speed("vllm")
+    eta8 = interp_log(k8.compute_efficiency_by_tokens, rows) * prof.gemm_scale.value
+    compute8 = rows * 2 * params_layer / (eta8 * H200.tflops["fp8"] * 1e12)
+    assert h.layer_terms(rows)["weights_gemm"] == pytest.approx(4 * k8.launch_s + compute8, rel=1e-9)
+    assert a.gemm_peak == A100.tflops["bf16"] * 1e12  # Ampere: FP8 weights, 16-bit compute (FP8-Marlin)
+
+
+def test_moe_expert_term_counts_distinct_experts():
+    sm = _sm(model=MIXTRAL, tp=2)
+    e, k = MIXTRAL.num_experts, MIXTRAL.num_experts_per_token
+    g = kernels().grouped_gemm
+    prof = engine_speed("vllm")
+    expert_bytes_layer = weight_bytes_by_group(MIXTRAL, "none", "bfloat16")["linear"] * (
+        MIXTRAL.params.expert_linear / MIXTRAL.params.linear) / MIXTRAL.num_layers / 2
+    for rows in (1, 3):
+        touched = e * (1 - (1 - k / e) ** rows)
+        bw = min(g.bandwidth_efficiency * prof.gemm_scale.value * prof.moe_scale.value, 0.98) * H200.memory_bandwidth_bytes_per_s
+        assert sm.layer_terms(rows)["experts"] == pytest.approx(g.launch_s + expert_bytes_layer * touched / e / bw, rel=1e-9)
+
+
+def test_decode_attention_reads_every_sequence_kv():
+    sm = _sm()
+    a = kernels().attention.decode
+    prof = engine_speed("vllm")
+    full, _ = kv_bytes_per_token_per_gpu(LLAMA8B, 2, 1, 1)
+    shape = decode_shape(16, 2000)
+    bw = min(a.bandwidth_efficiency * prof.attention_scale.value, 0.98) * H200.memory_bandwidth_bytes_per_s
+    expected = LLAMA8B.num_layers * a.launch_s + 16 * 2000 * full / bw
+    assert sm.attention_terms(shape)["attention_decode"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_prefill_attention_flops_grow_with_the_square_of_the_prompt():
+    sm = _sm()
+    pre = kernels().attention.prefill
+    prof = engine_speed("vllm")
+    for n in (1024, 4096):
+        shape = prefill_shape(1, n)
+        pairs = n * (n + 1) / 2
+        eta = interp_log(pre.compute_efficiency_by_tokens, n) * prof.prefill_attention_scale.value
+        flops = 4 * LLAMA8B.num_attention_heads * LLAMA8B.head_dim * pairs * LLAMA8B.num_layers
+        expected = LLAMA8B.num_layers * kernels().attention.decode.launch_s + flops / (eta * H200.tflops["bf16"] * 1e12)
+        assert sm.attention_terms(shape)["attention_prefill"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_tensor_parallel_allreduce_is_the_faster_of_two_algorithms():
+    sm = _sm(tp=4)
+    rows = 64
+    msg = rows * LLAMA8B.hidden_size * 2
+    moved = 2 * 3 / 4 * msg
+    one_shot = sm.allreduce_latency + moved / sm.small_message_bw
+    ring = sm.nccl_latency + moved / sm.link_bw
+    assert sm.layer_terms(rows)["tp_communication"] == pytest.approx(2 * min(one_shot, ring), rel=1e-12)
+    assert _sm().layer_terms(rows)["tp_communication"] == 0.0
+
+
+def test_small_kernels_cost_launch_plus_bytes():
+    sm = _sm()
+    n = engine_speed("vllm").small_kernels_per_layer
+    t = kernels().small_kernel.seconds_per_kernel
+    rows = 256
+    expected = n * (t + 3 * rows * LLAMA8B.hidden_size * 2 / (0.9 * H200.memory_bandwidth_bytes_per_s))
+    assert sm.layer_terms(rows)["small_kernels"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_pipeline_parallel_pass_is_every_stage_in_turn():
+    one = _sm()
+    two = _sm(pp=2)
+    s = decode_shape(8, 512)
+    assert two.layers_per_stage == math.ceil(LLAMA8B.num_layers / 2)
+    assert two.seconds(s) == pytest.approx(2 * two.stage_seconds(s))
+    assert two.terms(s)["pp_transfer"] > 0 and one.terms(s)["pp_transfer"] == 0
+
+
+def test_engine_without_cuda_graphs_waits_for_host_launches():
+    sm = _sm(engine="transformers")
+    s = decode_shape(1, 100)
+    launches = sm.kernel_count(1, 0) * engine_speed("transformers").host_launch_s
+    assert sm.terms(s)["host_launch_wait"] == pytest.approx(max(0.0, launches - sum(
+        v for k, v in sm.terms(s).items() if k not in ("host_launch_wait", "engine_step_overhead", "engine_per_sequence"))))
+    assert sm.seconds(s) >= launches
+
+
+@pytest.mark.parametrize("shape", [decode_shape(1, 10), decode_shape(64, 3000), prefill_shape(3, 700, prefix=100),
+                                   StepShape(decode=40, decode_context=40_000, prefill_tokens=2000, prefill_pairs=2000 * 3000,
+                                             prefill_chunks=1, completes=0)])
+@pytest.mark.parametrize("engine", ["vllm", "llama.cpp", "transformers", "trtllm"])
+def test_terms_add_up_to_seconds(shape, engine):
+    sm = _sm(engine=engine, tp=2 if engine in ("vllm", "trtllm") else 1)
+    assert sum(sm.terms(shape).values()) == pytest.approx(sm.seconds(shape), rel=1e-12)
+
+
+def test_cpu_plan_uses_cpu_bandwidth_and_no_launches():
+    sm = build_step_model(LLAMA8B, gpu=None, engine="llama.cpp", quantization="gguf-q4_k_m", cpu_cores=8)
+    assert sm.gemm_launch == 0 and sm.small_kernels == 0
+    assert sm.seconds(decode_shape(1, 100)) > 0.02  # 4.9 GB of weights over a DDR bus: tens of milliseconds

@@ -1,0 +1,92 @@
+"""The continuous-batching simulator against cases whose timeline can be written out by hand."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from infer_advisor.errors import RequestError
+from infer_advisor.estimate.step_time import build_step_model
+from infer_advisor.hardware import lookup_gpu
+from infer_advisor.model_facts import resolve_model
+from infer_advisor.simulate import LengthSpec, SchedulerConfig, Workload, simulate
+
+H100 = lookup_gpu("H100-80GB")
+MODEL = resolve_model("meta-llama/Llama-3.1-8B", source="catalog")
+SM = build_step_model(MODEL, gpu=H100, engine="vllm")
+BIG = SchedulerConfig(max_num_seqs=256, max_num_batched_tokens=8192, kv_capacity_tokens=500_000)
+
+
+def _fixed(i, o, **kw):
+    return Workload(input_tokens=LengthSpec(mean=i), output_tokens=LengthSpec(mean=o), **kw)
+
+
+def test_static_batch_timeline_by_hand():
+    b, i, o = 8, 32, 128
+    res = simulate(SM, _fixed(i, o, arrival="burst"), BIG, requests=b, warmup_fraction=0)
+    prefill = SM.step_seconds(0, 0.0, b * i, b * i * (i + 1) / 2, b, b)
+    decode = sum(SM.decode_seconds(b, b * (i + 1 + s)) for s in range(o - 1))
+    assert res.ttft_s.mean == pytest.approx(prefill, rel=1e-9)
+    assert res.e2e_s.mean == pytest.approx(prefill + decode, rel=1e-6)
+    assert res.tpot_s.mean == pytest.approx(decode / (o - 1), rel=1e-6)
+    assert res.preemptions == 0 and res.completed == b
+
+
+def test_long_prompt_is_prefilled_in_chunks_of_the_budget():
+    cfg = BIG.model_copy(update={"max_num_batched_tokens": 4096})
+    res = simulate(SM, _fixed(10_000, 2, arrival="burst"), cfg, requests=1, warmup_fraction=0)
+    chunks = [(0, 4096), (4096, 4096), (8192, 1808)]
+    expected = sum(SM.step_seconds(0, 0.0, c, c * (done + (c + 1) / 2), 1, 1 if done + c == 10_000 else 0) for done, c in chunks)
+    assert res.ttft_s.mean == pytest.approx(expected, rel=1e-9)
+
+
+def test_kv_shortage_preempts_on_demand_but_never_when_reserved():
+    small = BIG.model_copy(update={"kv_capacity_tokens": 6000})
+    w = _fixed(500, 400, arrival="burst")
+    on_demand = simulate(SM, w, small, requests=20, warmup_fraction=0)
+    reserved = simulate(SM, w, small.model_copy(update={"kv_admission": "reserve"}), requests=20, warmup_fraction=0)
+    assert on_demand.preemptions > 0 and on_demand.completed == 20
+    assert reserved.preemptions == 0 and reserved.completed == 20
+    assert reserved.peak_kv_tokens <= 6000
+
+
+def test_closed_loop_keeps_the_batch_at_the_concurrency():
+    res = simulate(SM, _fixed(100, 400, arrival="closed", concurrency=16), BIG, requests=160, warmup_fraction=0.2)
+    assert 14 <= res.mean_batch <= 16
+    # Little's law: requests in flight = throughput x time in system
+    assert res.requests_per_s * res.e2e_s.mean == pytest.approx(16, rel=0.1)
+
+
+def test_light_poisson_load_waits_for_nothing_and_overload_saturates():
+    light = simulate(SM, _fixed(500, 100, rate=0.5), BIG, requests=200)
+    alone = SM.step_seconds(0, 0.0, 500, 500 * 501 / 2, 1, 1)
+    assert light.ttft_s.p50 == pytest.approx(alone, rel=0.5)
+    assert not light.saturated and light.queue_s.p90 < 0.01
+    heavy = simulate(SM, _fixed(4000, 300, rate=200), BIG, requests=400)
+    assert heavy.saturated and heavy.ttft_s.p90 > 10 * light.ttft_s.p90
+
+
+def test_pipeline_lanes_multiply_throughput():
+    one = simulate(SM, _fixed(200, 200, arrival="closed", concurrency=32), BIG, requests=200)
+    two = simulate(SM, _fixed(200, 200, arrival="closed", concurrency=32), BIG.model_copy(update={"lanes": 2}), requests=200)
+    assert two.output_tokens_per_s > one.output_tokens_per_s
+
+
+def test_trace_file_lengths_and_errors(tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("\n".join(json.dumps({"input_tokens": 100 + k, "output_tokens": 10, "arrival_s": k * 0.5}) for k in range(10)))
+    res = simulate(SM, Workload(trace=trace, arrival="trace"), BIG, requests=10, warmup_fraction=0)
+    assert res.completed == 10
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"input_tokens": "x"}\n')
+    with pytest.raises(RequestError, match="line 1"):
+        simulate(SM, Workload(trace=bad, arrival="trace"), BIG, requests=1)
+
+
+def test_named_distribution_keeps_its_mean():
+    w = Workload(input_tokens=LengthSpec(mean=2000, distribution="lognormal"), output_tokens=LengthSpec(mean=300, distribution="exponential"),
+                 rate=1)
+    pairs = w.lengths(4000, seed=3)
+    assert sum(i for i, _ in pairs) / len(pairs) == pytest.approx(2000, rel=0.05)
+    assert sum(o for _, o in pairs) / len(pairs) == pytest.approx(300, rel=0.05)
