@@ -1,0 +1,108 @@
+"""The typed result of a capacity search: the cheapest fleet that meets the targets, the best per GPU type, the
+trade-off front, and which target binds when nothing meets them."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .targets import LatencyTargets, TargetCheck
+
+
+class Price(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    usd_per_gpu_hour: float = Field(ge=0)
+    source: str = Field(description="'request' (--price-per-gpu-hour) or the catalog price's provider, page and date.")
+
+
+class Candidate(BaseModel):
+    """One deployment option: a replica layout on one GPU type, and the fleet the rate needs."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    gpu: str
+    engine: str
+    quantization: str
+    kv_cache_dtype: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    expert_parallel: bool = False
+    nodes_per_replica: int = 1
+    gpus_per_replica: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    kv_cache_tokens: int = Field(description="KV capacity of one replica (memory model, estimated).")
+    max_rate_per_replica: float = Field(description="Requests/s one replica sustains within every target (simulated).")
+    replicas: int = Field(description="Replicas the requested rate needs (0 when no rate meets the targets).")
+    total_gpus: int
+    meets_targets: bool
+    checks: list[TargetCheck] = Field(default_factory=list, description="Targets at the operating point (rate / replicas).")
+    ttft_p50_s: float | None = None
+    ttft_p90_s: float | None = None
+    itl_p50_s: float | None = None
+    itl_p99_s: float | None = None
+    e2e_p90_s: float | None = None
+    output_tokens_per_s: float | None = Field(default=None, description="Whole fleet at the requested rate (replicas x per replica).")
+    output_tokens_per_s_per_gpu: float | None = Field(default=None, description="At the most one replica sustains within the targets.")
+    output_tokens_per_s_per_user: float | None = Field(default=None, description="1 / mean time per output token at that load.")
+    price: Price | None = None
+    cost_per_hour: float | None = Field(default=None, description="replicas x GPUs x price per GPU-hour, USD.")
+    usd_per_million_output_tokens: float | None = None
+    why_not: str | None = Field(default=None, description="Why this option cannot serve the request (memory, rules, a target at any load).")
+
+    @property
+    def layout(self) -> str:
+        ep = " EP" if self.expert_parallel else ""
+        return f"TP{self.tensor_parallel_size} x PP{self.pipeline_parallel_size}{ep}"
+
+
+class FrontPoint(BaseModel):
+    """A point of the throughput/interactivity trade-off: one candidate at one simulated load."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    gpu: str
+    layout: str
+    engine: str
+    quantization: str
+    rate_per_replica: float
+    output_tokens_per_s_per_gpu: float
+    output_tokens_per_s_per_user: float
+    meets_targets: bool
+
+
+class Binding(BaseModel):
+    """When no option meets every target: the target that binds, by how much, and what would meet it."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    target: str
+    words: str
+    limit_s: float
+    best_value_s: float = Field(description="The best any option reaches on this target at a near-idle load.")
+    by_factor: float
+    best_option: str
+    suggestion: str
+
+
+class CapacityResult(BaseModel):
+    """What `infer-advisor plan --rate ...` and :func:`infer_advisor.size` answer."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    rate: float = Field(description="Requests per second the fleet must serve.")
+    input_tokens: str = Field(description="Prompt lengths as asked (fixed, a distribution, or a trace).")
+    output_tokens: str
+    targets: LatencyTargets
+    chosen: Candidate | None = Field(default=None, description="The cheapest option that meets every target.")
+    runners_up: list[Candidate] = Field(default_factory=list, description="The next two, for comparison.")
+    why_chosen: list[str] = Field(default_factory=list, description="Why the chosen option beat each runner-up.")
+    best_per_gpu: list[Candidate] = Field(default_factory=list, description="The cheapest option on each GPU type searched.")
+    front: list[FrontPoint] = Field(default_factory=list, description="Pareto front: tokens/s per GPU against tokens/s per user.")
+    binding: Binding | None = None
+    candidates_considered: int = 0
+    candidates_simulated: int = 0
+    search_seconds: float = 0.0
+    source: str = Field(
+        default="simulated: discrete-event continuous batching (simulate/) on the operator step-time model (estimate/step_time.py)",
+        description="Where the figures come from.",
+    )
+    accuracy: str | None = Field(default=None, description="How far the speed model has been off on held-out published data.")
+    notes: list[str] = Field(default_factory=list)
