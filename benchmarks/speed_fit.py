@@ -25,22 +25,14 @@ from pathlib import Path
 from benchmarks.published.schema import load_dataset
 from benchmarks.speed_predict import ENGINE_MAP, predict_point
 
-from infer_advisor.estimate.speed_data import Coefficient, engine_speeds
+from infer_advisor.estimate.fit import fit_coefficients, soft_l1, with_coefficients
+from infer_advisor.estimate.speed_data import engine_speeds
 
 ROOT = Path(__file__).resolve().parents[1]
 FIT_MAX_REQUESTS = 500  # simulated requests per open-loop/offline point while fitting (the report reruns at full size)
 FITTED = ROOT / "src" / "infer_advisor" / "data" / "speed" / "fitted.yaml"
 REPORT = ROOT / "benchmarks" / "results" / "speed_fit.json"
 
-BOUNDS = {
-    "step_overhead_s": (0.0, 0.02),
-    "per_sequence_s": (0.0, 2e-4),
-    "attention_scale": (0.3, 1.75),
-    "prefill_attention_scale": (0.3, 3.0),
-    "gemm_scale": (0.5, 1.1),
-    "gddr_scale": (0.5, 1.3),
-    "moe_scale": (0.5, 1.5),
-}
 # The coefficients each engine's published points can identify (the others keep their stated values).
 FIT_PARAMS = {
     "vllm": ["step_overhead_s", "per_sequence_s", "attention_scale", "gemm_scale", "gddr_scale", "moe_scale"],
@@ -55,74 +47,25 @@ FIT_PARAMS = {
 }
 
 
-def _loss(points, engine: str, values: dict[str, float]) -> tuple[float, list[float]]:
-    base = engine_speeds(apply_fitted=False).engines[engine]
-    prof = base.model_copy(update={k: Coefficient(value=v, kind="fitted", source="fit in progress") for k, v in values.items()})
-    errs = []
-    total = 0.0
+def _errors(points, profile) -> list[float | None]:
+    out = []
     for p in points:
-        pr = predict_point(p, profile=prof, max_requests=FIT_MAX_REQUESTS)
-        v = pr.values.get(p.primary_metric)
-        m = p.metrics.value(p.primary_metric)
-        if v is None or not math.isfinite(v) or v <= 0:
-            total += 10.0
-            errs.append(math.nan)
-            continue
-        e = math.log(v / m)
-        errs.append(v / m - 1)
-        total += math.sqrt(1 + (e / 0.2) ** 2) - 1  # soft-L1: one wild point cannot drag the rest
-    return total, errs
+        v = predict_point(p, profile=profile, max_requests=FIT_MAX_REQUESTS).values.get(p.primary_metric)
+        out.append(v / p.metrics.value(p.primary_metric) - 1 if v is not None and math.isfinite(v) and v > 0 else None)
+    return out
 
 
-def _nelder_mead(f, x0: list[float], lo: list[float], hi: list[float], iters: int = 120) -> list[float]:
-    """Nelder-Mead on [0, 1]-scaled coordinates, clipped to the box."""
-    n = len(x0)
-    scale = [h - l for l, h in zip(lo, hi)]
-
-    def to_x(u):
-        return [l + min(max(ui, 0.0), 1.0) * s for ui, l, s in zip(u, lo, scale)]
-
-    u0 = [(x - l) / s for x, l, s in zip(x0, lo, scale)]
-    simplex = [u0] + [[u0[j] + (0.15 if j == i else 0.0) for j in range(n)] for i in range(n)]
-    vals = [f(to_x(u)) for u in simplex]
-    for _ in range(iters):
-        order = sorted(range(n + 1), key=lambda i: vals[i])
-        simplex, vals = [simplex[i] for i in order], [vals[i] for i in order]
-        if abs(vals[-1] - vals[0]) < 1e-4 * (abs(vals[0]) + 1e-9):
-            break
-        centroid = [sum(s[j] for s in simplex[:-1]) / n for j in range(n)]
-        worst = simplex[-1]
-        refl = [c + (c - w) for c, w in zip(centroid, worst)]
-        fr = f(to_x(refl))
-        if fr < vals[0]:
-            exp = [c + 2 * (c - w) for c, w in zip(centroid, worst)]
-            fe = f(to_x(exp))
-            simplex[-1], vals[-1] = (exp, fe) if fe < fr else (refl, fr)
-        elif fr < vals[-2]:
-            simplex[-1], vals[-1] = refl, fr
-        else:
-            contr = [c + 0.5 * (w - c) for c, w in zip(centroid, worst)]
-            fc = f(to_x(contr))
-            if fc < vals[-1]:
-                simplex[-1], vals[-1] = contr, fc
-            else:
-                best = simplex[0]
-                simplex = [best] + [[b + 0.5 * (s[j] - b) for j, b in enumerate(best)] for s in simplex[1:]]
-                vals = [vals[0]] + [f(to_x(s)) for s in simplex[1:]]
-    best = min(range(n + 1), key=lambda i: vals[i])
-    return to_x(simplex[best])
+def _loss(points, engine: str, values: dict[str, float]) -> tuple[float, list[float | None]]:
+    prof = with_coefficients(engine_speeds(apply_fitted=False).engines[engine], values)
+    errs = _errors(points, prof)
+    return soft_l1(errs), [math.nan if e is None else e for e in errs]
 
 
 def fit_engine(engine: str, points) -> dict[str, float]:
-    names = FIT_PARAMS.get(engine, [])
-    if not names or not points:
+    if not points:
         return {}
     base = engine_speeds(apply_fitted=False).engines[engine]
-    x0 = [min(max(getattr(base, n).value, BOUNDS[n][0]), BOUNDS[n][1]) for n in names]
-    lo = [BOUNDS[n][0] for n in names]
-    hi = [BOUNDS[n][1] for n in names]
-    best = _nelder_mead(lambda x: _loss(points, engine, dict(zip(names, x)))[0], x0, lo, hi)
-    return {n: float(f"{v:.4g}") for n, v in zip(names, best)}
+    return fit_coefficients(base, FIT_PARAMS.get(engine, []), lambda prof: _errors(points, prof))
 
 
 def usable(points):

@@ -1,0 +1,98 @@
+"""Fitting engine speed coefficients to measurements: one routine for `calibrate` and benchmarks/speed_fit.py.
+
+    >>> values = fit_coefficients(base_profile, ["step_overhead_s", "attention_scale"], predict_errors)
+
+``predict_errors(profile)`` returns, for each measured point, ``predicted / measured - 1`` (None when it cannot
+predict). The loss is a soft-L1 on the log ratio (one wild point cannot drag the rest) and the optimiser a
+bounded Nelder-Mead on coordinates scaled to [0, 1] (pure Python: no numpy or scipy on this path).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from .speed_data import Coefficient, EngineSpeed
+
+BOUNDS: dict[str, tuple[float, float]] = {
+    "step_overhead_s": (0.0, 0.02),
+    "per_sequence_s": (0.0, 2e-4),
+    "attention_scale": (0.3, 1.75),
+    "prefill_attention_scale": (0.3, 3.0),
+    "gemm_scale": (0.5, 1.1),
+    "gddr_scale": (0.5, 1.3),
+    "moe_scale": (0.5, 1.5),
+}
+SOFT_L1_SCALE = 0.2  # log-ratio at which the loss turns from quadratic to linear
+
+
+def with_coefficients(profile: EngineSpeed, values: dict[str, float], *, kind: str = "fitted", source: str = "fit") -> EngineSpeed:
+    """A copy of ``profile`` with some coefficients replaced (each labelled with ``kind`` and ``source``)."""
+    return profile.model_copy(update={k: Coefficient(value=v, kind=kind, source=source) for k, v in values.items()})
+
+
+def soft_l1(errors: Sequence[float | None]) -> float:
+    total = 0.0
+    for e in errors:
+        if e is None or not math.isfinite(e) or e <= -1:
+            total += 10.0
+            continue
+        r = math.log1p(e) / SOFT_L1_SCALE
+        total += math.sqrt(1 + r * r) - 1
+    return total
+
+
+def nelder_mead(f: Callable[[list[float]], float], x0: list[float], lo: list[float], hi: list[float], iters: int = 120) -> list[float]:
+    """Minimise ``f`` inside the box [lo, hi] (coordinates scaled to [0, 1] and clipped)."""
+    n = len(x0)
+    scale = [h - low for low, h in zip(lo, hi)]
+
+    def to_x(u: list[float]) -> list[float]:
+        return [low + min(max(ui, 0.0), 1.0) * s for ui, low, s in zip(u, lo, scale)]
+
+    u0 = [(x - low) / s if s else 0.0 for x, low, s in zip(x0, lo, scale)]
+    simplex = [u0] + [[u0[j] + (0.15 if j == i else 0.0) for j in range(n)] for i in range(n)]
+    vals = [f(to_x(u)) for u in simplex]
+    for _ in range(iters):
+        order = sorted(range(n + 1), key=lambda i: vals[i])
+        simplex, vals = [simplex[i] for i in order], [vals[i] for i in order]
+        if abs(vals[-1] - vals[0]) < 1e-4 * (abs(vals[0]) + 1e-9):
+            break
+        centroid = [sum(s[j] for s in simplex[:-1]) / n for j in range(n)]
+        worst = simplex[-1]
+        refl = [c + (c - w) for c, w in zip(centroid, worst)]
+        fr = f(to_x(refl))
+        if fr < vals[0]:
+            exp = [c + 2 * (c - w) for c, w in zip(centroid, worst)]
+            fe = f(to_x(exp))
+            simplex[-1], vals[-1] = (exp, fe) if fe < fr else (refl, fr)
+        elif fr < vals[-2]:
+            simplex[-1], vals[-1] = refl, fr
+        else:
+            contr = [c + 0.5 * (w - c) for c, w in zip(centroid, worst)]
+            fc = f(to_x(contr))
+            if fc < vals[-1]:
+                simplex[-1], vals[-1] = contr, fc
+            else:
+                best = simplex[0]
+                simplex = [best] + [[b + 0.5 * (s[j] - b) for j, b in enumerate(best)] for s in simplex[1:]]
+                vals = [vals[0]] + [f(to_x(s)) for s in simplex[1:]]
+    best = min(range(n + 1), key=lambda i: vals[i])
+    return to_x(simplex[best])
+
+
+def fit_coefficients(base: EngineSpeed, names: Sequence[str],
+                     predict_errors: Callable[[EngineSpeed], Sequence[float | None]], iters: int = 120) -> dict[str, float]:
+    """Coefficient values (4 significant digits) minimising the soft-L1 loss of ``predict_errors``."""
+    names = list(names)
+    if not names:
+        return {}
+    lo = [BOUNDS[n][0] for n in names]
+    hi = [BOUNDS[n][1] for n in names]
+    x0 = [min(max(getattr(base, n).value, lo_), hi_) for n, lo_, hi_ in zip(names, lo, hi)]
+
+    def loss(x: list[float]) -> float:
+        return soft_l1(predict_errors(with_coefficients(base, dict(zip(names, x)))))
+
+    best = nelder_mead(loss, x0, lo, hi, iters=iters)
+    return {n: float(f"{v:.4g}") for n, v in zip(names, best)}
