@@ -41,6 +41,8 @@ class GPUSummary(BaseModel):
     memory_bandwidth_bytes_per_s: float
     interconnect: str
     source: str = Field(description="probe (NVML on this machine) or catalog.")
+    usable_memory_bytes: int | None = Field(default=None, description="What CUDA gives a process: the total plans budget on.")
+    usable_memory_source: str | None = Field(default=None, description="Where usable_memory_bytes comes from.")
 
 
 class HardwareSummary(BaseModel):
@@ -74,6 +76,12 @@ class EngineConfig(BaseModel):
     kv_cache_dtype: str = "auto"
     served_model_name: str
     alternative: str | None = Field(default=None, description="A named alternative engine for the same plan.")
+    # Added fields (append-only).
+    defaults: dict[str, float | int | str | None] = Field(
+        default_factory=dict,
+        description="The engine version's own values of the settings above on this GPU; launch scripts pass only settings that differ.",
+    )
+    memory_profile: str | None = Field(default=None, description="The engine memory profile (version range) the plan's memory figures use.")
 
 
 class QuantizationPlan(BaseModel):

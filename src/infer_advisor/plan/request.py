@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Goal = Literal["latency", "throughput", "balanced"]
 EngineChoice = Literal["auto", "vllm", "sglang", "tgi", "ctranslate2", "llama.cpp", "transformers"]
@@ -46,8 +46,32 @@ class PlanRequest(BaseModel):
     gpu_memory_utilization: float | None = Field(
         default=None, gt=0, le=1, description="Fraction of each GPU the engine may reserve (vLLM/SGLang/TGI); default: the engine's own."
     )
-    max_num_batched_tokens: int | None = Field(default=None, gt=0, description="Prefill chunk the engine schedules per step; default: the engine's own.")
+    max_num_batched_tokens: int | None = Field(
+        default=None, gt=0, description="Prefill chunk the engine schedules per step; default: the engine version's own for the GPU."
+    )
     rules: Path | None = Field(default=None, description="Folder of extra rule files layered over the shipped rules by id.")
-    calibration: Path | None = Field(default=None, description="Speed profile file from `infer-advisor calibrate`, used for speed predictions.")
+    calibration: list[Path] = Field(
+        default_factory=list,
+        description="Calibration files from `infer-advisor calibrate` (comma-separated): a speed profile and/or memory calibrations "
+        "from start-up logs (--from-log). Each must match the plan's engine, engine version and GPU.",
+    )
     model_source: ModelSourceChoice = Field(default="auto", description="Where to read model facts: auto (local, then Hub when online, then catalog), local, hub or catalog.")
     revision: str | None = Field(default=None, description="Hub revision (branch, tag or commit) of the model.")
+    engine_version: str | None = Field(
+        default=None,
+        description="Engine version to plan for (memory profile, per-GPU defaults, emitted flags), e.g. 0.7.3; needs --engine; "
+        "default: the version the artifacts pin.",
+    )
+    calibration_mismatch: Literal["refuse", "warn"] = Field(
+        default="refuse", description="A calibration made for another engine, engine version or GPU: refuse it, or apply it with a warning."
+    )
+
+    @field_validator("calibration", mode="before")
+    @classmethod
+    def _calibration_list(cls, value):
+        """Accept one path, a comma-separated string, or a list (the Python API's single path keeps working)."""
+        if value is None:
+            return []
+        if isinstance(value, (str, Path)):
+            return [p.strip() for p in str(value).split(",") if p.strip()]
+        return value
