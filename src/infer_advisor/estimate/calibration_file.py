@@ -64,6 +64,8 @@ def check_applies(
     err = CalibrationMismatchError(str(path), header.setup(), plan_for)
     if mode == "refuse":
         raise err
+    if header.engine != engine and header.kind == "memory":
+        return f"calibration {path} was made for {header.setup()}, the plan is for {plan_for}: another engine's memory figures are not applied."
     return f"calibration {path} was made for {header.setup()} and is applied to {plan_for} (--calibration-mismatch warn)."
 
 
@@ -91,17 +93,30 @@ class Calibrations:
     memory: list[Any] = field(default_factory=list)  # MemoryCalibration, with .path set
     speed: list[tuple[Path, Any]] = field(default_factory=list)  # (path, estimate.calibrate.Calibration)
 
-    def memory_for(self, engine: str, engine_version: str | None, gpu: str | None, gpus: int):
-        """The memory calibration for this engine version x GPU, preferring one made at ``gpus`` GPUs per instance."""
+    def memory_for(self, engine: str, engine_version: str | None, gpu: str | None, gpus: int, *, strict: bool = True):
+        """The memory calibration for this engine version x GPU, preferring one made at ``gpus`` GPUs per instance.
+
+        ``strict=False`` (``--calibration-mismatch warn``) also takes one of the same engine made for another version
+        or GPU; made on another GPU, its total memory is not used (the plan's GPU keeps its own).
+        """
         from ..hardware.catalog import normalize
 
-        matching = [
-            c for c in self.memory
-            if c.header.engine == engine and gpu is not None and normalize(c.header.gpu) == normalize(gpu)
-            and (not c.header.engine_version or not engine_version or c.header.engine_version == engine_version)
-        ]
+        if gpu is None:
+            return None
+
+        def same_gpu(c) -> bool:  # noqa: ANN001
+            return normalize(c.header.gpu) == normalize(gpu)
+
+        def same_version(c) -> bool:  # noqa: ANN001
+            return not c.header.engine_version or not engine_version or c.header.engine_version == engine_version
+
+        ours = [c for c in self.memory if c.header.engine == engine]
+        matching = [c for c in ours if same_gpu(c) and same_version(c)] or ([] if strict else ours)
         exact = [c for c in matching if c.header.tp == gpus]
-        return (exact or matching or [None])[0]
+        cal = (exact or matching or [None])[0]
+        if cal is not None and not same_gpu(cal):
+            cal = cal.model_copy(update={"gpu_memory_bytes": None})
+        return cal
 
 
 def load_calibrations(paths: list[Path]) -> Calibrations:

@@ -41,6 +41,12 @@ GIB = 2**30
 MIB = 2**20
 
 Engine = Literal["vllm", "sglang", "llama.cpp"]
+# The figures whose log line is kept in a calibration file (settings such as the model name are not quoted).
+FIGURES = {
+    "total_gpu_memory_bytes", "gpu_memory_utilization", "weights_bytes", "non_torch_bytes", "activation_bytes", "cuda_graph_bytes",
+    "kv_cache_bytes", "kv_cache_tokens", "kv_blocks", "max_concurrency",
+}
+LINE_CHARS = 300
 
 
 class StartupLog(BaseModel):
@@ -122,15 +128,19 @@ class _Reader:
     def __init__(self, text: str, engine: Engine):
         self.text, self.log = text, StartupLog(engine=engine)
 
-    def take(self, key: str, pattern: str, convert, group: int = 1, flags: int = 0, last: bool = False):
-        matches = list(re.finditer(pattern, self.text, flags))
-        if not matches or getattr(self.log, key) is not None:
+    def take(self, key: str, pattern: str, convert, group: int = 1, flags: int = 0, skip_lines: str | None = None):
+        """Set ``key`` from the first match of ``pattern`` (on a line not matching ``skip_lines``), unless already set."""
+        if getattr(self.log, key) is not None:
             return None
-        m = matches[-1] if last else matches[0]
-        value = convert(m.group(group))
-        setattr(self.log, key, value)
-        self.log.lines[key] = _line(self.text, m)
-        return m
+        for m in re.finditer(pattern, self.text, flags):
+            line = _line(self.text, m)
+            if skip_lines and re.search(skip_lines, line):
+                continue
+            setattr(self.log, key, convert(m.group(group)))
+            if key in FIGURES:
+                self.log.lines[key] = line[:LINE_CHARS]
+            return m
+        return None
 
 
 def _gib(s: str) -> int:
@@ -168,13 +178,13 @@ def _vllm(text: str) -> StartupLog:
     r.take("weights_bytes", r"model weights take\s*([\d.]+)\s*GiB", _gib)
     r.take("weights_bytes", r"Loading model weights took ([\d.]+) GB", _gib)
     r.take("weights_bytes", r"Model loading took ([\d.]+) GiB", _gib)
-    r.take("non_torch_bytes", r"non_torch_memory(?: takes)?[\s=]+([\d.]+)\s*GiB", _gib)
+    r.take("non_torch_bytes", r"non_torch_memory(?: takes)?[\s=]+([\d.]+)\s*GiB", _gib, skip_lines=r"memory snapshot")
     r.take("activation_bytes", r"PyTorch activation peak memory(?: takes)?\s+([\d.]+)\s*GiB", _gib)
     r.take("activation_bytes", r"([\d.]+) GiB for peak activation", _gib)
     m = re.search(r"peak_torch_memory=([\d.]+)GiB", text)  # 0.6.4-0.6.5: the torch peak includes the weights
     if m and log.activation_bytes is None and log.weights_bytes is not None:
         log.activation_bytes = max(_gib(m.group(1)) - log.weights_bytes, 0)
-        log.lines["activation_bytes"] = _line(text, m)
+        log.lines["activation_bytes"] = _line(text, m)[:LINE_CHARS]
     r.take("kv_cache_bytes", r"the rest of the memory reserved for KV Cache is ([\d.]+)\s*GiB", _gib)
     r.take("kv_cache_bytes", r"kv_cache_size=([\d.]+)GiB", _gib)
     r.take("kv_cache_bytes", r"available_kv_cache_memory\s+([\d.]+)\s*GiB", _gib)
@@ -215,7 +225,7 @@ def _sglang(text: str) -> StartupLog:
     if m:
         log.kv_cache_tokens = int(m.group(1))
         log.kv_cache_bytes = int(round((float(m.group(2)) + float(m.group(3) or 0)) * GIB))
-        log.lines["kv_cache_tokens"] = log.lines["kv_cache_bytes"] = _line(text, m)
+        log.lines["kv_cache_tokens"] = log.lines["kv_cache_bytes"] = _line(text, m)[:LINE_CHARS]
     r.take("kv_cache_tokens", r"max_total_num_tokens=(\d+)", int)
     r.take("cuda_graph_bytes", r"Capture cuda graph end\..*?mem usage=([\d.]+) GB", _gib)
     r.take("max_num_seqs", r"max_running_requests=(\d+)", int)
@@ -233,22 +243,22 @@ def _llamacpp(text: str) -> StartupLog:
     weights = [float(m.group(1)) for m in re.finditer(r"CUDA\d+ model buffer size =\s+([\d.]+) MiB", text)]
     if weights:
         log.weights_bytes = int(round(sum(weights) * MIB))
-        log.lines["weights_bytes"] = _line(text, re.search(r"CUDA\d+ model buffer size", text))
+        log.lines["weights_bytes"] = _line(text, re.search(r"CUDA\d+ model buffer size", text))[:LINE_CHARS]
     m = re.search(
         r"llama_kv_cache\w*: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers,\s+(\d+)(?:/\d+)? seqs\), K \((\w+)\)", text
     )
     if m:
         log.kv_cache_bytes, log.kv_cache_tokens, log.max_num_seqs = int(round(float(m.group(1)) * MIB)), int(m.group(2)), int(m.group(4))
         log.kv_cache_dtype = m.group(5)
-        log.lines["kv_cache_bytes"] = log.lines["kv_cache_tokens"] = _line(text, m)
+        log.lines["kv_cache_bytes"] = log.lines["kv_cache_tokens"] = _line(text, m)[:LINE_CHARS]
     m = re.search(r"KV self size\s+=\s+([\d.]+) MiB, K \((\w+)\)", text)  # llama_new_context_with_model (older builds)
     if m and log.kv_cache_bytes is None:
         log.kv_cache_bytes, log.kv_cache_dtype = int(round(float(m.group(1)) * MIB)), m.group(2)
-        log.lines["kv_cache_bytes"] = _line(text, m)
+        log.lines["kv_cache_bytes"] = _line(text, m)[:LINE_CHARS]
     compute = [float(m.group(1)) for m in re.finditer(r"CUDA\d+ compute buffer size =\s+([\d.]+) MiB", text)]
     if compute:
         log.activation_bytes = int(round(max(compute) * MIB))
-        log.lines["activation_bytes"] = _line(text, re.search(r"CUDA\d+ compute buffer size", text))
+        log.lines["activation_bytes"] = _line(text, re.search(r"CUDA\d+ compute buffer size", text))[:LINE_CHARS]
     r.take("max_model_len", r"n_ctx_per_seq\s+=\s+(\d+)", int)
     r.take("max_model_len", r"n_ctx\s+=\s+(\d+)", int)
     if log.kv_cache_tokens is None:

@@ -176,7 +176,10 @@ def search(
 
         def estimate(qv: Verdict, layout: Layout, ctx: int, sequences: int = concurrency, kvv: Verdict | None = None) -> MemoryEstimate:
             settings = engine_settings(profile.name, version, hw.gpu if on_gpu else None, tp=layout.tp, pp=layout.pp)
-            cal = calibrations.memory_for(profile.name, settings.version, hw.gpu.name, layout.gpus) if (calibrations and on_gpu) else None
+            cal = (
+                calibrations.memory_for(profile.name, settings.version, hw.gpu.name, layout.gpus, strict=request.calibration_mismatch == "refuse")
+                if (calibrations and on_gpu) else None
+            )
             return estimate_memory(
                 model,
                 gpu_memory_bytes=mem_bytes,
