@@ -142,6 +142,27 @@ def fit_memory_calibration(
     return _fit(cal, log, facts, hw)
 
 
+def estimate_for_log(
+    log: StartupLog, *, model: str | None = None, gpu: str | None = None, engine_version: str | None = None,
+    calibration: MemoryCalibration | None = None,
+):
+    """The memory model's figures for the exact setup a start-up log describes (its model, GPU, context, TP and
+    settings), with ``calibration`` applied if given: what `calibrate --from-log` and benchmarks/memory_logs.py compare."""
+    from ..hardware import resolve_hardware
+    from ..model_facts import resolve_model
+    from .memory import estimate_memory
+
+    hw = resolve_hardware(gpu or log.gpu_name)
+    facts = resolve_model(model or log.model, source="auto")
+    setup_cal = MemoryCalibration(
+        engine=log.engine, engine_version=engine_version or log.engine_version, gpu=hw.gpu.name, tp=(log.tp or 1) * (log.pp or 1),
+        created="-", source="-", max_model_len=log.max_model_len, gpu_memory_bytes=log.total_gpu_memory_bytes,
+        memory_fraction=log.gpu_memory_utilization,
+    )
+    cal = calibration.for_layout(setup_cal.tp) if calibration is not None else None
+    return estimate_memory(facts, **_logged_setup(setup_cal, log, facts, hw), calibration=cal)
+
+
 def _fit(cal: MemoryCalibration, log: StartupLog, facts, hw) -> MemoryCalibration:
     from .memory import estimate_memory
 
@@ -165,11 +186,12 @@ def _profile_scale(setup: dict) -> float:
 
 
 def _measured_kv_bytes(cal: MemoryCalibration, est) -> float | None:
+    """The KV bytes per GPU the engine settled on: its token count (what it schedules with; under TP the smallest
+    rank's) x bytes per token at the logged context, else the GiB it printed."""
+    if cal.kv_cache_tokens is not None and est.kv_cache_tokens:
+        return cal.kv_cache_tokens * est.kv_cache_bytes_per_gpu / est.kv_cache_tokens
     if cal.kv_cache_bytes is not None:
         return float(cal.kv_cache_bytes)
-    if cal.kv_cache_tokens is not None:  # tokens x bytes per token at the logged context (whole blocks)
-        per_token = est.kv_cache_bytes_per_gpu / est.kv_cache_tokens if est.kv_cache_tokens else est.kv_cache_bytes_per_token_per_gpu
-        return cal.kv_cache_tokens * per_token
     return None
 
 
@@ -185,9 +207,11 @@ def _logged_setup(cal: MemoryCalibration, log: StartupLog, facts, hw) -> dict:
     kv = "fp8" if (log.kv_cache_dtype or "").startswith("fp8") else "auto"
     quant = _quantization(facts, log)
     context = cal.max_model_len or facts.max_position_embeddings
+    engine = engine_profile(cal.engine)
+    slots = (log.max_num_seqs or settings.max_num_seqs) if engine.kv_preallocated else 1  # llama.cpp: n_seq_max slots of n_ctx_per_seq
     return dict(
-        gpu_memory_bytes=cal.gpu_memory_bytes or hw.gpu.budget_memory_bytes, engine=engine_profile(cal.engine), quantization=quant,
-        dtype=dtype, kv_cache_dtype=kv, tp=log.tp or 1, pp=log.pp or 1, context=context, concurrency=1,
+        gpu_memory_bytes=cal.gpu_memory_bytes or hw.gpu.budget_memory_bytes, engine=engine, quantization=quant,
+        dtype=dtype, kv_cache_dtype=kv, tp=log.tp or 1, pp=log.pp or 1, context=context, concurrency=slots,
         max_num_batched_tokens=log.max_num_batched_tokens or settings.max_num_batched_tokens,
         max_num_seqs=log.max_num_seqs or settings.max_num_seqs, memory_fraction=cal.memory_fraction or settings.memory_fraction,
         memory=settings.profile, interconnect=hw.gpu.interconnect, engine_version=settings.version,
@@ -207,5 +231,15 @@ def _quantization(facts, log: StartupLog) -> str:
     if q in ("fp8", "int8"):
         return q
     if log.engine == "llama.cpp":
-        return "gguf-f16"
+        return _gguf_format(facts, log)
     return "none"
+
+
+def _gguf_format(facts, log: StartupLog) -> str:
+    """The GGUF type whose size is closest to the logged model buffer (the log names the file type only in metadata)."""
+    from .memory import weights_bytes
+
+    if not log.weights_bytes:
+        return "gguf-f16"
+    options = ["gguf-q4_k_m", "gguf-q8_0", "gguf-f16"]
+    return min(options, key=lambda f: abs(weights_bytes(facts, f, "float16") - log.weights_bytes))

@@ -12,7 +12,8 @@ Each pattern below is the engine's own ``logger.info`` format string, read from 
   ``"Memory profiling takes %.2f seconds\\nthe current vLLM instance can use total_gpu_memory (%.2fGiB) x
   gpu_memory_utilization (%.2f) = %.2fGiB\\nmodel weights take %.2fGiB; non_torch_memory takes %.2fGiB; PyTorch
   activation peak memory takes %.2fGiB; the rest of the memory reserved for KV Cache is %.2fGiB."`` (worker.py),
-  ``"Maximum concurrency for %s tokens per request: %.2fx"``.
+  ``"Maximum concurrency for %s tokens per request: %.2fx"``, and the engine line ``"Initializing an LLM engine (v%s) with
+  config: ..."`` (0.7: ``"Initializing a V0 LLM engine (v%s) ..."``; 0.2: no version).
 - vLLM V1 (0.8+): ``"Model loading took %.4f GiB and %.6f seconds"`` / ``"Model loading took %s GiB memory and %.6f
   seconds"`` (gpu_model_runner), ``"Available KV cache memory: %.2f GiB"`` (gpu_worker), ``"GPU KV cache size: %s
   tokens"`` and ``"Maximum concurrency for %s tokens per request: %.2fx"`` (kv_cache_utils), ``"Graph capturing
@@ -151,13 +152,15 @@ def _vllm(text: str) -> StartupLog:
     r = _Reader(text, "vllm")
     log = r.log
     r.take("engine_version", r"vLLM API server version ([0-9][\w.+-]*)", str)
-    r.take("engine_version", r"Initializing an? (?:V1 )?LLM engine \(v([0-9][\w.+-]*)\)", str)
+    r.take("engine_version", r"Initializing an? (?:V[01] )?LLM engine \(v([0-9][\w.+-]*)\)", str)
     r.take("engine_version", r"█\s+version\s+([0-9][\w.+-]*)", str)
-    if re.search(r"Initializing a V1 LLM engine|GPU KV cache size:|Available KV cache memory:|EngineCore", text):
+    if re.search(r"Initializing a V0 LLM engine", text):
+        log.generation = "V0"
+    elif re.search(r"Initializing a V1 LLM engine|GPU KV cache size:|Available KV cache memory:|EngineCore", text):
         log.generation = "V1"
     elif re.search(r"# (?:GPU|CUDA|cuda) blocks:|Loading model weights took|Initializing an LLM engine", text):
         log.generation = "V0"
-    r.take("model", r"(?:Initializing an? (?:V1 )?LLM engine[^\n]*?with config: )model=['\"]([^'\"]+)['\"]", str)
+    r.take("model", r"(?:Initializing an? (?:V[01] )?LLM engine[^\n]*?with config: )model=['\"]([^'\"]+)['\"]", str)
     r.take("model", r"'model': '([^']+)'", str)
     r.take("model", r"\bmodel=['\"]([^'\"]+)['\"]", str)
     r.take("model", r"█\s+model\s+(\S+)", str)
