@@ -6,20 +6,15 @@
 # engine: vLLM 0.33.0, dtype bfloat16, quantization none, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
 # context: max_model_len 4096, 256 sequences at once
-# memory per GPU (estimated): 72.0 GiB of 80.0 GiB, weights 12.6 GiB, KV cache 116240 tokens
+# memory per GPU (estimated): 73.2 GiB of 79.6 GiB, weights 12.6 GiB, KV cache 121264 tokens
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
 set -euo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")"
 
 exec vllm serve meta-llama/Llama-2-7b-hf \
   --tensor-parallel-size 1 \
-  --pipeline-parallel-size 1 \
   --dtype bfloat16 \
   --max-model-len 4096 \
-  --gpu-memory-utilization 0.9 \
-  --max-num-seqs 256 \
-  --max-num-batched-tokens 8192 \
-  --kv-cache-dtype auto \
   --served-model-name meta-llama/Llama-2-7b-hf \
   --host 0.0.0.0 \
   --port 8000
