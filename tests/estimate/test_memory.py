@@ -48,8 +48,10 @@ def test_vllm_reserve_accounting_by_hand(llama2_7b):
     est = estimate_memory(llama2_7b, gpu_memory_bytes=80 * GiB, engine=vllm, dtype="bfloat16", context=4096, concurrency=8,
                           request_tokens=4096, max_num_batched_tokens=2048, max_num_seqs=256)
     weights = 2 * llama2_7b.num_parameters
-    # vLLM's profile run: max_num_batched_tokens through one layer, plus max_num_seqs rows of fp32 logits, twice
-    activation = (2048 * (6 * 4096 + 3 * 11008) * 2 + 256 * 32000 * 4 * 2) * mp.activation_scale
+    # vLLM's profile run: max_num_batched_tokens through one layer (4 hidden + 3 intermediate copies at its peak),
+    # plus max_num_seqs rows of fp32 logits, twice
+    assert (mp.activation_hidden_copies, mp.activation_intermediate_copies, mp.activation_scale) == (4, 3, 1.0)
+    activation = 2048 * (4 * 4096 + 3 * 11008) * 2 + 256 * 32000 * 4 * 2
     overhead = mp.non_torch_bytes + mp.cuda_graph_bytes
     kv_space = 0.92 * 80 * GiB - weights - activation - overhead
     assert mp.memory_fraction == 0.92 and mp.cuda_graphs_in_budget and not mp.comm_in_budget and not mp.context_in_budget
@@ -70,7 +72,7 @@ def test_vllm_v0_profiles_max_model_len_and_keeps_graphs_outside(llama2_7b):
     v0 = memory_profile("vllm", "0.7.3")
     est = estimate_memory(llama2_7b, gpu_memory_bytes=80 * GiB, engine=vllm, memory=v0, dtype="float16", context=4096, max_num_seqs=256)
     assert est.activation_tokens == 4096 and est.sampled_rows == 256
-    assert est.activation_bytes_per_gpu == int(4096 * (6 * 4096 + 3 * 11008) * 2 + 256 * 32000 * 4 * 2)
+    assert est.activation_bytes_per_gpu == int(4096 * (4 * 4096 + 3 * 11008) * 2 + 256 * 32000 * 4 * 2)
     assert est.overhead_bytes_per_gpu["cuda_graphs"] == 0 and est.outside_budget_bytes_per_gpu["cuda_graphs"] == v0.cuda_graph_bytes
     long = estimate_memory(resolve_model("meta-llama/Llama-3.1-8B", source="catalog"), gpu_memory_bytes=80 * GiB, engine=vllm, memory=v0,
                            context=65536, max_num_seqs=256)
@@ -78,6 +80,8 @@ def test_vllm_v0_profiles_max_model_len_and_keeps_graphs_outside(llama2_7b):
     tp2 = estimate_memory(llama2_7b, gpu_memory_bytes=80 * GiB, engine=vllm, memory=v0, dtype="float16", context=4096, tp=2, interconnect="nvlink")
     pcie = estimate_memory(llama2_7b, gpu_memory_bytes=80 * GiB, engine=vllm, memory=v0, dtype="float16", context=4096, tp=2, interconnect="pcie")
     assert tp2.overhead_bytes_per_gpu["nccl"] == v0.comm.nvlink and pcie.overhead_bytes_per_gpu["nccl"] == v0.comm.pcie
+    # vLLM's activation peak does not shrink with TP (full-vocab logits are gathered; PR 10511: 1.26 GiB at TP 1 and 2)
+    assert tp2.activation_bytes_per_gpu == est.activation_bytes_per_gpu
 
 
 def test_v0_gives_sliding_window_layers_full_length_kv():

@@ -33,10 +33,9 @@ Two accountings (engine profile ``memory_accounting``):
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from typing import TYPE_CHECKING
 
 from ..engine_memory import EngineMemoryProfile, memory_profile, profile_from_engine
 from ..engines import EngineProfile
@@ -193,8 +192,11 @@ def estimate_memory(
     act = formats().activation
     act_b = dtype_bytes(dtype)
     routed = (model.num_experts_per_token + model.num_shared_experts) if model.num_experts else 1
-    per_token = (act.hidden_copies * model.hidden_size + act.intermediate_copies * routed * model.intermediate_size / tp) * act_b
-    logits_row = model.vocab_size * act.logits_bytes_per_vocab_entry * act.logits_copies / tp
+    hidden_copies = mp.activation_hidden_copies or act.hidden_copies
+    intermediate_copies = mp.activation_intermediate_copies or act.intermediate_copies
+    split = tp if mp.activation_split_by_tp else 1  # vLLM gathers full-vocab logits on every rank: its peak does not shrink with TP
+    per_token = (hidden_copies * model.hidden_size + intermediate_copies * routed * model.intermediate_size / split) * act_b
+    logits_row = model.vocab_size * act.logits_bytes_per_vocab_entry * act.logits_copies / split
     scale = mp.activation_scale
     sources["activation"] = f"estimated x {scale:g} ({mp.label})" if scale != 1 else "estimated"
     if cal is not None and cal.activation_scale:

@@ -11,7 +11,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .._data import format_validation_error, load_validated
 from .._paths import shipped
+from ..engine_memory import EngineSettings, engine_settings, version_note
 from ..errors import RequestError
+from ..estimate.calibration_file import Calibrations
 from ..estimate.formats import weight_format
 from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
@@ -32,8 +34,6 @@ from .models import (
 )
 from .request import PlanRequest
 from .search import Choice, plan_max_num_seqs, search
-from ..engine_memory import EngineSettings, engine_settings, version_note
-from ..estimate.calibration_file import Calibrations
 
 
 class Defaults(BaseModel):

@@ -6,7 +6,7 @@
 # engine: vLLM 0.33.0, dtype bfloat16, quantization none, KV cache auto
 # layout: tensor parallel 8, pipeline parallel 2, nodes 2, replicas 1
 # context: max_model_len 131072, 1024 sequences at once
-# memory per GPU (estimated): 72.9 GiB of 79.2 GiB, weights 47.2 GiB, KV cache 753808 tokens
+# memory per GPU (estimated): 72.9 GiB of 79.2 GiB, weights 47.2 GiB, KV cache 666464 tokens
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
 set -euo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")"

@@ -6,7 +6,7 @@
 # engine: vLLM 0.33.0, dtype bfloat16, quantization none, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
 # context: max_model_len 4096, 256 sequences at once
-# memory per GPU (estimated): 73.2 GiB of 79.6 GiB, weights 12.6 GiB, KV cache 121264 tokens
+# memory per GPU (estimated): 73.2 GiB of 79.6 GiB, weights 12.6 GiB, KV cache 121280 tokens
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
 set -euo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")"
