@@ -101,6 +101,7 @@ class EngineMemoryProfile(BaseModel):
     sliding_window_source: str = Field(min_length=8)
     kv_cache_dtype: Literal["model", "float16"] = "model"
     kv_cache_dtype_source: str | None = None
+    kv_8bit_dtype: str = Field(default="fp8", description="What --kv-cache-dtype fp8 stores in this engine (data/formats.yaml dtype).")
     block_size: int = Field(gt=0)
     source: str = Field(min_length=8)
 

@@ -2,7 +2,7 @@
 
     >>> from infer_advisor.engines import engine_profile
     >>> engine_profile("vllm").memory_fraction
-    0.9
+    0.92
 """
 
 from __future__ import annotations

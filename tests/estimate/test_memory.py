@@ -105,6 +105,9 @@ def test_llamacpp_caches_f16_and_counts_its_slots():
     assert est.kv_cache_bytes_per_token == mistral.kv_cache_bytes_per_token(2)
     assert est.max_concurrency == 4 and est.kv_cache_tokens == 4 * 32768
     assert est.kv_cache_bytes_per_gpu == 4 * 32768 * mistral.kv_cache_bytes_per_token(2)
+    # --kv-cache-dtype fp8 is llama.cpp's 8-bit cache, q8_0: 34 bytes per 32 values
+    q8 = estimate_memory(mistral, gpu_memory_bytes=80 * GiB, engine=cpp, quantization="gguf-f16", context=32768, kv_cache_dtype="fp8")
+    assert q8.kv_cache_bytes_per_token == mistral.kv_cache_elements_per_token * 34 / 32
 
 
 def test_peak_accounting_grows_with_concurrency(llama2_7b):

@@ -304,6 +304,8 @@ def _default_profile(engine: EngineProfile) -> EngineMemoryProfile:
 
 
 def _kv_dtype_bytes(mp: EngineMemoryProfile, dtype: str, kv_cache_dtype: str) -> float:
+    if kv_cache_dtype == "fp8":  # the engine's 8-bit KV cache: FP8 E4M3 in vLLM/SGLang/TGI, q8_0 in llama.cpp
+        return dtype_bytes(mp.kv_8bit_dtype)
     if kv_cache_dtype != "auto":
         return dtype_bytes(kv_cache_dtype)
     return dtype_bytes("float16") if mp.kv_cache_dtype == "float16" else dtype_bytes(dtype)

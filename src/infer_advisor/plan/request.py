@@ -42,7 +42,10 @@ class PlanRequest(BaseModel):
     engine: EngineChoice = Field(default="auto", description="Engine to use; 'auto' lets the rules choose. A forbidden choice is refused with the rule's reason.")
     quantization: QuantChoice = Field(default="auto", description="Weight quantization; 'auto' lets the rules choose, 'none' keeps the model dtype.")
     dtype: DTypeChoice = Field(default="auto", description="Activation/weight dtype; 'auto' picks bfloat16 where the GPU supports it.")
-    kv_cache_dtype: KVDTypeChoice = Field(default="auto", description="KV-cache dtype; fp8 halves the KV cache on GPUs that support it.")
+    kv_cache_dtype: KVDTypeChoice = Field(
+        default="auto",
+        description="KV-cache dtype; fp8 halves the KV cache: FP8 E4M3 in vLLM/SGLang/TGI on GPUs that support it, q8_0 in llama.cpp.",
+    )
     gpu_memory_utilization: float | None = Field(
         default=None, gt=0, le=1, description="Fraction of each GPU the engine may reserve (vLLM/SGLang/TGI); default: the engine's own."
     )
