@@ -31,3 +31,6 @@ def test_errors_inherit_builtins():
 
     assert issubclass(UnknownGPUError, ValueError)
     assert issubclass(ModelNotFoundError, LookupError)
+    from infer_advisor import CalibrationMismatchError, InferAdvisorError
+
+    assert issubclass(CalibrationMismatchError, ValueError) and issubclass(CalibrationMismatchError, InferAdvisorError)

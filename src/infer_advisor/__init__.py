@@ -35,6 +35,7 @@ _ERRORS = (
     "RuleFileError",
     "DataFileError",
     "RequestError",
+    "CalibrationMismatchError",
     "DoesNotFitError",
     "EngineNotInstalledError",
     "HubError",

@@ -2,7 +2,7 @@
 
     >>> from infer_advisor.engines import engine_profile
     >>> engine_profile("vllm").memory_fraction
-    0.9
+    0.92
 """
 
 from __future__ import annotations
@@ -67,6 +67,11 @@ class EngineProfile(BaseModel):
         default_factory=list, description="Speculative-decoding methods the server takes on its command line."
     )
     speculative_source: str = ""
+    planning_caps: list[Literal["max_num_seqs", "max_num_batched_tokens"]] = Field(
+        default_factory=list,
+        description="Settings whose figure above is a planning cap the launch command always passes, not the engine's own "
+        "default: the plan's engine.defaults leaves them unknown (None).",
+    )
 
 
 class _EngineFile(BaseModel):

@@ -128,6 +128,17 @@ class DataFileError(InferAdvisorError, ValueError):
         super().__init__(f"{path}: {problem}")
 
 
+class CalibrationMismatchError(InferAdvisorError, ValueError):
+    """A calibration file was made for another engine, engine version or GPU than the plan's."""
+
+    def __init__(self, path: str, made_for: str, plan_for: str):
+        self.path, self.made_for, self.plan_for = path, made_for, plan_for
+        super().__init__(
+            f"{path} was made for {made_for}, the plan is for {plan_for}; calibrate on that setup, "
+            "or pass --calibration-mismatch warn to apply it anyway."
+        )
+
+
 class RequestError(InferAdvisorError, ValueError):
     """An option value that is out of range or contradicts another option."""
 

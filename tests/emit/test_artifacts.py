@@ -140,15 +140,38 @@ def test_readme_says_how_to_start_check_and_ask(rendered):
         assert "infer-advisor quantize --model" in readme
 
 
+def _argv(plan) -> list[str]:
+    return shlex.split(render(plan, "script")["serve.sh"].split("exec ", 1)[1].replace("\\\n", " "))
+
+
 def test_vllm_script_flags():
-    files = render(make_plan(**GOLDEN["vllm"]), "script")
-    argv = shlex.split(files["serve.sh"].split("exec ", 1)[1].replace("\\\n", " "))
+    plan = make_plan(**GOLDEN["vllm"])
+    argv = _argv(plan)
     assert argv[:3] == ["vllm", "serve", "meta-llama/Llama-2-7b-hf"]
-    for flag in ("--tensor-parallel-size", "--pipeline-parallel-size", "--dtype", "--max-model-len", "--gpu-memory-utilization",
-                 "--max-num-seqs", "--kv-cache-dtype", "--served-model-name", "--host", "--port"):
+    for flag in ("--tensor-parallel-size", "--dtype", "--max-model-len", "--served-model-name", "--host", "--port"):
         assert has_flag(argv, flag), flag
     assert flag_value(argv, "--served-model-name") == "meta-llama/Llama-2-7b-hf"
+    # settings equal to vLLM 0.33's own defaults on an A100 (2048 tokens, 256 sequences, 0.92, auto KV) are left to it
+    assert plan.engine.defaults["max_num_batched_tokens"] == 2048 and plan.engine.defaults["max_num_seqs"] == 256
+    for flag in ("--pipeline-parallel-size", "--gpu-memory-utilization", "--max-num-seqs", "--max-num-batched-tokens", "--kv-cache-dtype"):
+        assert not has_flag(argv, flag), flag
     assert "--quantization" not in argv  # the plan's engine_flag is None: vLLM detects the format itself
+
+
+def test_vllm_script_passes_settings_that_differ_from_the_defaults():
+    argv = _argv(make_plan(model="meta-llama/Llama-3.1-8B", gpu="H100-80GB", goal="latency", gpu_memory_utilization=0.8,
+                           max_num_batched_tokens=4096, kv_cache_dtype="fp8", context=8192))
+    assert argv[argv.index("--max-num-seqs") + 1] == "1"  # latency: the batch itself, not H100's default 1024
+    assert argv[argv.index("--gpu-memory-utilization") + 1] == "0.8"
+    assert argv[argv.index("--max-num-batched-tokens") + 1] == "4096"
+    assert argv[argv.index("--kv-cache-dtype") + 1] == "fp8"
+
+
+def test_llamacpp_quantized_kv_cache_flags():
+    argv = _argv(make_plan(**{**GOLDEN["llama.cpp"], "gpu": "H100-80GB"}, kv_cache_dtype="fp8"))  # fp8 KV needs CC 8.9+
+    assert argv[argv.index("--cache-type-k") + 1] == "q8_0" and argv[argv.index("--cache-type-v") + 1] == "q8_0"
+    assert argv[argv.index("--flash-attn") + 1] == "on"  # llama.cpp needs flash attention for a quantized V cache
+    assert "--batch-size" not in argv and "--cache-type-k" not in _argv(make_plan(**GOLDEN["llama.cpp"]))
 
 
 def test_multinode_script_starts_ray_head_and_workers():

@@ -329,3 +329,15 @@ def test_replica_groups_start_every_replica(tmp_path):
     assert r.returncode == 1  # one replica exited, so the script stopped the others and failed
     started = sorted(json.loads(line) for line in log.read_text().splitlines())
     assert [(dev, flag_value(argv, "--port")) for dev, argv in started] == [("0", "8080"), ("1", "8081")]
+
+
+def test_engine_version_picks_the_image_of_that_version_on_every_platform():
+    """--engine-version (memory side) names the image of that version; main's per-platform images (ROCm builds,
+    llama.cpp's CUDA build) follow it too, not only engines.yaml's image."""
+    rocm = make_plan(model="meta-llama/Llama-3.1-8B", gpu="MI300X", engine="vllm", engine_version="0.8.5")
+    assert rocm.engine.version == "0.8.5" and platform_for(rocm, 1).image == "vllm/vllm-openai-rocm:v0.8.5"
+    cuda = make_plan(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB", engine="llama.cpp", quantization="gguf-q4_k_m",
+                     engine_version="b6000")
+    assert platform_for(cuda, 1).image == "ghcr.io/ggml-org/llama.cpp:server-cuda-b6000"
+    pinned = make_plan(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB", engine="llama.cpp", quantization="gguf-q4_k_m")
+    assert platform_for(pinned, 1).image == "ghcr.io/ggml-org/llama.cpp:server-cuda-b7200"

@@ -149,7 +149,7 @@ def check_gates(plan, model, hw, options) -> None:
     nvidia_cc = gpu.compute_capability if (gpu and gpu.vendor == "nvidia") else None
     if engine in {"tgi", "transformers"}:
         assert options.get("engine") == engine, "TGI and transformers only on request"
-    if plan.engine.kv_cache_dtype == "fp8":
+    if plan.engine.kv_cache_dtype == "fp8" and engine != "llama.cpp":  # llama.cpp's 8-bit KV cache is q8_0: no FP8 hardware needed
         assert nvidia_cc is not None and nvidia_cc >= 8.9 or (gpu and gpu.vendor == "amd" and gpu.tflops.get("fp8"))
     if model.family == "moe" or model.pre_quantized in {"compressed-tensors", "gptq", "fp8"}:
         assert engine != "ctranslate2"

@@ -1,9 +1,12 @@
-"""`infer-advisor calibrate`: measure an engine at a few batch sizes and fit its speed profile.
+"""`infer-advisor calibrate`: measure an engine at a few batch sizes and fit its speed profile, or read an engine's
+start-up log into a memory calibration (--from-log).
 
     infer-advisor calibrate --engine transformers --model meta-llama/Llama-2-7b-hf --random-weights \\
         --concurrency 1,8,32 --out h200-transformers.json        # runs `bench` on this machine's GPU
     infer-advisor calibrate --engine transformers --from bench-out/bench.json --gpu H200 --out cal.json
     infer-advisor plan --model ... --calibration h200-transformers.json
+    infer-advisor calibrate --from-log vllm-startup.log --gpu H100-80GB --out h100-vllm-memory.json
+    infer-advisor plan --model ... --engine vllm --calibration h100-vllm-memory.json,h200-transformers.json
 
 The file is a :class:`~infer_advisor.estimate.calibrate.Calibration` (JSON): fitted efficiencies and
 overheads, the raw points and the command that produced them.
@@ -18,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-HELP = "Benchmark at several batch sizes and fit a speed profile for the plan."
+HELP = "Fit a speed profile from benchmarks, or a memory calibration from an engine start-up log (--from-log)."
 
 
 class CalibrateOptions(BaseModel):
@@ -26,7 +29,11 @@ class CalibrateOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    engine: Literal["transformers", "ctranslate2", "vllm"] = Field(description="Engine to measure (in this process, through `bench`).")
+    engine: Literal["transformers", "ctranslate2", "vllm", "sglang", "llama.cpp"] | None = Field(
+        default=None,
+        description="Engine to measure (in this process, through `bench`: transformers, ctranslate2, vllm); "
+        "with --from-log the log's engine (detected when omitted).",
+    )
     model: list[str] = Field(
         default_factory=lambda: ["meta-llama/Llama-2-7b-hf"],
         description="Model(s) to measure: catalog names (with --random-weights) or local folders; several fit per-layer overhead too.",
@@ -44,6 +51,12 @@ class CalibrateOptions(BaseModel):
         default_factory=list,
         description="Fit from existing results instead of running: bench.json files or benchmarks/gpu/measure_transformers.py JSON.",
     )
+    from_log: Path | None = Field(
+        default=None,
+        description="Write a memory calibration from an engine's start-up log (vLLM V0/V1, SGLang, llama.cpp) instead of a speed profile.",
+    )
+    engine_version: str | None = Field(default=None, description="With --from-log: the engine version, when the log does not print it.")
+    tp: int | None = Field(default=None, gt=0, description="With --from-log: GPUs per model instance (TP x PP), when the log does not print it.")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -100,6 +113,12 @@ def run(ns: argparse.Namespace) -> int:
     from ._derive import model_from_namespace
 
     opts = model_from_namespace(CalibrateOptions, ns)
+    if opts.from_log is not None:
+        from .calibrate_log import run_from_log
+
+        return run_from_log(opts, model_given="model" in vars(ns))
+    if opts.engine is None or opts.engine not in ("transformers", "ctranslate2", "vllm"):
+        raise RequestError("calibrate measures --engine transformers, ctranslate2 or vllm (or reads a start-up log with --from-log FILE).")
     if opts.from_file:
         points, dtype = [], None
         for path in opts.from_file:

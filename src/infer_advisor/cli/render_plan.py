@@ -18,7 +18,8 @@ def print_plan(plan, explain: bool = False) -> None:
     if hw.kind == "gpu":
         g = hw.gpus[0]
         hw_text = f"{hw.gpus_per_node}x {g.name}" + (f" x {hw.nodes} nodes" if hw.nodes > 1 else "")
-        hw_detail = f"{_gib(g.memory_bytes)}, {g.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, CC {g.compute_capability}, {g.interconnect}"
+        usable = f" ({_gib(g.usable_memory_bytes)} usable)" if g.usable_memory_bytes else ""
+        hw_detail = f"{_gib(g.memory_bytes)}{usable}, {g.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, CC {g.compute_capability}, {g.interconnect}"
         hw_src = g.source
     else:
         hw_text = "CPU"
@@ -44,7 +45,8 @@ def print_plan(plan, explain: bool = False) -> None:
     t.add_row("engine", f"{eng.name} {eng.version} ({eng.image}), {server}", "rules")
     qtext = q.method + (" (pre-quantized checkpoint)" if q.pre_quantized else "") + (" - run `infer-advisor quantize` first" if q.needs_quantize_step else "")
     t.add_row("quantization", qtext, "rules")
-    t.add_row("dtype / KV cache", f"{plan.dtype} / {eng.kv_cache_dtype}", "rules")
+    kv_auto = " (f16)" if eng.kv_cache_dtype == "auto" and eng.name == "llama.cpp" else ""
+    t.add_row("dtype / KV cache", f"{plan.dtype} / {eng.kv_cache_dtype}{kv_auto}", "rules")
     t.add_row(
         "parallelism",
         f"TP {par.tensor_parallel_size} x PP {par.pipeline_parallel_size} x nodes {par.nodes}, replicas {par.replicas}, executor {par.executor}",
@@ -52,10 +54,18 @@ def print_plan(plan, explain: bool = False) -> None:
     )
     t.add_row("max_model_len / max_num_seqs", f"{eng.max_model_len} / {eng.max_num_seqs}", "memory fit")
     unit = "GPU" if hw.kind == "gpu" else "socket"  # a CPU plan's memory is the host's RAM
-    t.add_row("weights", f"{_gib(mem.weights_bytes)} total, {_gib(mem.weights_bytes_per_gpu)} per {unit}", mem.source)
-    t.add_row("KV cache per token", f"{mem.kv_cache_bytes_per_token / 1024:.0f} KiB ({mem.kv_cache_bytes_per_token_per_gpu / 1024:.0f} KiB per {unit})", mem.source)
+    src = mem.figure_sources
+    t.add_row("weights", f"{_gib(mem.weights_bytes)} total, {_gib(mem.weights_bytes_per_gpu)} per {unit}", src.get("weights", "estimated"))
+    t.add_row("KV cache per token", f"{mem.kv_cache_bytes_per_token / 1024:.0f} KiB ({mem.kv_cache_bytes_per_token_per_gpu / 1024:.0f} KiB per {unit})", "estimated")
     overheads = ", ".join(f"{k} {_gib(v)}" for k, v in mem.overhead_bytes_per_gpu.items() if v)
-    t.add_row("activations / overheads", f"{_gib(mem.activation_bytes_per_gpu)} / {overheads or 'none'}", mem.source)
+    outside = ", ".join(f"{k} {_gib(v)}" for k, v in mem.outside_budget_bytes_per_gpu.items() if v)
+    calibrated = sorted({k for k, v in src.items() if v == "calibrated (log)"})
+    overhead_src = f"calibrated (log): {', '.join(calibrated)}" if calibrated else f"estimated ({mem.memory_profile})" if mem.memory_profile else "estimated"
+    t.add_row(
+        "activations / overheads",
+        f"{_gib(mem.activation_bytes_per_gpu)} / {overheads or 'none'}" + (f"; outside the KV budget: {outside}" if outside else ""),
+        overhead_src,
+    )
     t.add_row(
         "KV cache",
         f"{_gib(mem.kv_cache_bytes_per_gpu)} per {unit} = {mem.kv_cache_tokens:,} tokens; {mem.max_concurrency} requests of {eng.max_model_len} tokens",

@@ -172,17 +172,31 @@ def _speculative_sglang(plan: DeploymentPlan) -> list[str]:
     ]
 
 
+def _differs(plan: DeploymentPlan, setting: str, value) -> bool:
+    """True when the plan's value is not what the engine version picks by itself on this GPU (plan.engine.defaults)."""
+    defaults = plan.engine.defaults
+    return setting not in defaults or defaults[setting] is None or defaults[setting] != value
+
+
 def vllm_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> list[str]:
     e, p = plan.engine, plan.parallelism
-    argv = [model, "--tensor-parallel-size", str(p.tensor_parallel_size), "--pipeline-parallel-size", str(p.pipeline_parallel_size)]
+    argv = [model, "--tensor-parallel-size", str(p.tensor_parallel_size)]
+    if p.pipeline_parallel_size > 1:
+        argv += ["--pipeline-parallel-size", str(p.pipeline_parallel_size)]
     argv += ["--dtype", plan.dtype]
     if plan.quantization.engine_flag:
         argv += ["--quantization", plan.quantization.engine_flag]
-    argv += ["--max-model-len", str(e.max_model_len), "--gpu-memory-utilization", str(e.gpu_memory_utilization)]
-    argv += ["--max-num-seqs", str(e.max_num_seqs)]
-    if e.max_num_batched_tokens:
+    argv += ["--max-model-len", str(e.max_model_len)]
+    # Only settings that differ from the engine version's own defaults on this GPU (engine/arg_utils.py get_batch_defaults)
+    if _differs(plan, "gpu_memory_utilization", e.gpu_memory_utilization):
+        argv += ["--gpu-memory-utilization", str(e.gpu_memory_utilization)]
+    if _differs(plan, "max_num_seqs", e.max_num_seqs):
+        argv += ["--max-num-seqs", str(e.max_num_seqs)]
+    if e.max_num_batched_tokens and _differs(plan, "max_num_batched_tokens", e.max_num_batched_tokens):
         argv += ["--max-num-batched-tokens", str(e.max_num_batched_tokens)]
-    argv += ["--kv-cache-dtype", _kv(plan) or "auto", *user_value(plan, "--served-model-name", e.served_model_name)]
+    if _kv(plan):
+        argv += ["--kv-cache-dtype", _kv(plan)]
+    argv += user_value(plan, "--served-model-name", e.served_model_name)
     if p.nodes > 1:
         argv += ["--distributed-executor-backend", "ray"]
     if local_replicas(plan) > 1 and where != "k8s":  # every replica in one server: vLLM's data parallelism
@@ -199,9 +213,12 @@ def sglang_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> lis
     argv += ["--dtype", plan.dtype]
     if plan.quantization.engine_flag:
         argv += ["--quantization", plan.quantization.engine_flag]
-    argv += ["--context-length", str(e.max_model_len), "--mem-fraction-static", str(e.gpu_memory_utilization)]
-    argv += ["--max-running-requests", str(e.max_num_seqs)]
-    if e.max_num_batched_tokens:
+    argv += ["--context-length", str(e.max_model_len)]
+    if _differs(plan, "gpu_memory_utilization", e.gpu_memory_utilization):
+        argv += ["--mem-fraction-static", str(e.gpu_memory_utilization)]
+    if _differs(plan, "max_num_seqs", e.max_num_seqs):
+        argv += ["--max-running-requests", str(e.max_num_seqs)]
+    if e.max_num_batched_tokens and _differs(plan, "max_num_batched_tokens", e.max_num_batched_tokens):
         argv += ["--chunked-prefill-size", str(e.max_num_batched_tokens)]
     if _kv(plan):
         argv += ["--kv-cache-dtype", _kv(plan)]
@@ -240,9 +257,9 @@ def llamacpp_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> l
     argv = [load, model, "-c", str(e.max_model_len * e.max_num_seqs), "--parallel", str(e.max_num_seqs)]
     if plan.hardware.kind == "gpu":
         argv += ["-ngl", str(LLAMA_CPP_ALL_LAYERS)]
-    if _kv(plan):
+    if _kv(plan):  # a quantized V cache needs flash attention in llama.cpp
         argv += ["--cache-type-k", _kv(plan), "--cache-type-v", _kv(plan), "--flash-attn", "on"]
-    if e.max_num_batched_tokens:
+    if e.max_num_batched_tokens and _differs(plan, "max_num_batched_tokens", e.max_num_batched_tokens):
         argv += ["--batch-size", str(e.max_num_batched_tokens)]
     return [*argv, "--alias", e.served_model_name, "--host", "0.0.0.0", "--port", str(e.port)]
 

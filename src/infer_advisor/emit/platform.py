@@ -47,6 +47,14 @@ def _sm_image(template: str, sms: list[int], compute_capability: float, engine: 
     return template.replace("{sm}", str(max(fitting)))
 
 
+def _at_version(plan: DeploymentPlan, image: str) -> str:
+    """``image`` (tagged with the pinned engine version) at the version the plan is for (``--engine-version``)."""
+    from ..engines import engine_profile
+
+    pinned, wanted = engine_profile(plan.engine.name).version, plan.engine.version
+    return image.replace(pinned, wanted) if wanted != pinned else image
+
+
 def _image(plan: DeploymentPlan, vendor: str) -> str:
     e = plan.engine
     ef = emit_facts().engines[e.name]
@@ -57,10 +65,10 @@ def _image(plan: DeploymentPlan, vendor: str) -> str:
         image = ef.rocm_image_by_gpu.get(gpu.name) or ef.rocm_image
         if image is None:
             raise EmitError(f"{e.name} has no ROCm build to emit for {gpu.name}; plan with --engine vllm (ROCm image).")
-        return image
+        return _at_version(plan, image)
     if ef.gpu_image and ef.gpu_image_by_sm:
-        return _sm_image(ef.gpu_image, ef.gpu_image_by_sm, gpu.compute_capability, e.name)
-    return ef.gpu_image or e.image
+        return _at_version(plan, _sm_image(ef.gpu_image, ef.gpu_image_by_sm, gpu.compute_capability, e.name))
+    return _at_version(plan, ef.gpu_image) if ef.gpu_image else e.image
 
 
 def _label_values(plan: DeploymentPlan, vendor: str) -> list[str]:

@@ -31,7 +31,7 @@ SCHEMA_VERSION = 1
 class CalibrationPoint(BaseModel):
     """One measured batch size of one model."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     model: str = Field(description="Catalog name or path of the model measured.")
     batch: int = Field(gt=0, description="Sequences decoded together (bench concurrency).")
@@ -45,27 +45,41 @@ class CalibrationPoint(BaseModel):
 
 
 class Calibration(BaseModel):
-    """A fitted speed profile: what `infer-advisor calibrate --out FILE` writes and `--calibration FILE` reads."""
+    """A fitted speed profile: what `infer-advisor calibrate --out FILE` writes and `--calibration FILE` reads.
 
-    model_config = ConfigDict(extra="forbid")
+    Bounds are plausibility limits (a file outside them is refused on load, see estimate/calibration_file.py):
+    bandwidth up to 1 PB/s, compute up to 1 EFLOP/s, efficiencies from 0.1% to 100%, overheads under 10 s.
+    """
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     schema_version: Literal[1] = SCHEMA_VERSION
-    engine: str
+    kind: Literal["speed"] = Field(default="speed", description="Calibration kind (shared header, estimate/calibration_file.py).")
+    engine: str = Field(min_length=1)
+    engine_version: str | None = Field(default=None, description="Engine version measured (shared header).")
+    tp: int = Field(default=1, ge=1, le=1024, description="GPUs per model instance measured (shared header).")
     quantization: str
     dtype: str
-    gpu: str = Field(description="GPU the points were measured on (catalog name).")
-    bandwidth_bytes_per_s: float = Field(gt=0, description="Peak bandwidth the efficiencies are relative to.")
-    flops_per_s: float = Field(gt=0, description="Peak dense FLOPS (compute dtype) the efficiency is relative to.")
-    bandwidth_efficiency: float = Field(gt=0, le=1)
-    compute_efficiency: float = Field(gt=0, le=1)
-    step_overhead_s: float = Field(ge=0)
-    layer_overhead_s: float = Field(default=0.0, ge=0)
-    moe_layer_overhead_s: float = Field(default=0.0, ge=0)
-    kv_traffic_factor: float = Field(default=1.0, ge=1, description="From the shipped profile of the engine (not fitted).")
+    gpu: str = Field(min_length=1, description="GPU the points were measured on (catalog name).")
+    bandwidth_bytes_per_s: float = Field(gt=0, le=1e15, description="Peak bandwidth the efficiencies are relative to.")
+    flops_per_s: float = Field(gt=0, le=1e18, description="Peak dense FLOPS (compute dtype) the efficiency is relative to.")
+    bandwidth_efficiency: float = Field(ge=0.001, le=1)
+    compute_efficiency: float = Field(ge=0.001, le=1)
+    step_overhead_s: float = Field(ge=0, le=10)
+    layer_overhead_s: float = Field(default=0.0, ge=0, le=1)
+    moe_layer_overhead_s: float = Field(default=0.0, ge=0, le=1)
+    kv_traffic_factor: float = Field(default=1.0, ge=1, le=100, description="From the shipped profile of the engine (not fitted).")
     fit_rms_error_pct: dict[str, float] = Field(default_factory=dict, description="RMS relative error of the fit, per metric.")
     points: list[CalibrationPoint] = Field(min_length=1)
     command: str = Field(description="The command that produced the points and this fit.")
     created_at: str
+
+    def header(self):
+        """The shared calibration header (estimate/calibration_file.py) of this file."""
+        from .calibration_file import CalibrationHeader
+
+        return CalibrationHeader(kind="speed", engine=self.engine, engine_version=self.engine_version, gpu=self.gpu, tp=self.tp,
+                                 created=self.created_at, source=self.command)
 
     def profile(self) -> SpeedProfile:
         return SpeedProfile(
@@ -89,15 +103,15 @@ class Calibration(BaseModel):
 
 def load_calibration(path: Path) -> Calibration:
     """Read and validate a calibration file; a bad file raises DataFileError (exit 2 in the CLI)."""
-    from .._data import load_validated
     from ..errors import DataFileError
+    from .calibration_file import validate
 
     path = Path(path)
     if not path.is_file():
         raise DataFileError(str(path), "calibration file not found; write one with `infer-advisor calibrate --engine E --out FILE`")
     if path.suffix != ".json":
         raise DataFileError(str(path), "a calibration file is the .json that `infer-advisor calibrate --out` writes")
-    return load_validated(path, Calibration)
+    return validate(path, Calibration)
 
 
 # ---------------------------------------------------------------- reading measurements
@@ -230,7 +244,7 @@ def fit_calibration(
             num += c / y
             den += (c / y) ** 2
     eta_c = min(1.0, den / num) if num > 0 else 1.0  # ttft = z x c with z = num / den = 1 / eta_c
-    profile = SpeedProfile(bandwidth_efficiency=eta_bw, compute_efficiency=max(eta_c, 1e-6), step_overhead_s=s,
+    profile = SpeedProfile(bandwidth_efficiency=eta_bw, compute_efficiency=max(eta_c, 0.001), step_overhead_s=s,
                            layer_overhead_s=l, moe_layer_overhead_s=m, kv_traffic_factor=kv_factor, kind="measured", source="fit")
     kw = dict(bandwidth=bw, flops=flops, tp=1, pp=1, interconnect=1.0, allreduce_latency=0.0)
     errs: dict[str, list[float]] = {"tpot_s": [], "ttft_s": []}

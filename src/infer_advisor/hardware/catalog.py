@@ -26,6 +26,7 @@ TFLOPS_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
 Dtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4"]
 
 GIB = 2**30  # bytes in a GiB: DRAM capacities on datasheets are binary
+MIB = 2**20  # nvidia-smi / NVML print totals in MiB
 GB = 10**9  # bytes in a GB: bandwidths on datasheets are decimal
 # Prefixes NVML puts before the product name ("NVIDIA GeForce RTX 4090", "Tesla T4").
 _VENDOR_WORDS = ("nvidia", "geforce", "tesla", "quadro", "amd", "instinct", "radeon")
@@ -52,12 +53,47 @@ class GPUEntry(BaseModel):
         default=False, description="Memory is shared with the CPU and the OS (DGX Spark GB10): not all of it is free."
     )
     source: str = Field(min_length=8, description="Datasheet URL or document name.")
+    driver_memory_mib: PositiveFloat | None = Field(default=None, description="Total the driver reports (NVML / nvidia-smi).")
+    driver_memory_source: str | None = None
+    cuda_memory_gib: PositiveFloat | None = Field(default=None, description="Total CUDA gives a process (torch.cuda.mem_get_info).")
+    cuda_memory_source: str | None = None
+
+    @model_validator(mode="after")
+    def _figures_have_sources(self) -> GPUEntry:
+        for figure in ("driver_memory", "cuda_memory"):
+            value = getattr(self, f"{figure}_mib" if figure == "driver_memory" else f"{figure}_gib")
+            if value is not None and not (getattr(self, f"{figure}_source") or "").strip():
+                raise ValueError(f"{figure}_{'mib' if figure == 'driver_memory' else 'gib'} needs {figure}_source")
+        return self
+
+    def cuda_reserve_bytes(self) -> int:
+        """NVML total minus the CUDA-visible total: this entry's own pair, else the catalog's default."""
+        if self.driver_memory_mib and self.cuda_memory_gib:
+            return max(int(self.driver_memory_mib * MIB - self.cuda_memory_gib * GIB), 0)
+        return catalog().cuda_reserve_mib * MIB
+
+    def usable_memory(self) -> tuple[int, str]:
+        """(bytes an engine can budget on, where the figure comes from)."""
+        if self.cuda_memory_gib:
+            return int(self.cuda_memory_gib * GIB), f"catalog: CUDA-visible total ({self.cuda_memory_source})"
+        reserve = catalog().cuda_reserve_mib
+        if self.driver_memory_mib:
+            return int((self.driver_memory_mib - reserve) * MIB), (
+                f"catalog: driver total {self.driver_memory_mib:g} MiB ({self.driver_memory_source}) minus the {reserve} MiB CUDA reserve"
+            )
+        return int(self.memory_gib * GIB - reserve * MIB), (
+            f"estimated: datasheet {self.memory_gib:g} GiB minus the {reserve} MiB CUDA reserve (no published driver total)"
+        )
 
     def to_info(self) -> GPUInfo:
+        usable, usable_source = self.usable_memory()
         return GPUInfo(
             name=self.name,
             vendor=self.vendor,
             memory_bytes=int(self.memory_gib * GIB),
+            driver_memory_bytes=int(self.driver_memory_mib * MIB) if self.driver_memory_mib else None,
+            usable_memory_bytes=usable,
+            usable_memory_source=usable_source,
             compute_capability=self.compute_capability,
             memory_bandwidth_bytes_per_s=self.memory_bandwidth_gb_s * GB,
             tflops=dict(self.tflops),
@@ -106,6 +142,8 @@ class GPUCatalog(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     nvlink_links: list[NVLinkGeneration]
+    cuda_reserve_mib: int = Field(ge=0, description="NVML total minus CUDA-visible total where a GPU has no pair of its own.")
+    cuda_reserve_source: str = Field(min_length=8)
     pcie_lanes: list[PCIeGeneration]
     gpus: list[GPUEntry] = Field(min_length=1)
 

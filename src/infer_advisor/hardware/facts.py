@@ -49,6 +49,17 @@ class GPUInfo(BaseModel):
     unified_memory: bool = Field(
         default=False, description="Memory shared with the CPU and the OS (DGX Spark): the model gets less than memory_bytes."
     )
+    driver_memory_bytes: int | None = Field(default=None, description="Total the driver reports (NVML / nvidia-smi), when known.")
+    usable_memory_bytes: int | None = Field(
+        default=None,
+        description="Total CUDA gives a process (torch.cuda.mem_get_info): what vLLM, SGLang and TGI budget on. Plans use it.",
+    )
+    usable_memory_source: str | None = Field(default=None, description="Where usable_memory_bytes comes from.")
+
+    @property
+    def budget_memory_bytes(self) -> int:
+        """The total a plan budgets on: the CUDA-visible total when known, else memory_bytes."""
+        return self.usable_memory_bytes or self.memory_bytes
 
 
 class CPUInfo(BaseModel):

@@ -185,11 +185,16 @@ def _gpu_from_record(record: DeviceRecord, entry: GPUEntry | None, notes: list[s
         link_bw = gen3_x16 * GB
     if base is not None:
         sources["tflops"] = "catalog"
+    usable, usable_source = probed_usable_memory(record, entry)
+    sources["usable_memory_bytes"] = "probe"
     return GPUInfo(
         name=entry.name if entry is not None else record.name,
         vendor=entry.vendor if entry is not None else "nvidia",
         memory_bytes=pick("memory_bytes", record.memory_total_bytes, None),
         free_memory_bytes=record.memory_free_bytes,
+        driver_memory_bytes=record.memory_total_bytes,
+        usable_memory_bytes=usable,
+        usable_memory_source=usable_source,
         compute_capability=pick(
             "compute_capability", float(f"{cc[0]}.{cc[1]}") if cc else None, base and base.compute_capability
         )
@@ -208,6 +213,21 @@ def _gpu_from_record(record: DeviceRecord, entry: GPUEntry | None, notes: list[s
         nvlink_active_links=record.nvlink_active_links,
         catalog_source=base.catalog_source if base else None,
         catalog_notes=base.catalog_notes if base else None,
+    )
+
+
+def probed_usable_memory(record: DeviceRecord, entry: GPUEntry | None) -> tuple[int, str]:
+    """What CUDA will give a process on this device: the NVML total minus the driver's reserve.
+
+    The reserve is the catalog entry's own (its NVML and CUDA totals), else the catalog default, so a
+    probed GPU and the same GPU named with --gpu budget the same bytes.
+    """
+    from .catalog import MIB
+
+    reserve = entry.cuda_reserve_bytes() if entry is not None else catalog().cuda_reserve_mib * MIB
+    whose = f"{entry.name}'s" if entry is not None and entry.driver_memory_mib and entry.cuda_memory_gib else "the catalog's default"
+    return max(record.memory_total_bytes - reserve, 0), (
+        f"probe: NVML total {record.memory_total_bytes / MIB:.0f} MiB minus {whose} CUDA reserve of {reserve / MIB:.0f} MiB"
     )
 
 

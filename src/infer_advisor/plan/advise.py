@@ -11,7 +11,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .._data import format_validation_error, load_validated
 from .._paths import shipped
+from ..engine_memory import EngineSettings, engine_settings, version_note
 from ..errors import RequestError
+from ..estimate.calibration_file import Calibrations
 from ..estimate.formats import weight_format
 from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
@@ -34,7 +36,7 @@ from .models import (
     SpeculativePlan,
 )
 from .request import PlanRequest
-from .search import Choice, search
+from .search import Choice, plan_max_num_seqs, search
 
 
 class Defaults(BaseModel):
@@ -109,6 +111,8 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
             f"--context {request.context} exceeds {model.name}'s max_position_embeddings ({model.max_position_embeddings}); "
             f"use --context {model.max_position_embeddings} or less."
         )
+    if request.engine_version and request.engine == "auto":
+        raise RequestError(f"--engine-version {request.engine_version} needs --engine (which engine is at that version?).")
     w = _workload(request, model, hw.kind)
     if request.shared_prefix_tokens and request.shared_prefix_tokens > w.input_tokens:
         raise RequestError(
@@ -118,9 +122,10 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
     concurrency, context, input_tokens, output_tokens, request_tokens = (
         w.concurrency, w.context, w.input_tokens, w.output_tokens, w.request_tokens
     )
+    calibrations = _load_calibrations(request)
     rules = load_rules(request.rules)
     trace: list[Trace] | None = [] if explain else None
-    result = _search(model, hw, request, rules, w, trace)
+    result = _search(model, hw, request, rules, w, trace, calibrations)
     warnings = list(hw.notes)
     choice = result.choice
     feasible = choice is not None
@@ -131,7 +136,13 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
         suggestion = _suggest_hardware(request, model)
         if choice is None:
             raise RequestError(f"No engine runs {model.name} on {_hw_words(hw)}: {reason}.")
-    perf = _performance(request, model, hw, choice, concurrency, input_tokens, output_tokens)
+    settings = _settings(request, hw, choice)
+    warnings += _calibration_warnings(request, hw, choice, settings, calibrations)
+    note = version_note(choice.profile.name, settings.version)
+    if note:
+        warnings.append(note)
+    speed_file = calibrations.speed[0][0] if calibrations and calibrations.speed else None
+    perf = _performance(request, model, hw, choice, concurrency, input_tokens, output_tokens, speed_file)
     if choice.context_lowered:
         warnings.append(
             f"max_model_len lowered from {context} to {choice.context}: the KV cache holds {choice.memory.kv_cache_tokens} tokens, "
@@ -158,7 +169,7 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
             pre_quantized=model.pre_quantized, path=model.name if model.source == "local" else None, model_type=model.model_type,
         ),
         hardware=_hardware_summary(hw),
-        engine=_engine_config(request, model, choice, concurrency),
+        engine=_engine_config(request, model, choice, concurrency, settings),
         quantization=_quantization(model, choice, decisions),
         dtype=choice.dtype.value,
         parallelism=Parallelism(
@@ -220,6 +231,7 @@ def _hardware_summary(hw: HardwareFacts) -> HardwareSummary:
                 name=g.name, memory_bytes=g.memory_bytes, compute_capability=g.compute_capability,
                 memory_bandwidth_bytes_per_s=g.memory_bandwidth_bytes_per_s, interconnect=g.interconnect, source=g.source,
                 vendor=g.vendor, product_names=_product_names(g),
+                usable_memory_bytes=g.usable_memory_bytes, usable_memory_source=g.usable_memory_source,
             )
             for g in hw.gpus
         ],
@@ -248,31 +260,71 @@ def _product_names(g) -> list[str]:
     return names
 
 
-def _engine_config(request: PlanRequest, model: ModelFacts, c: Choice, concurrency: int) -> EngineConfig:
+def _engine_config(request: PlanRequest, model: ModelFacts, c: Choice, concurrency: int, settings: EngineSettings) -> EngineConfig:
     p = c.profile
     reserve = p.memory_accounting in ("reserve", "reserve-free")
-    max_seqs = p.max_num_seqs if request.goal != "latency" else max(concurrency, 1)
+    max_seqs = plan_max_num_seqs(request.goal, concurrency, settings.max_num_seqs)
     if p.kv_preallocated:  # every slot holds max_model_len from start-up: as many slots as the memory model counted
-        max_seqs = 1 if c.concurrency_lowered else min(concurrency, p.max_num_seqs)
+        max_seqs = max(c.memory.max_concurrency, 1) if c.concurrency_lowered else min(concurrency, settings.max_num_seqs)
+    # V0 profiles and schedules max(max_model_len, floor) tokens per step unless told otherwise
+    default_tokens = settings.max_num_batched_tokens or (c.memory.activation_tokens if reserve else None)
     alternative = {
         "vllm": "sglang", "sglang": "vllm", "tgi": "vllm", "ctranslate2": "vllm", "trtllm": "vllm", "mlc": "exllamav2",
         "exllamav2": "mlc", "mistralrs": "llama.cpp", "llama.cpp": "mistralrs",
     }.get(p.name)
+    fraction = request.gpu_memory_utilization or settings.memory_fraction
     return EngineConfig(
         name=p.name,
-        version=p.version,
-        image=p.image,
+        version=settings.version,
+        image=p.image.replace(p.version, settings.version) if settings.version != p.version else p.image,
         http_server=p.http_server,
         port=p.port,
         health_path=p.health_path,
         max_model_len=c.context,
         max_num_seqs=max_seqs,
-        max_num_batched_tokens=(request.max_num_batched_tokens or p.max_num_batched_tokens) or None,
-        gpu_memory_utilization=(request.gpu_memory_utilization or p.memory_fraction) if reserve else None,
+        max_num_batched_tokens=request.max_num_batched_tokens or default_tokens or None,
+        gpu_memory_utilization=fraction if reserve else None,
         kv_cache_dtype=c.kv_cache_dtype.value,
         served_model_name=_served_name(p.name, model),
         alternative=alternative,
+        defaults={  # None: not the engine's own default (a planning cap the launch command always passes)
+            "max_num_seqs": None if "max_num_seqs" in p.planning_caps else settings.max_num_seqs,
+            "max_num_batched_tokens": None if "max_num_batched_tokens" in p.planning_caps else default_tokens,
+            "gpu_memory_utilization": settings.memory_fraction if reserve else None,
+            "kv_cache_dtype": "auto",
+        },
+        memory_profile=settings.profile.label,
     )
+
+
+def _settings(request: PlanRequest, hw: HardwareFacts, c: Choice) -> EngineSettings:
+    version = request.engine_version if request.engine == c.profile.name else None
+    return engine_settings(c.profile.name, version, hw.gpu if hw.kind == "gpu" else None, tp=c.layout.tp, pp=c.layout.pp)
+
+
+def _load_calibrations(request: PlanRequest) -> Calibrations | None:
+    if not request.calibration:
+        return None
+    from ..estimate.calibration_file import load_calibrations
+
+    return load_calibrations(list(request.calibration))
+
+
+def _calibration_warnings(request: PlanRequest, hw: HardwareFacts, c: Choice, settings: EngineSettings, cals: Calibrations | None) -> list[str]:
+    """Refuse (or, with --calibration-mismatch warn, flag) a calibration made for another engine, version or GPU."""
+    from ..estimate.calibration_file import check_applies
+
+    if cals is None:
+        return []
+    gpu = hw.gpu.name if hw.kind == "gpu" else None
+    out = []
+    headers = [(m.path, m.header) for m in cals.memory] + [(path, cal.header()) for path, cal in cals.speed]
+    for path, header in headers:
+        warning = check_applies(header, path=path, engine=c.profile.name, engine_version=settings.version if header.engine_version else None,
+                                gpu=gpu, mode=request.calibration_mismatch)
+        if warning:
+            out.append(warning)
+    return out
 
 
 def _quantization(model: ModelFacts, c: Choice, decisions: list[Decision] | None = None) -> QuantizationPlan:
@@ -447,21 +499,22 @@ def _workload(request: PlanRequest, model: ModelFacts, kind: str) -> _Workload:
     )
 
 
-def _search(model: ModelFacts, hw: HardwareFacts, request: PlanRequest, rules, w: _Workload, trace: list[Trace] | None):
+def _search(model: ModelFacts, hw: HardwareFacts, request: PlanRequest, rules, w: _Workload, trace: list[Trace] | None, calibrations=None):
     d = defaults()
     return search(
         model, hw, request, rules, base_facts(model, hw, request, w.concurrency, w.context),
         concurrency=w.concurrency, context=w.context, input_tokens=w.input_tokens, request_tokens=w.request_tokens,
         min_context=d.min_useful_context, tp_sizes=d.tensor_parallel_sizes, cpu_fraction=d.cpu_memory_fraction, trace=trace,
+        calibrations=calibrations,
     )
 
 
-def _performance(request, model, hw, choice: Choice, concurrency, input_tokens, output_tokens):
+def _performance(request, model, hw, choice: Choice, concurrency, input_tokens, output_tokens, calibration: Path | None = None):
     from ..estimate.speed import estimate_speed
 
     return estimate_speed(
         model, hw, engine=choice.profile.name, quantization=choice.quantization.value, dtype=choice.dtype.value,
         tp=choice.layout.tp, pp=choice.layout.pp, memory=choice.memory, concurrency=concurrency,
         input_tokens=input_tokens, output_tokens=output_tokens,
-        calibration=Path(request.calibration) if request.calibration else None,
+        calibration=calibration,
     )

@@ -46,6 +46,8 @@ class GPUSummary(BaseModel):
     product_names: list[str] = Field(
         default_factory=list, description="Names the vendor's driver reports for this GPU (NVML names), for node selection."
     )
+    usable_memory_bytes: int | None = Field(default=None, description="What CUDA gives a process: the total plans budget on.")
+    usable_memory_source: str | None = Field(default=None, description="Where usable_memory_bytes comes from.")
 
 
 class HardwareSummary(BaseModel):
@@ -81,6 +83,12 @@ class EngineConfig(BaseModel):
     kv_cache_dtype: str = "auto"
     served_model_name: str
     alternative: str | None = Field(default=None, description="A named alternative engine for the same plan.")
+    # Added fields (append-only).
+    defaults: dict[str, float | int | str | None] = Field(
+        default_factory=dict,
+        description="The engine version's own values of the settings above on this GPU; launch scripts pass only settings that differ.",
+    )
+    memory_profile: str | None = Field(default=None, description="The engine memory profile (version range) the plan's memory figures use.")
 
 
 class PublishedCheckpointRef(BaseModel):

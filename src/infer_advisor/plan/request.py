@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Goal = Literal["latency", "throughput", "balanced"]
 EngineChoice = Literal[
@@ -48,13 +48,22 @@ class PlanRequest(BaseModel):
     engine: EngineChoice = Field(default="auto", description="Engine to use; 'auto' lets the rules choose. A forbidden choice is refused with the rule's reason.")
     quantization: QuantChoice = Field(default="auto", description="Weight quantization; 'auto' lets the rules choose, 'none' keeps the model dtype.")
     dtype: DTypeChoice = Field(default="auto", description="Activation/weight dtype; 'auto' picks bfloat16 where the GPU supports it.")
-    kv_cache_dtype: KVDTypeChoice = Field(default="auto", description="KV-cache dtype; fp8 halves the KV cache on GPUs that support it.")
+    kv_cache_dtype: KVDTypeChoice = Field(
+        default="auto",
+        description="KV-cache dtype; fp8 halves the KV cache: FP8 E4M3 in vLLM/SGLang/TGI on GPUs that support it, q8_0 in llama.cpp.",
+    )
     gpu_memory_utilization: float | None = Field(
         default=None, gt=0, le=1, description="Fraction of each GPU the engine may reserve (vLLM/SGLang/TGI); default: the engine's own."
     )
-    max_num_batched_tokens: int | None = Field(default=None, gt=0, description="Prefill chunk the engine schedules per step; default: the engine's own.")
+    max_num_batched_tokens: int | None = Field(
+        default=None, gt=0, description="Prefill chunk the engine schedules per step; default: the engine version's own for the GPU."
+    )
     rules: Path | None = Field(default=None, description="Folder of extra rule files layered over the shipped rules by id.")
-    calibration: Path | None = Field(default=None, description="Speed profile file from `infer-advisor calibrate`, used for speed predictions.")
+    calibration: list[Path] = Field(
+        default_factory=list,
+        description="Calibration files from `infer-advisor calibrate` (comma-separated): a speed profile and/or memory calibrations "
+        "from start-up logs (--from-log). Each must match the plan's engine, engine version and GPU.",
+    )
     model_source: ModelSourceChoice = Field(default="auto", description="Where to read model facts: auto (local, then Hub when online, then catalog), local, hub or catalog.")
     revision: str | None = Field(default=None, description="Hub revision (branch, tag or commit) of the model.")
     # Fields added for engines, platforms and artifacts (issue 12); appended so other field additions merge cleanly.
@@ -81,3 +90,21 @@ class PlanRequest(BaseModel):
     startup_timeout: int | None = Field(
         default=None, gt=0, description="Seconds a server may take to become healthy (download + load); overrides the computed allowance."
     )
+    engine_version: str | None = Field(
+        default=None,
+        description="Engine version to plan for (memory profile, per-GPU defaults, emitted flags), e.g. 0.7.3; needs --engine; "
+        "default: the version the artifacts pin.",
+    )
+    calibration_mismatch: Literal["refuse", "warn"] = Field(
+        default="refuse", description="A calibration made for another engine, engine version or GPU: refuse it, or apply it with a warning."
+    )
+
+    @field_validator("calibration", mode="before")
+    @classmethod
+    def _calibration_list(cls, value):
+        """Accept one path, a comma-separated string, or a list (the Python API's single path keeps working)."""
+        if value is None:
+            return []
+        if isinstance(value, (str, Path)):
+            return [p.strip() for p in str(value).split(",") if p.strip()]
+        return value

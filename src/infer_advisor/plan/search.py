@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engine_memory import engine_settings
 from ..engines import EngineProfile, engine_profile, engine_profiles
 from ..estimate.formats import weight_format
 from ..estimate.memory import MemoryEstimate, estimate_memory
@@ -112,13 +113,16 @@ def search(
     tp_sizes: list[int],
     cpu_fraction: float,
     trace: list[Trace] | None,
+    calibrations: Any = None,
 ) -> SearchResult:
     by = _by_decision(rules)
     result = SearchResult(choice=None)
     engines = [request.engine] if request.engine != "auto" else list(engine_profiles())
     engine_order = rank(by["engine"], "engine", engines, facts, trace)
     on_gpu = hw.kind == "gpu"
-    mem_bytes = hw.gpu.memory_bytes if on_gpu else int(hw.cpu.memory_bytes * cpu_fraction)
+    # Engines budget on what CUDA gives a process (driver-reported total minus the driver's reserve), not the datasheet.
+    mem_bytes = hw.gpu.budget_memory_bytes if on_gpu else int(hw.cpu.memory_bytes * cpu_fraction)
+    mem_source = (hw.gpu.usable_memory_source or hw.gpu.source) if on_gpu else "probe: host RAM x cpu_memory_fraction"
 
     for ev in engine_order:
         if not ev.allowed:
@@ -188,9 +192,16 @@ def search(
             else None
         )
 
+        version = request.engine_version if request.engine == ev.value else None
+
         def estimate(
             qv: Verdict, layout: Layout, ctx: int, sequences: int = concurrency, kvv: Verdict | None = None, draft: DraftPair | None = None
         ) -> MemoryEstimate:
+            settings = engine_settings(profile.name, version, hw.gpu if on_gpu else None, tp=layout.tp, pp=layout.pp)
+            cal = (
+                calibrations.memory_for(profile.name, settings.version, hw.gpu.name, layout.gpus, strict=request.calibration_mismatch == "refuse")
+                if (calibrations and on_gpu) else None
+            )
             return estimate_memory(
                 model,
                 gpu_memory_bytes=mem_bytes,
@@ -204,11 +215,17 @@ def search(
                 concurrency=sequences,
                 request_tokens=min(request_tokens, ctx),
                 input_tokens=input_tokens,
-                max_num_batched_tokens=request.max_num_batched_tokens,
-                memory_fraction=request.gpu_memory_utilization,
+                max_num_batched_tokens=request.max_num_batched_tokens or settings.max_num_batched_tokens,
+                max_num_seqs=plan_max_num_seqs(request.goal, concurrency, settings.max_num_seqs),
+                memory_fraction=request.gpu_memory_utilization or settings.memory_fraction,
                 on_gpu=on_gpu,
                 draft_params=draft.params if draft else 0,
                 draft_kv_elements_per_token=draft.kv_elements_per_token if draft else 0,
+                memory=settings.profile,
+                interconnect=hw.gpu.interconnect if on_gpu else "pcie",
+                calibration=cal.for_layout(layout.gpus) if cal is not None else None,
+                gpu_memory_source=mem_source,
+                engine_version=settings.version,
             )
 
         def holds(est: MemoryEstimate) -> bool:  # fits, and one request of the whole context fits its KV cache
@@ -264,6 +281,11 @@ def search(
     if result.best_effort is None:
         result.best_effort = _fallback(model, hw, request, by, facts, engine_order, mem_bytes, concurrency, context, request_tokens, input_tokens, tp_sizes)
     return result
+
+
+def plan_max_num_seqs(goal: str, concurrency: int, default: int) -> int:
+    """Sequences the engine schedules at once: the engine version's default, or the batch itself for latency plans."""
+    return max(concurrency, 1) if goal == "latency" else default
 
 
 def _fallback(model, hw, request, by, facts, engine_order, mem_bytes, concurrency, context, request_tokens, input_tokens, tp_sizes) -> Choice | None:

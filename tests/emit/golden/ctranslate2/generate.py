@@ -6,7 +6,7 @@
 # engine: CTranslate2 4.8.5, dtype bfloat16, quantization ct2-int8, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
 # context: max_model_len 4096, 32 sequences at once
-# memory per GPU (estimated): 17.9 GiB of 80.0 GiB, weights 6.3 GiB, KV cache 149940 tokens
+# memory per GPU (estimated): 17.9 GiB of 79.6 GiB, weights 6.3 GiB, KV cache 149040 tokens
 # prefix caching: CTranslate2 has no prefix caching
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
 #

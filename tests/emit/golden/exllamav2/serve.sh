@@ -6,7 +6,7 @@
 # engine: ExLlamaV2 (TabbyAPI) 0.3.2, dtype float16, quantization exl2, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
 # context: max_model_len 8192, 1 sequences at once
-# memory per GPU (estimated): 6.7 GiB of 24.0 GiB, weights 5.2 GiB, KV cache 149843 tokens
+# memory per GPU (estimated): 6.7 GiB of 23.5 GiB, weights 5.2 GiB, KV cache 146156 tokens
 # prefix caching: on by default in ExLlamaV2 (TabbyAPI); the artifacts keep it on
 # start-up allowance 621 s = 300 s to start, load and capture graphs + a 15.0 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.

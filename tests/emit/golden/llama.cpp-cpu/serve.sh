@@ -6,7 +6,7 @@
 # engine: llama.cpp server b7200, dtype float32, quantization gguf-q4_k_m, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
 # context: max_model_len 8192, 1 sequences at once
-# memory per socket (host RAM) (estimated): 6.5 GiB of 20.0 GiB, weights 4.5 GiB, KV cache 63377 tokens
+# memory per socket (host RAM) (estimated): 5.5 GiB of 20.0 GiB, weights 4.5 GiB, KV cache 8192 tokens
 # prefix caching: on by default in llama.cpp server; the artifacts keep it on
 # start-up allowance 621 s = 300 s to start, load and capture graphs + a 15.0 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
@@ -24,7 +24,6 @@ exec llama-server \
   -m models/llama-3-1-8b-gguf-q4_k_m/model-q4_k_m.gguf \
   -c 8192 \
   --parallel 1 \
-  --batch-size 2048 \
   --alias meta-llama/Llama-3.1-8B \
   --host 0.0.0.0 \
   --port 8080

@@ -6,7 +6,7 @@
 # engine: llama.cpp server b7200, dtype bfloat16, quantization gguf-q4_k_m, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
 # context: max_model_len 4096, 4 sequences at once
-# memory per GPU (estimated): 12.2 GiB of 80.0 GiB, weights 3.8 GiB, KV cache 155276 tokens
+# memory per GPU (estimated): 12.2 GiB of 79.6 GiB, weights 3.8 GiB, KV cache 16384 tokens
 # prefix caching: on by default in llama.cpp server; the artifacts keep it on
 # start-up allowance 569 s = 300 s to start, load and capture graphs + a 12.6 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
@@ -25,7 +25,6 @@ exec llama-server \
   -c 16384 \
   --parallel 4 \
   -ngl 999 \
-  --batch-size 2048 \
   --alias meta-llama/Llama-2-7b-hf \
   --host 0.0.0.0 \
   --port 8080

@@ -3,10 +3,10 @@
 # for mistral.rs 0.9.2 (the engine version these flags target).
 # model: meta-llama/Llama-3.1-8B (catalog)
 # hardware: 1x L40S (catalog)
-# engine: mistral.rs 0.9.2, dtype bfloat16, quantization none, KV cache auto
+# engine: mistral.rs 0.9.2, dtype bfloat16, quantization isq-q8_0, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
 # context: max_model_len 8192, 32 sequences at once
-# memory per GPU (estimated): 47.4 GiB of 48.0 GiB, weights 15.0 GiB, KV cache 267328 tokens
+# memory per GPU (estimated): 40.8 GiB of 44.5 GiB, weights 8.4 GiB, KV cache 292733 tokens
 # prefix caching: on by default in mistral.rs; the artifacts keep it on
 # start-up allowance 621 s = 300 s to start, load and capture graphs + a 15.0 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
@@ -19,6 +19,7 @@ exec mistralrs serve \
   --max-seqs 32 \
   --model-id=meta-llama/Llama-3.1-8B \
   --dtype bf16 \
+  --isq q8_0 \
   --max-seq-len 8192 \
   --max-batch-size 32 \
   --paged-attn on \

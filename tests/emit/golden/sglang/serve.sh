@@ -6,7 +6,7 @@
 # engine: SGLang 0.5.9, dtype bfloat16, quantization awq, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
 # context: max_model_len 4096, 256 sequences at once
-# memory per GPU (estimated): 70.4 GiB of 80.0 GiB, weights 3.6 GiB, KV cache 131251 tokens
+# memory per GPU (estimated): 66.1 GiB of 79.6 GiB, weights 3.6 GiB, KV cache 127414 tokens
 # prefix caching: on by default in SGLang; the artifacts keep it on
 # start-up allowance 569 s = 300 s to start, load and capture graphs + a 12.6 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
@@ -27,9 +27,6 @@ exec python3 -m sglang.launch_server \
   --tp-size 1 \
   --dtype bfloat16 \
   --context-length 4096 \
-  --mem-fraction-static 0.88 \
-  --max-running-requests 256 \
-  --chunked-prefill-size 8192 \
   --served-model-name=meta-llama/Llama-2-7b-hf \
   --host 0.0.0.0 \
   --port 30000

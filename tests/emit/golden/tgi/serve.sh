@@ -6,7 +6,7 @@
 # engine: Text Generation Inference 3.3.6, dtype bfloat16, quantization none, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
 # context: max_model_len 4096, 128 sequences at once
-# memory per GPU (estimated): 80.0 GiB of 80.0 GiB, weights 12.6 GiB, KV cache 134096 tokens
+# memory per GPU (estimated): 79.6 GiB of 79.6 GiB, weights 12.6 GiB, KV cache 133200 tokens
 # prefix caching: on by default in Text Generation Inference; the artifacts keep it on
 # start-up allowance 569 s = 300 s to start, load and capture graphs + a 12.6 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.

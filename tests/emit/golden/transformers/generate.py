@@ -6,7 +6,7 @@
 # engine: transformers (HF generate) 5.24.0, dtype bfloat16, quantization none, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
 # context: max_model_len 4096, 32 sequences at once
-# memory per GPU (estimated): 24.2 GiB of 80.0 GiB, weights 12.6 GiB, KV cache 137088 tokens
+# memory per GPU (estimated): 24.2 GiB of 79.6 GiB, weights 12.6 GiB, KV cache 136188 tokens
 # prefix caching: transformers (HF generate) has no prefix caching
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
 #

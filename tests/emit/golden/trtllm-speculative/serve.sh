@@ -6,7 +6,7 @@
 # engine: TensorRT-LLM (trtllm-serve) 1.2.1, dtype bfloat16, quantization none, KV cache auto
 # layout: tensor parallel 4, pipeline parallel 1, nodes 1, replicas 1
 # context: max_model_len 131072, 1 sequences at once
-# memory per GPU (estimated): 75.7 GiB of 80.0 GiB, weights 33.5 GiB, KV cache 505088 tokens
+# memory per GPU (estimated): 74.9 GiB of 79.2 GiB, weights 33.5 GiB, KV cache 496384 tokens
 # prefix caching: on by default in TensorRT-LLM (trtllm-serve); the artifacts keep it on
 # speculative decoding: eagle3 with yuhuili/EAGLE3-LLaMA3.3-Instruct-70B, 3 draft tokens per step (1.40 B draft parameters counted in memory)
 # start-up allowance 3122 s = 300 s to start, load and capture graphs + a 131.4 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)

@@ -6,7 +6,7 @@
 # engine: TensorRT-LLM (trtllm-serve) 1.2.1, dtype bfloat16, quantization none, KV cache fp8
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
 # context: max_model_len 131072, 256 sequences at once
-# memory per GPU (estimated): 73.8 GiB of 80.0 GiB, weights 15.0 GiB, KV cache 918144 tokens
+# memory per GPU (estimated): 73.0 GiB of 79.2 GiB, weights 15.0 GiB, KV cache 906208 tokens
 # prefix caching: on by default in TensorRT-LLM (trtllm-serve); the artifacts keep it on
 # start-up allowance 621 s = 300 s to start, load and capture graphs + a 15.0 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.

@@ -5,8 +5,8 @@
 # hardware: 1x MI300X (catalog)
 # engine: vLLM 0.33.0, dtype bfloat16, quantization fp8, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
-# context: max_model_len 131072, 256 sequences at once
-# memory per GPU (estimated): 172.8 GiB of 192.0 GiB, weights 67.7 GiB, KV cache 331200 tokens
+# context: max_model_len 131072, 1024 sequences at once
+# memory per GPU (estimated): 176.6 GiB of 192.0 GiB, weights 67.7 GiB, KV cache 338096 tokens
 # prefix caching: on by default in vLLM; the artifacts keep it on
 # start-up allowance 3122 s = 300 s to start, load and capture graphs + a 131.4 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
@@ -17,14 +17,9 @@ export HF_XET_HIGH_PERFORMANCE="${HF_XET_HIGH_PERFORMANCE:-1}"
 
 exec vllm serve meta-llama/Llama-3.1-70B \
   --tensor-parallel-size 1 \
-  --pipeline-parallel-size 1 \
   --dtype bfloat16 \
   --quantization fp8 \
   --max-model-len 131072 \
-  --gpu-memory-utilization 0.9 \
-  --max-num-seqs 256 \
-  --max-num-batched-tokens 8192 \
-  --kv-cache-dtype auto \
   --served-model-name=meta-llama/Llama-3.1-70B \
   --host 0.0.0.0 \
   --port 8000

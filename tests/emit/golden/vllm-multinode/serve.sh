@@ -5,8 +5,8 @@
 # hardware: 8x H100-80GB x 2 nodes (catalog)
 # engine: vLLM 0.33.0, dtype bfloat16, quantization none, KV cache auto
 # layout: tensor parallel 8, pipeline parallel 2, nodes 2, replicas 1
-# context: max_model_len 131072, 256 sequences at once
-# memory per GPU (estimated): 72.0 GiB of 80.0 GiB, weights 47.2 GiB, KV cache 646352 tokens
+# context: max_model_len 131072, 1024 sequences at once
+# memory per GPU (estimated): 72.9 GiB of 79.2 GiB, weights 47.2 GiB, KV cache 666464 tokens
 # prefix caching: on by default in vLLM; the artifacts keep it on
 # start-up allowance 16534 s = 300 s to start, load and capture graphs + a 756.0 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
@@ -36,10 +36,6 @@ case "$role" in
       --pipeline-parallel-size 2 \
       --dtype bfloat16 \
       --max-model-len 131072 \
-      --gpu-memory-utilization 0.9 \
-      --max-num-seqs 256 \
-      --max-num-batched-tokens 8192 \
-      --kv-cache-dtype auto \
       --served-model-name=meta-llama/Llama-3.1-405B \
       --distributed-executor-backend ray \
       --host 0.0.0.0 \

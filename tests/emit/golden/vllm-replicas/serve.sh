@@ -6,7 +6,7 @@
 # engine: vLLM 0.33.0, dtype bfloat16, quantization none, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 4
 # context: max_model_len 4096, 256 sequences at once
-# memory per GPU (estimated): 72.0 GiB of 80.0 GiB, weights 12.6 GiB, KV cache 116240 tokens
+# memory per GPU (estimated): 73.2 GiB of 79.6 GiB, weights 12.6 GiB, KV cache 121280 tokens
 # prefix caching: on by default in vLLM; the artifacts keep it on
 # start-up allowance 569 s = 300 s to start, load and capture graphs + a 12.6 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
@@ -17,13 +17,8 @@ export HF_XET_HIGH_PERFORMANCE="${HF_XET_HIGH_PERFORMANCE:-1}"
 
 exec vllm serve meta-llama/Llama-2-7b-hf \
   --tensor-parallel-size 1 \
-  --pipeline-parallel-size 1 \
   --dtype bfloat16 \
   --max-model-len 4096 \
-  --gpu-memory-utilization 0.9 \
-  --max-num-seqs 256 \
-  --max-num-batched-tokens 8192 \
-  --kv-cache-dtype auto \
   --served-model-name=meta-llama/Llama-2-7b-hf \
   --data-parallel-size 4 \
   --host 0.0.0.0 \

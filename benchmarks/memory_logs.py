@@ -1,0 +1,197 @@
+"""Predicted KV-cache capacity against published vLLM start-up logs (benchmarks/published/startup_logs.yaml).
+
+    python benchmarks/memory_logs.py                 # the table for docs/accuracy.md and the median |error|
+    python benchmarks/memory_logs.py --json out.json # the same figures as JSON
+
+Columns, per log: the KV tokens it printed (or that follow from its figures, marked *derived*); the plan's figure
+before issue 11 (read from benchmarks/published/startup_logs_before.json, made by `--baseline` against the code of
+commit 8cc5fc1: datasheet memory, one fixed vLLM profile); the figure now with the log's engine version given
+(`estimate_for_log`: the log's model, GPU, TP, max_model_len, gpu_memory_utilization, the version's memory profile);
+after `calibrate --from-log` on the same log; and after calibrating from a *different* log of the same engine
+version x GPU (its `calibrate_from`), the honest test of what a calibration carries over. † marks a log that was a
+source of a figure in data/engine_memory.yaml (its `informed_profile`): the summary also gives the median over the
+held-out logs, which informed nothing.
+
+`--baseline OUT.json` runs only old-API calls (estimate_memory with the engines.yaml profile and the catalog's
+datasheet memory), so it can be pointed at an older checkout: PYTHONPATH=/tmp/base/src python ... --baseline F.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).parent
+LOGS = HERE / "published" / "startup_logs.yaml"
+BEFORE = HERE / "published" / "startup_logs_before.json"
+GIB = 2**30
+
+
+def entries() -> list[dict]:
+    return yaml.safe_load(LOGS.read_text(encoding="utf-8"))["logs"]
+
+
+def model_ref(entry: dict, by_id: dict[str, dict], folder: Path) -> str:
+    """The catalog name, or a folder with the transcribed config.json for a model outside the catalog."""
+    cfg = entry.get("config") or (by_id[entry["config_from"]].get("config") if entry.get("config_from") else None)
+    if cfg is None:
+        return entry["model"]
+    target = folder / entry["model"].replace("/", "--")
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "config.json").write_text(json.dumps(cfg["fields"]))
+    return str(target)
+
+
+def startup_log(entry: dict):
+    """The StartupLog the entry's published figures amount to (the type `calibrate --from-log` parses logs into)."""
+    from infer_advisor.estimate.startup_log import StartupLog
+
+    m = entry["measured"]
+
+    def gib(key: str) -> int | None:
+        return round(m[key] * GIB) if m.get(key) is not None else None
+
+    return StartupLog(
+        engine=entry["engine"], engine_version=entry["engine_version"], tp=entry["tp"], pp=1, max_model_len=entry["max_model_len"],
+        dtype=entry["dtype"], quantization=None if entry["quantization"] == "none" else entry["quantization"],
+        gpu_memory_utilization=entry["gpu_memory_utilization"], total_gpu_memory_bytes=gib("total_gpu_memory_gib"),
+        weights_bytes=gib("weights_gib"), non_torch_bytes=gib("non_torch_gib"), activation_bytes=gib("activation_gib"),
+        cuda_graph_bytes=gib("cuda_graph_gib"), kv_cache_bytes=gib("kv_cache_gib"), kv_cache_tokens=m["kv_cache_tokens"],
+        max_concurrency=m.get("max_concurrency"), max_num_batched_tokens=entry.get("max_num_batched_tokens"),
+        max_num_seqs=entry.get("max_num_seqs"),
+    )
+
+
+def predict(entry: dict, model: str, calibration=None) -> int:
+    from infer_advisor.estimate.memory_calibration import estimate_for_log
+
+    est = estimate_for_log(startup_log(entry), model=model, gpu=entry["gpu"], engine_version=entry["engine_version"], calibration=calibration)
+    return est.kv_cache_tokens
+
+
+def calibration_from(entry: dict, model: str):
+    from infer_advisor.estimate.memory_calibration import fit_memory_calibration
+
+    return fit_memory_calibration(startup_log(entry), source=entry["id"], model=model, gpu=entry["gpu"], engine_version=entry["engine_version"])
+
+
+def baseline(entry: dict, model: str) -> int:
+    """What `plan` predicted before issue 11 (old API only): datasheet memory, engines.yaml's one vLLM profile."""
+    from infer_advisor.engines import engine_profile
+    from infer_advisor.estimate.memory import estimate_memory
+    from infer_advisor.hardware import lookup_gpu
+    from infer_advisor.model_facts import resolve_model
+
+    est = estimate_memory(
+        resolve_model(model), gpu_memory_bytes=lookup_gpu(entry["gpu"]).memory_bytes, engine=engine_profile(entry["engine"]),
+        quantization=entry["quantization"], dtype=entry["dtype"], tp=entry["tp"], context=entry["max_model_len"],
+        memory_fraction=entry["gpu_memory_utilization"], max_num_batched_tokens=entry.get("max_num_batched_tokens"),
+    )
+    return est.kv_cache_tokens
+
+
+def err(pred: int | None, meas: int) -> float | None:
+    return None if pred is None else (pred - meas) / meas * 100
+
+
+def rows() -> list[dict]:
+    before = json.loads(BEFORE.read_text()) if BEFORE.exists() else {"predictions": {}}
+    out = []
+    by_id = {e["id"]: e for e in entries()}
+    with tempfile.TemporaryDirectory() as tmp:
+        for e in by_id.values():
+            model = model_ref(e, by_id, Path(tmp))
+            meas = e["measured"]["kv_cache_tokens"]
+            row = {
+                "id": e["id"], "source": e["source"], "version": e["engine_version"], "gpu": e["gpu"], "tp": e["tp"], "model": e["model"],
+                "max_model_len": e["max_model_len"], "util": e["gpu_memory_utilization"], "measured": meas, "derived": bool(e.get("derived")),
+                "informed_profile": bool(e.get("informed_profile")),
+                "before": before["predictions"].get(e["id"]), "after": predict(e, model),
+                "same_setup": predict(e, model, calibration_from(e, model)),
+            }
+            others = []
+            for other_id in e.get("calibrate_from", []):
+                other = by_id[other_id]
+                others.append((other_id, predict(e, model, calibration_from(other, model_ref(other, by_id, Path(tmp))))))
+            row["other_setup"] = others
+            out.append(row)
+    return out
+
+
+def median_abs(values: list[float | None]) -> float | None:
+    vals = [abs(v) for v in values if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def table(rs: list[dict]) -> str:
+    lines = [
+        "| log | vLLM | GPU x TP | model | max_model_len / util | KV tokens logged | before | now, version given | calibrated, same log | calibrated from another setup |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rs:
+        m = r["measured"]
+
+        def cell(p):  # noqa: ANN001, ANN202
+            return "-" if p is None else f"{p:,} ({err(p, m):+.1f}%)"
+
+        other = "; ".join(f"{cell(p)} from `{oid}`" for oid, p in r["other_setup"]) or "-"
+        logged = f"{m:,}" + (" *derived*" if r["derived"] else "") + (" †" if r["informed_profile"] else "")
+        name = f"[{r['id']}]({r['source']})" if r["source"].startswith("http") else f"{r['id']} ({r['source']})"
+        lines.append(
+            f"| {name} | {r['version']} | {r['gpu']} x {r['tp']} | {r['model']} | {r['max_model_len']} / {r['util']} | "
+            f"{logged} | {cell(r['before'])} | {cell(r['after'])} | {cell(r['same_setup'])} | {other} |"
+        )
+    return "\n".join(lines)
+
+
+def summary(rs: list[dict]) -> dict[str, float | None]:
+    other = [err(p, r["measured"]) for r in rs for _, p in r["other_setup"]]
+    printed = [r for r in rs if not r["derived"]]
+    held_out = [r for r in rs if not r["informed_profile"]]
+    return {
+        "logs": len(rs),
+        "median_abs_error_before_pct": median_abs([err(r["before"], r["measured"]) for r in rs]),
+        "median_abs_error_now_pct": median_abs([err(r["after"], r["measured"]) for r in rs]),
+        "printed_logs": len(printed),
+        "median_abs_error_before_printed_only_pct": median_abs([err(r["before"], r["measured"]) for r in printed]),
+        "median_abs_error_now_printed_only_pct": median_abs([err(r["after"], r["measured"]) for r in printed]),
+        "held_out_logs": len(held_out),
+        "median_abs_error_before_held_out_pct": median_abs([err(r["before"], r["measured"]) for r in held_out]),
+        "median_abs_error_now_held_out_pct": median_abs([err(r["after"], r["measured"]) for r in held_out]),
+        "median_abs_error_calibrated_same_log_pct": median_abs([err(r["same_setup"], r["measured"]) for r in rs]),
+        "median_abs_error_calibrated_other_setup_pct": median_abs(other),
+        "calibrated_other_setup_pairs": len(other),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", type=Path, help="also write the rows and the summary as JSON")
+    ap.add_argument("--baseline", type=Path, help="write the old code's predictions (old API only) to this JSON file")
+    args = ap.parse_args(argv)
+    if args.baseline:
+        by_id = {e["id"]: e for e in entries()}
+        with tempfile.TemporaryDirectory() as tmp:
+            preds = {i: baseline(e, model_ref(e, by_id, Path(tmp))) for i, e in by_id.items()}
+        args.baseline.write_text(json.dumps({"predictions": preds}, indent=2) + "\n")
+        print(f"wrote {args.baseline} ({len(preds)} predictions)")
+        return 0
+    rs = rows()
+    print(table(rs))
+    s = summary(rs)
+    print()
+    for k, v in s.items():
+        print(f"{k}: {v:.1f}" if isinstance(v, float) else f"{k}: {v}")
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rs, "summary": s}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""`infer-advisor calibrate --from-log FILE`: an engine start-up log -> a memory calibration for `plan --calibration`.
+
+    infer-advisor calibrate --from-log vllm.log --gpu H100-80GB --out h100-vllm.json
+
+The log names what it can (engine, version, model, TP, max_model_len, total memory, and the memory figures); the
+options fill the rest and must be given when the log is silent (vLLM does not print the GPU's name).
+"""
+
+from __future__ import annotations
+
+
+def run_from_log(opts, *, model_given: bool) -> int:
+    import hashlib
+
+    from ..errors import DataFileError
+    from ..estimate.memory_calibration import fit_memory_calibration
+    from ..estimate.startup_log import parse_startup_log
+
+    path = opts.from_log
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as err:
+        raise DataFileError(str(path), f"cannot read the log: {err.strerror or err}") from None
+    log = parse_startup_log(text, engine=opts.engine)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    cal = fit_memory_calibration(
+        log, source=f"{path.name} (sha256 {digest})", model=opts.model[0] if model_given else None,
+        gpu=None if opts.gpu == "auto" else opts.gpu, engine_version=opts.engine_version, tp=opts.tp,
+    )
+    cal.write(opts.out)
+    logged = cal.kv_cache_tokens
+    before, after = cal.predicted_kv_cache_tokens, cal.calibrated_kv_cache_tokens
+
+    def pct(x):  # noqa: ANN001, ANN202
+        return f" ({(x - logged) / logged * 100:+.1f}%)" if logged and x is not None else ""
+
+    print(
+        f"{opts.out}: memory calibration for {cal.header.setup()} from {path.name}: KV cache {logged:,} tokens logged"
+        if logged else f"{opts.out}: memory calibration for {cal.header.setup()} from {path.name}",
+        end="",
+    )
+    print(f"; the plan predicted {before:,}{pct(before)} before, {after:,}{pct(after)} with it." if before is not None and after is not None else ".")
+    return 0

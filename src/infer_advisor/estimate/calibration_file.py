@@ -1,0 +1,181 @@
+"""Calibration files, whatever they calibrate: one header, one loader, one check that a file fits the plan.
+
+    >>> cals = load_calibrations([Path("h100-vllm-memory.json"), Path("h200-transformers.json")])
+    >>> cals.memory[0].header.engine, [str(p) for p, _ in cals.speed]
+    >>> check_applies(cals.memory[0].header, path=..., engine="vllm", engine_version="0.19.0", gpu="H100-80GB", mode="refuse")
+
+Every calibration file is JSON with a ``kind`` (``memory`` from ``calibrate --from-log``, ``speed`` from
+``calibrate``; a file without ``kind`` is a speed calibration written before the field existed) and the shared
+:class:`CalibrationHeader` fields: which engine, engine version, GPU and TP size it was made on, when, and from
+what. Files are validated on load: numbers must be finite, positive where they are sizes and inside plausible
+ranges (each model's ``Field`` bounds); a bad file is one :class:`~infer_advisor.errors.DataFileError` line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+CalibrationKind = Literal["memory", "speed"]
+
+
+class CalibrationHeader(BaseModel):
+    """What every calibration says about where it was made (the mismatch check reads only this)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    kind: CalibrationKind
+    engine: str = Field(min_length=1, description="Engine measured (vllm, sglang, llama.cpp, transformers, ...).")
+    engine_version: str | None = Field(default=None, description="Engine version measured (None: not recorded).")
+    gpu: str = Field(min_length=1, description="GPU measured (catalog name, or the name NVML reported).")
+    tp: int = Field(default=1, ge=1, le=1024, description="GPUs one model instance spanned (tensor x pipeline parallel).")
+    created: str = Field(description="When the file was written (ISO 8601, UTC).")
+    source: str = Field(min_length=1, description="What it was made from: the log or result files.")
+
+    def setup(self) -> str:
+        version = f" {self.engine_version}" if self.engine_version else ""
+        return f"{self.engine}{version} on {self.gpu}" + (f" (TP {self.tp})" if self.tp > 1 else "")
+
+
+def check_applies(
+    header: CalibrationHeader, *, path: Path | str, engine: str, engine_version: str | None, gpu: str | None, mode: str
+) -> str | None:
+    """Refuse (``mode='refuse'``) or warn (``'warn'``) when ``header`` was made for another engine, version or GPU.
+
+    Returns the warning text (``None`` when the file fits). The TP size is not a mismatch: a memory calibration
+    applies its TP-specific figures only to layouts of its own TP size.
+    """
+    from ..errors import CalibrationMismatchError
+    from ..hardware.catalog import normalize
+
+    wrong = header.engine != engine
+    if not wrong and header.engine_version and engine_version and header.engine_version != engine_version:
+        wrong = True
+    if not wrong and gpu is not None and normalize(header.gpu) != normalize(gpu):
+        wrong = True
+    if not wrong:
+        return None
+    plan_for = f"{engine}{' ' + engine_version if engine_version else ''} on {gpu or 'CPU'}"
+    err = CalibrationMismatchError(str(path), header.setup(), plan_for)
+    if mode == "refuse":
+        raise err
+    if header.engine != engine and header.kind == "memory":
+        return f"calibration {path} was made for {header.setup()}, the plan is for {plan_for}: another engine's memory figures are not applied."
+    return f"calibration {path} was made for {header.setup()} and is applied to {plan_for} (--calibration-mismatch warn)."
+
+
+def reject_non_finite(raw: Any, where: str = "") -> str | None:
+    """The first non-finite number anywhere in a parsed JSON document (json accepts NaN and Infinity), else None."""
+    if isinstance(raw, float) and not math.isfinite(raw):
+        return f"{where or 'value'}: {raw} is not a finite number"
+    if isinstance(raw, dict):
+        for key, value in raw.items():
+            problem = reject_non_finite(value, f"{where}.{key}" if where else str(key))
+            if problem:
+                return problem
+    if isinstance(raw, list):
+        for i, value in enumerate(raw):
+            problem = reject_non_finite(value, f"{where}[{i}]")
+            if problem:
+                return problem
+    return None
+
+
+@dataclass
+class Calibrations:
+    """The calibration files a plan was given, sorted by kind."""
+
+    memory: list[Any] = field(default_factory=list)  # MemoryCalibration, with .path set
+    speed: list[tuple[Path, Any]] = field(default_factory=list)  # (path, estimate.calibrate.Calibration)
+
+    def memory_for(self, engine: str, engine_version: str | None, gpu: str | None, gpus: int, *, strict: bool = True):
+        """The memory calibration for this engine version x GPU, preferring one made at ``gpus`` GPUs per instance.
+
+        ``strict=False`` (``--calibration-mismatch warn``) also takes one of the same engine made for another version
+        or GPU; made on another GPU, its total memory is not used (the plan's GPU keeps its own).
+        """
+        from ..hardware.catalog import normalize
+
+        if gpu is None:
+            return None
+
+        def same_gpu(c) -> bool:  # noqa: ANN001
+            return normalize(c.header.gpu) == normalize(gpu)
+
+        def same_version(c) -> bool:  # noqa: ANN001
+            return not c.header.engine_version or not engine_version or c.header.engine_version == engine_version
+
+        ours = [c for c in self.memory if c.header.engine == engine]
+        matching = [c for c in ours if same_gpu(c) and same_version(c)] or ([] if strict else ours)
+        exact = [c for c in matching if c.header.tp == gpus]
+        cal = (exact or matching or [None])[0]
+        if cal is not None and not same_gpu(cal):
+            cal = cal.model_copy(update={"gpu_memory_bytes": None})
+        return cal
+
+
+def load_calibrations(paths: list[Path]) -> Calibrations:
+    """Read, validate and sort calibration files by ``kind``; two memory files for one setup are refused."""
+    from ..errors import DataFileError
+    from .calibrate import load_calibration
+    from .memory_calibration import load_memory_calibration
+
+    out = Calibrations()
+    seen: dict[tuple, Path] = {}
+    for path in paths:
+        path = Path(path)
+        kind = _kind(path)
+        if kind == "memory":
+            cal = load_memory_calibration(path)
+            key = (cal.header.engine, cal.header.engine_version, cal.header.gpu, cal.header.tp)
+            if key in seen:
+                raise DataFileError(str(path), f"a second memory calibration for {cal.header.setup()} (the first is {seen[key]}); pass one")
+            seen[key] = path
+            out.memory.append(cal)
+        else:
+            out.speed.append((path, load_calibration(path)))
+    if len(out.speed) > 1:
+        raise DataFileError(str(out.speed[1][0]), "a second speed calibration; pass one speed and any memory calibrations")
+    return out
+
+
+def _kind(path: Path) -> str:
+    from ..errors import DataFileError
+
+    if not path.is_file():
+        raise DataFileError(str(path), "calibration file not found; write one with `infer-advisor calibrate`")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise DataFileError(str(path), f"cannot read: {err}") from None
+    except json.JSONDecodeError as err:
+        raise DataFileError(str(path), f"not a calibration file: invalid JSON at line {err.lineno}: {err.msg}") from None
+    if not isinstance(raw, dict):
+        raise DataFileError(str(path), "not a calibration file: the JSON is not an object")
+    problem = reject_non_finite(raw)
+    if problem:
+        raise DataFileError(str(path), problem)
+    kind = raw.get("kind", "speed")
+    if kind not in ("memory", "speed"):
+        raise DataFileError(str(path), f"kind: '{kind}' is not a calibration kind (memory, speed)")
+    return kind
+
+
+def validate(path: Path, model: type[BaseModel]) -> Any:
+    """Validate ``path`` as ``model`` with one-line errors (finite numbers, the model's bounds)."""
+    from .._data import format_validation_error, read_structured
+    from ..errors import DataFileError
+
+    raw = read_structured(path)
+    problem = reject_non_finite(raw)
+    if problem:
+        raise DataFileError(str(path), problem)
+    try:
+        return model.model_validate(raw)
+    except ValidationError as err:
+        raise DataFileError(str(path), format_validation_error(err)) from None

@@ -1,0 +1,67 @@
+"""benchmarks/memory_logs.py and its data: every published log is complete, sourced, and predicted end to end."""
+
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[2]
+
+
+@pytest.fixture(scope="module")
+def ml():
+    spec = importlib.util.spec_from_file_location("memory_logs", ROOT / "benchmarks" / "memory_logs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+REQUIRED = ("id", "source", "published", "quoted", "engine", "engine_version", "gpu", "tp", "model", "dtype", "quantization",
+            "max_model_len", "gpu_memory_utilization", "measured", "kv_cache_tokens_from")
+
+
+def test_every_log_is_complete_and_sourced(ml):
+    logs = ml.entries()
+    assert len(logs) >= 15
+    ids = [e["id"] for e in logs]
+    assert len(ids) == len(set(ids))
+    for e in logs:
+        for key in REQUIRED:
+            assert e.get(key) not in (None, ""), (e["id"], key)
+        assert e["measured"]["kv_cache_tokens"] > 0
+        for other in e.get("calibrate_from", []):
+            assert other in ids and other != e["id"]
+        if e.get("derived"):
+            assert e["kv_cache_tokens_from"].startswith("derived")
+    assert len({e["gpu"] for e in logs}) >= 6 and {e["tp"] for e in logs} >= {1, 2, 4, 8}
+    assert len({e["engine_version"] for e in logs}) >= 8
+
+
+def test_before_figures_cover_every_log(ml):
+    import json
+
+    before = json.loads(ml.BEFORE.read_text())["predictions"]
+    assert set(before) == {e["id"] for e in ml.entries()}
+
+
+def test_one_log_end_to_end(ml):
+    by_id = {e["id"]: e for e in ml.entries()}
+    e = by_id["issue10517-llama31-8b-rtx3090-29k"]
+    with tempfile.TemporaryDirectory() as tmp:
+        model = ml.model_ref(e, by_id, Path(tmp))
+        now = ml.predict(e, model)
+        same = ml.predict(e, model, ml.calibration_from(e, model))
+        other = ml.predict(e, model, ml.calibration_from(by_id["issue10517-llama31-8b-rtx3090-20k"], model))
+    assert abs(ml.err(same, 23_648)) < 0.5
+    assert abs(ml.err(other, 23_648)) < abs(ml.err(now, 23_648))
+
+
+def test_a_model_outside_the_catalog_gets_its_transcribed_config(ml):
+    by_id = {e["id"]: e for e in ml.entries()}
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = ml.model_ref(by_id["llmd-017-qwen3-14b-h100"], by_id, Path(tmp))
+        assert (Path(ref) / "config.json").is_file()
+        assert ml.predict(by_id["llmd-017-qwen3-14b-h100"], ref) > 0

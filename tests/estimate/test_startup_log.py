@@ -1,0 +1,85 @@
+"""Start-up log parsing: each engine's memory lines, in the formats its source prints (tests/estimate/logs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from infer_advisor.errors import RequestError
+from infer_advisor.estimate.startup_log import GIB, MIB, detect_engine, parse_startup_log
+
+LOGS = Path(__file__).parent / "logs"
+
+
+def parse(name: str, engine: str | None = None):  # noqa: ANN201
+    return parse_startup_log((LOGS / name).read_text(), engine=engine)
+
+
+def test_vllm_02_blocks_only():
+    log = parse("vllm_v0_0.2_a100_llama2_7b.log")
+    assert (log.engine, log.generation, log.engine_version) == ("vllm", "V0", None)  # 0.2 printed no version
+    assert log.model == "meta-llama/Llama-2-7b-hf" and log.tp == 1 and log.max_model_len == 4096 and log.dtype == "float16"
+    assert log.kv_blocks == 7351 and log.kv_cache_tokens == 7351 * 16
+    assert "# GPU blocks: 7351" in log.lines["kv_cache_tokens"]
+
+
+def test_vllm_064_profiling_one_liner_gives_activation_from_the_torch_peak():
+    log = parse("vllm_v0_0.6.4_rtx3090_llama31_8b.log")
+    assert log.engine_version == "0.6.4.post1" and log.generation == "V0"
+    assert log.total_gpu_memory_bytes == round(23.58 * GIB) and log.gpu_memory_utilization == 0.9
+    assert log.weights_bytes == round(14.9888 * GIB)
+    assert log.non_torch_bytes == round(0.35 * GIB) and log.kv_cache_bytes == round(3.81 * GIB)
+    # peak_torch_memory (17.06 GiB) includes the weights
+    assert log.activation_bytes == round(17.06 * GIB) - round(14.9888 * GIB)
+    assert log.kv_cache_tokens == 1952 * 16 and log.max_concurrency == 1.56 and log.max_model_len == 20000
+    assert log.cuda_graph_bytes == round(0.44 * GIB)
+    assert log.command.startswith("Namespace(")
+
+
+def test_vllm_07_profiling_block_and_cuda_blocks():
+    log = parse("vllm_v0_0.7_rtx4090x2_r1_qwen14b.log")
+    assert log.engine_version == "0.7.2" and log.generation == "V0" and log.tp == 2
+    assert log.total_gpu_memory_bytes == round(23.55 * GIB) and log.gpu_memory_utilization == 0.98
+    assert log.weights_bytes == round(13.95 * GIB)  # 'model weights take' wins over the per-worker load line
+    assert (log.non_torch_bytes, log.activation_bytes) == (round(0.25 * GIB), round(0.19 * GIB))
+    assert log.kv_cache_bytes == round(8.69 * GIB) and log.kv_cache_tokens == 5096 * 16
+
+
+def test_vllm_v1_019():
+    log = parse("vllm_v1_0.19_h100_llama31_8b.log")
+    assert (log.engine_version, log.generation) == ("0.19.0", "V1")
+    assert log.total_gpu_memory_bytes == round(79.19 * GIB)  # the debug 'worker init memory snapshot' line
+    assert log.non_torch_bytes is None  # that snapshot's non_torch_memory is the baseline, not the profiled increase
+    assert log.weights_bytes == round(14.99 * GIB) and log.kv_cache_bytes == round(58.11 * GIB)
+    assert log.kv_cache_tokens == 476_016 and log.max_concurrency == 58.11
+    assert (log.max_num_batched_tokens, log.max_num_seqs) == (8192, 1024)
+    assert log.cuda_graph_bytes == round(0.55 * GIB)
+    assert log.command.startswith("{'model_tag'")
+
+
+def test_sglang():
+    log = parse("sglang_0.5.9_h100_llama31_8b.log")
+    assert log.engine == "sglang" and log.engine_version is None
+    assert log.model == "meta-llama/Llama-3.1-8B-Instruct" and log.tp == 1 and log.gpu_memory_utilization == 0.835
+    assert log.weights_bytes == round(15.08 * GIB) and log.kv_cache_tokens == 420_853
+    assert log.kv_cache_bytes == round((25.69 + 25.69) * GIB) and log.cuda_graph_bytes == round(0.82 * GIB)
+    assert log.max_num_batched_tokens == 8192 and log.max_model_len == 131072
+
+
+def test_llamacpp():
+    log = parse("llamacpp_b7200_rtx4090_mistral7b.log")
+    assert (log.engine, log.engine_version, log.gpu_name) == ("llama.cpp", "b7200", "NVIDIA GeForce RTX 4090")
+    assert log.kv_cache_tokens == 32768 and log.kv_cache_bytes == 4096 * MIB and log.kv_cache_dtype == "f16"
+    assert log.max_num_seqs == 4 and log.max_model_len == 8192  # n_ctx_per_seq
+    assert log.weights_bytes == round(4166.63 * MIB) and log.activation_bytes == round(296.01 * MIB)
+
+
+def test_detection_and_refusals():
+    assert detect_engine("INFO ... # GPU blocks: 10, # CPU blocks: 2") == "vllm"
+    assert detect_engine("KV Cache is allocated. #tokens: 5, K size: 1 GB, V size: 1 GB") == "sglang"
+    assert detect_engine("llama_kv_cache: size = 1.00 MiB") == "llama.cpp"
+    with pytest.raises(RequestError, match="does not look like"):
+        parse_startup_log("hello world")
+    with pytest.raises(RequestError, match="No KV-cache size"):
+        parse_startup_log("INFO 01-01 api_server.py:1] vLLM API server version 0.8.5\n")
