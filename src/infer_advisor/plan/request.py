@@ -21,6 +21,7 @@ SpeculativeChoice = Literal["auto", "off"]
 DTypeChoice = Literal["auto", "bfloat16", "float16", "float32"]
 KVDTypeChoice = Literal["auto", "fp8"]
 ModelSourceChoice = Literal["auto", "local", "hub", "catalog"]
+LengthDistribution = Literal["fixed", "uniform", "exponential", "lognormal", "normal"]
 
 
 class PlanRequest(BaseModel):
@@ -98,6 +99,43 @@ class PlanRequest(BaseModel):
     calibration_mismatch: Literal["refuse", "warn"] = Field(
         default="refuse", description="A calibration made for another engine, engine version or GPU: refuse it, or apply it with a warning."
     )
+
+    # Capacity planning and layout (issue 10): traffic, latency targets, prices, and pins for every layout dimension.
+    rate: float | None = Field(
+        default=None, gt=0, le=1_000_000,
+        description="Requests per second the deployment must serve: the plan then sizes the fleet (replicas, GPU type with "
+        "--gpu any or a list) by simulating continuous batching against the latency targets.",
+    )
+    input_distribution: LengthDistribution = Field(
+        default="fixed", description="How prompt lengths vary around --input-tokens: fixed, uniform, exponential, lognormal or normal."
+    )
+    output_distribution: LengthDistribution = Field(
+        default="fixed", description="How answer lengths vary around --output-tokens (same choices)."
+    )
+    lengths_file: Path | None = Field(
+        default=None,
+        description="JSONL of real requests, one {\"input_tokens\": N, \"output_tokens\": M} per line (optional \"arrival_s\"); "
+        "replaces --input-tokens/--output-tokens for sizing.",
+    )
+    ttft_p90: float | None = Field(default=None, gt=0, le=3600, description="Target: 90th-percentile time to first token, seconds.")
+    ttft_p99: float | None = Field(default=None, gt=0, le=3600, description="Target: 99th-percentile time to first token, seconds.")
+    itl_p99: float | None = Field(default=None, gt=0, le=60, description="Target: 99th-percentile gap between tokens, seconds.")
+    e2e_p90: float | None = Field(default=None, gt=0, le=86400, description="Target: 90th-percentile end-to-end latency, seconds.")
+    price_per_gpu_hour: str | None = Field(
+        default=None,
+        description="USD per GPU-hour: one number for every GPU, or GPU=PRICE,... (default: the catalog's dated on-demand price).",
+    )
+    tensor_parallel_size: int | None = Field(default=None, ge=1, le=1024, description="Pin tensor parallelism (GPUs one layer is split over).")
+    pipeline_parallel_size: int | None = Field(default=None, ge=1, le=256, description="Pin pipeline parallelism (stages, within a node or across nodes).")
+    replicas: int | None = Field(default=None, ge=1, le=100_000, description="Pin the number of independent replicas (data parallel).")
+    data_parallel_size: int | None = Field(
+        default=None, ge=1, le=1024,
+        description="Pin replicas that one engine process runs together (vLLM --data-parallel-size; with MoE and expert parallelism they share experts).",
+    )
+    enable_expert_parallel: bool | None = Field(
+        default=None, description="MoE: spread experts over the GPUs instead of splitting each expert (default: tried both ways when sizing)."
+    )
+    max_num_seqs: int | None = Field(default=None, gt=0, le=65536, description="Sequences the engine schedules at once; default: the engine version's own.")
 
     @field_validator("calibration", mode="before")
     @classmethod
