@@ -125,10 +125,11 @@ def test_bad_memory_calibrations_are_one_line_errors(tmp_path, change, problem):
 @pytest.mark.parametrize(
     "change,problem",
     [
-        ({"bandwidth_efficiency": float("inf")}, "not a finite number"),
-        ({"compute_efficiency": 0.0}, "greater than or equal to 0.001"),
-        ({"step_overhead_s": 1e9}, "less than or equal to 10"),
-        ({"flops_per_s": 1e30}, "less than or equal"),
+        ({"coefficients": {"gemm_scale": float("inf")}}, "not a finite number"),
+        ({"coefficients": {"gemm_scale": 0.0}}, "outside the plausible range"),
+        ({"coefficients": {"step_overhead_s": 1e9}}, "outside the plausible range"),
+        ({"coefficients": {"warp_drive": 1.0}}, "unknown coefficient"),
+        ({"coefficients": {}}, "at least 1 item"),
     ],
 )
 def test_bad_speed_calibrations_are_refused(tmp_path, change, problem):

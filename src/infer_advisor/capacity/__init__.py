@@ -1,0 +1,80 @@
+"""The capacity stage: traffic and latency targets in; the cheapest GPUs, layout and replica count out, with cost.
+
+    >>> from infer_advisor import size
+    >>> result = size(model="meta-llama/Llama-3.1-70B", rate=20, input_tokens=2000, output_tokens=300,
+    ...               ttft_p90=1.0, itl_p99=0.06, gpu="any")
+    >>> result.chosen.gpu, result.chosen.layout, result.chosen.replicas, result.chosen.cost_per_hour
+
+`infer-advisor plan --rate ...` runs the same search and prints the chosen plan with the per-GPU table. Each
+candidate replica is planned by the planner with its layout pinned (rules and the memory model decide engine,
+weights and what fits), simulated by ``simulate`` on the step-time model, and priced; see ``capacity.search``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .result import Binding, Candidate, CapacityResult, FrontPoint, Price
+from .targets import LatencyTargets
+
+__all__ = ["Binding", "Candidate", "CapacityResult", "FrontPoint", "LatencyTargets", "Price", "size", "size_request"]
+
+
+def size(model: str | None = None, *, progress=None, **options: Any) -> CapacityResult:
+    """Search GPU types and layouts for the cheapest fleet serving ``rate`` requests/s within the latency targets.
+
+    Takes the fields of :class:`~infer_advisor.plan.request.PlanRequest` as keywords (``rate`` is required;
+    ``gpu="any"`` or ``"H100-80GB,L40S"`` searches GPU types; ``ttft_p90``/``ttft_p99``/``itl_p99``/``e2e_p90``
+    are targets in seconds; ``price_per_gpu_hour`` overrides the catalog prices).
+    """
+    from pydantic import ValidationError
+
+    from .._data import format_validation_error
+    from ..errors import RequestError
+    from ..plan.request import PlanRequest
+
+    if model is not None:
+        options["model"] = model
+    try:
+        request = PlanRequest(**options)
+    except ValidationError as err:
+        raise RequestError(format_validation_error(err)) from None
+    return size_request(request, progress=progress)
+
+
+def size_request(request, model_facts=None, *, progress=None) -> CapacityResult:
+    """:func:`size` for a ready :class:`PlanRequest` (and optionally resolved model facts)."""
+    from ..errors import RequestError
+    from .search import search
+
+    if not request.rate:
+        raise RequestError("sizing needs --rate (requests per second the deployment must serve).")
+    if model_facts is None:
+        from ..model_facts import resolve_model
+
+        model_facts = resolve_model(request.model, revision=request.revision, source=request.model_source)
+
+    def plan_fn(hw, tp, pp, ep):
+        from ..plan.advise import advise
+
+        pinned = request.model_copy(update={"rate": None, "tensor_parallel_size": tp, "pipeline_parallel_size": pp,
+                                            "enable_expert_parallel": ep or None, "replicas": 1,
+                                            "gpu": f"{hw.gpu.name}:{hw.gpus_per_node}" + (f"x{hw.nodes}" if hw.nodes > 1 else "")})
+        return advise(request=pinned, model_facts=model_facts, hardware=hw)
+
+    result = search(request, model_facts, plan_fn, progress=progress)
+    return result.model_copy(update={"accuracy": _accuracy_note(result)})
+
+
+def _accuracy_note(result: CapacityResult) -> str | None:
+    """How far the chosen engine's speed profile has been off on held-out published data."""
+    if result.chosen is None:
+        return None
+    from ..estimate.speed_data import engine_speed
+
+    fit = engine_speed(result.chosen.engine).fit
+    if not fit or fit.get("loso_median_abs_error") is None:
+        return (f"{result.chosen.engine}'s speed coefficients are assumed, not fitted: treat throughput and latency as "
+                "order-of-magnitude until calibrated (infer-advisor calibrate).")
+    return (f"{result.chosen.engine} speed model: leave-one-source-out median |error| {fit['loso_median_abs_error']:.0%} "
+            f"(90th percentile {fit['loso_p90_abs_error']:.0%}) on {fit['points']} published points from {fit['sources']} sources.")

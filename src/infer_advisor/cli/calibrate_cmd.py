@@ -8,8 +8,8 @@ start-up log into a memory calibration (--from-log).
     infer-advisor calibrate --from-log vllm-startup.log --gpu H100-80GB --out h100-vllm-memory.json
     infer-advisor plan --model ... --engine vllm --calibration h100-vllm-memory.json,h200-transformers.json
 
-The file is a :class:`~infer_advisor.estimate.calibrate.Calibration` (JSON): fitted efficiencies and
-overheads, the raw points and the command that produced them.
+The file is a :class:`~infer_advisor.estimate.calibrate.Calibration` (JSON): the engine's fitted step-time
+coefficients, the raw points and the command that produced them.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class CalibrateOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    engine: Literal["transformers", "ctranslate2", "vllm", "sglang", "llama.cpp"] | None = Field(
+    engine: Literal["transformers", "ctranslate2", "vllm", "sglang", "llama.cpp", "tgi", "trtllm", "mlc", "exllamav2", "mistralrs"] | None = Field(
         default=None,
         description="Engine to measure (in this process, through `bench`: transformers, ctranslate2, vllm); "
         "with --from-log the log's engine (detected when omitted).",
@@ -57,6 +57,9 @@ class CalibrateOptions(BaseModel):
     )
     engine_version: str | None = Field(default=None, description="With --from-log: the engine version, when the log does not print it.")
     tp: int | None = Field(default=None, gt=0, description="With --from-log: GPUs per model instance (TP x PP), when the log does not print it.")
+    max_num_seqs: int | None = Field(
+        default=None, gt=0, description="Sequences the measured server scheduled at once (llama.cpp --parallel slots), for the fit's simulation."
+    )
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -87,7 +90,7 @@ def _measure(opts: CalibrateOptions, command: str):
             points.append(CalibrationPoint(
                 model=name, batch=lv.concurrency, input_tokens=opts.input_tokens, output_tokens=opts.output_tokens,
                 ttft_s=lv.ttft_s.p50, tpot_s=lv.tpot_s.p50, peak_memory_bytes=lv.peak_memory_bytes, origin="infer-advisor bench",
-                dtype=rep.metadata.dtype,
+                dtype=rep.metadata.dtype, mode="closed_loop",
             ))
     return points, gpu_name, dtype
 
@@ -117,8 +120,9 @@ def run(ns: argparse.Namespace) -> int:
         from .calibrate_log import run_from_log
 
         return run_from_log(opts, model_given="model" in vars(ns))
-    if opts.engine is None or opts.engine not in ("transformers", "ctranslate2", "vllm"):
-        raise RequestError("calibrate measures --engine transformers, ctranslate2 or vllm (or reads a start-up log with --from-log FILE).")
+    if opts.engine is None or (not opts.from_file and opts.engine not in ("transformers", "ctranslate2", "vllm")):
+        raise RequestError("calibrate measures --engine transformers, ctranslate2 or vllm in this process, fits any engine's "
+                           "bench.json with --from FILE, or reads a start-up log with --from-log FILE.")
     if opts.from_file:
         points, dtype = [], None
         for path in opts.from_file:
@@ -136,13 +140,10 @@ def run(ns: argparse.Namespace) -> int:
         raise RequestError("calibrate: the measured dtype is unknown; pass --dtype float16|bfloat16|float32.")
     hw = resolve_hardware(opts.gpu)
     command = _command_line(ns)
-    cal = fit_calibration(points, engine=opts.engine, quantization=opts.quantization, dtype=dtype, hw=hw, command=command)
+    cal = fit_calibration(points, engine=opts.engine, quantization=opts.quantization, dtype=dtype, hw=hw, command=command,
+                          max_num_seqs=opts.max_num_seqs, engine_version=opts.engine_version)
     cal.write(opts.out)
-    err = ", ".join(f"{k} {v:.1f}%" for k, v in cal.fit_rms_error_pct.items())
-    print(
-        f"{opts.out}: {cal.engine} x {cal.quantization} on {cal.gpu} ({len(cal.points)} points, fit RMS error {err}): "
-        f"bandwidth efficiency {cal.bandwidth_efficiency:.2f}, compute efficiency {cal.compute_efficiency:.2f}, "
-        f"overhead {cal.step_overhead_s * 1e3:.2f} ms/step + {cal.layer_overhead_s * 1e3:.3f} ms/layer"
-        + (f" + {cal.moe_layer_overhead_s * 1e3:.3f} ms/MoE layer" if cal.moe_layer_overhead_s else "")
-    )
+    err = ", ".join(f"{k} {v:.1%}" for k, v in cal.fit_median_abs_error.items())
+    coeffs = ", ".join(f"{k} {v:g}" for k, v in cal.coefficients.items())
+    print(f"{opts.out}: {cal.engine} x {cal.quantization} on {cal.gpu} ({len(cal.points)} points, fit median |error| {err}): {coeffs}")
     return 0

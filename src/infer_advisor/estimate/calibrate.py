@@ -1,18 +1,16 @@
-"""Calibration: fit an engine's speed profile (efficiencies, per-step overheads) to measured points.
+"""Calibration: fit an engine's step-time coefficients to points measured on your own hardware.
 
     >>> cal = fit_calibration(points, engine="transformers", quantization="none", dtype="float16", hw=hw,
     ...                       command="infer-advisor calibrate ...")
     >>> cal.write(Path("h200-transformers.json")); advise(model=..., calibration="h200-transformers.json")
 
-The points come from `infer-advisor bench` reports (bench.json) or from the device script
-benchmarks/gpu/measure_transformers.py; :func:`points_from_file` reads either. The fit (numpy, imported
-only here) is least squares on relative error:
-
-- decode: ``tpot = serial + max(layer x layers + moe x moe_layers, bytes / (eta_bw x bandwidth))``, searched on
-  a grid (eta from 1 down, so data with no bandwidth-bound point keep the highest efficiency they allow).
-- prefill: ``ttft - serial = flops / (eta_c x peak)`` over the points where compute outlasts the launches.
-
-The plan path reads a calibration with :func:`load_calibration` (pydantic only, no numpy).
+The points come from `infer-advisor bench` reports (bench.json: closed-loop levels of C concurrent clients) or
+from the device script benchmarks/gpu/measure_transformers.py (static batches); :func:`points_from_file` reads
+either. The fit is the same one benchmarks/speed_fit.py runs on published measurements (estimate/fit.py): the
+engine coefficients of the step-time model (host overhead per step and per sequence, GEMM / attention / prefill
+efficiency factors, host launch time for engines without CUDA graphs, CPU bandwidth efficiency on a CPU) that
+minimise the log error of every point's TTFT and time per output token, each predicted by the simulator exactly
+as `plan` predicts it. The plan path reads a calibration with :func:`load_calibration` (pydantic only).
 """
 
 from __future__ import annotations
@@ -21,11 +19,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .speed import SpeedProfile
-
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class CalibrationPoint(BaseModel):
@@ -42,6 +38,10 @@ class CalibrationPoint(BaseModel):
     peak_memory_bytes: int | None = Field(default=None, description="Measured peak device memory, if recorded.")
     origin: str = Field(description="Which file and tool measured it.")
     dtype: str | None = Field(default=None, description="Weights dtype of this point (default: the calibration's).")
+    mode: Literal["static", "closed_loop"] = Field(
+        default="static", description="static: all `batch` requests start together; closed_loop: `batch` clients back to back (bench)."
+    )
+    tp: int = Field(default=1, ge=1, le=64, description="Tensor-parallel GPUs the model ran on.")
 
 
 class Calibration(BaseModel):
@@ -53,26 +53,35 @@ class Calibration(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[2] = SCHEMA_VERSION
     kind: Literal["speed"] = Field(default="speed", description="Calibration kind (shared header, estimate/calibration_file.py).")
     engine: str = Field(min_length=1)
     engine_version: str | None = Field(default=None, description="Engine version measured (shared header).")
     tp: int = Field(default=1, ge=1, le=1024, description="GPUs per model instance measured (shared header).")
     quantization: str
     dtype: str
-    gpu: str = Field(min_length=1, description="GPU the points were measured on (catalog name).")
-    bandwidth_bytes_per_s: float = Field(gt=0, le=1e15, description="Peak bandwidth the efficiencies are relative to.")
-    flops_per_s: float = Field(gt=0, le=1e18, description="Peak dense FLOPS (compute dtype) the efficiency is relative to.")
-    bandwidth_efficiency: float = Field(ge=0.001, le=1)
-    compute_efficiency: float = Field(ge=0.001, le=1)
-    step_overhead_s: float = Field(ge=0, le=10)
-    layer_overhead_s: float = Field(default=0.0, ge=0, le=1)
-    moe_layer_overhead_s: float = Field(default=0.0, ge=0, le=1)
-    kv_traffic_factor: float = Field(default=1.0, ge=1, le=100, description="From the shipped profile of the engine (not fitted).")
-    fit_rms_error_pct: dict[str, float] = Field(default_factory=dict, description="RMS relative error of the fit, per metric.")
+    gpu: str = Field(min_length=1, description="GPU the points were measured on (catalog name), or 'cpu'.")
+    coefficients: dict[str, float] = Field(
+        min_length=1, description="Fitted step-time coefficients of the engine (names as in data/speed/engines.yaml)."
+    )
+    max_num_seqs: int | None = Field(default=None, gt=0, description="Sequences the engine scheduled at once when measured (slots).")
+    fit_median_abs_error: dict[str, float] = Field(default_factory=dict, description="Median |relative error| of the fit, per metric.")
     points: list[CalibrationPoint] = Field(min_length=1)
     command: str = Field(description="The command that produced the points and this fit.")
     created_at: str
+
+    @field_validator("coefficients")
+    @classmethod
+    def _known(cls, value: dict[str, float]) -> dict[str, float]:
+        from .fit import BOUNDS
+
+        for name, v in value.items():
+            if name not in BOUNDS:
+                raise ValueError(f"unknown coefficient {name!r} (known: {', '.join(BOUNDS)})")
+            lo, hi = BOUNDS[name]
+            if not (lo <= v <= hi):
+                raise ValueError(f"{name} = {v} is outside the plausible range {lo}..{hi}")
+        return value
 
     def header(self):
         """The shared calibration header (estimate/calibration_file.py) of this file."""
@@ -80,14 +89,6 @@ class Calibration(BaseModel):
 
         return CalibrationHeader(kind="speed", engine=self.engine, engine_version=self.engine_version, gpu=self.gpu, tp=self.tp,
                                  created=self.created_at, source=self.command)
-
-    def profile(self) -> SpeedProfile:
-        return SpeedProfile(
-            bandwidth_efficiency=self.bandwidth_efficiency, compute_efficiency=self.compute_efficiency,
-            step_overhead_s=self.step_overhead_s, layer_overhead_s=self.layer_overhead_s,
-            moe_layer_overhead_s=self.moe_layer_overhead_s, kv_traffic_factor=self.kv_traffic_factor, kind="measured",
-            source=f"calibrated on {self.gpu}: {self.command}",
-        )
 
     def write(self, path: Path) -> None:
         import os
@@ -111,6 +112,15 @@ def load_calibration(path: Path) -> Calibration:
         raise DataFileError(str(path), "calibration file not found; write one with `infer-advisor calibrate --engine E --out FILE`")
     if path.suffix != ".json":
         raise DataFileError(str(path), "a calibration file is the .json that `infer-advisor calibrate --out` writes")
+    try:
+        import json
+
+        old = json.loads(path.read_text(encoding="utf-8")).get("schema_version") == 1
+    except (OSError, ValueError, AttributeError, RecursionError):
+        old = False
+    if old:
+        raise DataFileError(str(path), "a speed calibration from an older infer-advisor (efficiency profile, no step-time "
+                                       "coefficients): rerun `infer-advisor calibrate` to make a new one")
     return validate(path, Calibration)
 
 
@@ -155,7 +165,7 @@ def points_from_file(path: Path) -> tuple[list[CalibrationPoint], str | None, st
                 model=str(rep.metadata.model), batch=lv.concurrency, input_tokens=max(int(round(lv.input_tokens_mean or 1)), 1),
                 output_tokens=int(out_tokens or max(lv.output_tokens_total // max(lv.num_requests, 1), 1)),
                 ttft_s=lv.ttft_s.p50, tpot_s=lv.tpot_s.p50, peak_memory_bytes=lv.peak_memory_bytes,
-                origin=f"{Path(path).name} (infer-advisor bench)", dtype=rep.metadata.dtype,
+                origin=f"{Path(path).name} (infer-advisor bench)", dtype=rep.metadata.dtype, mode="closed_loop",
             )
             for lv in rep.levels if lv.tpot_s is not None
         ]
@@ -166,96 +176,91 @@ def points_from_file(path: Path) -> tuple[list[CalibrationPoint], str | None, st
 # ---------------------------------------------------------------- fitting
 
 
-def _works(points, engine, quantization, dtype, hw):
+def _identifiable(profile, on_gpu: bool, moe: bool) -> list[str]:
+    """The coefficients a handful of batch sizes can pin down for this engine on this device."""
+    names = ["step_overhead_s", "per_sequence_s", "gemm_scale", "attention_scale", "prefill_attention_scale"]
+    if on_gpu and not profile.cuda_graphs:
+        names.append("host_launch_s")
+    if not on_gpu:
+        names = ["step_overhead_s", "per_sequence_s", "gemm_scale", "cpu_bandwidth_efficiency"]
+    if moe:
+        names.append("moe_scale")
+    return names
+
+
+def predict_point(point: CalibrationPoint, model, hw, profile, *, engine: str, quantization: str, dtype: str,
+                  max_num_seqs: int | None = None) -> tuple[float, float]:
+    """(TTFT, time per output token) the simulator predicts for one measured point (the plan's own path)."""
     from ..engines import engine_profile
-    from ..model_facts import resolve_model
-    from .formats import dtype_bytes
+    from ..simulate import LengthSpec, SchedulerConfig, Workload, simulate
     from .memory import estimate_memory
-    from .speed import decode_work, prefill_work
+    from .step_time import build_step_model
 
-    facts: dict[str, object] = {}
-    rows = []
-    for p in points:
-        if p.model not in facts:
-            facts[p.model] = resolve_model(p.model)
-        m = facts[p.model]
-        dt = p.dtype or dtype
-        mem = estimate_memory(m, gpu_memory_bytes=hw.gpu.memory_bytes, engine=engine_profile(engine), quantization=quantization,
-                              dtype=dt, context=p.input_tokens + p.output_tokens, concurrency=p.batch, input_tokens=p.input_tokens)
-        act = dtype_bytes(dt)
-        dec = decode_work(m, mem, tp=1, pp=1, batch=p.batch, context=p.input_tokens + p.output_tokens / 2, act_bytes=act)
-        pre = prefill_work(m, mem, tp=1, pp=1, batch=p.batch, prompt=p.input_tokens, act_bytes=act)
-        rows.append((p, dec, pre))
-    return rows
-
-
-def _grid_fit(y, layers, moe, mem1) -> tuple[float, float, float, float, float]:
-    """Fit ``y = s + max(l x layers + m x moe, mem1 / eta)`` by relative least squares on a grid.
-
-    Returns (s, l, m, eta, squared error). ``eta`` is tried from 1 down, so when no point is bandwidth
-    bound (every ``mem1 / eta`` under the launch time) the highest efficiency consistent with the data wins.
-    """
-    import numpy as np
-
-    y, layers, moe, mem1 = (np.asarray(v, dtype=float) for v in (y, layers, moe, mem1))
-    w = 1.0 / y**2
-    ls = np.linspace(0.0, LAUNCH_GRID_MAX_S, 241)
-    ms = np.linspace(0.0, LAUNCH_GRID_MAX_S, 121) if np.any(moe) else np.zeros(1)
-    launch = ls[:, None, None] * layers + ms[None, :, None] * moe
-    best = (0.0, 0.0, 0.0, 1.0, np.inf)
-    for eta in np.linspace(1.0, 0.05, 96):
-        g = np.maximum(launch, mem1 / eta)
-        s = np.clip(((y - g) * w).sum(-1) / w.sum(), 0.0, None)
-        err = (((s[..., None] + g - y) / y) ** 2).sum(-1)
-        i, j = np.unravel_index(np.argmin(err), err.shape)
-        if err[i, j] < best[4] * (1 - 1e-9):
-            best = (float(s[i, j]), float(ls[i]), float(ms[j]), float(eta), float(err[i, j]))
-    return best
-
-
-LAUNCH_GRID_MAX_S = 3e-3  # largest launch time per layer tried; eager transformers measured ~0.6 ms (H200)
+    gpu = hw.gpu if hw.kind == "gpu" else None
+    dt = point.dtype or dtype
+    step = build_step_model(model, gpu=gpu, engine=engine, quantization=quantization, dtype=dt, tp=point.tp, profile=profile,
+                            cpu_cores=hw.cpu.cores if hw.cpu else None)
+    ctx = point.input_tokens + point.output_tokens
+    mem_bytes = gpu.memory_bytes if gpu else (hw.cpu.memory_bytes if hw.cpu else 16 * 2**30)
+    mem = estimate_memory(model, gpu_memory_bytes=mem_bytes, engine=engine_profile(engine), quantization=quantization,
+                          dtype=dt, tp=point.tp, context=ctx, concurrency=point.batch, on_gpu=gpu is not None)
+    seqs = max_num_seqs or point.batch
+    cfg = SchedulerConfig(max_num_seqs=seqs, max_num_batched_tokens=max(2048, point.input_tokens),
+                          kv_capacity_tokens=max(mem.kv_cache_tokens, seqs * ctx), kv_admission=profile.kv_admission)
+    lengths = dict(input_tokens=LengthSpec(mean=point.input_tokens), output_tokens=LengthSpec(mean=point.output_tokens))
+    if point.mode == "static":
+        res = simulate(step, Workload(**lengths, arrival="burst"), cfg, requests=point.batch, warmup_fraction=0.0)
+    else:
+        res = simulate(step, Workload(**lengths, arrival="closed", concurrency=point.batch), cfg,
+                       requests=max(4 * point.batch, 16), warmup_fraction=0.25)
+    return res.ttft_s.p50, res.tpot_s.p50
 
 
 def fit_calibration(
-    points: list[CalibrationPoint], *, engine: str, quantization: str, dtype: str, hw, command: str
+    points: list[CalibrationPoint], *, engine: str, quantization: str, dtype: str, hw, command: str,
+    max_num_seqs: int | None = None, engine_version: str | None = None,
 ) -> Calibration:
-    """Fit a :class:`Calibration` to ``points`` measured on ``hw.gpu`` (one GPU, tp = pp = 1)."""
-    from ..errors import RequestError
-    from .speed import SpeedProfile, device_ceilings, speed_profile, step_time
+    """Fit a :class:`Calibration` to ``points`` measured on ``hw`` (one GPU type, or the CPU)."""
+    import statistics
 
-    if hw.kind != "gpu" or hw.gpu is None:
-        raise RequestError("calibrate fits GPU measurements: pass --gpu NAME (the GPU the points were measured on).")
+    from ..errors import RequestError
+    from ..model_facts import resolve_model
+    from .fit import fit_coefficients
+    from .speed_data import engine_speeds
+
+    if hw.kind == "gpu" and hw.gpu is None:
+        raise RequestError("calibrate: pass --gpu NAME (the GPU the points were measured on).")
     if len(points) < 2:
         raise RequestError("calibrate needs at least two measured batch sizes, e.g. --concurrency 1,8,32.")
-    bw, flops, _, _ = device_ceilings(hw, dtype, quantization)
-    shipped, _ = speed_profile(engine, quantization)
-    kv_factor = shipped.kv_traffic_factor
-    rows = _works(points, engine, quantization, dtype, hw)
-    s, l, m, eta_bw, _ = _grid_fit(
-        [p.tpot_s for p, _, _ in rows], [d.layers for _, d, _ in rows], [d.moe_layers for _, d, _ in rows],
-        [(d.bytes + kv_factor * d.kv_bytes) / bw for _, d, _ in rows],
-    )
-    # prefill: ttft - serial = flops / (eta_c x peak) on the points where compute outlasts the launches
-    num = den = 0.0
-    for p, _, pre in rows:
-        y = p.ttft_s - s
-        c = pre.flops / flops
-        if y > 0 and y > l * pre.layers + m * pre.moe_layers:
-            num += c / y
-            den += (c / y) ** 2
-    eta_c = min(1.0, den / num) if num > 0 else 1.0  # ttft = z x c with z = num / den = 1 / eta_c
-    profile = SpeedProfile(bandwidth_efficiency=eta_bw, compute_efficiency=max(eta_c, 0.001), step_overhead_s=s,
-                           layer_overhead_s=l, moe_layer_overhead_s=m, kv_traffic_factor=kv_factor, kind="measured", source="fit")
-    kw = dict(bandwidth=bw, flops=flops, tp=1, pp=1, interconnect=1.0, allreduce_latency=0.0)
-    errs: dict[str, list[float]] = {"tpot_s": [], "ttft_s": []}
-    for p, dec, pre in rows:
-        errs["tpot_s"].append((step_time(dec, profile, **kw) - p.tpot_s) / p.tpot_s)
-        errs["ttft_s"].append((step_time(pre, profile, **kw) - p.ttft_s) / p.ttft_s)
-    rms = {k: 100 * (sum(e * e for e in v) / len(v)) ** 0.5 for k, v in errs.items()}
+    base = engine_speeds(apply_fitted=False).engines.get(engine)
+    if base is None:
+        raise RequestError(f"calibrate: no speed profile for engine '{engine}' (data/speed/engines.yaml).")
+    models: dict[str, object] = {}
+    for p in points:
+        if p.model not in models:
+            models[p.model] = resolve_model(p.model)
+    moe = any(getattr(m, "family", "dense") == "moe" for m in models.values())
+    names = _identifiable(base, hw.kind == "gpu", moe)
+
+    def errors(profile) -> list[float | None]:
+        out: list[float | None] = []
+        for p in points:
+            ttft, tpot = predict_point(p, models[p.model], hw, profile, engine=engine, quantization=quantization, dtype=dtype,
+                                       max_num_seqs=max_num_seqs)
+            out.append(ttft / p.ttft_s - 1 if ttft > 0 else None)
+            out.append(tpot / p.tpot_s - 1 if tpot > 0 else None)
+        return out
+
+    values = fit_coefficients(base, names, errors, iters=80)
+    from .fit import with_coefficients
+
+    errs = errors(with_coefficients(base, values))
+    ttft_err = [abs(e) for e in errs[0::2] if e is not None]
+    tpot_err = [abs(e) for e in errs[1::2] if e is not None]
     return Calibration(
-        engine=engine, quantization=quantization, dtype=dtype, gpu=hw.gpu.name, bandwidth_bytes_per_s=bw, flops_per_s=flops,
-        bandwidth_efficiency=profile.bandwidth_efficiency, compute_efficiency=profile.compute_efficiency,
-        step_overhead_s=profile.step_overhead_s, layer_overhead_s=profile.layer_overhead_s,
-        moe_layer_overhead_s=profile.moe_layer_overhead_s, kv_traffic_factor=kv_factor, fit_rms_error_pct=rms, points=list(points), command=command,
-        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        engine=engine, engine_version=engine_version, tp=max(p.tp for p in points), quantization=quantization, dtype=dtype,
+        gpu=hw.gpu.name if hw.kind == "gpu" else "cpu", coefficients=values, max_num_seqs=max_num_seqs,
+        fit_median_abs_error={"ttft_s": statistics.median(ttft_err) if ttft_err else float("nan"),
+                              "tpot_s": statistics.median(tpot_err) if tpot_err else float("nan")},
+        points=list(points), command=command, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )

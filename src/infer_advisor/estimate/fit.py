@@ -22,13 +22,24 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "gemm_scale": (0.5, 1.1),
     "gddr_scale": (0.5, 1.3),
     "moe_scale": (0.5, 1.5),
+    "host_launch_s": (0.0, 1e-4),
+    "cpu_bandwidth_efficiency": (0.05, 1.0),
+}
+# Where every fit starts (not the shipped values: a fit must not depend on what an earlier fit wrote).
+START: dict[str, float] = {
+    "step_overhead_s": 1e-3, "per_sequence_s": 1e-5, "attention_scale": 1.0, "prefill_attention_scale": 1.0, "gemm_scale": 1.0,
+    "gddr_scale": 1.0, "moe_scale": 1.0, "host_launch_s": 1e-5, "cpu_bandwidth_efficiency": 0.5,
 }
 SOFT_L1_SCALE = 0.2  # log-ratio at which the loss turns from quadratic to linear
 
 
+PLAIN_FIELDS = ("host_launch_s",)  # engine figures that are plain numbers, not labelled coefficients
+
+
 def with_coefficients(profile: EngineSpeed, values: dict[str, float], *, kind: str = "fitted", source: str = "fit") -> EngineSpeed:
     """A copy of ``profile`` with some coefficients replaced (each labelled with ``kind`` and ``source``)."""
-    return profile.model_copy(update={k: Coefficient(value=v, kind=kind, source=source) for k, v in values.items()})
+    return profile.model_copy(update={k: (v if k in PLAIN_FIELDS else Coefficient(value=v, kind=kind, source=source))
+                                      for k, v in values.items()})
 
 
 def soft_l1(errors: Sequence[float | None]) -> float:
@@ -89,7 +100,7 @@ def fit_coefficients(base: EngineSpeed, names: Sequence[str],
         return {}
     lo = [BOUNDS[n][0] for n in names]
     hi = [BOUNDS[n][1] for n in names]
-    x0 = [min(max(getattr(base, n).value, lo_), hi_) for n, lo_, hi_ in zip(names, lo, hi)]
+    x0 = [min(max(START[n], lo_), hi_) for n, lo_, hi_ in zip(names, lo, hi)]
 
     def loss(x: list[float]) -> float:
         return soft_l1(predict_errors(with_coefficients(base, dict(zip(names, x)))))

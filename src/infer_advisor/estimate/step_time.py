@@ -421,7 +421,7 @@ def build_step_model(
         ceil=ceil,
         gemm_bw=bw_eff * bw, gemm_launch=curve.launch_s * wk.launch_scale * launch_on,
         gemm_table=curve.compute_efficiency_by_tokens, gemm_peak=peak,
-        gemm_compute_scale=min(wk.compute_scale * gemm_scale, 1.0) if on_gpu else 1.0,
+        gemm_compute_scale=min(wk.compute_scale * gemm_scale, 1.0) if on_gpu else min(gemm_scale, 1.0),
         head_bw=(min(head_curve.bandwidth_efficiency * gemm_scale * gddr, 0.98) if on_gpu else cpu_eff) * bw,
         head_launch=head_curve.launch_s * launch_on, head_table=head_curve.compute_efficiency_by_tokens,
         head_peak=ceil.peaks["bf16"],

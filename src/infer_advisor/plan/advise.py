@@ -142,7 +142,11 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
     if note:
         warnings.append(note)
     speed_file = calibrations.speed[0][0] if calibrations and calibrations.speed else None
-    perf = _performance(request, model, hw, choice, concurrency, input_tokens, output_tokens, speed_file)
+    engine_cfg = _engine_config(request, model, choice, concurrency, settings)
+    replicas = _replicas(request, hw, choice)
+    prefix = request.shared_prefix_tokens if (request.shared_prefix_tokens and _prefix_caching(request, choice).enabled) else 0
+    perf = _performance(request, model, hw, choice, concurrency, input_tokens, output_tokens, speed_file,
+                        engine=engine_cfg, replicas=replicas, prefix_tokens=prefix or 0)
     if choice.context_lowered:
         warnings.append(
             f"max_model_len lowered from {context} to {choice.context}: the KV cache holds {choice.memory.kv_cache_tokens} tokens, "
@@ -169,14 +173,14 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
             pre_quantized=model.pre_quantized, path=model.name if model.source == "local" else None, model_type=model.model_type,
         ),
         hardware=_hardware_summary(hw),
-        engine=_engine_config(request, model, choice, concurrency, settings),
+        engine=engine_cfg,
         quantization=_quantization(model, choice, decisions),
         dtype=choice.dtype.value,
         parallelism=Parallelism(
             tensor_parallel_size=choice.layout.tp,
             pipeline_parallel_size=choice.layout.pp,
             nodes=choice.layout.nodes,
-            replicas=max(hw.total_gpus // choice.layout.gpus, 1) if hw.kind == "gpu" else 1,
+            replicas=replicas,
             executor="ray" if choice.layout.nodes > 1 else ("mp" if hw.kind == "gpu" else "none"),
         ),
         memory=MemoryPlan(**choice.memory.model_dump()),
@@ -509,12 +513,25 @@ def _search(model: ModelFacts, hw: HardwareFacts, request: PlanRequest, rules, w
     )
 
 
-def _performance(request, model, hw, choice: Choice, concurrency, input_tokens, output_tokens, calibration: Path | None = None):
+def _replicas(request: PlanRequest, hw: HardwareFacts, c: Choice) -> int:
+    """Independent replicas over the GPUs given (or as pinned with --replicas)."""
+    if hw.kind != "gpu":
+        return 1
+    if request.replicas:
+        return request.replicas
+    return max(hw.total_gpus // c.layout.gpus, 1)
+
+
+def _performance(request, model, hw, choice: Choice, concurrency, input_tokens, output_tokens, calibration: Path | None = None,
+                 *, engine=None, replicas: int = 1, prefix_tokens: int = 0):
     from ..estimate.speed import estimate_speed
 
     return estimate_speed(
         model, hw, engine=choice.profile.name, quantization=choice.quantization.value, dtype=choice.dtype.value,
         tp=choice.layout.tp, pp=choice.layout.pp, memory=choice.memory, concurrency=concurrency,
         input_tokens=input_tokens, output_tokens=output_tokens,
-        calibration=calibration,
+        calibration=calibration, kv_cache_dtype=choice.kv_cache_dtype.value, nodes=choice.layout.nodes,
+        max_num_seqs=engine.max_num_seqs if engine is not None else None,
+        max_num_batched_tokens=(engine.max_num_batched_tokens if engine is not None else None) or request.max_num_batched_tokens,
+        replicas=replicas, expert_parallel=bool(request.enable_expert_parallel), prefix_tokens=prefix_tokens,
     )

@@ -1,0 +1,303 @@
+"""The capacity search: every GPU type x layout x weight format x token budget the user has not pinned, each planned
+by the planner (rules + memory model), sized by simulation, priced; the cheapest that meets every target wins.
+
+It drives the planner and the simulator from the outside (as Vidur-Search drives Vidur): a candidate is a
+:class:`DeploymentPlan` for one replica with its layout pinned, its speed the step-time model, its latency and
+capacity the simulator's. To stay fast it (1) plans every candidate (a few milliseconds each), (2) ranks them by a
+cost bound from the analytic rate estimate, and (3) simulates in that order, per GPU type, until the bound of the
+next candidate cannot beat the best already found.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..estimate.step_time import StepModel, build_step_model
+from ..hardware.facts import GPUInfo, HardwareFacts
+from ..model_facts.facts import ModelFacts
+from ..simulate import LengthSpec, SchedulerConfig, SimulationResult, Workload
+from .evaluate import RateSearch, analytic_rate, find_max_rate, operating_point
+from .prices import parse_overrides, price_for
+from .result import Binding, Candidate, CapacityResult, FrontPoint
+from .targets import TARGET_METRICS, LatencyTargets, binding, check
+
+BUDGETS = (512, 1024, 2048, 4096, 8192)  # max_num_batched_tokens tried when the user pinned none
+NODE_GPUS = 8  # GPUs of one node the search lays a replica over (HGX/DGX-class nodes)
+SAFETY = 1.6  # the analytic rate can be optimistic by this much; a cost bound divides it out
+
+
+@dataclass
+class Option:
+    """One planned replica layout, before simulation."""
+
+    gpu: GPUInfo
+    plan: Any  # DeploymentPlan
+    step: StepModel
+    cfg: SchedulerConfig
+    estimate: float  # analytic requests/s of one replica
+    gpus: int
+    price: float | None
+    price_source: str | None
+
+    def cost_bound(self, rate: float) -> float:
+        """Lowest cost per hour this option could reach (infinite without a price)."""
+        if self.price is None:
+            return math.inf
+        replicas = max(1, math.ceil(rate / max(self.estimate * SAFETY, 1e-9)))
+        return replicas * self.gpus * self.price
+
+
+def workload_from(request, model: ModelFacts) -> Workload:
+    inp = request.input_tokens or 512
+    out = request.output_tokens or 200
+    if request.lengths_file is not None:
+        return Workload(trace=request.lengths_file, arrival="poisson", rate=request.rate,
+                        max_tokens=model.max_position_embeddings)
+    return Workload(input_tokens=LengthSpec(mean=inp, distribution=request.input_distribution),
+                    output_tokens=LengthSpec(mean=out, distribution=request.output_distribution),
+                    arrival="poisson", rate=request.rate, max_tokens=model.max_position_embeddings)
+
+
+def targets_from(request) -> LatencyTargets:
+    return LatencyTargets(ttft_p90=request.ttft_p90, ttft_p99=request.ttft_p99, itl_p99=request.itl_p99, e2e_p90=request.e2e_p90)
+
+
+def _layouts(gpus_per_node: int, nodes: int, request, moe: bool) -> list[tuple[int, int, bool]]:
+    """(tp, pp, expert_parallel) over one node (and pipeline stages across nodes when more than one is given)."""
+    tps = [t for t in (1, 2, 4, 8) if t <= gpus_per_node]
+    out = []
+    for tp in tps:
+        for pp in (1, 2, 4, 8):
+            if tp * pp > gpus_per_node * max(nodes, 1):
+                continue
+            for ep in ((False, True) if moe and tp > 1 else (False,)):
+                out.append((tp, pp, ep))
+    if request.tensor_parallel_size:
+        out = [o for o in out if o[0] == request.tensor_parallel_size] or [(request.tensor_parallel_size, 1, False)]
+    if request.pipeline_parallel_size:
+        out = [o for o in out if o[1] == request.pipeline_parallel_size] or [
+            (o[0], request.pipeline_parallel_size, o[2]) for o in out[:1]]
+    if request.enable_expert_parallel is not None:
+        out = [o for o in out if o[2] == request.enable_expert_parallel] or [(o[0], o[1], request.enable_expert_parallel) for o in out[:1]]
+    return out
+
+
+def _gpu_types(request) -> list[tuple[GPUInfo, int, int]]:
+    """(GPU, GPUs per node, nodes) for each GPU type searched: 'any', a comma list, or one spec."""
+    from ..hardware import gpu_catalog, lookup_gpu, resolve_hardware
+    from .prices import prices
+
+    spec = request.gpu.strip()
+    if spec.lower() == "any":
+        priced = {p.gpu for p in prices().prices}
+        return [(g, NODE_GPUS, 1) for g in gpu_catalog() if g.name in priced]
+    if "," in spec:
+        return [(lookup_gpu(part.strip().split(":")[0]), NODE_GPUS, 1) for part in spec.split(",") if part.strip()]
+    hw = resolve_hardware(spec)
+    if hw.kind != "gpu":
+        return []
+    per_node = hw.gpus_per_node if ":" in spec or request.gpu == "auto" else NODE_GPUS
+    return [(hw.gpu, per_node, hw.nodes)]
+
+
+def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callable[[str], None]) -> tuple[list[Option], list[Candidate]]:
+    """Plan every candidate replica; the infeasible ones come back as Candidates that say why not."""
+    overrides = parse_overrides(request.price_per_gpu_hour)
+    w = workload_from(request, model)
+    options: list[Option] = []
+    refused: list[Candidate] = []
+    moe = model.family == "moe"
+    for gpu, per_node, nodes in _gpu_types(request):
+        price = price_for(gpu.name, overrides)
+        for tp, pp, ep in _layouts(per_node, nodes, request, moe):
+            hw = HardwareFacts(kind="gpu", gpus=[gpu] * min(per_node, tp * pp), nodes=max(1, math.ceil(tp * pp / per_node)),
+                               source=gpu.source)
+            try:
+                plan = plan_fn(hw, tp, pp, ep)
+            except Exception as err:  # noqa: BLE001 - a candidate the planner refuses is reported, not fatal
+                from ..errors import InferAdvisorError
+
+                if not isinstance(err, InferAdvisorError):
+                    raise
+                refused.append(_refused(gpu, tp, pp, ep, str(err)))
+                continue
+            if not plan.feasible:
+                refused.append(_refused(gpu, tp, pp, ep, plan.infeasible_reason or "does not fit"))
+                continue
+            budgets = ([request.max_num_batched_tokens] if request.max_num_batched_tokens else
+                       [b for b in BUDGETS if b <= max(plan.engine.max_num_batched_tokens or 8192, 512)] or [512])
+            step = build_step_model(
+                model, gpu=gpu, engine=plan.engine.name, quantization=plan.quantization.method, dtype=plan.dtype,
+                kv_cache_dtype=plan.engine.kv_cache_dtype, tp=tp, pp=pp, nodes=plan.parallelism.nodes, expert_parallel=ep,
+            )
+            for budget in budgets:
+                cfg = SchedulerConfig(
+                    max_num_seqs=request.max_num_seqs or plan.engine.max_num_seqs,
+                    max_num_batched_tokens=budget, kv_capacity_tokens=max(plan.memory.kv_cache_tokens, 1),
+                    kv_admission=step.profile.kv_admission, lanes=pp,
+                )
+                est = analytic_rate(step, cfg, w.mean_input, w.mean_output)
+                options.append(Option(gpu=gpu, plan=plan, step=step, cfg=cfg, estimate=est, gpus=tp * pp,
+                                      price=price.usd_per_gpu_hour if price else None, price_source=price.source if price else None))
+        if price is None:
+            on_note(f"no price for {gpu.name}: give --price-per-gpu-hour {gpu.name}=PRICE to rank it (left out of the cost ranking)")
+    return options, refused
+
+
+def _refused(gpu: GPUInfo, tp: int, pp: int, ep: bool, why: str) -> Candidate:
+    return Candidate(gpu=gpu.name, engine="-", quantization="-", kv_cache_dtype="-", tensor_parallel_size=tp, pipeline_parallel_size=pp,
+                     expert_parallel=ep, gpus_per_replica=tp * pp, max_num_seqs=0, max_num_batched_tokens=0, kv_cache_tokens=0,
+                     max_rate_per_replica=0.0, replicas=0, total_gpus=0, meets_targets=False, why_not=why)
+
+
+def _candidate(o: Option, rs: RateSearch, rate: float, targets: LatencyTargets, w: Workload, pinned_replicas: int | None) -> Candidate:
+    p = o.plan
+    replicas = pinned_replicas or (max(1, math.ceil(rate / rs.max_rate)) if rs.max_rate > 0 else 0)
+    res: SimulationResult | None = None
+    checks = list(rs.floor_checks)
+    if replicas:
+        res = operating_point(o.step, w, o.cfg, rate / replicas)
+        checks = check(res, targets)
+    meets = bool(replicas) and all(c.met for c in checks) and not (res is not None and res.saturated)
+    cost = replicas * o.gpus * o.price if (o.price is not None and replicas) else None
+    tokens_per_s = rate * w.mean_output if replicas else None
+    best_tps = rs.max_rate * w.mean_output
+    per_user = (1.0 / res.tpot_s.mean) if (res is not None and res.tpot_s.mean and math.isfinite(res.tpot_s.mean)) else None
+    return Candidate(
+        gpu=o.gpu.name, engine=p.engine.name, quantization=p.quantization.method, kv_cache_dtype=p.engine.kv_cache_dtype,
+        tensor_parallel_size=p.parallelism.tensor_parallel_size, pipeline_parallel_size=p.parallelism.pipeline_parallel_size,
+        expert_parallel=o.step.expert_parallel, nodes_per_replica=p.parallelism.nodes, gpus_per_replica=o.gpus,
+        max_num_seqs=o.cfg.max_num_seqs, max_num_batched_tokens=o.cfg.max_num_batched_tokens, kv_cache_tokens=o.cfg.kv_capacity_tokens,
+        max_rate_per_replica=rs.max_rate, replicas=replicas, total_gpus=replicas * o.gpus, meets_targets=meets, checks=checks,
+        ttft_p50_s=res.ttft_s.p50 if res else None, ttft_p90_s=res.ttft_s.p90 if res else None,
+        itl_p50_s=res.itl_s.p50 if res else None, itl_p99_s=res.itl_s.p99 if res else None, e2e_p90_s=res.e2e_s.p90 if res else None,
+        output_tokens_per_s=tokens_per_s, output_tokens_per_s_per_gpu=best_tps / o.gpus if rs.max_rate else None,
+        output_tokens_per_s_per_user=per_user,
+        price=None if o.price is None else {"usd_per_gpu_hour": o.price, "source": o.price_source},
+        cost_per_hour=cost,
+        usd_per_million_output_tokens=(cost / (tokens_per_s * 3600) * 1e6) if (cost is not None and tokens_per_s) else None,
+        why_not=None if meets else _why_not(rs, checks, replicas),
+    )
+
+
+def _why_not(rs: RateSearch, checks, replicas: int) -> str:
+    b = binding(checks)
+    if not replicas:
+        return (f"misses the {b.words} target even at a near-idle load ({b.value_s:.3g} s against {b.limit_s:.3g} s)"
+                if b else "no rate it can sustain")
+    return f"misses the {b.words} target ({b.value_s:.3g} s against {b.limit_s:.3g} s)" if b else "saturated"
+
+
+def search(request, model: ModelFacts, plan_fn: Callable, *, progress: Callable[[str], None] | None = None) -> CapacityResult:
+    """Size a fleet for ``request.rate`` (see the module docstring). ``plan_fn(hw, tp, pp, ep)`` plans one replica."""
+    t0 = time.monotonic()
+    notes: list[str] = []
+    targets = targets_from(request)
+    w = workload_from(request, model)
+    rate = request.rate
+    options, refused = plan_options(request, model, plan_fn, notes.append)
+    by_gpu: dict[str, list[Option]] = {}
+    for o in options:
+        by_gpu.setdefault(o.gpu.name, []).append(o)
+    evaluated: list[tuple[Option, Candidate, RateSearch]] = []
+    best_cost = math.inf
+    last_report = t0
+    for name, opts in by_gpu.items():
+        opts.sort(key=lambda o: (o.cost_bound(rate), -o.estimate))
+        best_here = math.inf
+        for o in opts:
+            bound = o.cost_bound(rate)
+            if evaluated and bound > best_here and bound > best_cost:
+                break
+            rs = find_max_rate(o.step, w, o.cfg, targets)
+            cand = _candidate(o, rs, rate, targets, w, request.replicas)
+            evaluated.append((o, cand, rs))
+            if cand.meets_targets and cand.cost_per_hour is not None:
+                best_here = min(best_here, cand.cost_per_hour)
+                best_cost = min(best_cost, cand.cost_per_hour)
+            if progress and time.monotonic() - last_report > 1.0:
+                last_report = time.monotonic()
+                progress(f"sizing: {len(evaluated)} candidates simulated, {name} ...")
+    return _result(request, targets, w, rate, evaluated, refused, options, notes, time.monotonic() - t0)
+
+
+def _rank_key(c: Candidate):
+    return (not c.meets_targets, c.cost_per_hour if c.cost_per_hour is not None else math.inf, -(c.max_rate_per_replica or 0))
+
+
+def _result(request, targets, w, rate, evaluated, refused, options, notes, seconds) -> CapacityResult:
+    cands = sorted((c for _, c, _ in evaluated), key=_rank_key)
+    meeting = [c for c in cands if c.meets_targets and c.cost_per_hour is not None]
+    chosen = meeting[0] if meeting else None
+    runners = meeting[1:3]
+    why = []
+    for r in runners:
+        why.append(f"{r.gpu} {r.layout} {r.engine} {r.quantization} (budget {r.max_num_batched_tokens}): {r.replicas} replicas x "
+                   f"{r.gpus_per_replica} GPUs = ${r.cost_per_hour:,.2f}/h against ${chosen.cost_per_hour:,.2f}/h "
+                   f"({r.max_rate_per_replica:.2f} vs {chosen.max_rate_per_replica:.2f} req/s per replica within the targets)")
+    per_gpu: dict[str, Candidate] = {}
+    for c in cands:
+        per_gpu.setdefault(c.gpu, c)
+    for c in refused:
+        per_gpu.setdefault(c.gpu, c)
+    front = _front(evaluated, w)
+    bind = None if chosen else _binding(evaluated, targets)
+    inp = (f"trace {request.lengths_file}" if request.lengths_file else
+           f"{request.input_tokens or 512} ({request.input_distribution})")
+    out = (f"trace {request.lengths_file}" if request.lengths_file else
+           f"{request.output_tokens or 200} ({request.output_distribution})")
+    return CapacityResult(
+        rate=rate, input_tokens=inp, output_tokens=out, targets=targets, chosen=chosen, runners_up=runners, why_chosen=why,
+        best_per_gpu=sorted(per_gpu.values(), key=_rank_key), front=front, binding=bind,
+        candidates_considered=len(options) + len(refused), candidates_simulated=len(evaluated), search_seconds=seconds,
+        notes=notes,
+    )
+
+
+def _front(evaluated, w: Workload) -> list[FrontPoint]:
+    pts: list[FrontPoint] = []
+    for o, c, rs in evaluated:
+        for t in rs.trials:
+            r = t.result
+            if not r.completed or not r.tpot_s.mean or not math.isfinite(r.tpot_s.mean):
+                continue
+            pts.append(FrontPoint(gpu=c.gpu, layout=c.layout, engine=c.engine, quantization=c.quantization, rate_per_replica=t.rate,
+                                  output_tokens_per_s_per_gpu=r.output_tokens_per_s / o.gpus,
+                                  output_tokens_per_s_per_user=1.0 / r.tpot_s.mean, meets_targets=t.ok))
+    pts.sort(key=lambda p: -p.output_tokens_per_s_per_user)
+    front, best = [], -1.0
+    for p in pts:  # Pareto: no other point is better on both axes
+        if p.output_tokens_per_s_per_gpu > best:
+            front.append(p)
+            best = p.output_tokens_per_s_per_gpu
+    return front
+
+
+def _binding(evaluated, targets: LatencyTargets) -> Binding | None:
+    """No option meets every target: the one that binds (closest to its limit at the best option), and what would meet it."""
+    if not evaluated or not targets:
+        return None
+    best_per_target: dict[str, tuple[float, str]] = {}
+    for o, c, rs in evaluated:
+        for chk in rs.floor_checks:
+            cur = best_per_target.get(chk.target)
+            if cur is None or chk.value_s < cur[0]:
+                best_per_target[chk.target] = (chk.value_s, f"{c.gpu} {c.layout} {c.engine} {c.quantization}")
+    worst = None
+    for name, limit in targets.given().items():
+        if name not in best_per_target:
+            continue
+        value, option = best_per_target[name]
+        ratio = value / limit
+        if worst is None or ratio > worst[2]:
+            worst = (name, limit, ratio, value, option)
+    if worst is None or worst[2] <= 1.0:
+        return None
+    name, limit, ratio, value, option = worst
+    words = TARGET_METRICS[name][2]
+    return Binding(target=name, words=words, limit_s=limit, best_value_s=value, by_factor=ratio, best_option=option,
+                   suggestion=f"relax the {words} target to about {value * 1.1:.3g} s, or give GPUs with more bandwidth "
+                              f"or compute per replica (a larger --tensor-parallel-size or a faster GPU type)")
