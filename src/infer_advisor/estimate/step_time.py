@@ -406,6 +406,7 @@ def build_step_model(
         bw = ceil.bandwidth
         bw_eff = cpu_eff
     attn_eff = min(k.attention.decode.bandwidth_efficiency * prof.attention_scale.value * gddr, 0.98) if on_gpu else cpu_eff
+    flat = [(1.0, 1.0)]  # on a CPU the measured GPU tile curves do not apply: the CPU ceiling already holds its efficiency
     link_name = ceil.link if ceil.link in data.links else "pcie"
     link = data.links[link_name] if on_gpu else None
     net = data.links.get("network")
@@ -420,17 +421,17 @@ def build_step_model(
         head_bytes=head_bytes, head_flops_per_row=head_flops_per_row, vocab=model.vocab_size,
         ceil=ceil,
         gemm_bw=bw_eff * bw, gemm_launch=curve.launch_s * wk.launch_scale * launch_on,
-        gemm_table=curve.compute_efficiency_by_tokens, gemm_peak=peak,
-        gemm_compute_scale=min(wk.compute_scale * gemm_scale, 1.0) if on_gpu else min(gemm_scale, 1.0),
+        gemm_table=curve.compute_efficiency_by_tokens if on_gpu else flat, gemm_peak=peak,
+        gemm_compute_scale=min(wk.compute_scale * gemm_scale, 1.0) if on_gpu else min(gemm_scale, 1.0),  # CPU: no GPU kernel class
         head_bw=(min(head_curve.bandwidth_efficiency * gemm_scale * gddr, 0.98) if on_gpu else cpu_eff) * bw,
-        head_launch=head_curve.launch_s * launch_on, head_table=head_curve.compute_efficiency_by_tokens,
+        head_launch=head_curve.launch_s * launch_on, head_table=head_curve.compute_efficiency_by_tokens if on_gpu else flat,
         head_peak=ceil.peaks["bf16"],
         grouped_launch=k.grouped_gemm.launch_s * launch_on,
         grouped_bw=(min(k.grouped_gemm.bandwidth_efficiency * wk.bandwidth_scale * gemm_scale * gddr * prof.moe_scale.value, 0.98)
                     if on_gpu else cpu_eff) * bw,
         grouped_scale=min(k.grouped_gemm.compute_efficiency_scale * prof.moe_scale.value, 1.0),
         attn_launch=k.attention.decode.launch_s * launch_on, attn_bw=attn_eff * bw,
-        prefill_attn_table=k.attention.prefill.compute_efficiency_by_tokens,
+        prefill_attn_table=k.attention.prefill.compute_efficiency_by_tokens if on_gpu else flat,
         prefill_attn_scale=prof.prefill_attention_scale.value, attn_peak=ceil.peaks["bf16"],
         small_s=k.small_kernel.seconds_per_kernel * launch_on, small_bw=(0.9 if on_gpu else cpu_eff) * bw,
         allreduce_latency=link.allreduce_latency_s if link else 0.0,
