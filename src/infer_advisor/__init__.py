@@ -39,6 +39,7 @@ _ERRORS = (
     "EngineNotInstalledError",
     "HubError",
     "OutputExistsError",
+    "OutputPathError",
     "BenchmarkError",
     "GPURequiredError",
 )
