@@ -125,6 +125,7 @@ class DataFileError(InferAdvisorError, ValueError):
 
     def __init__(self, path: str, problem: str):
         self.path = path
+        self.problem = problem
         super().__init__(f"{path}: {problem}")
 
 

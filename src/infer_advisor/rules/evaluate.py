@@ -20,6 +20,18 @@ class _UnknownFact(Exception):
         self.name = name
 
 
+class _BadOperand(Exception):
+    """A comparison whose sides can never meet (a number against text): a rule-file error, not a silent False."""
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _incomparable(left: Any, right: Any) -> bool:
+    return (_number(left) and isinstance(right, str)) or (isinstance(left, str) and _number(right))
+
+
 def _fact(facts: Facts, name: str) -> Any:
     try:
         return facts[name]
@@ -38,20 +50,32 @@ def holds(cond: Condition, facts: Facts) -> tuple[bool, str]:
     if isinstance(cond, Compare):
         left = _fact(facts, cond.fact)
         right = _value(facts, cond.value)
+        if _incomparable(left, right):
+            raise _BadOperand(f"compares {cond.fact}={left!r} with {right!r}: a number and text never compare")
         try:
             ok = bool(_OPS[cond.op](left, right))
         except TypeError:  # e.g. None < 8.0: an absent fact never satisfies an ordering
+            if left is not None and right is not None:
+                raise _BadOperand(f"cannot order {cond.fact}={left!r} against {right!r}") from None
             ok = False
         return ok, f"{cond.fact}={left!r} {_SYMBOL[cond.op]} {right!r} is {ok}"
     if isinstance(cond, In):
         left = _fact(facts, cond.fact)
+        if left is not None and all(_incomparable(left, v) for v in cond.values):
+            raise _BadOperand(f"looks for {cond.fact}={left!r} among {cond.values}: a number and text never compare")
         ok = left in cond.values
         return ok, f"{cond.fact}={left!r} in {cond.values} is {ok}"
     if isinstance(cond, Divides):
-        product = 1
-        for d in cond.divisor:
-            product *= _value(facts, d)
+        operands = [_value(facts, d) for d in cond.divisor]
         dividend = _value(facts, cond.dividend)
+        if None in operands or dividend is None:  # a candidate fact not decided yet: never divides
+            return False, f"{' x '.join(map(repr, operands))} divides {dividend!r} is False"
+        bad = [v for v in [*operands, dividend] if not isinstance(v, int) or isinstance(v, bool)]
+        if bad:
+            raise _BadOperand(f"divides needs whole numbers; got {bad[0]!r}")
+        product = 1
+        for d in operands:
+            product *= d
         ok = bool(product) and dividend % product == 0
         return ok, f"{product} divides {dividend} is {ok}"
     if isinstance(cond, AllOf):
@@ -83,6 +107,8 @@ def check(rule: Rule, facts: Facts) -> tuple[bool, str]:
     except _UnknownFact as err:
         known = ", ".join(sorted(k for k in facts if not k.startswith("_")))
         raise RuleFileError(rule._origin, f"unknown fact '{err.name}'. Known facts: {known}", rule_id=rule.id, field="when") from None
+    except _BadOperand as err:
+        raise RuleFileError(rule._origin, f"the condition {err}", rule_id=rule.id, field="when") from None
 
 
 @dataclass
