@@ -289,3 +289,35 @@ def test_force_keeps_a_nested_output_of_ours(tmp_path):
     _write(out, {"serve.sh": "2"}, force=True)
     assert (out / "models" / "tiny-awq" / "model.safetensors").read_bytes() == b"w"
     assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "models", "serve.sh"]
+
+
+_KILLED_FILE_WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from infer_advisor import _output
+
+    def stuck(fd, data):
+        print("writing", flush=True)
+        time.sleep(60)
+    _output._write_all = stuck
+    _output.write_file(sys.argv[1], b"{}", force=False, ours=lambda p: True)
+    """
+)
+
+
+def test_a_killed_single_file_writer_leaves_a_temp_the_next_run_removes(tmp_path, monkeypatch):
+    import infer_advisor._output as output
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    target = tmp_path / "cal.json"
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_FILE_WRITER, str(target)], stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout.readline().strip() == "writing"
+    (left,) = [p.name for p in tmp_path.iterdir()]
+    assert left.startswith(".cal.json.partial-") and left.endswith(".tmp")
+    monkeypatch.setattr(output, "_TEMP_GRACE_S", 0.0)
+    write_file(target, b"{}", force=False, ours=lambda p: True)  # the writer lives: its temp file stays
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([left, "cal.json"])
+    proc.kill()
+    proc.wait()
+    write_file(target, b"{}", force=True, ours=lambda p: True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cal.json"]

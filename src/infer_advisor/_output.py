@@ -65,19 +65,37 @@ def _cannot(path: Path, err: OSError) -> OutputPathError:
 # ---------------------------------------------------------------- atomic single files
 
 
+def _locked_temp(folder: Path, prefix: str) -> tuple[int, str]:
+    """A new temp file (fd, path) in ``folder``, flock-ed while it is open: a killed writer's leftover is
+    recognised by :func:`remove_leftovers` (the lock is free) and removed."""
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=folder)
+    with contextlib.suppress(ImportError, OSError):
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd, tmp
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to a temp file beside ``path`` and rename it over: a crash never leaves half a file."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _locked_temp(path.parent, f"{INSIDE_PREFIX}{path.name}-")
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; results are ordinary files
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
+        _write_all(fd, data)
+        os.replace(tmp, path)  # still open, so still locked: no cleaner takes it for a leftover
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 # ---------------------------------------------------------------- lock, manifest, leftovers
@@ -151,6 +169,9 @@ def remove_leftovers(out: Path) -> list[Path]:
             candidates += [folder / n for n in os.listdir(folder) if match(n)]
     removed = []
     for staging in candidates:
+        if staging.name.endswith(".tmp") and not staging.is_dir():
+            _remove_stale_temp(staging, fcntl)
+            continue
         try:
             fd = os.open(staging / MARKER, os.O_RDONLY)
         except OSError:  # no marker: not ours, or a writer that is just starting
@@ -168,6 +189,28 @@ def remove_leftovers(out: Path) -> list[Path]:
     return removed
 
 
+_TEMP_GRACE_S = 10.0  # a temp file younger than this may be one whose writer has not locked it yet
+
+
+def _remove_stale_temp(path: Path, fcntl) -> None:
+    """Remove a temp file of ours whose writer is gone (its lock is free and it is not brand new)."""
+    import time
+
+    try:
+        if time.time() - path.stat().st_mtime < _TEMP_GRACE_S:
+            return
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        path.unlink()
+    except OSError:
+        pass  # its writer is alive, or it went already
+    finally:
+        os.close(fd)
+
+
 def _foreign(out: Path, ours: set[str]) -> list[str]:
     """Entries of ``out`` (relative paths) that the manifest does not list.
 
@@ -182,6 +225,8 @@ def _foreign(out: Path, ours: set[str]) -> list[str]:
             d for d in dirs
             if d not in links and not (rel_root == Path(".") and _is_staging(d)) and read_manifest(Path(root) / d) is None
         ]
+        if rel_root == Path("."):
+            files = [f for f in files if not _is_staging(f)]
         for name in files + links:
             rel = (rel_root / name).as_posix()
             if rel not in ours and rel != MANIFEST:
@@ -432,6 +477,31 @@ def claim_folder(out: str | os.PathLike, *, force: bool, kind: str) -> OutputFol
 # ---------------------------------------------------------------- single files: calibrate
 
 
+def check_file(path: str | os.PathLike, *, force: bool, ours: Callable[[Path], bool]) -> Path:
+    """Fail now (before any work) if :func:`write_file` would refuse ``path``; the absolute path."""
+    target = output_path(path)
+    kind = _kind_of(target)
+    if kind == "dir":
+        raise OutputPathError(str(target), "is a folder; give a file name, e.g. calibration.json")
+    if kind is not None:
+        if not force:
+            raise OutputExistsError(str(target))
+        if not ours(target):
+            raise OutputPathError(str(target), _NOT_OURS)
+        return target
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.probe-", dir=target.parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise _cannot(target, err) from None
+    return target
+
+
+_NOT_OURS = "was not written by infer-advisor; --force replaces only its own files. Choose another --out."
+
+
 def write_file(path: str | os.PathLike, data: bytes, *, force: bool, ours: Callable[[Path], bool]) -> Path:
     """Write the single file ``path``; an existing one is replaced only with ``force`` and only if ``ours(path)``.
 
@@ -441,24 +511,21 @@ def write_file(path: str | os.PathLike, data: bytes, *, force: bool, ours: Calla
     target = output_path(path)
     if _kind_of(target) == "dir":
         raise OutputPathError(str(target), "is a folder; give a file name, e.g. calibration.json")
+    remove_leftovers(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        fd, tmp = _locked_temp(target.parent, f".{target.name}.partial-")
     except OSError as err:
         raise _cannot(target, err) from None
     try:
         os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        _write_all(fd, data)
         with _locked(target.parent):
             if _kind_of(target) is not None:
                 if not force:
                     raise OutputExistsError(str(target))
                 if not ours(target):
-                    raise OutputPathError(
-                        str(target), "was not written by infer-advisor; --force replaces only its own files. "
-                        "Choose another --out."
-                    )
+                    raise OutputPathError(str(target), _NOT_OURS)
                 os.replace(tmp, target)
             else:
                 try:
@@ -474,4 +541,5 @@ def write_file(path: str | os.PathLike, data: bytes, *, force: bool, ours: Calla
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        os.close(fd)
     return target

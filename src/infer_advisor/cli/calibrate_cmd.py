@@ -32,6 +32,7 @@ class CalibrateOptions(BaseModel):
         description="Model(s) to measure: catalog names (with --random-weights) or local folders; several fit per-layer overhead too.",
     )
     out: Path = Field(description="Calibration JSON to write (use it with `plan --calibration FILE`).")
+    force: bool = Field(default=False, description="Replace --out if it is a calibration file written earlier.")
     concurrency: list[int] = Field(default_factory=lambda: [1, 8, 32], description="Batch sizes to measure.")
     input_tokens: int = Field(default=512, gt=0, description="Prompt tokens per request.")
     output_tokens: int = Field(default=64, gt=1, description="Tokens generated per request.")
@@ -99,7 +100,11 @@ def run(ns: argparse.Namespace) -> int:
     from ..hardware import resolve_hardware
     from ._derive import model_from_namespace
 
+    from .._output import check_file
+    from ..estimate.calibrate import is_calibration_file
+
     opts = model_from_namespace(CalibrateOptions, ns)
+    check_file(opts.out, force=opts.force, ours=is_calibration_file)  # refused now, not after the measurements
     if opts.from_file:
         points, dtype = [], None
         for path in opts.from_file:
@@ -118,7 +123,7 @@ def run(ns: argparse.Namespace) -> int:
     hw = resolve_hardware(opts.gpu)
     command = _command_line(ns)
     cal = fit_calibration(points, engine=opts.engine, quantization=opts.quantization, dtype=dtype, hw=hw, command=command)
-    cal.write(opts.out)
+    cal.write(opts.out, force=opts.force)
     err = ", ".join(f"{k} {v:.1f}%" for k, v in cal.fit_rms_error_pct.items())
     print(
         f"{opts.out}: {cal.engine} x {cal.quantization} on {cal.gpu} ({len(cal.points)} points, fit RMS error {err}): "
