@@ -87,13 +87,20 @@ def test_failed_forced_run_keeps_the_previous_output(tiny_llama, tmp_path, monke
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
 
 
-def test_cli_reports_a_failing_backend_as_a_bug_not_a_user_error(tiny_llama, tmp_path, monkeypatch):
+def test_cli_reports_a_failing_backend_as_a_bug_not_a_user_error(tiny_llama, tmp_path, monkeypatch, capsys):
     def broken(source, work_dir, spec, calibration, progress):
         raise RuntimeError("converter crashed")
 
     monkeypatch.setattr(ct2_backend, "run", broken)
+    args = ["quantize", "--model", str(tiny_llama), "--method", "ct2-int8", "--out", str(tmp_path / "o"), "--no-progress"]
+    assert main(args) == 3  # its own code: neither "did not load" (1) nor bad input (2)
+    err = capsys.readouterr().err
+    assert err == (
+        "internal error: RuntimeError: converter crashed. This is a bug in infer-advisor; rerun with --debug for the "
+        "traceback and report it.\n"
+    )
     with pytest.raises(RuntimeError, match="converter crashed"):
-        main(["quantize", "--model", str(tiny_llama), "--method", "ct2-int8", "--out", str(tmp_path / "o")])
+        main(["--debug", *args])
     assert list(tmp_path.iterdir()) == []
 
 

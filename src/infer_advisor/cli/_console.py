@@ -15,7 +15,14 @@ PIPE_WIDTH = 200
 
 
 def make_console(*, stderr: bool = False):
+    """A rich Console for stdout (or stderr): wide in a pipe; a closed pipe raises BrokenPipeError (the CLI then
+    exits 141 quietly) instead of rich's own ``SystemExit(1)``, which read as "infeasible plan"."""
     from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
 
     stream = sys.stderr if stderr else sys.stdout
     width = None
@@ -26,4 +33,4 @@ def make_console(*, stderr: bool = False):
             tty = False
         if not tty:
             width = PIPE_WIDTH
-    return Console(file=stream, width=width, stderr=stderr, highlight=False)
+    return _Console(file=stream, width=width, stderr=stderr, highlight=False)

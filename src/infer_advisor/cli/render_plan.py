@@ -10,10 +10,11 @@ def _gib(n: float) -> str:
 
 
 def print_plan(plan, explain: bool = False) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from ._console import make_console
+
+    console = make_console()
     m, hw, mem, eng, q, par = plan.model, plan.hardware, plan.memory, plan.engine, plan.quantization, plan.parallelism
     if hw.kind == "gpu":
         g = hw.gpus[0]
