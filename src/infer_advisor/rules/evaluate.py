@@ -43,6 +43,10 @@ def _value(facts: Facts, operand: Any) -> Any:
     return _fact(facts, operand.fact) if isinstance(operand, FactRef) else operand
 
 
+def _named(operand: Any, value: Any) -> str:
+    return f"{operand.fact}={value!r}" if isinstance(operand, FactRef) else repr(value)
+
+
 def holds(cond: Condition, facts: Facts) -> tuple[bool, str]:
     """(outcome, the outcome in words)."""
     if isinstance(cond, Always):
@@ -77,12 +81,15 @@ def holds(cond: Condition, facts: Facts) -> tuple[bool, str]:
         for d in operands:
             product *= d
         ok = bool(product) and dividend % product == 0
-        return ok, f"{product} divides {dividend} is {ok}"
+        names = " x ".join(_named(o, v) for o, v in zip(cond.divisor, operands, strict=True))
+        return ok, f"{names} divides {_named(cond.dividend, dividend)} is {ok}"
+    # Compound conditions bracket every part, so `(A) and ((B) or (C))` reads one way only; evaluation stops
+    # at the first part that decides (the parts after it are not shown).
     if isinstance(cond, AllOf):
         whys = []
         for sub in cond.of:
             ok, why = holds(sub, facts)
-            whys.append(why)
+            whys.append(f"({why})")
             if not ok:
                 return False, " and ".join(whys)
         return True, " and ".join(whys)
@@ -90,13 +97,13 @@ def holds(cond: Condition, facts: Facts) -> tuple[bool, str]:
         whys = []
         for sub in cond.of:
             ok, why = holds(sub, facts)
-            whys.append(why)
+            whys.append(f"({why})")
             if ok:
                 return True, " or ".join(whys)
         return False, " or ".join(whys)
     if isinstance(cond, Not):
         ok, why = holds(cond.of, facts)
-        return not ok, f"not ({why})"
+        return not ok, f"not ({why}) is {not ok}"
     raise TypeError(f"unknown condition {cond!r}")  # pragma: no cover - the schema forbids it
 
 
@@ -128,37 +135,43 @@ class Trace:
     applied_to: str
     matched: bool
     why: str
+    context: str = ""  # the choices already made when the option was judged, e.g. "vllm" or "vllm + awq"
+    score: float = 0.0  # what this rule added to the option's score
+    blocked: bool = False  # this rule made the option not allowed
 
 
-def judge(rules: list[Rule], decision: str, value: Any, facts: Facts, trace: list[Trace] | None) -> Verdict:
-    """Apply every ``decision`` rule to one option ``value`` (facts must already hold the option)."""
+def judge(
+    rules: list[Rule], decision: str, value: Any, facts: Facts, trace: list[Trace] | None, context: str = ""
+) -> Verdict:
+    """Apply every ``decision`` rule to one option ``value`` (facts must already hold the option).
+
+    ``context`` names the choices already made (for ``--explain``: which candidate the rules were applied to).
+    """
     verdict = Verdict(value=value)
     for rule in rules:
         if rule.value is not None and rule.effect != "require" and rule.value != value:
             continue
         ok, why = check(rule, facts)
-        if trace is not None:
-            trace.append(Trace(rule, str(value), ok, why))
-        if not ok:
-            continue
-        if rule.effect == "forbid":
-            verdict.allowed = False
-            verdict.blocked_by = verdict.blocked_by or rule
+        added, blocked = 0.0, False
+        if ok:
             verdict.matched.append(rule)
-        elif rule.effect == "require":
-            if value != rule.value:
+            if rule.effect == "forbid" or (rule.effect == "require" and value != rule.value):
+                blocked = True
                 verdict.allowed = False
                 verdict.blocked_by = verdict.blocked_by or rule
-            verdict.matched.append(rule)
-        else:
-            verdict.score += rule.score
-            verdict.matched.append(rule)
+            elif rule.effect == "prefer":
+                added = rule.score
+                verdict.score += rule.score
+        if trace is not None:
+            trace.append(Trace(rule, str(value), ok, why, context=context, score=added, blocked=blocked))
     return verdict
 
 
-def rank(rules: list[Rule], decision: str, options: list[Any], facts: Facts, trace: list[Trace] | None) -> list[Verdict]:
+def rank(
+    rules: list[Rule], decision: str, options: list[Any], facts: Facts, trace: list[Trace] | None, context: str = ""
+) -> list[Verdict]:
     """Judge each option of ``decision``; allowed options first, by score (stable for ties)."""
     verdicts = []
     for option in options:
-        verdicts.append(judge(rules, decision, option, {**facts, decision: option}, trace))
+        verdicts.append(judge(rules, decision, option, {**facts, decision: option}, trace, context))
     return sorted(verdicts, key=lambda v: (not v.allowed, -v.score))
