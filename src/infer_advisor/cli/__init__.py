@@ -34,10 +34,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (exit 2), like every other bad input."""
+
+    def error(self, message: str):
+        hint = f"see `{self.prog} --help`"
+        self.exit(EXIT_BAD_INPUT, f"error: {_one_line(message)}; {hint}\n")
+
+
 def _top_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="infer-advisor",
         description="Plan, emit, quantize and benchmark LLM inference deployments (offline-first).",
         epilog="Run `infer-advisor COMMAND --help` for a command's options.",
@@ -57,6 +65,9 @@ def _top_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code (see the module docstring)."""
+    # pydantic plugins (observability hooks for applications) have nothing to watch in this CLI, and finding
+    # them scans every installed distribution's entry points on the first model built: a cold-start cost.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from ..constants import debug_enabled
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -122,7 +133,7 @@ def _run(args: list[str]) -> int:
             return EXIT_OK if not args else EXIT_BAD_INPUT
         parser.error(f"unknown command '{command}' (choose from {', '.join(COMMANDS)})")
     module = importlib.import_module(f"{__name__}.{COMMANDS[command][0]}")
-    parser = argparse.ArgumentParser(prog=f"infer-advisor {command}", description=COMMANDS[command][1])
+    parser = _Parser(prog=f"infer-advisor {command}", description=COMMANDS[command][1])
     module.configure(parser)
     rest = list(args)
     rest.remove(command)

@@ -47,14 +47,21 @@ def run(ns: argparse.Namespace) -> int:
     if ns.json and ns.format not in (None, "json"):
         raise RequestError(f"--json and --format {ns.format} disagree; pass one of them.")
     fmt = "json" if ns.json else (ns.format or "table")
-    if ns.emit and not ns.out:
+    if ns.emit is not None and not ns.out:
         raise RequestError("--emit needs --out DIR (the folder the artifacts are written to).")
+    if ns.out is not None and ns.emit is None:
+        raise RequestError("--out needs --emit KINDS (script,docker,compose,k8s,readme or all); nothing else writes there.")
+    kinds = None
+    if ns.emit is not None:
+        from ..emit import parse_kinds
+
+        kinds = parse_kinds(ns.emit)  # an unknown or empty kind is refused before the plan is made
     plan = advise(request=request, explain=ns.explain)
     written: list[Path] = []
-    if ns.emit:
-        from ..emit import parse_kinds, write_artifacts
+    if kinds is not None:
+        from ..emit import write_artifacts
 
-        written = write_artifacts(plan, parse_kinds(ns.emit), ns.out, force=ns.force)
+        written = write_artifacts(plan, kinds, ns.out, force=ns.force)
     if fmt == "json":
         sys.stdout.write(plan.model_dump_json(indent=2) + "\n")
     else:
