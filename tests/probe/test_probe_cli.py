@@ -56,7 +56,7 @@ plan_args = st.tuples(
 )
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=120)
 @given(plan_args)
 def test_plan_with_hostile_options(monkeypatch, args):
     model, gpu, *options = args

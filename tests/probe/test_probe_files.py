@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tests.probe.contract import DISK_LIMIT_BYTES, check, disk_bytes, probe_environment, run_cli
 
 SETTINGS = settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 )
 REPO = Path(__file__).resolve().parents[2]
 
