@@ -24,7 +24,7 @@ from tests.plan.planning import catalog_model, hardware, plan_for
 
 MODELS = catalog_names()
 GPUS = [g.name for g in gpu_catalog()]
-BUILT_IN_DECISIONS = {"memory.fit", "memory.context-lowered", "memory.kv-cache-dtype", "published-checkpoint", "speculative.published-draft", "request.engine", "request.dtype", "request.kv_cache_dtype", "request.quantization"}
+BUILT_IN_DECISIONS = {"memory.fit", "memory.context-lowered", "memory.kv-cache-dtype", "published-checkpoint", "speculative.published-draft", "layout.goal", "request.engine", "request.dtype", "request.kv_cache_dtype", "request.quantization"}
 
 
 @cache

@@ -26,7 +26,9 @@ from .targets import TARGET_METRICS, LatencyTargets, binding, check
 
 BUDGETS = (512, 1024, 2048, 4096, 8192)  # max_num_batched_tokens tried when the user pinned none
 NODE_GPUS = 8  # GPUs of one node the search lays a replica over (HGX/DGX-class nodes)
-SAFETY = 1.6  # the analytic rate can be optimistic by this much; a cost bound divides it out
+MAX_PER_GPU = 6
+ITL_LIMITED = 0.05  # ranking only: an option whose smallest prompt chunk already breaks the ITL target sustains little  # simulated candidates per GPU type at most (the cost bound usually stops far earlier)
+SAFETY = 1.2  # the analytic rate assumes perfect batching (optimistic); the bound allows it to be pessimistic by this much
 
 
 @dataclass
@@ -85,6 +87,12 @@ def _layouts(gpus_per_node: int, nodes: int, request, moe: bool) -> list[tuple[i
     return out
 
 
+def searches_gpu_types(spec: str) -> bool:
+    """True for ``--gpu any`` or a comma list of GPU names (an inline YAML spec also has commas, inside braces)."""
+    spec = spec.strip()
+    return spec.lower() == "any" or ("," in spec and not spec.startswith("{"))
+
+
 def _gpu_types(request) -> list[tuple[GPUInfo, int, int]]:
     """(GPU, GPUs per node, nodes) for each GPU type searched: 'any', a comma list, or one spec."""
     from ..hardware import gpu_catalog, lookup_gpu, resolve_hardware
@@ -94,7 +102,7 @@ def _gpu_types(request) -> list[tuple[GPUInfo, int, int]]:
     if spec.lower() == "any":
         priced = {p.gpu for p in prices().prices}
         return [(g, NODE_GPUS, 1) for g in gpu_catalog() if g.name in priced]
-    if "," in spec:
+    if searches_gpu_types(spec):
         return [(lookup_gpu(part.strip().split(":")[0]), NODE_GPUS, 1) for part in spec.split(",") if part.strip()]
     hw = resolve_hardware(spec)
     if hw.kind != "gpu":
@@ -103,10 +111,43 @@ def _gpu_types(request) -> list[tuple[GPUInfo, int, int]]:
     return [(hw.gpu, per_node, hw.nodes)]
 
 
+def _latency_floor(step: StepModel, w: Workload, targets: LatencyTargets) -> str | None:
+    """A target this replica misses even alone (no queue, no other request), from two step times: no simulation needed."""
+    prompt = max(1, int(w.mean_input))
+    ttft = step.step_seconds(0, 0.0, prompt, prompt * (prompt + 1) / 2, 1, 1)
+    itl = step.decode_seconds(1, prompt + w.mean_output / 2)
+    for name, value, words in (("ttft_p90", ttft, "p90 time to first token"), ("ttft_p99", ttft, "p99 time to first token"),
+                               ("itl_p99", itl, "p99 inter-token latency"),
+                               ("e2e_p90", ttft + max(w.mean_output - 1, 0) * itl, "p90 end-to-end latency")):
+        limit = getattr(targets, name)
+        if limit is not None and value > limit:
+            return f"misses the {words} target even alone ({value:.3g} s against {limit:.3g} s)"
+    return None
+
+
+def _budget(step: StepModel, plan, w: Workload, targets: LatencyTargets) -> tuple[int, bool]:
+    """Token budget per step: the largest whose mixed step (a prompt chunk with a decode batch) stays within the
+    inter-token target (and whether any does); without a target, the engine's own."""
+    top = max(plan.engine.max_num_batched_tokens or 8192, BUDGETS[0])
+    if targets.itl_p99 is None:
+        return top, True
+    batch = max(1, min(plan.engine.max_num_seqs, 64))
+    ctx = w.mean_input + w.mean_output / 2
+    best, ok = BUDGETS[0], False
+    for b in BUDGETS:
+        if b > top:
+            break
+        t = step.step_seconds(batch, batch * ctx, b, b * (b + 1) / 2, 1, 0)
+        if t <= 0.9 * targets.itl_p99:
+            best, ok = b, True
+    return best, ok
+
+
 def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callable[[str], None]) -> tuple[list[Option], list[Candidate]]:
     """Plan every candidate replica; the infeasible ones come back as Candidates that say why not."""
     overrides = parse_overrides(request.price_per_gpu_hour)
     w = workload_from(request, model)
+    targets = targets_from(request)
     options: list[Option] = []
     refused: list[Candidate] = []
     moe = model.family == "moe"
@@ -127,28 +168,34 @@ def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callabl
             if not plan.feasible:
                 refused.append(_refused(gpu, tp, pp, ep, plan.infeasible_reason or "does not fit"))
                 continue
-            budgets = ([request.max_num_batched_tokens] if request.max_num_batched_tokens else
-                       [b for b in BUDGETS if b <= max(plan.engine.max_num_batched_tokens or 8192, 512)] or [512])
             step = build_step_model(
                 model, gpu=gpu, engine=plan.engine.name, quantization=plan.quantization.method, dtype=plan.dtype,
                 kv_cache_dtype=plan.engine.kv_cache_dtype, tp=tp, pp=pp, nodes=plan.parallelism.nodes, expert_parallel=ep,
             )
-            for budget in budgets:
-                cfg = SchedulerConfig(
-                    max_num_seqs=request.max_num_seqs or plan.engine.max_num_seqs,
-                    max_num_batched_tokens=budget, kv_capacity_tokens=max(plan.memory.kv_cache_tokens, 1),
-                    kv_admission=step.profile.kv_admission, lanes=pp,
-                )
-                est = analytic_rate(step, cfg, w.mean_input, w.mean_output)
-                options.append(Option(gpu=gpu, plan=plan, step=step, cfg=cfg, estimate=est, gpus=tp * pp,
-                                      price=price.usd_per_gpu_hour if price else None, price_source=price.source if price else None))
+            floor = _latency_floor(step, w, targets)
+            if floor:
+                refused.append(_refused(gpu, tp, pp, ep, floor, plan))
+                continue
+            budget, itl_ok = _budget(step, plan, w, targets)
+            budget = request.max_num_batched_tokens or budget
+            cfg = SchedulerConfig(
+                max_num_seqs=request.max_num_seqs or plan.engine.max_num_seqs,
+                max_num_batched_tokens=budget, kv_capacity_tokens=max(plan.memory.kv_cache_tokens, 1),
+                kv_admission=step.profile.kv_admission, lanes=pp,
+            )
+            est = analytic_rate(step, cfg, w.mean_input, w.mean_output)
+            if not itl_ok:  # every prompt chunk makes a step longer than the ITL target: only a trickle of load keeps p99 under it
+                est *= ITL_LIMITED
+            options.append(Option(gpu=gpu, plan=plan, step=step, cfg=cfg, estimate=est, gpus=tp * pp,
+                                  price=price.usd_per_gpu_hour if price else None, price_source=price.source if price else None))
         if price is None:
             on_note(f"no price for {gpu.name}: give --price-per-gpu-hour {gpu.name}=PRICE to rank it (left out of the cost ranking)")
     return options, refused
 
 
-def _refused(gpu: GPUInfo, tp: int, pp: int, ep: bool, why: str) -> Candidate:
-    return Candidate(gpu=gpu.name, engine="-", quantization="-", kv_cache_dtype="-", tensor_parallel_size=tp, pipeline_parallel_size=pp,
+def _refused(gpu: GPUInfo, tp: int, pp: int, ep: bool, why: str, plan=None) -> Candidate:
+    return Candidate(gpu=gpu.name, engine=plan.engine.name if plan else "-", quantization=plan.quantization.method if plan else "-",
+                     kv_cache_dtype=plan.engine.kv_cache_dtype if plan else "-", tensor_parallel_size=tp, pipeline_parallel_size=pp,
                      expert_parallel=ep, gpus_per_replica=tp * pp, max_num_seqs=0, max_num_batched_tokens=0, kv_cache_tokens=0,
                      max_rate_per_replica=0.0, replicas=0, total_gpus=0, meets_targets=False, why_not=why)
 
@@ -208,9 +255,11 @@ def search(request, model: ModelFacts, plan_fn: Callable, *, progress: Callable[
     for name, opts in by_gpu.items():
         opts.sort(key=lambda o: (o.cost_bound(rate), -o.estimate))
         best_here = math.inf
-        for o in opts:
+        for k, o in enumerate(opts):
             bound = o.cost_bound(rate)
-            if evaluated and bound > best_here and bound > best_cost:
+            if k > 0 and (bound >= best_here or bound >= best_cost):
+                break  # nothing further down this GPU type can beat what is already found (its first row is kept)
+            if k >= MAX_PER_GPU:
                 break
             rs = find_max_rate(o.step, w, o.cfg, targets)
             cand = _candidate(o, rs, rate, targets, w, request.replicas)

@@ -22,13 +22,14 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "gemm_scale": (0.5, 1.1),
     "gddr_scale": (0.5, 1.3),
     "moe_scale": (0.5, 1.5),
+    "amd_scale": (0.2, 1.2),
     "host_launch_s": (0.0, 1e-4),
     "cpu_bandwidth_efficiency": (0.05, 1.0),
 }
 # Where every fit starts (not the shipped values: a fit must not depend on what an earlier fit wrote).
 START: dict[str, float] = {
     "step_overhead_s": 1e-3, "per_sequence_s": 1e-5, "attention_scale": 1.0, "prefill_attention_scale": 1.0, "gemm_scale": 1.0,
-    "gddr_scale": 1.0, "moe_scale": 1.0, "host_launch_s": 1e-5, "cpu_bandwidth_efficiency": 0.5,
+    "gddr_scale": 1.0, "moe_scale": 1.0, "amd_scale": 1.0, "host_launch_s": 1e-5, "cpu_bandwidth_efficiency": 0.5,
 }
 SOFT_L1_SCALE = 0.2  # log-ratio at which the loss turns from quadratic to linear
 

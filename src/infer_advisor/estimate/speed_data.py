@@ -160,6 +160,10 @@ class EngineSpeed(BaseModel):
     gemm_scale: Coefficient = Field(description="Weight-kernel bandwidth/compute efficiency x the measured curves.")
     gddr_scale: Coefficient = Field(description="Extra bandwidth-efficiency factor on GDDR (consumer/workstation) GPUs.")
     moe_scale: Coefficient = Field(description="MoE expert-kernel bandwidth and compute efficiency x the measured grouped GEMM's.")
+    amd_scale: Coefficient = Field(
+        default_factory=lambda: Coefficient(value=1.0, kind="assumed", source="no AMD correction"),
+        description="Bandwidth and compute efficiency on AMD Instinct GPUs (ROCm kernels) x the NVIDIA-measured curves.",
+    )
     cpu_bandwidth_efficiency: Coefficient | None = Field(default=None, description="Fraction of CPU memory bandwidth reached (CPU engines).")
     fit: dict | None = Field(default=None, description="Points, sources and leave-one-source-out error of the fit.")
     source: str
@@ -217,7 +221,7 @@ class FittedFile(BaseModel):
 
 
 FITTED_FIELDS = ("step_overhead_s", "per_sequence_s", "attention_scale", "prefill_attention_scale", "gemm_scale", "gddr_scale",
-                 "moe_scale")
+                 "moe_scale", "amd_scale")
 
 
 @cache

@@ -391,6 +391,8 @@ def build_step_model(
     wk_name, wk = _weight_kernel(prof, engine, quantization, gpu)
     curve = k.gemm[wk.curve]
     gddr = prof.gddr_scale.value if ceil.gddr else 1.0
+    amd = prof.amd_scale.value if (gpu is not None and gpu.vendor == "amd") else 1.0
+    gddr *= amd  # ROCm kernels against the NVIDIA-measured curves (a fitted factor, bandwidth and compute)
     gemm_scale = prof.gemm_scale.value
     bw_eff = min(curve.bandwidth_efficiency * wk.bandwidth_scale * gemm_scale * gddr, 0.98)
     peak = ceil.peaks.get(wk.peak) or ceil.peaks["bf16"]
@@ -422,7 +424,7 @@ def build_step_model(
         ceil=ceil,
         gemm_bw=bw_eff * bw, gemm_launch=curve.launch_s * wk.launch_scale * launch_on,
         gemm_table=curve.compute_efficiency_by_tokens if on_gpu else flat, gemm_peak=peak,
-        gemm_compute_scale=min(wk.compute_scale * gemm_scale, 1.0) if on_gpu else min(gemm_scale, 1.0),  # CPU: no GPU kernel class
+        gemm_compute_scale=min(wk.compute_scale * gemm_scale * amd, 1.0) if on_gpu else min(gemm_scale, 1.0),  # CPU: no GPU kernel class
         head_bw=(min(head_curve.bandwidth_efficiency * gemm_scale * gddr, 0.98) if on_gpu else cpu_eff) * bw,
         head_launch=head_curve.launch_s * launch_on, head_table=head_curve.compute_efficiency_by_tokens if on_gpu else flat,
         head_peak=ceil.peaks["bf16"],

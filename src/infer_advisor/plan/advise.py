@@ -69,6 +69,7 @@ def advise(
     explain: bool = False,
     model_facts: ModelFacts | None = None,
     hardware: HardwareFacts | None = None,
+    progress: Any = None,
     **options: Any,
 ) -> DeploymentPlan:
     """Recommend how to deploy ``model``: engine, quantization, dtype, parallelism, memory and speed.
@@ -85,6 +86,11 @@ def advise(
         request: a ready :class:`PlanRequest` instead of keywords.
         explain: keep every rule considered (matched or not) in ``plan.explain``.
         model_facts, hardware: pre-resolved facts (skips the model/hardware stages; used by tools and tests).
+        progress: with ``rate``, a callable that receives a line now and then while a long sizing search runs.
+
+    With ``rate`` (requests/s) and optional latency targets, the plan is the cheapest fleet that meets them, found by
+    simulating every GPU type and layout searched (``gpu="any"``, a comma list, or one GPU type); ``plan.capacity``
+    holds the comparison (see :func:`infer_advisor.size`).
 
     An impossible request returns a plan with ``feasible=False``, the reason and a ``suggestion``;
     bad input raises an :class:`~infer_advisor.errors.InferAdvisorError` subclass.
@@ -100,9 +106,18 @@ def advise(
         from ..model_facts import resolve_model
 
         model_facts = resolve_model(request.model, revision=request.revision, source=request.model_source)
+    if hardware is None and request.rate:
+        from .sized import sized_plan
+
+        return sized_plan(request, model_facts, explain, progress=progress)
     if hardware is None:
         from ..hardware import resolve_hardware
 
+        from ..capacity.search import searches_gpu_types
+
+        if searches_gpu_types(request.gpu):
+            raise RequestError(f"--gpu {request.gpu} searches GPU types for a traffic rate: add --rate REQUESTS_PER_S "
+                               "(and latency targets such as --ttft-p90 1 --itl-p99 0.06).")
         hardware = resolve_hardware(request.gpu)
     return _plan(request, model_facts, hardware, explain)
 
@@ -429,6 +444,13 @@ def _decisions(c: Choice, result, request: PlanRequest, unit: str = "GPU") -> li
             source="estimate.memory (estimated)",
         )
     )
+    if c.layout_comparison:
+        out.append(
+            Decision(
+                rule_id="layout.goal", decides="layout", value=str(c.layout), effect="set", reason=c.layout_comparison,
+                source="estimate.step_time (estimated)",
+            )
+        )
     if c.kv_fallback:
         out.append(
             Decision(

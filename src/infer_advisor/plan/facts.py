@@ -8,7 +8,7 @@ from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
 
 # Candidate facts start unknown (None) so a rule that reads them before they are decided never matches.
-CANDIDATE_FACTS = ("engine", "dtype", "kv_cache_dtype", "quantization", "tp", "pp", "nodes", "gpus_used", "quant.group_size", "quant.bits")
+CANDIDATE_FACTS = ("engine", "dtype", "kv_cache_dtype", "quantization", "tp", "pp", "nodes", "gpus_used", "ep", "quant.group_size", "quant.bits")
 
 
 def base_facts(model: ModelFacts, hw: HardwareFacts, request: Any, concurrency: int, context: int) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..estimate.memory import MemoryEstimate
 from ..estimate.speed import PerformanceEstimate
+from ..capacity.result import CapacityResult
 from .request import PlanRequest
 
 SCHEMA_VERSION = "1"
@@ -203,6 +204,9 @@ class DeploymentPlan(BaseModel):
     explain: list[RuleTrace] | None = Field(default=None, description="Every rule considered, with --explain.")
     speculative: SpeculativePlan | None = Field(default=None, description="Speculative decoding, when the plan uses it.")
     prefix_caching: PrefixCachingPlan | None = Field(default=None, description="The engine's prefix caching as the artifacts set it.")
+    capacity: CapacityResult | None = Field(
+        default=None, description="With --rate: the fleet sizing (chosen option, best per GPU type, front, binding target)."
+    )
 
     def render(self, kind: str, out: str | Path | None = None, **options: Any):
         """Render launch artifacts (``script``, ``docker``, ``compose``, ``k8s``, ``all``); write them under ``out`` if given."""

@@ -43,13 +43,14 @@ class Layout:
     tp: int
     pp: int
     nodes: int
+    ep: bool = False  # MoE experts spread over the TP ranks instead of split within each expert
 
     @property
     def gpus(self) -> int:
         return self.tp * self.pp
 
     def __str__(self) -> str:
-        return f"tp={self.tp} pp={self.pp} nodes={self.nodes}"
+        return f"tp={self.tp} pp={self.pp} nodes={self.nodes}" + (" ep" if self.ep else "")
 
 
 @dataclass
@@ -69,6 +70,7 @@ class Choice:
     speculative: DraftPair | None = None
     kv_fallback_from_context: int | None = None  # the context the model-dtype KV cache would have allowed (cut hard)
     kv_alternatives: list[str] = field(default_factory=list)  # other KV dtypes the rules allow (for advice)
+    layout_comparison: str | None = None  # why this layout beat the others that fit equally well (the goal's comparison)
 
 
 @dataclass
@@ -81,15 +83,38 @@ class SearchResult:
     best_effort_layouts_refused: list[Verdict] = field(default_factory=list)  # layouts the rules took from its engine
 
 
-def layouts(hw: HardwareFacts, tp_sizes: list[int]) -> list[Layout]:
+def layouts(hw: HardwareFacts, tp_sizes: list[int], request: Any = None, model: ModelFacts | None = None) -> list[Layout]:
+    """Tensor x pipeline layouts over one node (pipeline stages within the node too), then pipeline stages across nodes;
+    the user's pins (--tensor-parallel-size, --pipeline-parallel-size, --enable-expert-parallel) select among them."""
+    from ..errors import RequestError
+
     if hw.kind == "cpu":
         return [Layout(1, 1, 1)]
     per_node = hw.gpus_per_node
-    out = [Layout(tp, 1, 1) for tp in tp_sizes if tp <= per_node]
-    if per_node not in tp_sizes:
-        out.append(Layout(per_node, 1, 1))
+    tps = [t for t in tp_sizes if t <= per_node] + ([per_node] if per_node not in tp_sizes else [])
+    out = [Layout(tp, 1, 1) for tp in tps]
+    out += [Layout(tp, pp, 1) for pp in (2, 4, 8) for tp in tps if tp * pp <= per_node]
     for nodes in range(2, hw.nodes + 1):
         out.append(Layout(per_node, nodes, nodes))
+    tp_pin = getattr(request, "tensor_parallel_size", None)
+    pp_pin = getattr(request, "pipeline_parallel_size", None)
+    if tp_pin or pp_pin:
+        pinned = [lo for lo in out if (not tp_pin or lo.tp == tp_pin) and (not pp_pin or lo.pp == pp_pin)]
+        if tp_pin and pp_pin and not pinned and tp_pin <= per_node and tp_pin * pp_pin <= hw.total_gpus:
+            nodes = max(1, -(-tp_pin * pp_pin // per_node))
+            if nodes <= hw.nodes and (nodes == 1 or tp_pin == per_node):
+                pinned = [Layout(tp_pin, pp_pin, nodes)]
+        if not pinned:
+            asked = " x ".join(x for x in (f"--tensor-parallel-size {tp_pin}" if tp_pin else "",
+                                           f"--pipeline-parallel-size {pp_pin}" if pp_pin else "") if x)
+            raise RequestError(f"{asked} does not fit {per_node} GPU(s) per node x {hw.nodes} node(s): tensor parallelism stays within "
+                               f"a node ({per_node} GPUs here); pipeline stages span nodes only at full-node tensor parallelism.")
+        out = pinned
+    ep = getattr(request, "enable_expert_parallel", None)
+    if ep:
+        if model is not None and model.family != "moe":
+            raise RequestError(f"--enable-expert-parallel needs a mixture-of-experts model; {model.name} is dense.")
+        out = [Layout(lo.tp, lo.pp, lo.nodes, ep=True) for lo in out]
     return out
 
 
@@ -180,8 +205,8 @@ def search(
                 continue
             fmt = weight_format(qv.value)
             f_q = {**f_k, "quantization": qv.value, "quant.group_size": fmt.group_size, "quant.bits": fmt.bits}
-            for layout in layouts(hw, tp_sizes):
-                f_l = {**f_q, "tp": layout.tp, "pp": layout.pp, "nodes": layout.nodes, "gpus_used": layout.gpus}
+            for layout in layouts(hw, tp_sizes, request, model):
+                f_l = {**f_q, "tp": layout.tp, "pp": layout.pp, "nodes": layout.nodes, "gpus_used": layout.gpus, "ep": layout.ep}
                 lv = judge(by["layout"], "layout", str(layout), f_l, trace, context=f"{ev.value} + {qv.value}")
                 if not lv.allowed:
                     layouts_refused.append(lv)
@@ -242,12 +267,32 @@ def search(
                     result.choice = Choice(ev, dv, kv, qv, lv, layout, est, context, False, profile, speculative=spec)
                     return result
         estimates = []
-        for *_, qv, lv, layout in candidates:
+        fitting: list[tuple[Verdict, Verdict, Layout, MemoryEstimate]] = []
+        first_key = None
+        for key, _, _, qv, lv, layout in candidates:
+            if first_key is not None and key != first_key:
+                break  # only layouts the rules rank as high as the first that fits compete on speed
+            if first_key is not None and qv.value != fitting[0][0].value:
+                continue
             est = estimate(qv, layout, context)
             estimates.append((qv, lv, layout, est))
             if holds(est):
-                result.choice = Choice(ev, dv, kv, qv, lv, layout, est, context, False, profile)
-                return result
+                first_key = key if first_key is None else first_key
+                fitting.append((qv, lv, layout, est))
+        if fitting:
+            pick, why = 0, None
+            if len(fitting) > 1 and on_gpu:
+                from .layout_goal import pick_by_goal
+
+                pick, why = pick_by_goal(model, hw, request, profile.name, dv.value, kv.value, fitting, concurrency,
+                                         input_tokens, request_tokens)
+            qv, lv, layout, est = fitting[pick]
+            result.choice = Choice(ev, dv, kv, qv, lv, layout, est, context, False, profile, layout_comparison=why)
+            return result
+        seen = {(e[0].value, str(e[2])) for e in estimates}
+        for *_, qv, lv, layout in candidates:
+            if (qv.value, str(layout)) not in seen:
+                estimates.append((qv, lv, layout, estimate(qv, layout, context)))
         for alt in kv_fallbacks:  # pass 1 again with a smaller KV cache dtype, before lowering anything
             for *_, qv, lv, layout in candidates:
                 est = estimate(qv, layout, context, kvv=alt)
@@ -329,7 +374,7 @@ def _fallback(model, hw, request, by, facts, engine_order, mem_bytes, concurrenc
         if fmt not in profile.quantizations:
             fmt = profile.quantizations[0]
         qv = Verdict(value=fmt, allowed=False)
-        layout = layouts(hw, tp_sizes)[-1]
+        layout = layouts(hw, tp_sizes, request, model)[-1]
         est = estimate_memory(
             model, gpu_memory_bytes=mem_bytes, engine=profile, quantization=fmt, dtype=dv.value, kv_cache_dtype=kv.value,
             tp=layout.tp, pp=layout.pp, context=context, concurrency=concurrency,
