@@ -18,31 +18,52 @@ from infer_advisor.model_facts.catalog import load_catalog
 CATALOG = load_catalog()
 
 
+# Parameter-name parts of a multimodal model's vision tower and projector: not part of the language model counted here.
+_VISION_PARTS = ("visual", "vision_tower", "multi_modal_projector")
+
+
 def transformers_parameter_count(config: dict) -> int:
-    """Unique parameters of AutoModelForCausalLM built from ``config`` on the meta device."""
+    """Unique parameters of the language model transformers builds from ``config`` on the meta device:
+    AutoModelForCausalLM, or for a multimodal wrapper whose text model has no causal-LM class of its own (Qwen3-VL)
+    the whole AutoModelForImageTextToText minus its vision tower."""
     from accelerate import init_empty_weights
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES,
+    )
 
     cfg = dict(config)
     # The count is of the unquantized architecture: FP8/AWQ loaders would swap Linear layers for packed ones.
     cfg.pop("quantization_config", None)
-    if isinstance(cfg.get("text_config"), dict):  # multimodal wrapper: count its language model (Gemma 3, Qwen3.5)
-        cfg = dict(cfg["text_config"])
+    skip: tuple[str, ...] = ()
+    build = AutoModelForCausalLM
+    text = cfg.get("text_config")
+    if (
+        isinstance(text, dict)
+        and text.get("model_type") not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+        and text.get("model_type") != "kimi_k2"  # built as deepseek_v3 below (its `architectures`), not as a wrapper
+        and cfg.get("model_type") in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+    ):  # e.g. Qwen3-VL (its text model has no causal-LM class; it ties by the top-level config)
+        build, skip = AutoModelForImageTextToText, _VISION_PARTS
+    elif isinstance(text, dict):  # multimodal wrapper: count its language model (Gemma 3, Qwen3.5)
+        cfg = dict(text)
         cfg.pop("quantization_config", None)
     # Kimi K2 names its model_type 'kimi_k2' but ships DeepseekV3ForCausalLM (config.json `architectures`,
     # modeling_deepseek.py): transformers builds it as deepseek_v3.
-    cfg["model_type"] = SAME_AS.get(cfg.get("model_type"), cfg.get("model_type"))
+    if build is AutoModelForCausalLM:
+        cfg["model_type"] = SAME_AS.get(cfg.get("model_type"), cfg.get("model_type"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         hf_config = AutoConfig.for_model(**cfg)
         with init_empty_weights(include_buffers=True):  # buffers too: Llama 4 builds large ones on the CPU otherwise (minutes)
-            model = AutoModelForCausalLM.from_config(hf_config)
+            model = build.from_config(hf_config)
     # init_empty_weights may leave lm_head untied; tie as from_pretrained would, then count each tensor once.
     model.tie_weights()
     seen: set[int] = set()
     total = 0
-    for _, param in model.named_parameters(remove_duplicate=False):
-        if id(param) not in seen:
+    for name, param in model.named_parameters(remove_duplicate=False):
+        if id(param) not in seen and not any(part in name for part in skip):
             seen.add(id(param))
             total += param.numel()
     return total

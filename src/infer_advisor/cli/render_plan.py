@@ -52,7 +52,7 @@ def print_plan(plan, explain: bool = False) -> None:
     )
     t.add_row("max_model_len / max_num_seqs", f"{eng.max_model_len} / {eng.max_num_seqs}", "memory fit")
     unit = "GPU" if hw.kind == "gpu" else "socket"  # a CPU plan's memory is the host's RAM
-    t.add_row("weights", f"{_gib(mem.weights_bytes)} total, {_gib(mem.weights_bytes_per_gpu)} per {unit}", mem.source)
+    t.add_row("weights", f"{_gib(mem.weights_bytes)} total, {_gib(mem.weights_bytes_per_gpu)} per {unit}", mem.weights_origin)
     t.add_row("KV cache per token", f"{mem.kv_cache_bytes_per_token / 1024:.0f} KiB ({mem.kv_cache_bytes_per_token_per_gpu / 1024:.0f} KiB per {unit})", mem.source)
     overheads = ", ".join(f"{k} {_gib(v)}" for k, v in mem.overhead_bytes_per_gpu.items() if v)
     t.add_row("activations / overheads", f"{_gib(mem.activation_bytes_per_gpu)} / {overheads or 'none'}", mem.source)

@@ -17,6 +17,7 @@ from ..estimate.formats import weight_format
 from ..estimate.memory import MemoryEstimate, estimate_memory
 from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
+from ..model_facts.published import checkpoint_bytes_for
 from ..rules.evaluate import Trace, Verdict, judge, rank
 from ..rules.schema import Rule
 from ..speculative import DraftPair, draft_for
@@ -209,6 +210,8 @@ def search(
                 on_gpu=on_gpu,
                 draft_params=draft.params if draft else 0,
                 draft_kv_elements_per_token=draft.kv_elements_per_token if draft else 0,
+                # a published checkpoint the plan would serve, at its stated size (the same lookup advise makes)
+                checkpoint_bytes=checkpoint_bytes_for(model.name, model.source, model.pre_quantized is not None, qv.value),
             )
 
         def holds(est: MemoryEstimate) -> bool:  # fits, and one request of the whole context fits its KV cache
