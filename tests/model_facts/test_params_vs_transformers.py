@@ -14,6 +14,7 @@ import pytest
 from infer_advisor.model_facts import facts_from_config
 from infer_advisor.model_facts.arch import _SAME_AS as SAME_AS
 from infer_advisor.model_facts.catalog import load_catalog
+from tests.model_facts.test_new_architectures import FALCON_H1, GRANITE
 
 CATALOG = load_catalog()
 
@@ -136,3 +137,23 @@ def test_new_layer_types_in_small_variants_equal_transformers(name, overrides):
     else:
         config = {**config, **overrides}
     assert facts_from_config(name, config, "local").num_parameters == transformers_parameter_count(config)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "config",
+    [
+        GRANITE,
+        {**GRANITE, "num_local_experts": 0, "num_experts_per_tok": 0, "mamba_proj_bias": True, "attention_bias": True,
+         "mamba_n_groups": 2, "tie_word_embeddings": False},
+        FALCON_H1,
+        {**FALCON_H1, "mamba_rms_norm": True, "mamba_proj_bias": True, "projectors_bias": True, "mamba_conv_bias": False,
+         "attention_bias": True, "mlp_bias": True, "tie_word_embeddings": True},
+        {**FALCON_H1, "mamba_d_ssm": None, "mamba_expand": 2, "mamba_d_head": "auto", "mamba_n_heads": 32},
+    ],
+    ids=["granite4-moe", "granite4-dense-biases", "falcon-h1", "falcon-h1-norm-biases", "falcon-h1-expand"],
+)
+def test_mamba_hybrids_without_catalog_configs_equal_transformers(config):
+    """Granite 4 and Falcon-H1 have no published config in the catalog yet; their sizing is checked on the synthetic
+    shapes of test_new_architectures.py, with every bias and norm switch transformers reads."""
+    assert facts_from_config("hybrid", config, "local").num_parameters == transformers_parameter_count(config)

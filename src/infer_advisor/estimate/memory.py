@@ -141,7 +141,8 @@ def weights_bytes(
     checkpoint_bytes: int | None = None,
 ) -> int:
     """All weight bytes of ``model`` in format ``quantization`` with unquantized parts in ``dtype``."""
-    return int(sum(_group_bytes(model, quantization, dtype, group_size, checkpoint_bytes).values()))
+    total = sum(_group_bytes(model, quantization, dtype, group_size, checkpoint_bytes).values())
+    return int(round(total)) if checkpoint_bytes else int(total)
 
 
 def kv_bytes_per_token_per_gpu(model: ModelFacts, kv_bytes: float, tp: int, pp: int) -> tuple[float, float]:
@@ -291,7 +292,7 @@ def estimate_memory(
         accounting=engine.memory_accounting,
         gpu_memory_bytes=int(gpu_memory_bytes),
         budget_bytes_per_gpu=int(budget),
-        weights_bytes=int(total_weights),
+        weights_bytes=int(round(total_weights)) if checkpoint_bytes else int(total_weights),  # the stated size, exactly
         weights_bytes_per_gpu=int(weights_gpu),
         kv_cache_bytes_per_token=model.kv_cache_elements_per_token * kv_b,
         kv_cache_bytes_per_token_per_gpu=full_tok,

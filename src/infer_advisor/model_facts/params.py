@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..errors import ModelConfigError
 from .arch import Arch
 from .facts import ParamBreakdown
 
@@ -237,10 +238,12 @@ def mamba_dims(a: Arch) -> MambaDims:
             inner = a.int("mamba_d_ssm", minimum=1)
         else:
             inner = a.int("mamba_expand", 2, minimum=1) * a.hidden
-        head_dim = a.raw.get("mamba_d_head")
+        head_dim = inner // heads if a.raw.get("mamba_d_head") in (None, "auto") else a.int("mamba_d_head", minimum=1)
+        if inner % heads or head_dim * heads != inner:  # transformers' validate_architecture refuses these too
+            raise ModelConfigError(a.where, f"mamba heads x head dim must equal the Mamba width {inner} ({heads} heads)")
         return MambaDims(
             heads=heads,
-            head_dim=inner // heads if head_dim in (None, "auto") else a.int("mamba_d_head", minimum=1),
+            head_dim=head_dim,
             groups=a.int("mamba_n_groups", 1, minimum=1),
             state=a.int("mamba_d_state", minimum=1),
             kernel=a.int("mamba_d_conv", 4, minimum=1),

@@ -56,11 +56,12 @@ def published() -> PublishedFile:
     return load_validated(shipped("data") / "published_checkpoints.yaml", PublishedFile)
 
 
-def find_published(model: str, method: str) -> PublishedCheckpoint | None:
-    """The first published checkpoint of ``model`` (exact Hub id, any case) in weight format ``method``."""
+def find_published(model: str, method: str, *, verified_only: bool = True) -> PublishedCheckpoint | None:
+    """The first published checkpoint of ``model`` (exact Hub id, any case) in weight format ``method``; by default only
+    a verified one (a repository name seen published), so a plan never names a repository that may not exist."""
     table = {k.lower(): v for k, v in published().checkpoints.items()}
     for ckpt in table.get(model.strip().lower(), []):
-        if ckpt.method == method:
+        if ckpt.method == method and (ckpt.verified or not verified_only):
             return ckpt
     return None
 
