@@ -166,3 +166,16 @@ def test_a_mamba_width_that_heads_do_not_divide_is_refused():
 
     with pytest.raises(ModelConfigError, match="Mamba width"):
         facts_from_config("x", {**FALCON_H1, "mamba_n_heads": 25}, "local")
+
+
+def test_deepseek_v4_plans_serve_its_own_checkpoint_format():
+    from infer_advisor import advise
+
+    plan = advise(model="deepseek-ai/DeepSeek-V4-Flash", gpu="H200:2", model_source="catalog")
+    assert plan.feasible and plan.engine.name == "vllm"
+    assert plan.quantization.method == "fp8-block-fp4-experts" and plan.quantization.pre_quantized
+    assert not plan.quantization.needs_quantize_step
+    m = resolve_model("deepseek-ai/DeepSeek-V4-Flash", source="catalog")
+    assert plan.memory.weights_bytes == weights_bytes(m, "fp8-block-fp4-experts", plan.dtype)
+    nv = advise(model="nvidia/DeepSeek-V4-Flash-NVFP4", gpu="B200:4", model_source="catalog")
+    assert nv.feasible and nv.quantization.method == "fp8-block-nvfp4-experts"
