@@ -199,3 +199,14 @@ def test_every_gpu_has_an_fp16_rate_and_a_source():
     for g in catalog().gpus:
         assert "fp16" in g.tflops and len(g.source) > 8
     assert next(g for g in catalog().gpus if g.name == "DGX-Spark").unified_memory
+
+
+def test_an_unlisted_laptop_gpu_spec_plans_within_its_memory():
+    """A laptop part the catalog lacks, described inline (the 8 GB card of a thin laptop; test input, not catalog data):
+    the plan fits its 8 GiB, picks a smaller weight format than bf16 and names the spec as the hardware's source."""
+    spec = ("{name: RTX-4060-Laptop-8GB, memory_gib: 8, memory_bandwidth_gb_s: 256, tflops: {fp16: 60, bf16: 60, fp8: 120}, "
+            "compute_capability: 8.9, interconnect: pcie, interconnect_gb_s: 16}")
+    plan = advise(model="meta-llama/Llama-3.1-8B-Instruct", gpu=spec, model_source="catalog")
+    assert plan.feasible and plan.hardware.source == "spec" and plan.hardware.gpus[0].memory_bytes == 8 * GIB
+    assert plan.memory.total_bytes_per_gpu <= 8 * GIB and plan.quantization.method != "none"
+    assert plan.memory.weights_bytes < 8.03e9 * 2  # smaller than the bf16 weights that could not fit
