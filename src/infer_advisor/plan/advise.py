@@ -394,7 +394,10 @@ def _published(model: ModelFacts, method: str) -> PublishedCheckpointRef | None:
         found = hub_quantized(model.name, method)
     if found is None:
         return None
-    return PublishedCheckpointRef(repo=found.repo, method=found.method, file=found.file, size_bytes=found.size_bytes, source=found.source)
+    return PublishedCheckpointRef(
+        repo=found.repo, method=found.method, file=found.file, size_bytes=found.size_bytes, size_source=found.size_source,
+        source=found.source,
+    )
 
 
 def _decisions(c: Choice, result, request: PlanRequest, unit: str = "GPU") -> list[Decision]:

@@ -96,8 +96,11 @@ class PublishedCheckpointRef(BaseModel):
     repo: str = Field(description="Hub id the engine loads instead of the base model.")
     method: str
     file: str | None = Field(default=None, description="GGUF quant tag (`llama-server -hf REPO:TAG`).")
-    size_bytes: int | None = Field(default=None, description="Weight bytes the repository states, if it does.")
+    size_bytes: int | None = Field(
+        default=None, description="Weight bytes the repository states, if it does; the memory model then plans with them."
+    )
     source: str = Field(description="Where the checkpoint is listed: the data file's model-card URL, or the Hub's answer.")
+    size_source: str | None = Field(default=None, description="Where size_bytes was read (safetensors index or model card).")
     origin: Literal["published checkpoint"] = "published checkpoint"
 
 
