@@ -146,6 +146,10 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
     if choice.profile.maintenance_note:
         warnings.append(choice.profile.maintenance_note)
     decisions = _decisions(choice, result, request)
+    engine = _engine_config(request, model, choice, concurrency)
+    if engine.server == "triton":
+        decisions.append(_triton_decision(engine))
+        warnings.append(_triton_memory_note())
     return DeploymentPlan(
         feasible=feasible,
         infeasible_reason=reason,
@@ -158,7 +162,7 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
             pre_quantized=model.pre_quantized, path=model.name if model.source == "local" else None, model_type=model.model_type,
         ),
         hardware=_hardware_summary(hw),
-        engine=_engine_config(request, model, choice, concurrency),
+        engine=engine,
         quantization=_quantization(model, choice, decisions),
         dtype=choice.dtype.value,
         parallelism=Parallelism(
@@ -258,7 +262,7 @@ def _engine_config(request: PlanRequest, model: ModelFacts, c: Choice, concurren
         "vllm": "sglang", "sglang": "vllm", "tgi": "vllm", "ctranslate2": "vllm", "trtllm": "vllm", "mlc": "exllamav2",
         "exllamav2": "mlc", "mistralrs": "llama.cpp", "llama.cpp": "mistralrs",
     }.get(p.name)
-    return EngineConfig(
+    config = EngineConfig(
         name=p.name,
         version=p.version,
         image=p.image,
@@ -272,6 +276,44 @@ def _engine_config(request: PlanRequest, model: ModelFacts, c: Choice, concurren
         kv_cache_dtype=c.kv_cache_dtype.value,
         served_model_name=_served_name(p.name, model),
         alternative=alternative,
+    )
+    if p.name == "trtllm" and request.stack == "nvidia-triton":
+        return _triton(config)
+    return config
+
+
+def _triton(config: EngineConfig) -> EngineConfig:
+    """The same TensorRT-LLM engine behind Triton Inference Server (--stack nvidia-triton): Triton's image, HTTP port,
+    readiness path and model name (data/triton.yaml)."""
+    from ..triton import triton_facts, triton_release
+
+    facts, release = triton_facts(), triton_release(config.version)
+    return config.model_copy(update=dict(
+        image=facts.image_for(release), port=facts.http_port, health_path=facts.health_path,
+        served_model_name=facts.model_name, server="triton", server_version=release.triton,
+    ))
+
+
+def _triton_decision(engine: EngineConfig) -> Decision:
+    from ..triton import triton_release
+
+    release = triton_release(engine.version)
+    return Decision(
+        rule_id="server.triton", decides="server", value=engine.image, effect="set",
+        reason=f"--stack nvidia-triton: TensorRT-LLM {engine.version} served by Triton {release.triton} (tritonserver "
+        f"{release.triton_server_version}) through its TensorRT-LLM backend's LLM API model '{engine.served_model_name}'",
+        source=release.source,
+    )
+
+
+def _triton_memory_note() -> str:
+    from ..triton import triton_facts
+
+    pool = triton_facts().cuda_memory_pool_bytes
+    return (
+        f"Triton's own process holds a CUDA context and its {pool / 2**20:.0f} MiB CUDA memory pool on each GPU "
+        "(tritonserver defaults), outside the memory estimate; TensorRT-LLM's KV cache takes its fraction of the memory "
+        "free after them, so it holds slightly fewer tokens than estimated."
     )
 
 

@@ -81,6 +81,13 @@ class EngineConfig(BaseModel):
     kv_cache_dtype: str = "auto"
     served_model_name: str
     alternative: str | None = Field(default=None, description="A named alternative engine for the same plan.")
+    server: Literal["triton"] | None = Field(
+        default=None,
+        description="The server in front of the engine when it is not the engine's own: triton (Triton Inference Server's "
+        "TensorRT-LLM backend, --stack nvidia-triton; image, port and health path are Triton's, served_model_name is "
+        "the Triton model).",
+    )
+    server_version: str | None = Field(default=None, description="Triton release (yy.mm) whose container ships the engine version.")
 
 
 class PublishedCheckpointRef(BaseModel):
