@@ -45,8 +45,6 @@ class TritonFacts(BaseModel):
     health_source: str
     cuda_memory_pool_bytes: int = Field(ge=0)
     cuda_memory_pool_source: str
-    mpirun: list[str]
-    tritonserver: str
     launch_source: str
     decoupled: bool
     max_batch_size: int = Field(ge=0)

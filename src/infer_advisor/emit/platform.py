@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import EmitError
 from ..plan.models import DeploymentPlan
-from .facts import emit_facts
+from .facts import emit_facts, engine_facts
 
 # Kubernetes extended resources of the vendors' device plugins (NVIDIA k8s-device-plugin, ROCm k8s-device-plugin).
 GPU_RESOURCES = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}
@@ -49,7 +49,7 @@ def _sm_image(template: str, sms: list[int], compute_capability: float, engine: 
 
 def _image(plan: DeploymentPlan, vendor: str) -> str:
     e = plan.engine
-    ef = emit_facts().engines[e.name]
+    ef = engine_facts(plan)
     if vendor == "cpu":
         return e.image
     gpu = plan.hardware.gpus[0]
