@@ -378,7 +378,7 @@ def _compose_services(
         return [
             {**base, "name": f"server-{g.index}", "port": g.port, "devices": g.devices.split(","), "visible": g.devices,
              "ports": [f"{h.port}:{c.port}" for h, c in zip(g.ports, ports, strict=True)] if g.ports else [f"{g.port}:{port}"],
-             # Triton: each replica's own shared-memory prefix (ipc: host shares /dev/shm between the containers)
+             # Triton: each replica's own ports and shared-memory prefix, as launch_triton_server.py gives each rank one
              "entrypoint": g.argv_container if g.ports else None}
             for g in groups
         ]
