@@ -23,7 +23,7 @@ class TritonRelease(BaseModel):
     triton: str = Field(description="Triton release (yy.mm) whose trtllm-python-py3 container ships the engine version.")
     triton_server_version: str = Field(description="The tritonserver version of that release, e.g. 2.71.0.")
     source: str
-    model_code_ref: str = Field(description="Git tag of TensorRT-LLM whose triton_backend LLM API model is installed.")
+    model_code_ref: str = Field(description="Git ref (release branch) of TensorRT-LLM whose triton_backend LLM API model is installed.")
     model_code_source: str
 
 

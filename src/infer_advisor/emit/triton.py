@@ -8,7 +8,7 @@
 The model is the LLM API (PyTorch backend) ``tensorrt_llm`` model of TensorRT-LLM's ``triton_backend/all_models/llmapi``:
 ``config.pbtxt`` declares its inputs and outputs, ``1/model.yaml`` holds the ``LLM()`` arguments (the same ones
 trtllm-serve builds from its flags) and ``triton_config``; ``1/model.py`` and its helpers come from TensorRT-LLM's
-source at the release tag (the image build, or serve.sh's first run, fetches them). Everything here is a value;
+source at the release branch Triton's own build uses (the image build, or serve.sh's first run, fetches them). Everything here is a value;
 templates only print it.
 """
 

@@ -17,11 +17,11 @@ cd -- "$(dirname -- "${BASH_SOURCE[0]}")"
 export HF_XET_HIGH_PERFORMANCE="${HF_XET_HIGH_PERFORMANCE:-1}"
 
 # Prepare Triton Inference Server 26.07 with TensorRT-LLM's own format (each step is skipped when its output exists):
-# 1. fetch TensorRT-LLM v1.2.1 (sparse: no files yet)
+# 1. fetch TensorRT-LLM release/1.2.1 (sparse: no files yet)
 if [ ! -e .tensorrt_llm-src/.git ]; then
   git clone \
     --depth=1 \
-    --branch=v1.2.1 \
+    --branch=release/1.2.1 \
     --filter=blob:none \
     --sparse https://github.com/NVIDIA/TensorRT-LLM.git .tensorrt_llm-src
 fi
