@@ -89,6 +89,13 @@ class EngineConfig(BaseModel):
         description="The engine version's own values of the settings above on this GPU; launch scripts pass only settings that differ.",
     )
     memory_profile: str | None = Field(default=None, description="The engine memory profile (version range) the plan's memory figures use.")
+    server: Literal["triton"] | None = Field(
+        default=None,
+        description="The server in front of the engine when it is not the engine's own: triton (Triton Inference Server's "
+        "TensorRT-LLM backend, --stack nvidia-triton; image, port and health path are Triton's, served_model_name is "
+        "the Triton model).",
+    )
+    server_version: str | None = Field(default=None, description="Triton release (yy.mm) whose container ships the engine version.")
 
 
 class PublishedCheckpointRef(BaseModel):
