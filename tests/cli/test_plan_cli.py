@@ -100,3 +100,19 @@ def test_infeasible_plan_exits_1_with_reason_and_suggestion(capsys):
     assert plan["feasible"] is False
     assert plan["infeasible_reason"]
     assert plan["suggestion"] and plan["suggestion"].startswith("--gpu ")
+
+
+def test_triton_follows_the_engine_version_and_refuses_one_it_has_no_release_for(capsys):
+    """--stack nvidia-triton with main's --engine-version: the Triton release is looked up for the version the plan
+    runs; a TensorRT-LLM version data/triton.yaml does not map to a Triton release is one line, exit 2 (plain
+    --stack nvidia plans it, with main's version note)."""
+    base = ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100-80GB", "--engine", "trtllm"]
+    rc, plan = run_json(capsys, *base, "--stack", "nvidia-triton", "--engine-version", "1.2.1")
+    assert rc == 0 and plan["engine"]["server"] == "triton" and plan["engine"]["server_version"] == "26.07"
+    assert plan["engine"]["image"] == "nvcr.io/nvidia/tritonserver:26.07-trtllm-python-py3"
+    assert any(d["rule_id"] == "server.triton" for d in plan["decisions"])
+    rc, plan = run_json(capsys, *base, "--stack", "nvidia", "--engine-version", "1.1.0")
+    assert rc == 0 and plan["engine"]["server"] is None and plan["engine"]["version"] == "1.1.0"
+    rc = main(["plan", *base, "--stack", "nvidia-triton", "--engine-version", "1.1.0"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "No Triton release is known to ship TensorRT-LLM 1.1.0" in err

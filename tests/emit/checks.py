@@ -126,8 +126,12 @@ def check_file(name: str, text: str) -> None:
         check_compose(text)
     elif name == "k8s.yaml":
         check_k8s(text)
-    elif name.endswith(".yaml"):  # a file the engine reads (TensorRT-LLM's options)
+    elif name.endswith(".yaml"):  # a file the engine reads (TensorRT-LLM's options, Triton's model.yaml)
         assert isinstance(yaml.safe_load(text), dict), name
+    elif name.endswith(".pbtxt"):  # Triton model configuration; parsed by Triton's protobuf in test_triton_contract.py
+        body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+        assert body.count("{") == body.count("}") and body.count("[") == body.count("]"), name
+        assert 'backend: "python"' in body and "name: " in body, name
     else:
         assert name == "README.md", name
         assert text.strip()

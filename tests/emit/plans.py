@@ -52,4 +52,6 @@ GOLDEN = {
     "vllm-replicas": dict(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB:4"),
     "vllm-speculative": dict(model="meta-llama/Llama-3.3-70B-Instruct", gpu="H100-80GB:4", goal="latency"),
     "tgi-replicas": dict(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB:2", engine="tgi"),
+    "trtllm-triton": dict(model="meta-llama/Llama-3.1-8B", gpu="H100-80GB", stack="nvidia-triton", kv_cache_dtype="fp8"),
+    "trtllm-triton-replicas": dict(model="meta-llama/Llama-3.3-70B-Instruct", gpu="H100-80GB:8", stack="nvidia-triton", goal="latency"),
 }

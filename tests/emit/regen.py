@@ -35,6 +35,7 @@ def write_golden() -> list[Path]:
         (folder / PLAN_FILE).write_text(plan.model_dump_json(indent=2) + "\n", encoding="utf-8")
         written.append(folder / PLAN_FILE)
         for name, text in render(plan, "all").items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)  # Triton's model_repository/
             (folder / name).write_text(text, encoding="utf-8")
             written.append(folder / name)
     return written

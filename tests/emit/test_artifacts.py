@@ -133,7 +133,10 @@ def test_readme_says_how_to_start_check_and_ask(rendered):
         words = shlex.split(line)
         body = json.loads(words[words.index("-d") + 1])
         assert body.get("model", plan.engine.served_model_name) == plan.engine.served_model_name
-        assert words[2].endswith("/v1/completions")
+        if plan.engine.server == "triton":  # Triton's generate extension, the model named in the path
+            assert words[2].endswith(f"/v2/models/{plan.engine.served_model_name}/generate") and "text_input" in body
+        else:
+            assert words[2].endswith("/v1/completions")
     else:
         assert "no HTTP server" in readme
     if plan.quantization.needs_quantize_step or plan.engine.name == "ctranslate2":

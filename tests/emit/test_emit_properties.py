@@ -31,6 +31,7 @@ plans = st.builds(
     quantization=st.sampled_from(QUANTS), kv_cache_dtype=st.sampled_from(["auto", "fp8"]),
     goal=st.sampled_from(["latency", "throughput", "balanced"]),
     serving=st.sampled_from(["auto", "server", "library"]),
+    stack=st.sampled_from(["auto", "auto", "nvidia", "nvidia-triton"]),
 )
 kinds = st.lists(st.sampled_from(ARTIFACT_KINDS), min_size=1, max_size=4, unique=True)
 

@@ -20,7 +20,10 @@ if os.environ.get("UPDATE_GOLDEN") == "1":
 def test_matches_golden(case):
     folder = GOLDEN_DIR / case
     rendered = render(stored_plan(case), "all")
-    on_disk = {p.name: p.read_text(encoding="utf-8") for p in sorted(folder.iterdir()) if p.name != PLAN_FILE}
+    on_disk = {
+        p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8")
+        for p in sorted(folder.rglob("*")) if p.is_file() and p.name != PLAN_FILE
+    }
     assert sorted(on_disk) == sorted(rendered), "file set changed: run `python -m tests.emit.regen`"
     for name, text in rendered.items():
         assert text == on_disk[name], f"{case}/{name} differs from the golden file: run `python -m tests.emit.regen` and review"

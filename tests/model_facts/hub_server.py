@@ -7,6 +7,9 @@ It answers the requests huggingface_hub 2.x makes for ``hf_hub_download`` and ``
   (what ``get_hf_file_metadata`` reads); a missing file is 404 with ``X-Error-Code: EntryNotFound``,
   an unknown repo 404 with ``RepoNotFound``, a gated repo without the right token 401 with ``GatedRepo``.
 - ``GET`` on the same URL: the bytes, honouring ``Range: bytes=a-b`` with 206 (safetensors header reads).
+- ``GET /api/models?filter=...&sort=...&limit=...`` (what ``HfApi.list_models`` sends, huggingface_hub/hf_api.py): the
+  listed models carrying every ``filter`` tag, most downloaded first when ``sort=downloads``, at most ``limit``;
+  ``models_status`` makes it answer an error instead.
 
 Every request is recorded (method, path, headers) so tests can check what was sent.
 """
@@ -14,8 +17,10 @@ Every request is recorded (method, path, headers) so tests can check what was se
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import threading
+from urllib.parse import parse_qs, urlsplit
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -41,6 +46,8 @@ class Request:
 class FakeHub:
     repos: dict[str, Repo] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
+    models: list[dict] = field(default_factory=list)  # /api/models entries: {"id", "tags", "downloads"}
+    models_status: int | None = None
 
     def start(self) -> None:
         hub = self
@@ -62,8 +69,27 @@ class FakeHub:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
+            def _models(self) -> None:
+                if hub.models_status is not None:
+                    return self._fail(hub.models_status, "")
+                query = parse_qs(urlsplit(self.path).query)
+                wanted = query.get("filter", [])
+                found = [m for m in hub.models if all(t in m.get("tags", []) for t in wanted)]
+                if query.get("sort") == ["downloads"]:
+                    found.sort(key=lambda m: -m.get("downloads", 0))
+                if query.get("limit"):
+                    found = found[: int(query["limit"][0])]
+                data = json.dumps(found).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
             def _serve(self, body: bool) -> None:
                 hub.requests.append(Request(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}))
+                if body and urlsplit(self.path).path == "/api/models":
+                    return self._models()
                 m = _RESOLVE.match(self.path.split("?")[0])
                 if not m:
                     return self._fail(404, "RepoNotFound")

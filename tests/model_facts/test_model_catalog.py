@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -69,7 +70,8 @@ def test_every_entry_is_consistent(entry):
     assert 0 < f.num_active_parameters <= f.num_parameters
     assert (f.num_active_parameters < f.num_parameters) == (f.family == "moe")
     assert f.kv_cache_elements_per_token > 0
-    assert entry.source == f"https://huggingface.co/{entry.name}/blob/main/config.json"
+    # the published config.json: on main, or at the Hub revision the copy was downloaded from
+    assert re.fullmatch(rf"https://huggingface\.co/{re.escape(entry.name)}/blob/(main|[0-9a-f]{{40}})/config\.json", entry.source)
     assert entry.family, "every entry names its family (for `infer-advisor models`)"
     # the published JSON is the model's own dump, and it round-trips
     assert ModelFacts.model_validate_json(f.model_dump_json()).num_parameters == f.num_parameters

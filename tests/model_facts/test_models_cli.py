@@ -26,6 +26,26 @@ def test_list_table(capsys):
     assert "meta-llama/Llama-3.1-405B" in out and "405.85" in out and "catalog" in out
 
 
+def test_the_listing_stays_readable_with_the_whole_catalog(capsys):
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    rows = json.loads((main(["models", "--json"]), capsys.readouterr().out)[1])["models"]
+    ids = len(rows) + sum(len(r["variants"]) for r in rows)
+    assert f"{len(rows)} configs, {ids} Hub ids" in out and len(rows) >= 120
+    assert "…" not in out  # piped output is as wide as its rows: no figure or name is cut
+    lines = [line for line in out.splitlines() if "DeepSeek-V4-Flash " in line or line.rstrip().endswith("DeepSeek-V4-Flash")]
+    assert lines and "284.33" in lines[0] and "fp8-block-fp4-experts" in lines[0]  # one line per model
+
+
+def test_list_one_family(capsys):
+    assert main(["models", "--family", "qwen3-vl"]) == 0
+    out = capsys.readouterr().out
+    assert "Qwen/Qwen3-VL-8B-Instruct" in out and "+ Qwen/Qwen3-VL-32B-Thinking" in out and "Llama" not in out
+    assert main(["models", "--family", "glm", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["models"]
+    assert rows and {r["family"] for r in rows} == {"GLM-5"} and {r["model_type"] for r in rows} == {"glm_moe_dsa"}
+
+
 def test_one_model(capsys):
     assert main(["models", "llama-3-8b", "--json"]) == 0
     facts = json.loads(capsys.readouterr().out)

@@ -14,35 +14,57 @@ import pytest
 from infer_advisor.model_facts import facts_from_config
 from infer_advisor.model_facts.arch import _SAME_AS as SAME_AS
 from infer_advisor.model_facts.catalog import load_catalog
+from tests.model_facts.test_new_architectures import FALCON_H1, GRANITE
 
 CATALOG = load_catalog()
 
 
+# Parameter-name parts of a multimodal model's vision tower and projector: not part of the language model counted here.
+_VISION_PARTS = ("visual", "vision_tower", "multi_modal_projector")
+
+
 def transformers_parameter_count(config: dict) -> int:
-    """Unique parameters of AutoModelForCausalLM built from ``config`` on the meta device."""
+    """Unique parameters of the language model transformers builds from ``config`` on the meta device:
+    AutoModelForCausalLM, or for a multimodal wrapper whose text model has no causal-LM class of its own (Qwen3-VL)
+    the whole AutoModelForImageTextToText minus its vision tower."""
     from accelerate import init_empty_weights
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES,
+    )
 
     cfg = dict(config)
     # The count is of the unquantized architecture: FP8/AWQ loaders would swap Linear layers for packed ones.
     cfg.pop("quantization_config", None)
-    if isinstance(cfg.get("text_config"), dict):  # multimodal wrapper: count its language model (Gemma 3, Qwen3.5)
-        cfg = dict(cfg["text_config"])
+    skip: tuple[str, ...] = ()
+    build = AutoModelForCausalLM
+    text = cfg.get("text_config")
+    if (
+        isinstance(text, dict)
+        and text.get("model_type") not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+        and text.get("model_type") != "kimi_k2"  # built as deepseek_v3 below (its `architectures`), not as a wrapper
+        and cfg.get("model_type") in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+    ):  # e.g. Qwen3-VL (its text model has no causal-LM class; it ties by the top-level config)
+        build, skip = AutoModelForImageTextToText, _VISION_PARTS
+    elif isinstance(text, dict):  # multimodal wrapper: count its language model (Gemma 3, Qwen3.5)
+        cfg = dict(text)
         cfg.pop("quantization_config", None)
     # Kimi K2 names its model_type 'kimi_k2' but ships DeepseekV3ForCausalLM (config.json `architectures`,
     # modeling_deepseek.py): transformers builds it as deepseek_v3.
-    cfg["model_type"] = SAME_AS.get(cfg.get("model_type"), cfg.get("model_type"))
+    if build is AutoModelForCausalLM:
+        cfg["model_type"] = SAME_AS.get(cfg.get("model_type"), cfg.get("model_type"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         hf_config = AutoConfig.for_model(**cfg)
         with init_empty_weights(include_buffers=True):  # buffers too: Llama 4 builds large ones on the CPU otherwise (minutes)
-            model = AutoModelForCausalLM.from_config(hf_config)
+            model = build.from_config(hf_config)
     # init_empty_weights may leave lm_head untied; tie as from_pretrained would, then count each tensor once.
     model.tie_weights()
     seen: set[int] = set()
     total = 0
-    for _, param in model.named_parameters(remove_duplicate=False):
-        if id(param) not in seen:
+    for name, param in model.named_parameters(remove_duplicate=False):
+        if id(param) not in seen and not any(part in name for part in skip):
             seen.add(id(param))
             total += param.numel()
     return total
@@ -115,3 +137,23 @@ def test_new_layer_types_in_small_variants_equal_transformers(name, overrides):
     else:
         config = {**config, **overrides}
     assert facts_from_config(name, config, "local").num_parameters == transformers_parameter_count(config)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "config",
+    [
+        GRANITE,
+        {**GRANITE, "num_local_experts": 0, "num_experts_per_tok": 0, "mamba_proj_bias": True, "attention_bias": True,
+         "mamba_n_groups": 2, "tie_word_embeddings": False},
+        FALCON_H1,
+        {**FALCON_H1, "mamba_rms_norm": True, "mamba_proj_bias": True, "projectors_bias": True, "mamba_conv_bias": False,
+         "attention_bias": True, "mlp_bias": True, "tie_word_embeddings": True},
+        {**FALCON_H1, "mamba_d_ssm": None, "mamba_expand": 2, "mamba_d_head": "auto", "mamba_n_heads": 32},
+    ],
+    ids=["granite4-moe", "granite4-dense-biases", "falcon-h1", "falcon-h1-norm-biases", "falcon-h1-expand"],
+)
+def test_mamba_hybrids_without_catalog_configs_equal_transformers(config):
+    """Granite 4 and Falcon-H1 have no published config in the catalog yet; their sizing is checked on the synthetic
+    shapes of test_new_architectures.py, with every bias and norm switch transformers reads."""
+    assert facts_from_config("hybrid", config, "local").num_parameters == transformers_parameter_count(config)

@@ -59,7 +59,8 @@ def bench(
         >>> report = bench("openai", url="http://127.0.0.1:8000", concurrency=[1, 8])   # doctest: +SKIP
 
     Args:
-        engine: transformers | ctranslate2 | vllm (in this process) | openai (a server at ``url``).
+        engine: transformers | ctranslate2 | vllm (in this process) | openai (a server at ``url``) | triton (Triton's
+            generate_stream at ``url``).
         workload: ``latency`` (batch 1, 200 tokens, 9 fixed prompts, 1 warm-up) or ``throughput``
             (synthetic prompts of ``input_tokens``); ``concurrency``/``output_tokens``/``warmup`` default to the
             profile's.

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import RequestError
 
-Engine = Literal["transformers", "ctranslate2", "vllm", "openai"]
+Engine = Literal["transformers", "ctranslate2", "vllm", "openai", "triton"]
 Workload = Literal["latency", "throughput"]
 
 
@@ -19,13 +19,14 @@ class BenchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     engine: Engine = Field(
-        description="Where to run: transformers, ctranslate2 or vllm in this process, or openai: "
-        "any OpenAI-compatible server at --url (vLLM, SGLang, llama.cpp, TGI, transformers serve)."
+        description="Where to run: transformers, ctranslate2 or vllm in this process, openai: "
+        "any OpenAI-compatible server at --url (vLLM, SGLang, llama.cpp, TGI, transformers serve), or triton: Triton "
+        "Inference Server's generate_stream endpoint at --url (the --stack nvidia-triton artifacts)."
     )
     model: str | None = Field(
         default=None,
         description="Model directory (a CTranslate2 folder for ctranslate2), Hub/catalog id (with --random-weights), "
-        "or the served model name for openai (default: the server's first model).",
+        "or the served model name for openai / the Triton model for triton (default: the server's first model).",
     )
     url: str | None = Field(
         default=None, description="Base URL of the OpenAI-compatible server, e.g. http://127.0.0.1:8000."
@@ -91,9 +92,9 @@ def check_request(req: BenchRequest) -> None:
         bad = [c for c in req.concurrency if c < 1]
         if bad:
             raise RequestError(f"--concurrency: levels must be positive integers, got {bad[0]} (e.g. 1,4,16).")
-    if req.engine == "openai" and not req.url:
-        raise RequestError("--url is required for --engine openai, e.g. --url http://127.0.0.1:8000.")
-    if req.engine != "openai" and not req.model:
+    if req.engine in ("openai", "triton") and not req.url:
+        raise RequestError(f"--url is required for --engine {req.engine}, e.g. --url http://127.0.0.1:8000.")
+    if req.engine not in ("openai", "triton") and not req.model:
         raise RequestError(f"--model is required for --engine {req.engine}.")
     if req.random_weights and req.engine != "transformers":
         raise RequestError("--random-weights works with --engine transformers only.")

@@ -34,3 +34,12 @@ def make_console(*, stderr: bool = False):
         if not tty:
             width = PIPE_WIDTH
     return _Console(file=stream, width=width, stderr=stderr, highlight=False)
+
+
+def fit_width(console, renderable, *, at_most: int = 1000) -> None:
+    """In a pipe or file without ``COLUMNS``: widen ``console`` to what ``renderable`` needs (up to ``at_most``), so a
+    table of ``no_wrap`` columns (the model catalog) is not cut; a terminal or ``COLUMNS`` keeps its width."""
+    if console.is_terminal or os.environ.get("COLUMNS"):
+        return
+    need = console.measure(renderable, options=console.options.update_width(at_most)).maximum
+    console.width = max(console.width, need)

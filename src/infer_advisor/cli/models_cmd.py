@@ -1,6 +1,7 @@
 """`infer-advisor models`: the embedded model catalog, or one model's facts.
 
-    infer-advisor models                          # catalog: architecture, params, context, source
+    infer-advisor models                          # catalog by family: type, params, context, weight format
+    infer-advisor models --family qwen3           # only the families whose name contains 'qwen3'
     infer-advisor models --json                   # the same as JSON (ModelsReport)
     infer-advisor models meta-llama/Llama-2-7b-hf # one model: local folder, Hub or catalog
     infer-advisor models ./my-model --json        # ModelFacts as JSON
@@ -39,6 +40,9 @@ class ModelsOptions(BaseModel):
         description="Where to look for NAME: auto tries local, then the Hub when online, then the catalog.",
     )
     revision: str | None = Field(default=None, description="Hub branch, tag or commit of NAME.")
+    family: str | None = Field(
+        default=None, description="List only the catalog families whose name contains this text (any case)."
+    )
 
 
 class CatalogRow(BaseModel):
@@ -55,6 +59,10 @@ class CatalogRow(BaseModel):
     context: int = Field(description="max_position_embeddings from the catalog config.")
     pre_quantized: str | None = Field(default=None, description="Quantization already in the checkpoint, if any.")
     source: str = Field(description="URL of the config.json the catalog entry was copied from.")
+    model_type: str = Field(default="", description="The model type it is sized as (config.json model_type).")
+    weight_format: str | None = Field(
+        default=None, description="Weight format of a pre-quantized checkpoint (data/formats.yaml key), else None."
+    )
 
 
 class ModelsReport(BaseModel):
@@ -77,7 +85,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", nargs="?", default=None, help="With `add`: the config.json to add.")
     add = parser.add_argument_group("models add")
     add.add_argument("--id", dest="model_id", help="Hub id of the model being added (default: the config's _name_or_path).")
-    add.add_argument("--family", default="", help="Family shown in the listing, e.g. 'Qwen3'.")
+    add.add_argument(
+        "--family", default=None,
+        help="With `add`: the family shown in the listing, e.g. 'Qwen3'. Listing: " + ModelsOptions.model_fields["family"].description,
+    )
     add.add_argument("--alias", action="append", default=[], help="A short name (repeatable).")
     add.add_argument("--variant", action="append", default=[], help="Another Hub id with the same config, ID[=KIND] (repeatable).")
     add.add_argument("--config-source", dest="config_source", help="URL of the published config.json (default: its Hub URL).")
@@ -86,7 +97,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add.add_argument("--force", action="store_true", help="Replace an existing entry of the same id.")
     field = ModelsOptions.model_fields["json_output"]
     parser.add_argument("--json", dest="json_output", action="store_true", help=field.description)
-    add_model_arguments(parser, ModelsOptions, exclude={"name", "json_output"})
+    add_model_arguments(parser, ModelsOptions, exclude={"name", "json_output", "family"})
 
 
 def catalog_report() -> ModelsReport:
@@ -107,6 +118,8 @@ def catalog_report() -> ModelsReport:
                 context=f.max_position_embeddings,
                 pre_quantized=f.pre_quantized,
                 source=entry.source,
+                model_type=f.model_type,
+                weight_format=f.weight_format,
             )
         )
     return ModelsReport(models=rows)
@@ -124,6 +137,8 @@ def run(ns: argparse.Namespace) -> int:
     opts = model_from_namespace(ModelsOptions, ns)
     if opts.name is None:
         report = catalog_report()
+        if opts.family:
+            report = ModelsReport(models=[r for r in report.models if opts.family.lower() in r.family.lower()])
         if opts.json_output:
             print(json.dumps(report.model_dump(mode="json"), indent=2))
         else:
@@ -146,7 +161,7 @@ def _add(ns: argparse.Namespace) -> int:
     if ns.config is None:
         raise RequestError("usage: infer-advisor models add CONFIG.json --id OWNER/NAME")
     entry, facts = add_model(
-        Path(ns.config), ns.model_id, family=ns.family, aliases=ns.alias, variants=ns.variant,
+        Path(ns.config), ns.model_id, family=ns.family or "", aliases=ns.alias, variants=ns.variant,
         source=ns.config_source, retrieved_from=ns.retrieved_from, catalog_dir=ns.catalog_dir, force=ns.force,
     )
     print(
@@ -158,19 +173,24 @@ def _add(ns: argparse.Namespace) -> int:
 
 
 def _print_catalog(report: ModelsReport) -> None:
-    from ._console import make_console
+    from rich import box
     from rich.table import Table
 
+    from ._console import fit_width, make_console
+
+    ids = len(report.models) + sum(len(r.variants) for r in report.models)
     table = Table(
-        title="Model catalog by family: params computed from each entry's config.json",
-        caption="source: catalog (config.json copied from the Hub; URLs in --json). Variants share their entry's config.",
+        title=f"Model catalog by family: {len(report.models)} configs, {ids} Hub ids; params computed from each config.json",
+        caption="source: catalog (config.json copied from the Hub; URLs in --json). Variants (+) share their entry's "
+        "config. `--family TEXT` lists one family; `infer-advisor models NAME` shows one model.",
+        box=box.SIMPLE_HEAD,
     )
     table.add_column("family", no_wrap=True)
     table.add_column("name (+ variants)", no_wrap=True)
-    table.add_column("architecture", overflow="fold")
-    for col in ("params (B)", "active (B)", "context"):
-        table.add_column(col, justify="right")
-    table.add_column("pre-quant")
+    table.add_column("type", no_wrap=True)
+    for col in ("params B", "active B", "context"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("weights", no_wrap=True)
     rows = sorted(report.models, key=lambda r: (r.family.lower() or "~", r.params_billions, r.name.lower()))
     last = None
     for r in rows:
@@ -180,14 +200,16 @@ def _print_catalog(report: ModelsReport) -> None:
         table.add_row(
             r.family if r.family != last else "",
             names,
-            r.architecture,
+            r.model_type,
             f"{r.params_billions:.2f}",
             f"{r.active_params_billions:.2f}",
             f"{r.context:,}",
-            r.pre_quantized or "-",
+            r.weight_format or r.pre_quantized or "-",
         )
         last = r.family
-    make_console().print(table)
+    console = make_console()
+    fit_width(console, table)  # a file or pipe: as wide as the rows need, so no figure is cut
+    console.print(table)
 
 
 def _print_facts(facts) -> None:

@@ -49,9 +49,12 @@ def parse_kinds(kind: str | list[str] | tuple[str, ...]) -> list[str]:
     return out
 
 
-def _files_for(kinds: list[str], http_server: bool, multi_node: bool, builds_image: bool = False) -> list[tuple[str, str, str]]:
+def _files_for(
+    kinds: list[str], http_server: bool, multi_node: bool, builds_image: bool = False, entrypoint: bool = True
+) -> list[tuple[str, str, str]]:
     image_files = (
-        [_DOCKERFILE] + ([_RAY_NODE] if multi_node else []) + ([_ENTRYPOINT] if builds_image else []) + ([] if http_server else [_GENERATE])
+        [_DOCKERFILE] + ([_RAY_NODE] if multi_node else []) + ([_ENTRYPOINT] if builds_image and entrypoint else [])
+        + ([] if http_server else [_GENERATE])
     )
     own_image = multi_node or not http_server or builds_image  # compose and Kubernetes need the image the Dockerfile builds
     wanted: list[tuple[str, str, str]] = []
@@ -88,10 +91,14 @@ def render(
     if not plan.feasible:
         hint = f" Try {plan.suggestion}." if plan.suggestion else ""
         raise EmitError(f"The plan is not feasible ({plan.infeasible_reason}); nothing was written.{hint}")
+    from .facts import engine_facts
+
     ctx = build_context(plan)
-    wanted = _files_for(kinds, ctx.http_server, ctx.multi_node, ctx.builds_image)
+    wanted = _files_for(kinds, ctx.http_server, ctx.multi_node, ctx.builds_image, engine_facts(plan).entrypoint_script)
     names = [filename for _, _, filename in wanted]
-    if set(kinds) & {"script", "docker", "compose"}:  # files the engine reads (Kubernetes holds them in a ConfigMap)
+    # Files the engine reads: Kubernetes holds them in a ConfigMap, unless they are baked into the image it runs.
+    baked = ctx.builds_image and any(not f.k8s_configmap for f in ctx.config_files)
+    if set(kinds) & {"script", "docker", "compose"} or ("k8s" in kinds and baked):
         names += [f.name for f in ctx.config_files]
     files: dict[str, str] = {}
     for stem, ext, filename in wanted:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import EmitError
 from ..plan.models import DeploymentPlan
-from .facts import emit_facts
+from .facts import emit_facts, engine_facts
 
 Where = Literal["host", "container", "k8s"]
 
@@ -118,7 +118,7 @@ def _kv(plan: DeploymentPlan) -> str | None:
     kv = plan.engine.kv_cache_dtype
     if kv == "auto":
         return None
-    table = emit_facts().engines[plan.engine.name].kv_cache_dtype
+    table = engine_facts(plan).kv_cache_dtype
     if kv not in table:
         raise EmitError(f"{plan.engine.name} has no '{kv}' KV cache here; plan with --kv-cache-dtype auto.")
     return table[kv]
@@ -127,7 +127,7 @@ def _kv(plan: DeploymentPlan) -> str | None:
 def user_value(plan: DeploymentPlan, flag: str, value: str) -> list[str]:
     """A flag whose value came from the user (a path, a served name): ``--flag=value`` where the engine's parser takes it,
     so a folder named ``-x`` is never read as a flag."""
-    if emit_facts().engines[plan.engine.name].equals_form:
+    if engine_facts(plan).equals_form:
         return [f"{flag}={value}"]
     return [flag, value]
 
@@ -377,6 +377,10 @@ def launch_argv(plan: DeploymentPlan, ref: ModelRef, where: Where) -> list[str]:
         raise EmitError(f"No argument builder for engine '{name}'.")
     if plan.parallelism.nodes > 1 and name != "vllm":
         raise EmitError(f"Multi-node artifacts are emitted for vLLM (Ray) only, not {name}; plan with --engine vllm.")
+    if plan.engine.server == "triton":  # the engine's settings live in the model repository (model.yaml)
+        from .triton import tritonserver_argv
+
+        return tritonserver_argv(plan, where)
     facts = emit_facts().engines[name]
     command = facts.host_command if where == "host" else facts.container_command
     model = ref.host if where == "host" else ref.container

@@ -16,7 +16,10 @@ from ..errors import EmitError
 from ..estimate.formats import dtype_bytes
 from ..plan.models import DeploymentPlan
 from . import argv as A
-from .facts import emit_facts
+from . import triton as T
+from ..triton import triton_facts, triton_release
+from .facts import emit_facts, emit_key
+from .templating import render_template, template_name
 from .platform import Platform, platform_for
 from .prepare import PrepareStep, prepare_steps
 from .quote import sh_join, sh_quote
@@ -42,6 +45,7 @@ class ReplicaGroup(BaseModel):
     index: int
     devices: str = Field(description="Comma-separated device ids, e.g. '0,1'.")
     port: int
+    ports: list = Field(default_factory=list, description="Every port of this replica when the server has several (Triton).")
     argv_host: list[str] = Field(description="The launch command with this replica's port.")
     argv_container: list[str]
 
@@ -53,6 +57,14 @@ class ConfigFile(BaseModel):
     name: str
     text: str
     container_dir: str
+    k8s_configmap: bool = Field(default=True, description="Held in a ConfigMap on Kubernetes (false: baked into the built image).")
+
+
+class NamedPort(BaseModel):
+    """A port the server listens on (Triton: http, grpc, metrics)."""
+
+    name: str
+    port: int
 
 
 class EmitContext(BaseModel):
@@ -66,6 +78,7 @@ class EmitContext(BaseModel):
     from_image: str = Field(description="Dockerfile FROM: the image, pinned by digest where known.")
     built_image: str = Field(description="Tag of the image the generated Dockerfile builds.")
     builds_image: bool = Field(description="The Dockerfile installs the engine; compose and Kubernetes run the built image.")
+    entrypoint_script: bool = Field(default=True, description="The built image starts entrypoint.sh (false: its ENTRYPOINT is the server).")
     app: str = Field(description="Kubernetes/compose name (DNS-1123, never 'vllm').")
     http_server: bool
     port: int | None
@@ -113,6 +126,13 @@ class EmitContext(BaseModel):
     literal_shell_specials: bool = Field(
         default=False, description="A quoted value holds a literal $ or backquote (shellcheck SC2016 must be told it is meant)."
     )
+    ports: list[NamedPort] = Field(description="Ports the server listens on; the first is the HTTP port.")
+    image_build_steps: list[PrepareStep] = Field(
+        default_factory=list, description="Steps the Dockerfile runs at build time (Triton: install the LLM API model code)."
+    )
+    model_repository: str | None = Field(default=None, description="Triton model repository inside the image.")
+    model_code_ref: str | None = Field(default=None, description="TensorRT-LLM tag whose Triton model code is installed.")
+    unlimited_memlock: bool = Field(default=False, description="Containers get an unlimited memlock (Triton's documented docker run).")
     request_path: str
     request_line: str = Field(description="curl line for a first completion, quoted.")
     health_line: str | None
@@ -134,9 +154,9 @@ def _storage(num_bytes: float) -> str:
 
 def _app_name(plan: DeploymentPlan) -> str:
     model = A.slug(plan.engine.served_model_name.split("/")[-1], limit=40)
-    if plan.engine.served_model_name == "default":
+    if plan.engine.served_model_name == "default" or plan.engine.server:  # the server's own model name says nothing
         model = A.slug(plan.model.name.split("/")[-1], limit=40)
-    name = f"{model}-{A.slug(plan.engine.name)}"[:_K8S_NAME_LIMIT].strip("-")
+    name = f"{model}-{A.slug(plan.engine.server or plan.engine.name)}"[:_K8S_NAME_LIMIT].strip("-")
     # A Service called 'vllm' makes Kubernetes inject VLLM_PORT etc., which vLLM reads as its own settings.
     return name if not name.startswith("vllm") else f"serve-{name}"[:_K8S_NAME_LIMIT].strip("-")
 
@@ -153,21 +173,26 @@ def _docker_run(ctx: dict, image: str) -> str:
         parts.append(sh_join(["--device=/dev/infiniband", "--cap-add=IPC_LOCK", "--ulimit", "memlock=-1"]))
         parts.append(sh_join([x for name in MULTI_NODE_ENV for x in ("-e", name)]))
     elif ctx["port"]:
-        parts.append(sh_join(["-p", f"{ctx['port']}:{ctx['port']}"]))
+        parts.append(sh_join([x for p in ctx["ports"] for x in ("-p", f"{p.port}:{p.port}")]))
+    if ctx["unlimited_memlock"] and not ctx["multi_node"]:
+        parts.append(sh_join(["--ulimit", "memlock=-1"]))
     parts.append(sh_join(["-e", "HF_TOKEN", "-v", f"hf-cache:{ctx['cache_dir']}"]))
     ref: A.ModelRef = ctx["ref"]
     if ref.mount_source:
         if ref.mount_relative:  # a folder under the output dir: slug-safe, so "$(pwd)" may stay unquoted-expanding
             parts.append(f'--mount "type=bind,source=$(pwd)/{ref.mount_source},target={ref.mount_target},readonly"')
         else:
-            field = f"source={ref.mount_source}"
-            if any(c in field for c in ',"'):
-                field = '"' + field.replace('"', '""') + '"'  # docker parses --mount as one CSV record
-            parts.append(sh_join(["--mount", f"type=bind,{field},target={ref.mount_target},readonly"]))
+            # docker parses --mount as one CSV record: a field with a comma or a quote is CSV-quoted.
+            source, target = (_csv_field(f"{k}={v}") for k, v in (("source", ref.mount_source), ("target", ref.mount_target)))
+            parts.append(sh_join(["--mount", f"type=bind,{source},{target},readonly"]))
     parts.append(sh_quote(image))
     if ctx["multi_node"]:
         parts.append("head")
     return " ".join(parts)
+
+
+def _csv_field(field: str) -> str:
+    return '"' + field.replace('"', '""') + '"' if any(c in field for c in ',"') else field
 
 
 def _startup(plan: DeploymentPlan, checkpoint_bytes: float) -> tuple[int, int, str]:
@@ -197,18 +222,42 @@ def _replica_groups(plan: DeploymentPlan, per_replica: int, host: list[str], con
         return []
     groups = []
     for i in range(replicas):
-        port = plan.engine.port + i
         devices = ",".join(str(d) for d in range(i * per_replica, (i + 1) * per_replica))
+        if plan.engine.server == "triton":  # three ports and a shared-memory prefix per replica
+            groups.append(ReplicaGroup(
+                index=i, devices=devices, port=T.ports(i)[0].port, ports=T.ports(i),
+                argv_host=T.tritonserver_argv(plan, "host", i), argv_container=T.tritonserver_argv(plan, "container", i),
+            ))
+            continue
+        port = plan.engine.port + i
         groups.append(ReplicaGroup(
             index=i, devices=devices, port=port, argv_host=A.with_port(host, port), argv_container=A.with_port(container, port)
         ))
     return groups
 
 
-def _config_files(plan: DeploymentPlan) -> list[ConfigFile]:
+def _config_files(plan: DeploymentPlan, ref: A.ModelRef) -> list[ConfigFile]:
     if plan.engine.name != "trtllm":
         return []
     import yaml
+
+    if plan.engine.server == "triton":  # the model repository, baked into the built image
+        f = triton_facts()
+        folder = f"{T.MODEL_REPOSITORY}/{f.model_name}"
+        model_yaml = (
+            f"# TensorRT-LLM {plan.engine.version} LLM() arguments for Triton's tensorrt_llm model (written by infer-advisor);\n"
+            "# triton_config must agree with config.pbtxt (max_batch_size, decoupled).\n"
+            + yaml.safe_dump(T.llm_args(plan, ref.container), sort_keys=False)
+        )
+        pbtxt = render_template(
+            template_name(emit_key(plan), "config", ".pbtxt", plan.engine.version), plan=plan, model_name=f.model_name,
+            inputs=f.model_inputs, outputs=f.model_outputs, decoupled=f.decoupled, max_batch_size=f.max_batch_size,
+            source=f.model_io_source, tool_version=__version__,
+        )
+        return [
+            ConfigFile(name=f"{folder}/config.pbtxt", text=pbtxt, container_dir=T.CONTAINER_REPOSITORY, k8s_configmap=False),
+            ConfigFile(name=f"{folder}/1/model.yaml", text=model_yaml, container_dir=T.CONTAINER_REPOSITORY, k8s_configmap=False),
+        ]
 
     text = (
         f"# TensorRT-LLM {plan.engine.version} LLM API options for trtllm-serve --extra_llm_api_options "
@@ -221,13 +270,15 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
     """All template values for ``plan``; raises :class:`~infer_advisor.errors.EmitError` for what cannot be emitted."""
     facts = emit_facts()
     e, p = plan.engine, plan.parallelism
-    if e.name not in facts.engines:
-        raise EmitError(f"No templates for engine '{e.name}'. Known: {', '.join(facts.engines)}.")
+    key = emit_key(plan)
+    if key not in facts.engines:
+        raise EmitError(f"No templates for engine '{key}'. Known: {', '.join(facts.engines)}.")
     if e.name == "ctranslate2" and p.tensor_parallel_size * p.pipeline_parallel_size > 1:
         raise EmitError("CTranslate2 tensor parallelism needs an MPI launch, which is not emitted; plan on one GPU.")
-    ef = facts.engines[e.name]
+    ef = facts.engines[key]
+    triton = e.server == "triton"
     gpu = plan.hardware.kind == "gpu"
-    ref = A.model_ref(plan)
+    ref = T.model_ref(A.model_ref(plan)) if triton else A.model_ref(plan)
     app = _app_name(plan)
     per_replica = max(p.tensor_parallel_size * p.pipeline_parallel_size // max(p.nodes, 1), 1) if gpu else 0
     data_parallel = A.local_replicas(plan) > 1 and e.name in A.DATA_PARALLEL_ENGINES
@@ -237,6 +288,7 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
     argv_container = A.launch_argv(plan, ref, "container")
     argv_k8s = A.launch_argv(plan, ref, "k8s")
     groups = _replica_groups(plan, per_replica, argv_host, argv_container)
+    ports = [NamedPort(name=x.name, port=x.port) for x in T.ports()] if triton else [NamedPort(name="http", port=e.port or 0)]
     health_url = f"http://localhost:{e.port}{e.health_path}" if e.http_server and e.health_path else None
     period = facts.probe_period_seconds
     checkpoint_bytes = plan.model.num_parameters * dtype_bytes(plan.model.torch_dtype if plan.model.torch_dtype in ("float16", "bfloat16", "float32") else "bfloat16")
@@ -252,54 +304,66 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
     request_path = "/v1/completions"
     named = {} if e.name in MODEL_FROM_PATH else {"model": e.served_model_name}
     body = json.dumps({**named, "prompt": "Hello, my name is", "max_tokens": FIRST_REQUEST_MAX_TOKENS})
+    if triton:  # Triton's generate extension, with the tensorrt_llm model's own input names
+        request_path, body = T.generate_path(plan), json.dumps(T.first_request(plan, FIRST_REQUEST_MAX_TOKENS))
     request_line = (
         sh_join(["curl", "-sS", f"http://localhost:{e.port}{request_path}", "-H", "Content-Type: application/json", "-d", body])
         if e.http_server
         else sh_join([*argv_host[:2], "--prompt", "Hello, my name is"])
     )
     prepare_container = prepare_steps(plan, ref, "container")
-    needs_download = ef.download.command is not None and ref.mount_source is None and not ef.builds_image and e.http_server
+    # Images whose entrypoint.sh prepares (MLC, ExLlamaV2) download in it; the others fill the cache with the hub CLI.
+    needs_download = (ef.download.command is not None and ref.mount_source is None and e.http_server
+                      and not (ef.builds_image and ef.entrypoint_script))
     init_download = [*ef.download.command, plan.model.name] if needs_download else None
     if prepare_container:  # the init container runs the entrypoint's prepare steps (download, conversion)
         init_download = ["/opt/infer-advisor/entrypoint.sh", "prepare"]
     resident = plan.memory.weights_bytes_per_gpu * max(gpus_per_node, 1) if gpu else plan.memory.total_bytes_per_gpu
     replicas_anywhere = p.replicas > 1 or multi
     ctx = dict(
-        engine=e.name, engine_display=_display(e.name), engine_version=e.version, image=platform.image,
-        from_image=platform.from_image, built_image=f"infer-advisor/{app}:{A.slug(e.name)}-{e.version}",
-        builds_image=ef.builds_image, app=app,
+        engine=key, engine_display=_display(plan), engine_version=e.version, image=platform.image,
+        from_image=platform.from_image, built_image=f"infer-advisor/{app}:{A.slug(key)}-{e.version}",
+        builds_image=ef.builds_image, entrypoint_script=ef.entrypoint_script, app=app,
         http_server=e.http_server, port=e.port, health_path=e.health_path, health_url=health_url,
         argv_host=argv_host, argv_container=argv_container, argv_k8s=argv_k8s, ref=ref, platform=platform, gpu=gpu,
         gpus_per_node=gpus_per_node, gpus_per_pod=per_replica, nodes=p.nodes, replicas=p.replicas, replica_groups=groups,
         multi_node=multi, multi_node_env=MULTI_NODE_ENV, rdma_resource=facts.rdma_resource,
         ray_head_argv=A.ray_head_argv(), ray_worker_argv=A.ray_worker_argv("HEAD_ADDRESS"), ray_port=A.RAY_PORT,
         ray_wait=wait, leader_script=leader, lws_worker_script=worker,
-        compose_services=_compose_services(e.http_server, multi, groups, e.port, ef.builds_image), cache_dir=ef.cache_dir,
+        compose_services=_compose_services(e.http_server, multi, groups, e.port, ef.builds_image, ports), cache_dir=ef.cache_dir,
         cache_storage=_storage(checkpoint_bytes * (3 if prepare_container else 1)), models_storage=_storage(plan.memory.weights_bytes),
         cache_access_mode="ReadWriteMany" if replicas_anywhere else "ReadWriteOnce",
         download_env=dict(ef.download.env), init_download=init_download,
-        prepare_host=prepare_steps(plan, ref, "host"), prepare_container=prepare_container, config_files=_config_files(plan),
+        prepare_host=prepare_steps(plan, ref, "host"), prepare_container=prepare_container, config_files=_config_files(plan, ref),
         startup_seconds=startup, startup_assumption=startup_words,
         k8s_startup_seconds=startup_cached if init_download else startup,
         probe_period=period, startup_failures=math.ceil((startup_cached if init_download else startup) / period),
         k8s_cpu_request=str(max(facts.k8s_cpu_per_gpu * max(per_replica, 1), 1)),
         k8s_memory_request=f"{math.ceil(resident / max(A.local_replicas(plan), 1) / _GIB) + facts.k8s_memory_base_gib}Gi",
         quantize_lines=[sh_join(s) for s in ref.quantize_steps], request_path=request_path, request_line=request_line,
+        ports=ports, unlimited_memlock=triton, model_repository=T.CONTAINER_REPOSITORY if triton else None,
+        model_code_ref=triton_release(e.version).model_code_ref if triton else None,
+        image_build_steps=T.model_code_steps(plan, T.BUILD_SOURCE, T.CONTAINER_REPOSITORY) if triton else [],
         health_line=sh_join(["curl", "-fsS", health_url]) if health_url else None,
         pip_packages=facts.pip_packages.get(e.name, []), pip_find_links=facts.pip_find_links.get(e.name),
         apt_packages=facts.apt_packages.get(e.name, []), tabbyapi_git=facts.tabbyapi_git, hf_cli_package=facts.hf_cli_package,
         device="cuda" if gpu else "cpu", max_new_tokens=plan.request.output_tokens or DEFAULT_NEW_TOKENS,
         max_batch=e.max_num_seqs, summary=_summary(plan, gpus_per_node, startup_words), warnings=list(plan.warnings),
     )
-    ctx["docker_run"] = _docker_run(ctx, f"infer-advisor/{app}:{A.slug(e.name)}-{e.version}")
+    ctx["docker_run"] = _docker_run(ctx, ctx["built_image"])
     values = [*argv_host, *argv_container, str(ref.host), str(ref.container), *(x for step in ref.quantize_steps for x in step)]
     values += [x for step in (*ctx["prepare_host"], *prepare_container) for x in step.argv]
     ctx["literal_shell_specials"] = any("$" in v or "`" in v for v in values)
     return EmitContext(**ctx)
 
 
-def _compose_services(http_server: bool, multi: bool, groups: list[ReplicaGroup], port: int | None, builds: bool) -> list[dict]:
-    base = dict(build=builds, command=None, profiles=None, health=http_server, head_env=False, port=port, devices=None, visible=None)
+def _compose_services(
+    http_server: bool, multi: bool, groups: list[ReplicaGroup], port: int | None, builds: bool, ports: list[NamedPort]
+) -> list[dict]:
+    """Services with their host:container port mappings (a replica's host ports move with it; Triton's three together)."""
+    mapped = [f"{p.port}:{p.port}" for p in ports]
+    base = dict(build=builds, command=None, entrypoint=None, profiles=None, health=http_server, head_env=False, port=port,
+                ports=mapped, devices=None, visible=None)
     if multi:
         # `${RAY_HEAD_ADDRESS:-}`: compose interpolates every service before it filters profiles, so a required
         # `:?` variable would stop `docker compose up -d head` too; ray-node.sh refuses an empty address itself.
@@ -311,14 +375,22 @@ def _compose_services(http_server: bool, multi: bool, groups: list[ReplicaGroup]
     if not http_server:
         return [{**base, "name": "generate", "build": True}]
     if groups:
-        return [{**base, "name": f"server-{g.index}", "port": g.port, "devices": g.devices.split(","), "visible": g.devices} for g in groups]
+        return [
+            {**base, "name": f"server-{g.index}", "port": g.port, "devices": g.devices.split(","), "visible": g.devices,
+             "ports": [f"{h.port}:{c.port}" for h, c in zip(g.ports, ports, strict=True)] if g.ports else [f"{g.port}:{port}"],
+             # Triton: each replica's own ports and shared-memory prefix, as launch_triton_server.py gives each rank one
+             "entrypoint": g.argv_container if g.ports else None}
+            for g in groups
+        ]
     return [{**base, "name": "server"}]
 
 
-def _display(name: str) -> str:
+def _display(plan: DeploymentPlan) -> str:
     from ..engines import engine_profile
 
-    return engine_profile(name).display
+    if plan.engine.server == "triton":
+        return f"Triton Inference Server {plan.engine.server_version} with TensorRT-LLM"
+    return engine_profile(plan.engine.name).display
 
 
 def _summary(plan: DeploymentPlan, gpus_per_node: int, startup_words: str) -> list[str]:
@@ -331,7 +403,7 @@ def _summary(plan: DeploymentPlan, gpus_per_node: int, startup_words: str) -> li
     lines = [
         f"model: {plan.model.name} ({plan.model.source})",
         f"hardware: {hw} ({plan.hardware.source})",
-        f"engine: {_display(plan.engine.name)} {plan.engine.version}, dtype {plan.dtype}, quantization {q.method}, "
+        f"engine: {_display(plan)} {plan.engine.version}, dtype {plan.dtype}, quantization {q.method}, "
         f"KV cache {plan.engine.kv_cache_dtype}",
         f"layout: tensor parallel {p.tensor_parallel_size}, pipeline parallel {p.pipeline_parallel_size}, nodes {p.nodes}, "
         f"replicas {p.replicas}",

@@ -30,6 +30,11 @@ class EngineEmitFacts(BaseModel):
     rocm_image_by_gpu: dict[str, str] = Field(default_factory=dict, description="ROCm image per AMD GPU name, where it differs.")
     gpu_image_by_sm: list[int] = Field(default_factory=list, description="CUDA architectures gpu_image is built for ({sm} in it).")
     builds_image: bool = Field(default=False, description="The Dockerfile installs the engine (compose/Kubernetes run the built image).")
+    entrypoint_script: bool = Field(
+        default=True,
+        description="With builds_image: the image runs entrypoint.sh (preparation, then the server); false: the Dockerfile "
+        "prepares everything at build time and its ENTRYPOINT is the server command.",
+    )
     download: DownloadFacts = Field(default_factory=DownloadFacts)
     source: str
 
@@ -73,3 +78,16 @@ class EmitFile(BaseModel):
 @cache
 def emit_facts() -> EmitFile:
     return load_validated(shipped("data") / "emit.yaml", EmitFile)
+
+
+# The emit entry and template folder of a TensorRT-LLM plan served through Triton (--stack nvidia-triton).
+TRITON_KEY = "trtllm-triton"
+
+
+def emit_key(plan) -> str:
+    """Which data/emit.yaml entry and templates/ folder a plan uses: its engine, or trtllm-triton behind Triton."""
+    return TRITON_KEY if plan.engine.server == "triton" else plan.engine.name
+
+
+def engine_facts(plan) -> EngineEmitFacts:
+    return emit_facts().engines[emit_key(plan)]

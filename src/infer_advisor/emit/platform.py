@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import EmitError
 from ..plan.models import DeploymentPlan
-from .facts import emit_facts
+from .facts import emit_facts, engine_facts
 
 # Kubernetes extended resources of the vendors' device plugins (NVIDIA k8s-device-plugin, ROCm k8s-device-plugin).
 GPU_RESOURCES = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}
@@ -57,7 +57,7 @@ def _at_version(plan: DeploymentPlan, image: str) -> str:
 
 def _image(plan: DeploymentPlan, vendor: str) -> str:
     e = plan.engine
-    ef = emit_facts().engines[e.name]
+    ef = engine_facts(plan)
     if vendor == "cpu":
         return e.image
     gpu = plan.hardware.gpus[0]

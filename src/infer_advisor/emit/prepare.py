@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from ..plan.models import DeploymentPlan
 from .argv import ModelRef, Where, slug, user_value
-from .facts import emit_facts
+from .facts import emit_facts, engine_facts
 
 
 # The Hugging Face CLI in the engine images the Dockerfiles build (its own venv, so its pins never meet the engine's).
@@ -28,7 +28,7 @@ class PrepareStep(BaseModel):
 
 
 def _base(plan: DeploymentPlan, where: Where) -> str:
-    return "." if where == "host" else emit_facts().engines[plan.engine.name].cache_dir
+    return "." if where == "host" else engine_facts(plan).cache_dir
 
 
 def _name(plan: DeploymentPlan) -> str:
@@ -60,6 +60,10 @@ def prepared_model(plan: DeploymentPlan, ref: ModelRef, where: Where) -> str:
 
 
 def prepare_steps(plan: DeploymentPlan, ref: ModelRef, where: Where) -> list[PrepareStep]:
+    if plan.engine.server == "triton":  # the image build installs the model code; on the host serve.sh does
+        from .triton import HOST_SOURCE, MODEL_REPOSITORY, model_code_steps
+
+        return model_code_steps(plan, HOST_SOURCE, MODEL_REPOSITORY) if where == "host" else []
     if plan.engine.name == "mlc":
         return _mlc(plan, ref, where)
     if plan.engine.name == "exllamav2":

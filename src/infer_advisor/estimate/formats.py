@@ -26,6 +26,11 @@ class WeightFormat(BaseModel):
     checkpoint_only: bool = Field(
         default=False, description="Only a published checkpoint is in this format: never chosen as a quantization to run."
     )
+    expert_format: str | None = Field(
+        default=None,
+        description="Another format (key) the routed experts are stored in, e.g. FP4 experts in an FP8 block-scaled checkpoint; "
+        "`quantizes` then describes the rest of the linear layers.",
+    )
     source: str
 
 

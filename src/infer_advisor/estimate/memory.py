@@ -17,7 +17,11 @@ Per GPU, under tensor parallelism ``tp`` and pipeline parallelism ``pp``:
   it does not grow with the context (:func:`recurrent_state_bytes_per_sequence`).
 - weights of native block-scaled checkpoints (MXFP4 experts, NVFP4, FP8 with 128x128 block scales) take their
   format's bits plus one scale per block (``data/formats.yaml``); formats that quantize only ``expert_linear``
-  keep attention and dense layers in the model dtype.
+  keep attention and dense layers in the model dtype, and a format with an ``expert_format`` (DeepSeek-V4's FP8
+  checkpoint with FP4 experts) stores the routed experts in that other format.
+- a published checkpoint whose size is known (``checkpoint_bytes``: its safetensors index ``total_size`` or the
+  size its model card states, ``data/published_checkpoints.yaml``) replaces the format's estimate of the weights:
+  the same four groups, scaled so they add up to the real size (``weights_origin`` 'published checkpoint').
 - activation peak over ``max_num_batched_tokens`` tokens (or a whole batch's prompts for engines without
   chunked prefill), plus fp32 logits for the sampled rows.
 - overheads from the engine's memory profile for its version (``data/engine_memory.yaml``, see
@@ -61,7 +65,9 @@ CALIBRATED = "calibrated (log)"
 
 
 class MemoryEstimate(BaseModel):
-    """Bytes per GPU for one layout; every figure here is ``estimated`` by this model."""
+    """Bytes per GPU for one layout; every figure here is ``estimated`` by this model unless ``figure_sources`` says
+    otherwise: weights taken from a published checkpoint's stated size (also ``weights_origin``), figures a memory
+    calibration measured in the engine's log."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
@@ -97,45 +103,72 @@ class MemoryEstimate(BaseModel):
         default_factory=dict, description="Memory the engine takes outside its KV budget (e.g. CUDA graphs captured after the KV cache)."
     )
     figure_sources: dict[str, str] = Field(
-        default_factory=dict, description="Where each figure comes from: estimated, catalog/probe, calibrated (log), engine profile."
+        default_factory=dict,
+        description="Where each figure comes from: estimated, catalog/probe, calibrated (log), engine profile, published checkpoint.",
+    )
+    weights_origin: str = Field(
+        default="estimated",
+        description="'estimated' (parameter counts x the format's bytes) or 'published checkpoint' (the published "
+        "repository's stated size, split over the same parameter groups).",
     )
 
 
-def _group_bytes(model: ModelFacts, fmt_name: str, dtype: str, group_size: int | None) -> dict[str, float]:
-    """Bytes of each parameter group (embedding, lm_head, linear, other) in the chosen format."""
+def _bytes_per_param(fmt, group: str, base: float, group_size: int | None) -> float:
+    if fmt.bits is not None and group in fmt.quantizes:
+        per = fmt.bits / 8
+        g = group_size or fmt.group_size
+        if g:
+            per += (fmt.scale_bytes + fmt.zero_bytes) / g
+        return per
+    return base
+
+
+def _group_bytes(
+    model: ModelFacts, fmt_name: str, dtype: str, group_size: int | None, checkpoint_bytes: int | None = None
+) -> dict[str, float]:
+    """Bytes of each parameter group (embedding, lm_head, linear, other) in the chosen format; with ``checkpoint_bytes``
+    (a published checkpoint's real size) the same groups scaled to add up to it."""
     fmt = weight_format(fmt_name)
+    expert_fmt = weight_format(fmt.expert_format) if fmt.expert_format else None
     base = dtype_bytes(dtype)
     p = model.params
     counts = {"embedding": p.embedding, "lm_head": p.lm_head, "linear": p.linear, "other": p.other}
     out: dict[str, float] = {}
-    if "expert_linear" in fmt.quantizes and "linear" not in fmt.quantizes:  # only the routed experts (MXFP4 gpt-oss)
-        counts["linear"] = p.linear - p.expert_linear
+    if expert_fmt is not None or ("expert_linear" in fmt.quantizes and "linear" not in fmt.quantizes):
+        counts["linear"] = p.linear - p.expert_linear  # the routed experts apart (MXFP4 gpt-oss, FP4 DeepSeek-V4 experts)
         counts["expert_linear"] = p.expert_linear
     for group, n in counts.items():
-        if fmt.bits is not None and group in fmt.quantizes:
-            per = fmt.bits / 8
-            g = group_size or fmt.group_size
-            if g:
-                per += (fmt.scale_bytes + fmt.zero_bytes) / g
-            out[group] = n * per
+        if group == "expert_linear" and expert_fmt is not None:
+            out[group] = n * _bytes_per_param(expert_fmt, group, base, None)
         else:
-            out[group] = n * base
+            out[group] = n * _bytes_per_param(fmt, group, base, group_size)
     if "expert_linear" in out:  # fold back: callers see the four groups
         out["linear"] += out.pop("expert_linear")
+    if checkpoint_bytes:
+        scale = checkpoint_bytes / sum(out.values())
+        out = {group: b * scale for group, b in out.items()}
     return out
 
 
-def weight_bytes_by_group(model: ModelFacts, quantization: str = "none", dtype: str = "bfloat16", group_size: int | None = None) -> dict[str, float]:
-    """Bytes of the whole model's ``embedding``, ``lm_head``, ``linear`` and ``other`` parameters in a weight format.
+def weight_bytes_by_group(
+    model: ModelFacts, quantization: str = "none", dtype: str = "bfloat16", group_size: int | None = None,
+    checkpoint_bytes: int | None = None,
+) -> dict[str, float]:
+    """Bytes of the whole model's ``embedding``, ``lm_head``, ``linear`` and ``other`` parameters in a weight format
+    (``checkpoint_bytes``: a published checkpoint's real size, split over the same groups).
 
     The speed model reads the bytes a step moves from here, so weights are added up in one place only.
     """
-    return _group_bytes(model, quantization, dtype, group_size)
+    return _group_bytes(model, quantization, dtype, group_size, checkpoint_bytes)
 
 
-def weights_bytes(model: ModelFacts, quantization: str = "none", dtype: str = "bfloat16", group_size: int | None = None) -> int:
+def weights_bytes(
+    model: ModelFacts, quantization: str = "none", dtype: str = "bfloat16", group_size: int | None = None,
+    checkpoint_bytes: int | None = None,
+) -> int:
     """All weight bytes of ``model`` in format ``quantization`` with unquantized parts in ``dtype``."""
-    return int(sum(_group_bytes(model, quantization, dtype, group_size).values()))
+    total = sum(_group_bytes(model, quantization, dtype, group_size, checkpoint_bytes).values())
+    return int(round(total)) if checkpoint_bytes else int(total)
 
 
 def kv_bytes_per_token_per_gpu(model: ModelFacts, kv_bytes: float, tp: int, pp: int) -> tuple[float, float]:
@@ -191,6 +224,7 @@ def estimate_memory(
     calibration: MemoryCalibration | None = None,
     gpu_memory_source: str = "given",
     engine_version: str | None = None,
+    checkpoint_bytes: int | None = None,
 ) -> MemoryEstimate:
     """Estimate per-GPU memory for one layout. See the module docstring for the accounting.
 
@@ -198,7 +232,9 @@ def estimate_memory(
     holds (default: ``context``). A fit needs room for one request of ``context`` tokens and for
     ``concurrency`` requests of ``request_tokens``; engines that pre-allocate per-slot context
     (llama.cpp) need ``concurrency x context``. ``draft_params`` / ``draft_kv_elements_per_token``: a
-    speculative-decoding draft head's parameters and KV elements per token (0 without one).
+    speculative-decoding draft head's parameters and KV elements per token (0 without one). ``checkpoint_bytes``:
+    the real size of the published checkpoint the plan serves, when known; it replaces the format's estimate
+    (``figure_sources['weights']`` 'published checkpoint', unless a calibration measured the weights).
 
     ``memory``: the engine version's memory profile (default: the profile of ``engine`` at its pinned version);
     ``max_num_batched_tokens`` / ``max_num_seqs``: the engine's settings (default: the profile's first tier, i.e.
@@ -216,11 +252,13 @@ def estimate_memory(
     if engine.kv_preallocated:  # every slot gets the full context at start-up
         request_tokens = context
         concurrency = min(concurrency, max_num_seqs)
-    groups = _group_bytes(model, quantization, dtype, group_size)
+    groups = _group_bytes(model, quantization, dtype, group_size, checkpoint_bytes)
     total_weights = sum(groups.values())
     blocks = groups["linear"] + groups["other"]
     ends = max(groups["embedding"], groups["lm_head"]) if pp > 1 else groups["embedding"] + groups["lm_head"]
     weights_gpu = blocks / (tp * pp) + ends / tp
+    if checkpoint_bytes:  # the published repository's stated size, split over the same groups
+        sources["weights"] = "published checkpoint"
     if cal is not None and cal.weights_bytes and cal.model == model.name and cal.tp == tp:
         weights_gpu, sources["weights"] = cal.weights_bytes, CALIBRATED
     draft_gpu = draft_params * dtype_bytes(dtype) / tp  # a speculative draft head, never in a log's target weights
@@ -321,7 +359,7 @@ def estimate_memory(
         accounting=engine.memory_accounting,
         gpu_memory_bytes=int(gpu_memory_bytes),
         budget_bytes_per_gpu=int(budget),
-        weights_bytes=int(total_weights),
+        weights_bytes=int(round(total_weights)) if checkpoint_bytes else int(total_weights),  # the stated size, exactly
         weights_bytes_per_gpu=int(weights_gpu),
         kv_cache_bytes_per_token=model.kv_cache_elements_per_token * kv_b,
         kv_cache_bytes_per_token_per_gpu=full_tok,
@@ -345,6 +383,7 @@ def estimate_memory(
         outside_budget_bytes_per_gpu={k: int(v) for k, v in outside.items() if v},
         figure_sources=sources,
         source=CALIBRATED if any(v == CALIBRATED for v in sources.values()) else "estimated",
+        weights_origin="published checkpoint" if checkpoint_bytes else "estimated",
     )
 
 

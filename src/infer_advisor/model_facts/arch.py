@@ -36,13 +36,18 @@ _TEXT_MODEL_TYPES = {
     "qwen3_5_moe": "qwen3_5_moe_text",
     "mistral3": "mistral",
     "kimi_k25": "deepseek_v3",
+    "qwen3_vl": "qwen3_vl_text",
+    "qwen3_vl_moe": "qwen3_vl_moe_text",
 }
 # Model types sized exactly as another one (same modules in transformers / the original modeling code).
 # kimi_k2: Kimi K2 ships DeepseekV3ForCausalLM with model_type 'kimi_k2' (its config.json `architectures`).
-_SAME_AS = {"kimi_k2": "deepseek_v3", "ministral3": "mistral"}
+# qwen3_vl_text / qwen3_vl_moe_text: Qwen3-VL's language model has Qwen3's / Qwen3-MoE's modules (q/k norms, the same MLP and
+# experts; transformers models/qwen3_vl, qwen3_vl_moe modeling files): only the rotary embedding (M-RoPE) differs.
+_SAME_AS = {"kimi_k2": "deepseek_v3", "ministral3": "mistral", "qwen3_vl_text": "qwen3", "qwen3_vl_moe_text": "qwen3_moe"}
 # Qwen families whose windowed layers are those from max_window_layers on, when use_sliding_window is set.
 _QWEN_TYPES = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe")
-# Names used in `layer_types` lists -> mixer kind.
+# Names used in `layer_types` lists -> mixer kind. "indexed_attention" / "deepseek_sparse_attention": full attention with a
+# DSA indexer (GLM-5, transformers' remap of the legacy name); the indexer is counted per layer by Arch.indexer_layers.
 _LAYER_TYPE_NAMES = {
     "full_attention": "full",
     "attention": "full",
@@ -50,7 +55,16 @@ _LAYER_TYPE_NAMES = {
     "chunked_attention": "chunked",
     "linear_attention": "linear",
     "mamba": "mamba",
+    "indexed_attention": "full",
+    "deepseek_sparse_attention": "full",
 }
+# Model types whose "linear_attention" layers are Mamba-2 mixers (transformers remaps the legacy "mamba" to
+# "linear_attention": configuration_utils._LEGACY_LAYER_TYPE_REMAP; GraniteMoeHybridDecoderLayer builds a Mamba layer).
+_MAMBA_LINEAR_TYPES = ("granitemoehybrid",)
+# DeepSeek-V4 layer kinds (configuration_deepseek_v4.py _COMPRESS_RATIO_TO_LAYER_TYPE: compress ratio 0, 4, 128) -> mixer kind:
+# sliding window only, compressed sparse attention (CSA, with a lightning indexer), heavily compressed attention (HCA).
+_V4_LAYER_TYPES = {"sliding_attention": "sliding", "compressed_sparse_attention": "csa", "heavily_compressed_attention": "hca"}
+_V4_RATIOS = {0: "sliding_attention", 4: "compressed_sparse_attention", 128: "heavily_compressed_attention"}
 # Nemotron-H hybrid_override_pattern characters -> (mixer, mlp) of that layer (transformers NemotronHConfig).
 _NEMOTRON_PATTERN = {"M": ("mamba", "none"), "*": ("full", "none"), "-": ("none", "dense"), "E": ("none", "moe")}
 # routed-expert count key per model type (the rest use n_routed_experts, as DeepSeek does).
@@ -64,9 +78,14 @@ _EXPERT_KEYS = {
     "qwen3_next": "num_experts",
     "qwen3_5_moe_text": "num_experts",
     "gemma4_text": "num_experts",
+    "granitemoehybrid": "num_local_experts",
 }
-_MOE_TYPES = (*_EXPERT_KEYS, "deepseek_v2", "deepseek_v3", "deepseek_v32", "nemotron_h")
-MIXERS = ("full", "sliding", "chunked", "linear", "mamba", "none")
+_MOE_TYPES = (*_EXPERT_KEYS, "deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "deepseek_v4", "nemotron_h")
+# Model types with multi-head latent attention (DeepSeek-V2's q/kv low-rank projections and compressed KV latent).
+MLA_TYPES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa")
+# Model types with DeepSeek sparse attention's lightning indexer on (some of) their MLA layers.
+INDEXER_TYPES = ("deepseek_v32", "glm_moe_dsa")
+MIXERS = ("full", "sliding", "chunked", "linear", "mamba", "csa", "hca", "none")
 
 
 @cache
@@ -169,6 +188,10 @@ class Arch:
             return self.int("ffn_hidden_size", 4 * self.hidden)
         if self.model_type == "llama4_text":  # the dense MLP of non-MoE layers (Maverick)
             return self.int("intermediate_size_mlp", self.int("intermediate_size"))
+        if self.model_type == "granitemoehybrid":  # the shared MLP every layer has beside (or instead of) the experts
+            return self.int("shared_intermediate_size")
+        if self.model_type == "deepseek_v4":  # no dense layers: the shared expert is moe_intermediate_size wide
+            return self.int("moe_intermediate_size")
         return self.int("intermediate_size")
 
     @property
@@ -177,7 +200,7 @@ class Arch:
 
     @property
     def is_mla(self) -> bool:
-        return self.model_type in ("deepseek_v2", "deepseek_v3", "deepseek_v32")
+        return self.model_type in MLA_TYPES
 
     @property
     def num_experts(self) -> int:
@@ -203,7 +226,9 @@ class Arch:
             return 0
         if self.model_type in ("qwen2_moe", "qwen3_next", "qwen3_5_moe_text"):
             return 1 if self.int("shared_expert_intermediate_size", 0) else 0
-        if self.model_type == "llama4_text":
+        if self.model_type in ("llama4_text", "deepseek_v4"):  # V4: one shared MLP per MoE layer, always
+            return 1
+        if self.model_type == "granitemoehybrid":  # the shared MLP (shared_intermediate_size) beside the experts
             return 1
         if self.model_type == "nemotron_h":
             return self.int("n_shared_experts", 1) if self.int("moe_shared_expert_intermediate_size", 0) else 0
@@ -211,7 +236,7 @@ class Arch:
 
     @property
     def expert_intermediate(self) -> int:
-        if self.model_type in ("mixtral", "gpt_oss", "minimax_m2"):
+        if self.model_type in ("mixtral", "gpt_oss", "minimax_m2", "granitemoehybrid"):
             return self.int("intermediate_size")
         if self.model_type == "llama4_text":
             return self.int("intermediate_size")
@@ -220,6 +245,8 @@ class Arch:
     # ------------------------------------------------------------------ layer types
     def _explicit_layer_types(self) -> list[str] | None:
         types = self.raw.get("layer_types")
+        if types is None and self.model_type in _MAMBA_LINEAR_TYPES:  # Granite's older spelling
+            types = self.raw.get("layers_block_type")
         if types is None:
             return None
         if not isinstance(types, list) or len(types) != self.layers:
@@ -228,7 +255,8 @@ class Arch:
         for t in types:
             if t not in _LAYER_TYPE_NAMES:
                 raise ModelConfigError(self.where, f"unknown layer type {_short(t)} in 'layer_types'")
-            out.append(_LAYER_TYPE_NAMES[t])
+            kind = _LAYER_TYPE_NAMES[t]
+            out.append("mamba" if kind == "linear" and self.model_type in _MAMBA_LINEAR_TYPES else kind)
         return out
 
     def _nemotron_pattern(self) -> list[tuple[str, str]]:
@@ -253,6 +281,12 @@ class Arch:
         n = self.layers
         if self.model_type == "nemotron_h":
             return dict(Counter(m for m, _ in self._nemotron_pattern()))
+        if self.model_type == "deepseek_v4":
+            return self._v4_mixers()
+        if self.model_type == "falcon_h1":  # every layer runs attention and a Mamba-2 mixer side by side
+            return {"full": n, "mamba": n}
+        if self.model_type == "granitemoehybrid" and self._explicit_layer_types() is None:
+            return {"mamba": n}  # transformers' default: every layer a Mamba layer
         explicit = self._explicit_layer_types()
         if explicit is not None:
             counts = Counter(explicit)
@@ -290,6 +324,59 @@ class Arch:
             sliding = 0
         return {"sliding": sliding, "full": n - sliding}
 
+    def _v4_mixers(self) -> dict[str, int]:
+        """DeepSeek-V4 layer kinds from ``layer_types`` or the legacy per-layer ``compress_ratios`` (0/4/128), first
+        ``num_hidden_layers`` entries (the list also covers the MTP layer); transformers' V4-Pro default otherwise."""
+        n = self.layers
+        names = self.raw.get("layer_types")
+        if names is None and self.raw.get("compress_ratios") is not None:
+            ratios = self.raw["compress_ratios"]
+            if not isinstance(ratios, list) or len(ratios) < n or any(r not in _V4_RATIOS for r in ratios[:n]):
+                raise ModelConfigError(self.where, f"'compress_ratios' must give 0, 4 or 128 for each of the {n} layers")
+            names = [_V4_RATIOS[r] for r in ratios[:n]]
+        if names is None:  # configuration_deepseek_v4.py: 2 HCA layers, then CSA and HCA alternating
+            csa = max(n - 2, 0) // 2
+            return {k: v for k, v in {"hca": n - csa, "csa": csa}.items() if v}
+        if not isinstance(names, list) or len(names) < n or any(t not in _V4_LAYER_TYPES for t in names[:n]):
+            raise ModelConfigError(self.where, f"'layer_types' must name a DeepSeek-V4 attention kind for each of the {n} layers")
+        return dict(Counter(_V4_LAYER_TYPES[t] for t in names[:n]))
+
+    def compress_rate(self, kind: str) -> int:
+        """Source tokens per compressed KV entry of a DeepSeek-V4 ``csa`` or ``hca`` layer."""
+        rates = self.raw.get("compress_rates")
+        key = {"csa": "compressed_sparse_attention", "hca": "heavily_compressed_attention"}[kind]
+        if isinstance(rates, dict) and rates.get(key) is not None:
+            value = rates[key]
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 1 << 20:
+                raise ModelConfigError(self.where, f"'compress_rates.{key}' must be a positive integer")
+            return value
+        return self.int(f"compress_rate_{kind}", minimum=1)
+
+    def indexer_layers(self) -> int:
+        """Layers that run their own DSA lightning indexer: every layer of DeepSeek-V3.2; GLM-5's ``indexer_types``
+        'full' layers (the 'shared' ones reuse the previous top-k), from the list or from transformers' schedule
+        (``index_topk_pattern``, else ``index_topk_freq`` / ``index_skip_topk_offset``), counted arithmetically."""
+        if self.model_type not in INDEXER_TYPES:
+            return 0
+        n = self.layers
+        if self.model_type == "deepseek_v32":
+            return n
+        kinds = self.raw.get("indexer_types")
+        if kinds is None:
+            pattern = self.raw.get("index_topk_pattern")
+            if isinstance(pattern, str):
+                kinds = [{"F": "full", "S": "shared"}.get(c, c) for c in pattern]
+            elif pattern is not None:
+                kinds = pattern
+        if kinds is not None:
+            if not isinstance(kinds, list) or len(kinds) != n or any(k not in ("full", "shared") for k in kinds):
+                raise ModelConfigError(self.where, f"'indexer_types' must be 'full' or 'shared' for each of the {n} layers")
+            return sum(1 for k in kinds if k == "full")
+        freq = max(self.int("index_topk_freq", 1), 1)
+        offset = self.int("index_skip_topk_offset", 2)
+        # configuration_glm_moe_dsa.py: layer i is 'full' when max(i - offset + 1, 0) % freq == 0
+        return min(offset, n) + max(n - offset, 0) // freq
+
     def mlp_counts(self) -> dict[str, int]:
         """Layers per MLP kind: dense, moe (routed experts) or none."""
         if "mlps" not in self._memo:
@@ -310,6 +397,12 @@ class Arch:
             dense_listed = {i for i in only if 0 <= i < n and (i + 1) % step == 0}
             moe = n // step - len(dense_listed)
             return {"moe": moe, "dense": n - moe}
+        if self.model_type == "glm_moe_dsa" and self.raw.get("mlp_layer_types") is not None:
+            kinds = self.raw["mlp_layer_types"]
+            if not isinstance(kinds, list) or len(kinds) != n or any(k not in ("dense", "sparse") for k in kinds):
+                raise ModelConfigError(self.where, f"'mlp_layer_types' must be 'dense' or 'sparse' for each of the {n} layers")
+            moe = sum(1 for k in kinds if k == "sparse")
+            return {"dense": n - moe, "moe": moe}
         if self.is_mla:
             first = min(self.int("first_k_dense_replace", 0), n)
             return {"dense": first, "moe": n - first}
@@ -321,6 +414,8 @@ class Arch:
     @property
     def sliding_window(self) -> int | None:
         if self.model_type in _QWEN_TYPES and not self.flag("use_sliding_window"):
+            return None
+        if self.model_type in ("falcon_h1", "granitemoehybrid"):  # no sliding-window attention in these models
             return None
         window = self.int("sliding_window", 0)
         return window or None
@@ -352,7 +447,8 @@ def read_arch(config: dict[str, Any], *, where: str, name: str = "") -> Arch:
     if isinstance(config.get("text_config"), dict):
         text = dict(config["text_config"])
         text.setdefault("model_type", _TEXT_MODEL_TYPES.get(model_type, model_type))
-        for key in ("quantization_config", "torch_dtype", "dtype"):
+        # Qwen3-VL keeps tie_word_embeddings at the top level; its ForConditionalGeneration ties by that value.
+        for key in ("quantization_config", "torch_dtype", "dtype", "tie_word_embeddings"):
             if key in config and key not in text:
                 text[key] = config[key]
         multimodal = True
@@ -362,6 +458,10 @@ def read_arch(config: dict[str, Any], *, where: str, name: str = "") -> Arch:
     if model_type not in table:
         raise UnsupportedArchitectureError(name or where, architecture or model_type, supported_model_types())
     entry = table[model_type]
+    if model_type == "nemotron_h" and text.get("num_hidden_layers") is None and isinstance(text.get("layers_block_type"), list):
+        # transformers' NemotronHConfig takes the layer count from layers_block_type (num_hidden_layers is deprecated
+        # there; Nemotron 3 Ultra's config.json has none)
+        text = {**text, "num_hidden_layers": len(text["layers_block_type"])}
     missing = [k for k in entry.get("required", []) if text.get(k) is None]
     if missing:
         raise ModelConfigError(

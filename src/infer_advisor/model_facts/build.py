@@ -40,7 +40,9 @@ def _pre_quantized(qc: Any) -> PreQuantization | None:
 def weight_format_of(qc: Any) -> str | None:
     """The data/formats.yaml key a pre-quantized checkpoint's weights take, from its quantization_config.
 
-    - ``fp8`` with ``weight_block_size`` (DeepSeek-V3/R1, Qwen3 FP8): fp8-block, one fp32 scale per 128x128 block.
+    - ``fp8`` with ``weight_block_size`` (DeepSeek-V3/R1, Qwen3 FP8): fp8-block, one fp32 scale per 128x128 block;
+      with ``expert_dtype`` fp4 (DeepSeek-V4): fp8-block-fp4-experts; with ``moe_quant_algo`` NVFP4
+      (nvidia/DeepSeek-V4-*-NVFP4): fp8-block-nvfp4-experts.
     - ``fp8`` without: fp8 (per-tensor or per-channel scales).
     - ``mxfp4`` (gpt-oss): mxfp4-experts, only the routed experts are MXFP4 (modules_to_not_convert keeps
       attention, router, embeddings and lm_head in bf16).
@@ -51,7 +53,11 @@ def weight_format_of(qc: Any) -> str | None:
         return None
     method = str(qc.get("quant_method", "")).lower()
     if method == "fp8":
-        return "fp8-block" if qc.get("weight_block_size") else "fp8"
+        if not qc.get("weight_block_size"):
+            return "fp8"
+        if str(qc.get("moe_quant_algo", "")).upper() == "NVFP4":
+            return "fp8-block-nvfp4-experts"
+        return "fp8-block-fp4-experts" if str(qc.get("expert_dtype", "")).lower() == "fp4" else "fp8-block"
     if method == "mxfp4":
         return "mxfp4-experts"
     if method == "modelopt":
@@ -108,6 +114,9 @@ def facts_from_config(
     qc = config.get("quantization_config")
     if not isinstance(qc, dict) and isinstance(config.get("text_config"), dict):
         qc = config["text_config"].get("quantization_config")
+    if isinstance(qc, dict) and config.get("expert_dtype") and "expert_dtype" not in qc:
+        # DeepSeek-V4 names its experts' dtype beside quantization_config; transformers folds it in (configuration_deepseek_v4.py)
+        qc = {**qc, "expert_dtype": config["expert_dtype"]}
     return ModelFacts(
         name=name,
         source=source,

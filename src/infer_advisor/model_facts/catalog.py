@@ -37,6 +37,11 @@ class Variant(BaseModel):
     name: str = Field(description="Hub id of the variant, e.g. meta-llama/Llama-3.1-8B-Instruct.")
     kind: str = Field(default="instruct", description="instruct, base, reasoning, chat, coder ...")
     aliases: list[str] = Field(default_factory=list, description="Short names of this variant.")
+    source: str | None = Field(
+        default=None,
+        description="Where the variant is stated to share this architecture (e.g. its model card naming this model as its "
+        "base), when the catalog holds no config.json of its own.",
+    )
 
 
 class CatalogEntry(BaseModel):

@@ -20,8 +20,11 @@ transformers builds" means:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 
+from ..errors import ModelConfigError
 from .arch import Arch
 from .facts import ParamBreakdown
 
@@ -32,7 +35,10 @@ _FOUR_NORM_TYPES = ("gemma2", "gemma3_text", "gemma4_text")
 # Source: transformers models/qwen3, qwen3_moe, gemma3, qwen3_next, qwen3_5, gemma4 modeling files.
 _QK_NORM_TYPES = ("qwen3", "qwen3_moe", "gemma3_text", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "gemma4_text")
 # Model types whose `attention_bias` puts a bias on all of q, k, v and o.
-_ALL_BIAS_TYPES = ("llama", "gemma", "gemma2", "gemma3_text", "qwen3", "qwen3_moe", "gpt_oss", "olmo2", "nemotron_h")
+_ALL_BIAS_TYPES = (
+    "llama", "gemma", "gemma2", "gemma3_text", "qwen3", "qwen3_moe", "gpt_oss", "olmo2", "nemotron_h", "falcon_h1",
+    "granitemoehybrid",
+)
 # Gated attention (Qwen3-Next, Qwen3.5): q_proj also emits a per-channel output gate, doubling its width.
 _GATED_Q_TYPES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
 
@@ -87,6 +93,8 @@ def _attention(a: Arch, mixer: str) -> Block:
         return _falcon_attention(a)
     if a.is_mla:
         return _mla_attention(a)
+    if a.model_type == "deepseek_v4":
+        return _v4_attention(a, mixer)
     h = a.hidden
     kv_heads, hd, k_eq_v = _attention_geometry(a, mixer)
     q, kv = a.heads * hd, kv_heads * hd
@@ -123,11 +131,41 @@ def _mla_attention(a: Arch) -> Block:
     other += kv_rank + ((kv_rank + rope) if bias else 0)  # kv_a_layernorm (+ bias)
     linear += n * v * h  # o_proj
     other += h if bias else 0
-    if a.model_type == "deepseek_v32":  # DeepSeek sparse attention's lightning indexer: wq_b, wk, weights_proj, k_norm
-        ih, ihd = a.int("index_n_heads", minimum=1), a.int("index_head_dim", minimum=1)
-        linear += q_rank * ih * ihd + h * ihd + h * ih
-        other += 2 * ihd
     return Block(linear, other)
+
+
+def _indexer(a: Arch) -> Block:
+    """DeepSeek sparse attention's lightning indexer (DeepSeek-V3.2, GLM-5): wq_b, wk, weights_proj, k_norm (LayerNorm)."""
+    h, q_rank = a.hidden, a.int("q_lora_rank", 0)
+    ih, ihd = a.int("index_n_heads", minimum=1), a.int("index_head_dim", minimum=1)
+    return Block(linear=q_rank * ih * ihd + h * ihd + h * ih, other=2 * ihd)
+
+
+def _v4_attention(a: Arch, mixer: str) -> Block:
+    """DeepSeek-V4 attention (transformers models/deepseek_v4): low-rank q (q_a_proj, q_a_norm, q_b_proj), one shared
+    K=V head (kv_proj, kv_norm), grouped low-rank output (o_a_proj, o_b_proj), a sink logit per head; CSA layers add a
+    compressor of two series (kv/gate to 2 x head_dim, position bias per window slot, norm) with its lightning indexer,
+    HCA layers a single-series compressor."""
+    h, n, hd = a.hidden, a.heads, a.head_dim
+    q_rank, g, o_rank = a.int("q_lora_rank", minimum=1), a.int("o_groups", minimum=1), a.int("o_lora_rank", minimum=1)
+    linear = h * q_rank + q_rank * n * hd + h * hd + o_rank * n * hd + g * o_rank * h
+    other = q_rank + hd + n
+    if mixer == "csa":
+        rate, ih, ihd = a.compress_rate("csa"), a.int("index_n_heads", minimum=1), a.int("index_head_dim", minimum=1)
+        linear += 2 * h * 2 * hd  # compressor kv_proj, gate_proj
+        other += rate * 2 * hd + hd  # position_bias, kv_norm
+        linear += 2 * h * 2 * ihd + q_rank * ih * ihd + h * ih  # indexer kv_proj, gate_proj, q_b_proj, scorer weights_proj
+        other += rate * 2 * ihd + ihd  # indexer position_bias, kv_norm
+    elif mixer == "hca":
+        linear += 2 * h * hd
+        other += a.compress_rate("hca") * hd + hd
+    return Block(linear, other)
+
+
+def _v4_hyper_connections(a: Arch) -> int:
+    """Parameters of one manifold-constrained hyper-connection (DeepseekV4HyperConnection: fn, base, scale)."""
+    m = a.int("hc_mult", minimum=1)
+    return (2 + m) * m * (m * a.hidden) + (2 + m) * m + 3
 
 
 def _falcon_attention(a: Arch) -> Block:
@@ -178,17 +216,15 @@ def _linear_attention(a: Arch) -> Block:
 
 @dataclass(frozen=True)
 class MambaDims:
-    """Mamba-2 mixer dimensions (Nemotron-H, Granite 4, Falcon-H1)."""
+    """Mamba-2 mixer dimensions (Nemotron-H, Granite 4, Falcon-H1). ``inner`` is the SSM width (z, x and out_proj):
+    heads x head_dim for Nemotron-H; ``mamba_expand x hidden`` for Granite 4; ``mamba_d_ssm`` for Falcon-H1."""
 
     heads: int
     head_dim: int
     groups: int
     state: int
     kernel: int
-
-    @property
-    def inner(self) -> int:
-        return self.heads * self.head_dim
+    inner: int
 
     @property
     def conv_channels(self) -> int:  # x, B and C pass the short convolution
@@ -196,31 +232,60 @@ class MambaDims:
 
 
 def mamba_dims(a: Arch) -> MambaDims:
+    if a.model_type in ("falcon_h1", "granitemoehybrid"):  # Granite 4 / Falcon-H1 spell these mamba_*
+        heads = a.int("mamba_n_heads", minimum=1)
+        if a.model_type == "falcon_h1" and a.raw.get("mamba_d_ssm") is not None:
+            inner = a.int("mamba_d_ssm", minimum=1)
+        else:
+            inner = a.int("mamba_expand", 2, minimum=1) * a.hidden
+        head_dim = inner // heads if a.raw.get("mamba_d_head") in (None, "auto") else a.int("mamba_d_head", minimum=1)
+        if inner % heads or head_dim * heads != inner:  # transformers' validate_architecture refuses these too
+            raise ModelConfigError(a.where, f"mamba heads x head dim must equal the Mamba width {inner} ({heads} heads)")
+        return MambaDims(
+            heads=heads,
+            head_dim=head_dim,
+            groups=a.int("mamba_n_groups", 1, minimum=1),
+            state=a.int("mamba_d_state", minimum=1),
+            kernel=a.int("mamba_d_conv", 4, minimum=1),
+            inner=inner,
+        )
+    heads, head_dim = a.int("mamba_num_heads", minimum=1), a.int("mamba_head_dim", minimum=1)
     return MambaDims(
-        heads=a.int("mamba_num_heads", minimum=1),
-        head_dim=a.int("mamba_head_dim", minimum=1),
+        heads=heads,
+        head_dim=head_dim,
         groups=a.int("n_groups", 1, minimum=1),
         state=a.int("ssm_state_size", minimum=1),
         kernel=a.int("conv_kernel", 4, minimum=1),
+        inner=heads * head_dim,
     )
 
 
 def _mamba(a: Arch) -> Block:
-    """Mamba-2: in_proj (z, x, B, C, dt), conv1d, dt_bias, A_log, D, gated RMSNorm, out_proj."""
+    """Mamba-2: in_proj (z, x, B, C, dt), conv1d, dt_bias, A_log, D, gated RMSNorm, out_proj.
+
+    Biases and the norm by model type (transformers' mixers): Nemotron-H ``mamba_proj_bias`` on in_proj and
+    out_proj; Granite 4 ``mamba_proj_bias`` on both; Falcon-H1 ``mamba_proj_bias`` on in_proj, ``projectors_bias``
+    on out_proj, and the gated norm only with ``mamba_rms_norm``."""
     d, h = mamba_dims(a), a.hidden
     in_width = 2 * d.inner + 2 * d.groups * d.state + d.heads
     linear = h * in_width + d.inner * h
-    other = d.conv_channels * d.kernel + 3 * d.heads + d.inner
-    if a.flag("use_conv_bias", True):
+    falcon = a.model_type == "falcon_h1"
+    other = d.conv_channels * d.kernel + 3 * d.heads + (d.inner if (not falcon or a.flag("mamba_rms_norm")) else 0)
+    conv_bias = a.flag("mamba_conv_bias", True) if a.model_type in ("falcon_h1", "granitemoehybrid") else a.flag("use_conv_bias", True)
+    if conv_bias:
         other += d.conv_channels
     if a.flag("mamba_proj_bias"):
-        other += in_width + h
+        other += in_width + (0 if falcon else h)
+    if falcon and a.flag("projectors_bias"):
+        other += h
     return Block(linear, other)
 
 
 def _mixer(a: Arch, mixer: str) -> Block:
     if mixer in ("full", "sliding", "chunked"):
         return _attention(a, mixer)
+    if mixer in ("csa", "hca"):
+        return _v4_attention(a, mixer)
     if mixer == "linear":
         return _linear_attention(a)
     if mixer == "mamba":
@@ -239,7 +304,7 @@ def _dense_mlp(a: Arch) -> Block:
         return Block(linear=2 * h * inter, other=(inter + h) if bias else 0)
     if a.model_type == "nemotron_h":
         return _plain_mlp(h, a.intermediate)
-    return _gated_mlp(h, a.intermediate, bias=a.flag("mlp_bias"))
+    return _gated_mlp(h, a.intermediate, bias=a.flag("mlp_bias"))  # Granite 4's shared MLP: input_linear 2I + output
 
 
 def _moe_mlp(a: Arch) -> tuple[Block, int, int]:
@@ -261,6 +326,10 @@ def _moe_mlp(a: Arch) -> tuple[Block, int, int]:
         block = block + _plain_mlp(h, a.int("moe_shared_expert_intermediate_size"))
     elif t == "gemma4_text":  # a dense MLP beside the experts, a router scale per channel and per expert, 3 norms
         block = block + _gated_mlp(h, a.int("intermediate_size")) + Block(other=h + e + 3 * h)
+    elif t == "granitemoehybrid":  # the shared MLP beside the experts
+        block = block + _gated_mlp(h, a.int("shared_intermediate_size"))
+    elif t == "deepseek_v4":  # one shared expert of moe_intermediate_size (DeepseekV4MLP), whatever n_shared_experts says
+        block = block + _gated_mlp(h, inter)
     elif a.shared_experts:  # DeepSeek: n_shared_experts fused into one MLP
         block = block + _gated_mlp(h, inter * a.shared_experts)
     return block, e * per_expert, k * per_expert
@@ -275,6 +344,8 @@ def _norms_per_layer(a: Arch) -> int:
         return count * 2 * h
     if a.model_type == "nemotron_h":  # one pre-norm per block: each layer is a mixer OR an MLP
         return h
+    if a.model_type == "deepseek_v4":  # two norms plus the attention and MLP hyper-connections
+        return 2 * h + 2 * _v4_hyper_connections(a)
     return (4 if a.model_type in _FOUR_NORM_TYPES else 2) * h
 
 
@@ -285,6 +356,7 @@ def count_parameters(a: Arch) -> Counts:
     body = Block(other=a.layers * _norms_per_layer(a))
     for mixer, n in a.mixer_counts().items():
         body = body + _mixer(a, mixer) * n
+    body = body + _indexer(a) * a.indexer_layers() if a.indexer_layers() else body
     expert = expert_active = 0
     for mlp, n in a.mlp_counts().items():
         if mlp == "dense":
@@ -295,6 +367,9 @@ def count_parameters(a: Arch) -> Counts:
             expert += exp * n
             expert_active += exp_active * n
     final_norm = (2 * a.hidden) if a.model_type == "falcon" else a.hidden  # Falcon: LayerNorm with bias
+    if a.model_type == "deepseek_v4":  # the hyper-connection head that collapses the hc_mult streams (hc_fn, hc_base, hc_scale)
+        m = a.int("hc_mult", minimum=1)
+        final_norm += m * m * a.hidden + m + 1
     other = body.other + final_norm
     breakdown = ParamBreakdown(
         embedding=embedding, lm_head=lm_head, linear=body.linear, other=other, expert_linear=expert
@@ -316,11 +391,26 @@ class KVCounts:
 
 
 def _kv_per_layer(a: Arch, mixer: str) -> int:
-    if a.is_mla:  # the compressed latent plus the shared rope key, stored once (+ the indexer's key under DSA)
-        indexer = a.int("index_head_dim", minimum=1) if a.model_type == "deepseek_v32" else 0
-        return a.int("kv_lora_rank") + a.int("qk_rope_head_dim") + indexer
+    if a.is_mla:  # the compressed latent plus the shared rope key, stored once
+        return a.int("kv_lora_rank") + a.int("qk_rope_head_dim")
     kv_heads, hd, _ = _attention_geometry(a, mixer)
     return 2 * kv_heads * hd
+
+
+def _v4_kv(a: Arch) -> KVCounts:
+    """DeepSeek-V4 (transformers DeepseekV4HCACache / CSACache): every layer keeps its last ``sliding_window`` tokens of
+    the one shared K=V head (head_dim, stored once); CSA layers add one compressed entry of head_dim plus one indexer
+    key of index_head_dim per ``compress_rate_csa`` tokens, HCA layers one entry of head_dim per ``compress_rate_hca``
+    tokens. The compressed entries grow with the context: per token that is a fraction, rounded up to whole elements."""
+    counts, hd = a.mixer_counts(), a.head_dim
+    grow = Fraction(0)
+    if counts.get("csa"):
+        grow += Fraction(counts["csa"] * (hd + a.int("index_head_dim", minimum=1)), a.compress_rate("csa"))
+    if counts.get("hca"):
+        grow += Fraction(counts["hca"] * hd, a.compress_rate("hca"))
+    return KVCounts(
+        full=math.ceil(grow), sliding=a.layers * hd, window=a.sliding_window, uniform_window=False, local_kind="sliding"
+    )
 
 
 def kv_cache_elements(a: Arch) -> KVCounts:
@@ -336,6 +426,8 @@ def kv_cache_elements(a: Arch) -> KVCounts:
     (Gemma 2/3/4, gpt-oss, Qwen with use_sliding_window) report their window layers in ``sliding``; Llama 4's
     chunked-attention layers (each token attends within its chunk of ``attention_chunk_size``) likewise.
     """
+    if a.model_type == "deepseek_v4":
+        return _v4_kv(a)
     counts = a.mixer_counts()
     full_layers = counts.get("full", 0)
     local = "chunked" if counts.get("chunked") else ("sliding" if counts.get("sliding") else None)
@@ -343,6 +435,7 @@ def kv_cache_elements(a: Arch) -> KVCounts:
     attention_layers = full_layers + local_layers
     window = a.local_window
     full = full_layers * _kv_per_layer(a, "full") if full_layers else 0
+    full += a.indexer_layers() * (a.int("index_head_dim", minimum=1) if a.indexer_layers() else 0)  # DSA indexer keys
     sliding = local_layers * _kv_per_layer(a, local) if local_layers else 0
     if local == "sliding" and local_layers == attention_layers and local_layers == a.layers:
         return KVCounts(full=sliding, sliding=0, window=window, uniform_window=True, local_kind=local)

@@ -1,7 +1,10 @@
 """Published quantized checkpoints: serve what the community already quantized instead of quantizing again.
 
-``data/published_checkpoints.yaml`` lists well-known quantized repositories per catalog model (each with its
-model card as source). Online, :func:`hub_quantized` asks the Hub for models tagged
+``data/published_checkpoints.yaml`` lists well-known quantized repositories per catalog model, each with its
+model card as source, where the repository name was seen (``verified``) and, where known, its real size
+(``size_bytes``: the safetensors index ``metadata.total_size`` or the file size its model card states, with
+``size_source``). The plan's memory model uses that size instead of its format estimate
+(:func:`checkpoint_bytes_for`). Online, :func:`hub_quantized` asks the Hub for models tagged
 ``base_model:quantized:<id>`` (the tag the Hub derives from a model card's ``base_model`` and
 ``base_model_relation: quantized``).
 
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .._data import load_validated
 from .._paths import shipped
@@ -26,9 +29,21 @@ class PublishedCheckpoint(BaseModel):
     repo: str = Field(description="Hub id of the quantized repository.")
     method: str = Field(description="Weight format it is in (data/formats.yaml key, e.g. awq, fp8, gguf-q4_k_m).")
     file: str | None = Field(default=None, description="GGUF quant tag for `llama-server -hf REPO:TAG`.")
-    size_bytes: int | None = Field(default=None, description="Bytes of weights, where the repository states them.")
+    size_bytes: int | None = Field(
+        default=None, gt=0, description="Bytes of weights: the safetensors index total_size, or the file size the model card states."
+    )
+    size_source: str | None = Field(default=None, description="Where size_bytes was read (required with size_bytes).")
+    verified: str | None = Field(
+        default=None, description="Where this repository name was seen published (a stored copy of its model card or a page naming it)."
+    )
     source: str = Field(description="Where this checkpoint is listed (its model card, or the Hub's search answer).")
     note: str | None = None
+
+    @model_validator(mode="after")
+    def _size_has_a_source(self) -> PublishedCheckpoint:
+        if self.size_bytes is not None and not self.size_source:
+            raise ValueError(f"{self.repo}: size_bytes needs size_source (where the size was read)")
+        return self
 
 
 class PublishedFile(BaseModel):
@@ -41,13 +56,23 @@ def published() -> PublishedFile:
     return load_validated(shipped("data") / "published_checkpoints.yaml", PublishedFile)
 
 
-def find_published(model: str, method: str) -> PublishedCheckpoint | None:
-    """The first published checkpoint of ``model`` (exact Hub id, any case) in weight format ``method``."""
+def find_published(model: str, method: str, *, verified_only: bool = True) -> PublishedCheckpoint | None:
+    """The first published checkpoint of ``model`` (exact Hub id, any case) in weight format ``method``; by default only
+    a verified one (a repository name seen published), so a plan never names a repository that may not exist."""
     table = {k.lower(): v for k, v in published().checkpoints.items()}
     for ckpt in table.get(model.strip().lower(), []):
-        if ckpt.method == method:
+        if ckpt.method == method and (ckpt.verified or not verified_only):
             return ckpt
     return None
+
+
+def checkpoint_bytes_for(model_name: str, source: str, pre_quantized: bool, method: str) -> int | None:
+    """The real size of the published checkpoint a plan for ``model_name`` in ``method`` would serve, when the data
+    file states one; None for local folders and pre-quantized checkpoints (they are their own weights)."""
+    if source == "local" or pre_quantized or method in ("none", "ct2-int8"):
+        return None
+    found = find_published(model_name, method)
+    return found.size_bytes if found is not None else None
 
 
 # Words in a quantized repository's name or tags -> the weight format it most likely holds.

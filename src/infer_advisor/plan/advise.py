@@ -191,6 +191,9 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
     if choice.profile.maintenance_note:
         warnings.append(choice.profile.maintenance_note)
     decisions = _decisions(choice, result, request, unit="GPU" if hw.kind == "gpu" else "socket")
+    if engine_cfg.server == "triton":
+        decisions.append(_triton_decision(engine_cfg))
+        warnings.append(_triton_memory_note())
     return DeploymentPlan(
         feasible=feasible,
         infeasible_reason=reason,
@@ -319,7 +322,7 @@ def _engine_config(request: PlanRequest, model: ModelFacts, c: Choice, concurren
         "exllamav2": "mlc", "mistralrs": "llama.cpp", "llama.cpp": "mistralrs",
     }.get(p.name)
     fraction = request.gpu_memory_utilization or settings.memory_fraction
-    return EngineConfig(
+    config = EngineConfig(
         name=p.name,
         version=settings.version,
         image=p.image.replace(p.version, settings.version) if settings.version != p.version else p.image,
@@ -340,6 +343,44 @@ def _engine_config(request: PlanRequest, model: ModelFacts, c: Choice, concurren
             "kv_cache_dtype": "auto",
         },
         memory_profile=settings.profile.label,
+    )
+    if p.name == "trtllm" and request.stack == "nvidia-triton":
+        return _triton(config)
+    return config
+
+
+def _triton(config: EngineConfig) -> EngineConfig:
+    """The same TensorRT-LLM engine behind Triton Inference Server (--stack nvidia-triton): Triton's image, HTTP port,
+    readiness path and model name (data/triton.yaml)."""
+    from ..triton import triton_facts, triton_release
+
+    facts, release = triton_facts(), triton_release(config.version)
+    return config.model_copy(update=dict(
+        image=facts.image_for(release), port=facts.http_port, health_path=facts.health_path,
+        served_model_name=facts.model_name, server="triton", server_version=release.triton,
+    ))
+
+
+def _triton_decision(engine: EngineConfig) -> Decision:
+    from ..triton import triton_release
+
+    release = triton_release(engine.version)
+    return Decision(
+        rule_id="server.triton", decides="server", value=engine.image, effect="set",
+        reason=f"--stack nvidia-triton: TensorRT-LLM {engine.version} served by Triton {release.triton} (tritonserver "
+        f"{release.triton_server_version}) through its TensorRT-LLM backend's LLM API model '{engine.served_model_name}'",
+        source=release.source,
+    )
+
+
+def _triton_memory_note() -> str:
+    from ..triton import triton_facts
+
+    pool = triton_facts().cuda_memory_pool_bytes
+    return (
+        f"Triton's own process holds a CUDA context and its {pool / 2**20:.0f} MiB CUDA memory pool on each GPU "
+        "(tritonserver defaults), outside the memory estimate; TensorRT-LLM's KV cache takes its fraction of the memory "
+        "free after them, so it holds slightly fewer tokens than estimated."
     )
 
 
@@ -409,7 +450,10 @@ def _published(model: ModelFacts, method: str) -> PublishedCheckpointRef | None:
         found = hub_quantized(model.name, method)
     if found is None:
         return None
-    return PublishedCheckpointRef(repo=found.repo, method=found.method, file=found.file, size_bytes=found.size_bytes, source=found.source)
+    return PublishedCheckpointRef(
+        repo=found.repo, method=found.method, file=found.file, size_bytes=found.size_bytes, size_source=found.size_source,
+        source=found.source,
+    )
 
 
 def _decisions(c: Choice, result, request: PlanRequest, unit: str = "GPU") -> list[Decision]:

@@ -90,6 +90,13 @@ class EngineConfig(BaseModel):
         description="The engine version's own values of the settings above on this GPU; launch scripts pass only settings that differ.",
     )
     memory_profile: str | None = Field(default=None, description="The engine memory profile (version range) the plan's memory figures use.")
+    server: Literal["triton"] | None = Field(
+        default=None,
+        description="The server in front of the engine when it is not the engine's own: triton (Triton Inference Server's "
+        "TensorRT-LLM backend, --stack nvidia-triton; image, port and health path are Triton's, served_model_name is "
+        "the Triton model).",
+    )
+    server_version: str | None = Field(default=None, description="Triton release (yy.mm) whose container ships the engine version.")
 
 
 class PublishedCheckpointRef(BaseModel):
@@ -97,8 +104,11 @@ class PublishedCheckpointRef(BaseModel):
     repo: str = Field(description="Hub id the engine loads instead of the base model.")
     method: str
     file: str | None = Field(default=None, description="GGUF quant tag (`llama-server -hf REPO:TAG`).")
-    size_bytes: int | None = Field(default=None, description="Weight bytes the repository states, if it does.")
+    size_bytes: int | None = Field(
+        default=None, description="Weight bytes the repository states, if it does; the memory model then plans with them."
+    )
     source: str = Field(description="Where the checkpoint is listed: the data file's model-card URL, or the Hub's answer.")
+    size_source: str | None = Field(default=None, description="Where size_bytes was read (safetensors index or model card).")
     origin: Literal["published checkpoint"] = "published checkpoint"
 
 

@@ -16,7 +16,7 @@ QuantChoice = Literal[
     "nvfp4", "mlc-q4f16_1", "exl2", "isq-q4k", "isq-q8_0",
 ]
 ServingChoice = Literal["auto", "server", "library"]
-StackChoice = Literal["auto", "nvidia"]
+StackChoice = Literal["auto", "nvidia", "nvidia-triton"]
 SpeculativeChoice = Literal["auto", "off"]
 DTypeChoice = Literal["auto", "bfloat16", "float16", "float32"]
 KVDTypeChoice = Literal["auto", "fp8"]
@@ -76,7 +76,8 @@ class PlanRequest(BaseModel):
     stack: StackChoice = Field(
         default="auto",
         description="nvidia: peak NVIDIA performance on NVIDIA's enterprise stack (TensorRT-LLM trtllm-serve, NGC image); "
-        "auto: the rules choose among the open-source engines.",
+        "nvidia-triton: the same engine served through Triton Inference Server's TensorRT-LLM backend (for teams that "
+        "standardise on Triton); auto: the rules choose among the open-source engines.",
     )
     shared_prefix_tokens: int | None = Field(
         default=None, ge=0, description="Prompt tokens every request shares (system prompt, chat history); the engine's prefix caching is turned on for them."

@@ -18,6 +18,7 @@ from ..estimate.formats import weight_format
 from ..estimate.memory import MemoryEstimate, estimate_memory
 from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
+from ..model_facts.published import checkpoint_bytes_for
 from ..rules.evaluate import Trace, Verdict, judge, rank
 from ..rules.schema import Rule
 from ..speculative import DraftPair, draft_for
@@ -255,6 +256,8 @@ def search(
                 calibration=cal.for_layout(layout.gpus) if cal is not None else None,
                 gpu_memory_source=mem_source,
                 engine_version=settings.version,
+                # a published checkpoint the plan would serve, at its stated size (the same lookup advise makes)
+                checkpoint_bytes=checkpoint_bytes_for(model.name, model.source, model.pre_quantized is not None, qv.value),
             )
 
         def holds(est: MemoryEstimate) -> bool:  # fits, and one request of the whole context fits its KV cache

@@ -23,6 +23,10 @@ def load_engine(req: BenchRequest) -> Engine:
         from .vllm_engine import VLLMEngine
 
         return VLLMEngine(req)
+    if req.engine == "triton":
+        from .triton_engine import TritonEngine
+
+        return TritonEngine(req)
     from .openai_engine import OpenAIEngine
 
     return OpenAIEngine(req)
