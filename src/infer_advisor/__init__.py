@@ -40,6 +40,7 @@ _ERRORS = (
     "EngineNotInstalledError",
     "HubError",
     "OutputExistsError",
+    "OutputPathError",
     "BenchmarkError",
     "GPURequiredError",
 )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -11,35 +13,65 @@ from .errors import DataFileError
 T = TypeVar("T")
 
 
-def read_structured(path: Path) -> Any:
-    """Parse a .yaml/.yml/.json file; errors name the file and line."""
+def read_structured(path: Path, check: Callable[[Any], Any] | None = None) -> Any:
+    """Parse a .yaml/.yml/.json file; errors name the file and the line, in one line each.
+
+    YAML aliases (``*name``) are refused: they are never needed in a data or rule file, and nested ones expand
+    exponentially (a 342-byte "billion laughs" file ran until killed). Parsed YAML is cached as JSON
+    (:func:`_cache_path`), but only after ``check`` (the caller's validation, which raises on bad data) passed.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as err:
         raise DataFileError(str(path), f"cannot read: {err.strerror or err}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DataFileError(
+            str(path), f"not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start}); save it as UTF-8"
+        ) from None
     if path.suffix == ".json":
         try:
             return json.loads(text)
         except json.JSONDecodeError as err:
             raise DataFileError(str(path), f"invalid JSON at line {err.lineno}: {err.msg}") from None
+        except RecursionError:
+            raise DataFileError(str(path), "nested too deeply to be a data file") from None
     cached = _cache_path(path, text)
     if cached is not None:
         try:
             return json.loads(cached.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             pass
+    data = _parse_yaml(path, text)
+    if check is not None:
+        check(data)
+    if cached is not None:
+        _write_cache(cached, data)
+    return data
+
+
+def _parse_yaml(path: Path, text: str) -> Any:
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader
+        if "*" in text:  # an alias needs a '*': only then look at the events
+            for event in yaml.parse(text, Loader=loader):
+                if isinstance(event, yaml.AliasEvent):
+                    mark = event.start_mark
+                    where = f" at line {mark.line + 1}" if mark else ""
+                    raise DataFileError(
+                        str(path), f"YAML alias (*{event.anchor}){where}: aliases are not allowed here; write the values out"
+                    )
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
-        raise DataFileError(str(path), f"invalid YAML{where}: {getattr(err, 'problem', err)}") from None
-    if cached is not None:
-        _write_cache(cached, data)
-    return data
+        problem = " ".join(str(getattr(err, "problem", None) or err).split())
+        raise DataFileError(str(path), f"invalid YAML{where}: {problem}") from None
+    except RecursionError:
+        raise DataFileError(str(path), "nested too deeply to be a data file") from None
 
 
 def _cache_path(path: Path, text: str) -> Path | None:
@@ -56,14 +88,20 @@ def _write_cache(target: Path, data: Any) -> None:
     import os
     import tempfile
 
+    tmp = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(data, fh)
         os.replace(tmp, target)
-    except (OSError, TypeError, ValueError):
+        tmp = None
+    except (OSError, TypeError, ValueError, RecursionError):
         pass  # a read-only or full cache folder only costs speed
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def format_validation_error(err: Any) -> str:
@@ -79,8 +117,16 @@ def load_validated(path: Path, model: type[T]) -> T:
     """Read ``path`` and validate it as ``model`` (a pydantic model or TypeAdapter-able type)."""
     from pydantic import TypeAdapter, ValidationError
 
-    raw = read_structured(path)
-    try:
-        return TypeAdapter(model).validate_python(raw)
-    except ValidationError as err:
-        raise DataFileError(str(path), format_validation_error(err)) from None
+    adapter = TypeAdapter(model)
+    done: list[T] = []
+
+    def validate(raw: Any) -> None:
+        try:
+            done.append(adapter.validate_python(raw))
+        except ValidationError as err:
+            raise DataFileError(str(path), format_validation_error(err)) from None
+
+    raw = read_structured(path, check=validate)
+    if not done:  # read from the cache: validate now
+        validate(raw)
+    return done[0]

@@ -5,6 +5,7 @@ infer_advisor's own variables:
 - ``INFER_ADVISOR_CACHE``: cache folder (default ``~/.cache/infer_advisor``).
 - ``INFER_ADVISOR_OFFLINE``: ``1`` never touches the network (as does ``HF_HUB_OFFLINE=1``).
 - ``INFER_ADVISOR_NO_NVML``: ``1`` skips the NVML probe (treat the machine as having no GPU driver).
+- ``INFER_ADVISOR_DEBUG``: ``1`` shows the traceback of an unexpected error (as ``--debug`` does).
 
 Hugging Face's own: ``HF_ENDPOINT``, ``HF_TOKEN``, ``HF_HUB_OFFLINE`` are honoured as huggingface_hub does.
 """
@@ -33,6 +34,10 @@ def hf_endpoint() -> str:
 def hf_token() -> str | None:
     """The Hub token from the environment, if any. Never written into any file."""
     return os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN") or None
+
+
+def debug_enabled() -> bool:
+    return _flag("INFER_ADVISOR_DEBUG")
 
 
 def nvml_disabled() -> bool:

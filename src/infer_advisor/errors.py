@@ -125,6 +125,7 @@ class DataFileError(InferAdvisorError, ValueError):
 
     def __init__(self, path: str, problem: str):
         self.path = path
+        self.problem = problem
         super().__init__(f"{path}: {problem}")
 
 
@@ -169,6 +170,16 @@ class OutputExistsError(InferAdvisorError, FileExistsError):
     def __init__(self, path: str):
         self.path = path
         super().__init__(f"{path} exists already. Pass --force to replace it, or choose another --out.")
+
+
+class OutputPathError(InferAdvisorError, OSError):
+    """An output path infer-advisor may not or cannot write: it cannot be created, is not a folder, or
+    holds files infer-advisor did not write (which ``--force`` never removes)."""
+
+    def __init__(self, path: str, problem: str):
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}")
 
 
 class BenchmarkError(InferAdvisorError, RuntimeError):

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from infer_advisor._output import MANIFEST, read_manifest
 from infer_advisor.bench import BenchReport, bench
 from infer_advisor.cli import main
 from tests.bench.checks import check_consistent as _check_consistent
@@ -45,6 +46,9 @@ def test_transformers_levels_files_and_metrics(tiny_llama, tmp_path):
     )
     assert len(list(csv.DictReader((out / "requests.csv").open()))) == 6
     assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The finished run keeps no file named incomplete; the manifest lists exactly what is there.
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "bench.csv", "bench.json", "bench.png", "requests.csv"]
+    assert read_manifest(out)["complete"] is True
 
 
 def test_crash_after_first_level_keeps_it(tiny_llama, tmp_path):
@@ -68,8 +72,13 @@ def test_crash_after_first_level_keeps_it(tiny_llama, tmp_path):
     assert not kept.complete and "simulated crash after concurrency 1" in kept.error
     assert [lv.concurrency for lv in kept.levels] == [1]
     assert len(kept.requests) == 2
-    assert [r["concurrency"] for r in csv.DictReader((out / "bench.csv").open())] == ["1"]
-    assert not [p for p in out.iterdir() if p.name.startswith(".")], "no temp files left behind"
+    # Every file says the run is incomplete: bench.json by `complete`, the others by their names.
+    assert [r["concurrency"] for r in csv.DictReader((out / "bench.incomplete.csv").open())] == ["1"]
+    assert len(list(csv.DictReader((out / "requests.incomplete.csv").open()))) == 2
+    assert (out / "bench.incomplete.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    names = sorted(p.name for p in out.iterdir())
+    assert names == [MANIFEST, "bench.incomplete.csv", "bench.incomplete.png", "bench.json", "requests.incomplete.csv"]
+    assert read_manifest(out)["complete"] is False
 
 
 def test_plan_predictions_beside_measurements(tiny_llama, tmp_path):

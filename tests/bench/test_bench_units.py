@@ -52,10 +52,14 @@ def test_latency_profile_is_the_studys_setup():
     prof = workload_file().profiles["latency"]
     assert (prof.concurrency, prof.output_tokens, prof.warmup, len(prof.prompts)) == ([1], 200, 1, 9)
     wl = resolve_workload(BenchRequest(engine="transformers", model="m"))
-    assert len(wl.requests(1)) == 9 and len(wl.warmups()) == 1 and wl.output_tokens == 200
+    assert len(wl.requests(1)) == 9 and len(wl.warmups(1)) == 1 and wl.output_tokens == 200
     assert len(wl.requests(16)) == 16  # at least one request per slot in flight
     thr = resolve_workload(BenchRequest(engine="transformers", model="m", workload="throughput", input_tokens=64))
     assert thr.concurrency == [1, 4, 16, 64] and all(it.input_tokens == 64 for it in thr.requests(4))
+    # Every level is warmed up with a full round of its own shape (a cold allocator per batch size inflated TPOT).
+    assert [len(thr.warmups(c)) for c in thr.concurrency] == [1, 4, 16, 64]
+    assert all(it.input_tokens == 64 for it in thr.warmups(16))
+    assert {it.seed for it in thr.warmups(4)}.isdisjoint(it.seed for it in thr.requests(4))
     for name, c in workload_file().constants.items():
         assert c.source and c.description, name
 

@@ -47,3 +47,54 @@ def test_every_request_field_is_documented():
 
     missing = [name for name, f in PlanRequest.model_fields.items() if not f.description]
     assert missing == []
+
+
+def test_an_unexpected_error_has_its_own_exit_code_and_one_line(monkeypatch, capsys):
+    """The probe: crashes exited 1, the code of an infeasible plan, so a script could not tell them apart."""
+    from infer_advisor.cli import plan_cmd
+
+    def crash(ns):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(plan_cmd, "run", crash)
+    assert main(["plan", "--model", "x"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("internal error: ZeroDivisionError: division by zero.")
+    assert "--debug" in err and "Traceback" not in err
+    for argv in (["--debug", "plan", "--model", "x"], ["plan", "--model", "x", "--debug"]):
+        try:
+            main(argv)
+        except ZeroDivisionError:
+            pass
+        else:  # pragma: no cover
+            raise AssertionError("--debug lets the traceback through")
+    monkeypatch.setenv("INFER_ADVISOR_DEBUG", "1")
+    try:
+        main(["plan", "--model", "x"])
+    except ZeroDivisionError:
+        pass
+    else:  # pragma: no cover
+        raise AssertionError("INFER_ADVISOR_DEBUG=1 lets the traceback through")
+
+
+def test_top_level_help_documents_debug(capsys):
+    try:
+        main(["--help"])
+    except SystemExit:
+        pass
+    assert "--debug" in capsys.readouterr().out
+
+
+def test_a_closed_pipe_is_quiet(tmp_path):
+    """The probe: `schema | head` and `gpus | head` ended in BrokenPipeError tracebacks (or rich's exit 1)."""
+    import os
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "INFER_ADVISOR_NO_NVML": "1"}
+    for args in (["schema"], ["gpus"], ["models"], ["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "A100-80GB"]):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "infer_advisor.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
+        proc.stdout.close()  # what `| head` does once it has its lines
+        err = proc.stderr.read().decode()
+        assert proc.wait() == 141, (args, err)
+        assert err == "", (args, err)

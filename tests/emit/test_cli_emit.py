@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from infer_advisor._output import MANIFEST
 from infer_advisor.cli import main
 from tests.emit.checks import check_file
 
@@ -14,15 +15,17 @@ def test_plan_emit_all_offline(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("INFER_ADVISOR_NO_NVML", "1")
     out = tmp_path / "out"
     assert main(["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "A100-80GB", "--emit", "all", "--out", str(out)]) == 0
-    names = sorted(p.name for p in out.iterdir())
+    names = sorted(p.name for p in out.iterdir() if p.name != MANIFEST)
     assert names == ["Dockerfile", "README.md", "docker-compose.yml", "k8s.yaml", "serve.sh"]
     for path in out.iterdir():
+        if path.name == MANIFEST:
+            continue
         check_file(path.name, path.read_text())
     # A second run without --force refuses with one line and exit code 2; with --force it replaces the folder.
     assert main(["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "A100-80GB", "--emit", "script", "--out", str(out)]) == 2
     assert "--force" in capsys.readouterr().err
     assert main(["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "A100-80GB", "--emit", "script", "--out", str(out), "--force"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["README.md", "serve.sh"]
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "README.md", "serve.sh"]
 
 
 @pytest.mark.parametrize("kinds", ["helm", "script,nope"])

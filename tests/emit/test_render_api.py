@@ -6,6 +6,7 @@ import warnings
 
 import pytest
 
+from infer_advisor._output import MANIFEST, read_manifest
 from infer_advisor.emit import ARTIFACT_KINDS, render, write_artifacts
 from infer_advisor.emit.templating import TemplateVersionWarning, template_name
 from infer_advisor.errors import EmitError, InferAdvisorError, OutputExistsError
@@ -47,7 +48,9 @@ def test_write_refuses_non_empty_out_without_force(plan, tmp_path):
     with pytest.raises(OutputExistsError, match="--force"):
         write_artifacts(plan, ["k8s"], out, force=False)
     write_artifacts(plan, ["k8s"], out, force=True)
-    assert sorted(p.name for p in out.iterdir()) == ["README.md", "k8s.yaml"]  # replaced, not merged
+    # replaced, not merged; the manifest lists what infer-advisor wrote
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "README.md", "k8s.yaml"]
+    assert read_manifest(out)["files"] == ["README.md", "k8s.yaml"]
     assert [p.name for p in tmp_path.iterdir()] == ["deploy"]  # no temp dirs left beside it
 
 

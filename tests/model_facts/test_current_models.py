@@ -130,6 +130,54 @@ def test_models_add_writes_entry_and_index(tmp_path, capsys):
     assert "num_hidden_layers" in capsys.readouterr().err
 
 
+def test_models_add_bad_catalog_folder_is_one_line(tmp_path, capsys):
+    """A catalog folder holding a JSON that is not an entry, or one that cannot be created: exit 2, one line."""
+    folder = tmp_path / "catalog"
+    folder.mkdir()
+    (folder / "notes.json").write_text('{"my": "notes"}')
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(find_entry("Qwen/Qwen3-0.6B").config))
+    assert main(["models", "add", str(config), "--id", "acme/Tiny", "--catalog-dir", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "notes.json: not a catalog entry" in err and err.count("\n") == 1
+    assert (folder / "notes.json").read_text() == '{"my": "notes"}' and sorted(p.name for p in folder.iterdir()) == ["notes.json"]
+    (tmp_path / "file").write_text("x")
+    assert main(["models", "add", str(config), "--id", "acme/Tiny", "--catalog-dir", str(tmp_path / "file" / "cat")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be written" in err and err.count("\n") == 1
+
+
+def test_models_add_concurrent_adds_keep_every_name(tmp_path):
+    """Adds into one catalog folder run their check, index and writes under the shared writer's folder lock."""
+    import threading
+
+    from infer_advisor.model_facts.add import add_model
+
+    folder = tmp_path / "catalog"
+    folder.mkdir()
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(find_entry("Qwen/Qwen3-0.6B").config))
+    go = threading.Barrier(6)
+    errors = []
+
+    def add(i: int) -> None:
+        go.wait()
+        try:
+            add_model(config, f"acme/Tiny-{i}", catalog_dir=folder)
+        except Exception as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=add, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    index = json.loads((folder / "_index.json").read_text())["names"]
+    assert sorted(v for k, v in index.items() if k.startswith("acme/tiny-")) == [f"acme--Tiny-{i}.json" for i in range(6)]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["_index.json", *(f"acme--Tiny-{i}.json" for i in range(6))])
+
+
 def test_models_listing_groups_families(capsys):
     assert main(["models"]) == 0
     out = capsys.readouterr().out

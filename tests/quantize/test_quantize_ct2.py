@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from infer_advisor._output import MANIFEST, read_manifest
 from infer_advisor.cli import main
 
 
@@ -71,10 +72,17 @@ def test_force_replaces_and_no_force_refuses(tiny_llama, tmp_path, capsys):
     assert err.count("\n") == 1 and "exists already. Pass --force" in err
     assert (out / "marker").exists()
 
+    # --force replaces only what infer-advisor wrote: a folder holding a file of the user's is refused, kept whole.
+    code = main(["quantize", "--model", str(tiny_llama), "--method", "ct2-float32", "--out", str(out), "--force"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "did not write (marker)" in err
+    assert (out / "marker").read_text() == "old output" and (out / "model.bin").stat().st_size == first
+
+    (out / "marker").unlink()
     _run_json(capsys, "--model", str(tiny_llama), "--method", "ct2-float32", "--out", str(out), "--force")
-    assert not (out / "marker").exists()
     assert (out / "model.bin").stat().st_size > 3 * first
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+    assert sorted(read_manifest(out)["files"]) == sorted(p.name for p in out.iterdir() if p.name != MANIFEST)
 
 
 def test_text_output_marks_every_figure_as_measured(tiny_llama, tmp_path, capsys):

@@ -36,14 +36,22 @@ def _get(obj: Any, path: tuple[str, ...]) -> Any:
     return obj
 
 
+_WRITE_ONE = "Write one with `infer-advisor plan ... --json > plan.json`."
+
+
 def load_plan(path: Path) -> Any:
-    """A plan JSON file as attribute-accessible objects (the plan model validates it when it can)."""
+    """A plan JSON file as attribute-accessible objects; a file that is not a plan is one RequestError line."""
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
+    except (OSError, ValueError, RecursionError) as err:  # ValueError: bad JSON or bytes that are not UTF-8
+        why = err.strerror if isinstance(err, OSError) and err.strerror else type(err).__name__
+        raise RequestError(f"--plan {path}: cannot read a plan JSON ({why}). {_WRITE_ONE}") from None
+    sections = [k for k in ("performance", "memory") if isinstance(raw, dict) and isinstance(raw.get(k), dict)]
+    if not sections:
+        what = "a bench.json" if isinstance(raw, dict) and "levels" in raw else "not a plan"
         raise RequestError(
-            f"--plan {path}: cannot read a plan JSON ({err}). Write one with `infer-advisor plan --json`."
-        ) from None
+            f"--plan {path}: {what} (no 'performance' or 'memory' section to compare with). {_WRITE_ONE}"
+        )
     return json.loads(json.dumps(raw), object_hook=lambda d: SimpleNamespace(**d))
 
 

@@ -1,32 +1,36 @@
-"""Writing a report: bench.json, bench.csv, requests.csv (each replaced atomically), bench.png, and the screen table."""
+"""Writing a report: bench.json, bench.csv, requests.csv, bench.png (each replaced atomically), and the screen table.
+
+While a run goes on, and after one that stopped early, the CSV files and the plot are named
+``bench.incomplete.csv``, ``requests.incomplete.csv`` and ``bench.incomplete.png`` (bench.json says the same
+with ``complete: false``); a finished run replaces them with the final names.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
-import os
-import tempfile
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .report import BenchReport
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .._output import OutputFolder
 
 JSON_NAME, LEVELS_CSV, REQUESTS_CSV, PLOT_NAME = "bench.json", "bench.csv", "requests.csv", "bench.png"
 _STATS = ("ttft_s", "tpot_s", "itl_s", "e2e_s")
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write to a temp file beside ``path`` and rename it over: a crash never leaves half a file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; results are ordinary files
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def incomplete_name(name: str) -> str:
+    """``bench.csv`` -> ``bench.incomplete.csv``: what a file is called until the run finishes."""
+    stem, dot, ext = name.rpartition(".")
+    return f"{stem}.incomplete{dot}{ext}"
+
+
+def file_names(complete: bool) -> tuple[str, str, str, str]:
+    """(json, levels csv, requests csv, plot) as named for a complete or an unfinished run."""
+    if complete:
+        return JSON_NAME, LEVELS_CSV, REQUESTS_CSV, PLOT_NAME
+    return JSON_NAME, incomplete_name(LEVELS_CSV), incomplete_name(REQUESTS_CSV), incomplete_name(PLOT_NAME)
 
 
 def level_rows(report: BenchReport) -> list[dict]:
@@ -45,6 +49,7 @@ def level_rows(report: BenchReport) -> list[dict]:
             requests_per_s=lv.requests_per_s,
             peak_memory_bytes=lv.peak_memory_bytes if lv.peak_memory_bytes is not None else "",
             memory_source=report.metadata.memory_source,
+            peak_device_memory_bytes=lv.peak_device_memory_bytes if lv.peak_device_memory_bytes is not None else "",
             source="measured",
         )
         rows.append(row)
@@ -60,20 +65,33 @@ def _csv(rows: list[dict]) -> bytes:
     return buf.getvalue().encode()
 
 
-def write_files(report: BenchReport, out: Path) -> None:
-    """Write (or replace) bench.json, bench.csv and requests.csv in ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out / JSON_NAME, report.model_dump_json(indent=2).encode())
-    _atomic_write(out / LEVELS_CSV, _csv(level_rows(report)))
+def write_files(report: BenchReport, folder: OutputFolder) -> None:
+    """Write (or replace) bench.json and the two CSV files in ``folder`` (named as ``report.complete`` says)."""
+    json_name, levels_name, requests_name, _ = file_names(report.complete)
+    folder.write(json_name, report.model_dump_json(indent=2).encode())
+    folder.write(levels_name, _csv(level_rows(report)))
     req_rows = [
         {k: v for k, v in s.model_dump().items() if k != "itl_s"}
         | {"itl_mean_s": sum(s.itl_s) / len(s.itl_s) if s.itl_s else ""}
         for s in report.requests
     ]
-    _atomic_write(out / REQUESTS_CSV, _csv(req_rows))
+    folder.write(requests_name, _csv(req_rows))
+    if report.complete:
+        for name in file_names(False)[1:3]:
+            folder.remove(name)
 
 
-def write_plot(report: BenchReport, out: Path) -> Path | None:
+def plotting_available() -> bool:
+    """Is matplotlib importable (the [bench] extra)? bench.png needs it; everything else does not."""
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+MISSING_PLOT_NOTE = "bench.png not written: matplotlib is not installed (pip install 'infer-advisor[bench]')."
+
+
+def write_plot(report: BenchReport, folder: OutputFolder) -> str | None:
     """bench.png: median TTFT and TPOT against aggregate throughput, one point per concurrency level."""
     if not report.levels:
         return None
@@ -94,13 +112,22 @@ def write_plot(report: BenchReport, out: Path) -> Path | None:
         ax.grid(True, alpha=0.3)
     md = report.metadata
     title = f"{md.engine}: {md.model or ''} on {md.device.name} ({md.workload}{', random weights' if md.random_weights else ''})"
+    if not report.complete:
+        title = "INCOMPLETE RUN - " + title
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
-    _atomic_write(out / PLOT_NAME, buf.getvalue())
-    return out / PLOT_NAME
+    name = file_names(report.complete)[3]
+    folder.write(name, buf.getvalue())
+    if report.complete:
+        folder.remove(incomplete_name(PLOT_NAME))
+    return name
+
+
+def _gib(n: int | None) -> str:
+    return f"{n / 2**30:.2f} GiB" if n is not None else "-"
 
 
 def render_table(report: BenchReport):
@@ -108,9 +135,18 @@ def render_table(report: BenchReport):
     from rich.table import Table
 
     md = report.metadata
-    mem_label = {"nvml": "peak GPU mem (NVML)", "psutil-rss": "peak RSS (psutil)", "none": "peak mem"}[md.memory_source]
+    mem_label = {
+        "nvml": "peak GPU mem (NVML)",
+        "torch-allocator": "peak GPU mem (allocator + CUDA context)",
+        "psutil-rss": "peak RSS (psutil)",
+        "none": "peak mem",
+    }[md.memory_source]
+    device_column = any(lv.peak_device_memory_bytes is not None for lv in report.levels)
+    status = "" if report.complete else " · INCOMPLETE" + (f" ({report.error})" if report.error else "")
     table = Table(
-        title=f"{md.engine} · {md.model} · {md.device.name}" + (" · RANDOM WEIGHTS" if md.random_weights else ""),
+        title=f"{md.engine} · {md.model} · {md.device.name}"
+        + (" · RANDOM WEIGHTS" if md.random_weights else "")
+        + status,
         caption="All figures measured on this run.",
     )
     for col in (
@@ -124,9 +160,11 @@ def render_table(report: BenchReport):
         "tok/s total",
         "req/s",
         mem_label,
+        *(["whole device (NVML)"] if device_column else []),
     ):
-        table.add_column(col, justify="right")
+        table.add_column(col, justify="right", overflow="fold")  # a number may wrap, never lose digits
     for lv in report.levels:
+        device = [_gib(lv.peak_device_memory_bytes)] if device_column else []
         table.add_row(
             str(lv.concurrency),
             str(lv.num_requests),
@@ -137,13 +175,14 @@ def render_table(report: BenchReport):
             f"{lv.output_tokens_per_s_per_request:.1f}",
             f"{lv.output_tokens_per_s_aggregate:.1f}",
             f"{lv.requests_per_s:.2f}",
-            f"{lv.peak_memory_bytes / 2**30:.2f} GiB" if lv.peak_memory_bytes is not None else "-",
+            _gib(lv.peak_memory_bytes),
+            *device,
         )
     tables = [table]
     if report.comparisons:
         cmp = Table(title="Plan vs measured", caption="predicted: the plan's estimate; measured: this run.")
         for col in ("metric", "conc.", "predicted", "source", "measured", "error %"):
-            cmp.add_column(col, justify="right")
+            cmp.add_column(col, justify="right", overflow="fold")
         for c in report.comparisons:
             cmp.add_row(
                 c.metric,

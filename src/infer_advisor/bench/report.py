@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 SCHEMA_VERSION = 1
 
 TokenCountSource = Literal["server-usage", "streamed-chunks", "tokenizer"]
-MemorySource = Literal["nvml", "psutil-rss", "none"]
+MemorySource = Literal["nvml", "torch-allocator", "psutil-rss", "none"]
 
 
 class RequestSample(BaseModel):
@@ -69,6 +69,12 @@ class LevelResult(BaseModel):
     peak_memory_bytes: int | None = Field(
         description="Peak memory seen during the level (see metadata.memory_source for what was sampled)."
     )
+    peak_device_memory_bytes: int | None = Field(
+        default=None,
+        description="With memory_source torch-allocator: NVML's whole-device figure over the level, as nvidia-smi "
+        "shows it (every process on the GPU, the driver's own reserve, the allocator's cached blocks), kept beside "
+        "the allocator figure; None otherwise.",
+    )
 
 
 class PlanComparison(BaseModel):
@@ -108,8 +114,15 @@ class BenchMetadata(BaseModel):
     device: DeviceInfo
     versions: dict[str, str] = Field(description="infer_advisor, python, and the engine's packages.")
     memory_source: MemorySource = Field(
-        description="nvml: GPU device memory used (all processes on the GPUs in use); psutil-rss: this process's "
-        "resident memory (CPU runs); none: not measured (e.g. a remote server)."
+        description="nvml: GPU device memory used (all processes on the GPUs in use); torch-allocator: the peak "
+        "of torch's allocator (torch.cuda.max_memory_allocated) plus this process's CUDA context (cuda_context_bytes), "
+        "what the plan's peak memory counts; psutil-rss: this process's resident memory (CPU runs); none: not "
+        "measured (e.g. a remote server)."
+    )
+    cuda_context_bytes: int | None = Field(
+        default=None,
+        description="torch-allocator: device memory the CUDA context took at start-up (NVML used after creating "
+        "it, minus before, minus what the allocator held then); None when not measured.",
     )
     started_at: str = Field(description="UTC, ISO 8601.")
     finished_at: str | None = Field(default=None, description="UTC, ISO 8601; None while running or after a crash.")

@@ -54,7 +54,10 @@ class BenchRequest(BaseModel):
         description="Requests per concurrency level (default: max(prompts in the profile, concurrency)).",
     )
     warmup: int | None = Field(
-        default=None, ge=0, description="Warm-up requests before measuring (default: the profile's)."
+        default=None,
+        ge=0,
+        description="Warm-up rounds run at each concurrency level before it is measured; a round is that level's "
+        "concurrency of requests in flight (default: the profile's, 1).",
     )
     seed: int = Field(default=0, description="Seed for synthetic prompts and sampling.")
     ignore_eos: bool = Field(

@@ -1,4 +1,5 @@
-"""The run loop: warm up, measure each concurrency level, write the report after every level."""
+"""The run loop: claim --out, load the engine, check lengths, then for each concurrency level warm up at that
+level and measure it, writing the report after every level."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .. import __version__
-from ..errors import OutputExistsError
+from ..errors import RequestError
 from .compare import compare, load_plan, plan_concurrency
-from .memory import PeakMemory
+from .memory import AllocatorPeak, PeakMemory
 from .metrics import level_result
-from .output import JSON_NAME, write_files, write_plot
+from .output import MISSING_PLOT_NOTE, plotting_available, write_files, write_plot
 from .report import BenchMetadata, BenchReport, LevelResult
 from .request import BenchRequest
 from .workload import constant, resolve_workload
@@ -21,6 +22,24 @@ from .workload import constant, resolve_workload
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _config_context(req: BenchRequest) -> int | None:
+    """max_position_embeddings from a local model folder's config.json (None when there is none to read)."""
+    import json
+    from pathlib import Path
+
+    if req.engine not in ("transformers", "vllm") or req.model is None:
+        return None
+    try:
+        config = json.loads((Path(req.model).expanduser() / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None  # not a local folder, or a config the engine will report on itself
+    if not isinstance(config, dict):
+        return None
+    text = config.get("text_config")
+    value = (text if isinstance(text, dict) else config).get("max_position_embeddings")
+    return value if isinstance(value, int) else None
 
 
 class Runner:
@@ -39,21 +58,50 @@ class Runner:
         self.command_line = list(command_line if command_line is not None else sys.argv)
         self.on_level = on_level
         self.workload = resolve_workload(req)
+        self.folder = None
+        self.plot = False
 
     def run(self) -> BenchReport:
         req = self.req
-        if req.out is not None and (req.out / JSON_NAME).exists() and not req.force:
-            raise OutputExistsError(str(req.out / JSON_NAME))
         started = _now()
+        notes: list[str] = []
+        if req.out is not None:  # before the engine loads and long before the first request
+            from .._output import claim_folder
+
+            self.folder = claim_folder(req.out, force=req.force, kind="bench")
+            self.plot = plotting_available()
+            if not self.plot:
+                notes.append(MISSING_PLOT_NOTE)
         from .engines import load_engine
 
+        self._check_lengths(_config_context(req), str(req.model))  # from config.json, before loading anything
         engine = load_engine(req)
+        engine.notes[:0] = notes
         try:
+            self._check_lengths(getattr(engine, "max_context", None), str(engine.model_label))
             report = BenchReport(metadata=self._metadata(engine, started))
             self._measure(engine, report)
         finally:
             engine.close()
         return report
+
+    def _check_lengths(self, limit: int | None, model: str) -> None:
+        """Prompt + output must fit the model's context: refuse now rather than run for minutes and fail."""
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+            return
+        wl = self.workload
+        if wl.input_tokens is not None:
+            prompt, what = wl.input_tokens, f"--input-tokens {wl.input_tokens}"
+        else:
+            prompt = max(1, round(max(len(p) for p in wl.prompts) / constant("chars_per_token")))
+            what = f"the profile's prompts (up to about {prompt} tokens)"
+        if prompt + wl.output_tokens > limit:
+            room = limit - prompt
+            fix = f"use --output-tokens {room} or less" if room > 0 else "use a shorter --input-tokens"
+            raise RequestError(
+                f"--output-tokens {wl.output_tokens} plus {what} exceed {model}'s context of "
+                f"{limit} tokens; {fix}."
+            )
 
     def _metadata(self, engine, started: str) -> BenchMetadata:
         versions = {"infer_advisor": __version__, "python": platform.python_version(), **engine.versions}
@@ -68,6 +116,7 @@ class Runner:
             device=engine.device,
             versions=versions,
             memory_source=engine.memory_source,
+            cuda_context_bytes=getattr(engine, "cuda_context_bytes", None),
             started_at=started,
             command_line=self.command_line,
         )
@@ -76,9 +125,10 @@ class Runner:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         wl = self.workload
-        warm = wl.warmups()
-        levels = [(c, wl.requests(c)) for c in wl.concurrency]
-        total = len(warm) + sum(len(items) for _, items in levels)
+        # Warm up at every level, with requests shaped as that level's: a batch size the engine has not run
+        # yet starts on a cold caching allocator (TPOT 2-3x too slow on an H200 with transformers).
+        levels = [(c, wl.warmups(c), wl.requests(c)) for c in wl.concurrency]
+        total = sum(len(warm) + len(items) for _, warm, items in levels)
         bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -91,13 +141,15 @@ class Runner:
             with bar:
                 task = bar.add_task("warm-up", total=total)
                 advance = lambda n: bar.advance(task, n)  # noqa: E731
-                if warm:
-                    engine.run_level(warm, 1, wl, advance)
-                for conc, items in levels:
+                for conc, warm, items in levels:
+                    if warm:
+                        bar.update(task, description=f"warm-up at concurrency {conc}")
+                        engine.run_level(warm, conc, wl, advance)
                     bar.update(task, description=f"concurrency {conc}")
                     with self._memory(engine) as mem:
                         samples, duration = engine.run_level(items, conc, wl, advance)
                     level = level_result(conc, samples, duration, mem.peak)
+                    level.peak_device_memory_bytes = mem.device_peak
                     report.levels.append(level)
                     report.requests.extend(samples)
                     self._save(engine, report)
@@ -111,8 +163,14 @@ class Runner:
         report.metadata.finished_at = _now()
         self._save(engine, report, final=True)
 
-    def _memory(self, engine) -> PeakMemory:
+    def _memory(self, engine) -> PeakMemory | AllocatorPeak:
         interval = constant("memory_sample_interval_s")
+        if engine.memory_source == "torch-allocator":
+            try:
+                device = PeakMemory("nvml", interval, engine.gpu_indices)
+            except Exception:  # noqa: BLE001 - NVML missing: the allocator figure alone
+                device = None
+            return AllocatorPeak(engine.torch, engine.cuda_context_bytes, device)
         try:
             return PeakMemory(engine.memory_source, interval, engine.gpu_indices)
         except Exception as err:  # noqa: BLE001 - NVML missing or failing: measure nothing rather than guess
@@ -130,8 +188,10 @@ class Runner:
             report.notes.append(
                 f"The plan predicts concurrency {conc}, which was not measured; add it to --concurrency."
             )
-        if self.req.out is None:
+        if self.folder is None:
             return
-        write_files(report, self.req.out)
-        if final or report.levels:
-            write_plot(report, self.req.out)
+        write_files(report, self.folder)
+        if self.plot and (final or report.levels):
+            write_plot(report, self.folder)
+        if final:
+            self.folder.finish()

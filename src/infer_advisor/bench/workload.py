@@ -81,8 +81,11 @@ class Workload(BaseModel):
         n = self.num_prompts or max(len(self.prompts), concurrency)
         return [self._item(i, self.seed * 1_000_003 + concurrency * 10_007 + i) for i in range(n)]
 
-    def warmups(self) -> list[PromptItem]:
-        return [self._item(i, self.seed - 1 - i) for i in range(self.warmup)]
+    def warmups(self, concurrency: int) -> list[PromptItem]:
+        """Requests run (and not measured) before the level ``concurrency``: ``warmup`` rounds of ``concurrency``
+        requests, shaped like the level's own, so every batch size runs warm."""
+        base = -(self.seed * 1_000_003 + concurrency * 10_007) - 1
+        return [self._item(i, base - i) for i in range(self.warmup * concurrency)]
 
     def _item(self, i: int, seed: int) -> PromptItem:
         if self.input_tokens is not None:

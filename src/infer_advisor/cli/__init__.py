@@ -6,14 +6,21 @@ A subcommand module ``cli/<name>_cmd.py`` exposes::
     def configure(parser: argparse.ArgumentParser) -> None   # add its arguments
     def run(ns: argparse.Namespace) -> int                    # do the work, return the exit code
 
-Errors derived from :class:`infer_advisor.errors.InferAdvisorError` become one line on stderr and exit 2.
+Exit codes (README "Exit codes"): 0 success; 1 an infeasible plan, or a quantized output that did not load;
+2 bad input, one line on stderr (:class:`infer_advisor.errors.InferAdvisorError`, or an argparse usage error);
+3 an unexpected internal error (a bug): one line, and ``--debug`` (or ``INFER_ADVISOR_DEBUG=1``) shows the
+traceback; 130 interrupted (Ctrl-C, SIGTERM); 141 stdout closed early (``| head``), quietly, as a shell
+reports SIGPIPE.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+
+EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 3, 130, 141
 
 # name -> (module, one-line help). Kept here so `--help` needs no subcommand import.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -27,15 +34,29 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (exit 2), like every other bad input."""
+
+    def error(self, message: str):
+        hint = f"see `{self.prog} --help`"
+        self.exit(EXIT_BAD_INPUT, f"error: {_one_line(message)}; {hint}\n")
+
+
 def _top_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="infer-advisor",
         description="Plan, emit, quantize and benchmark LLM inference deployments (offline-first).",
         epilog="Run `infer-advisor COMMAND --help` for a command's options.",
     )
     parser.add_argument("--version", action="version", version=f"infer-advisor {__version__}")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="Show the full traceback of an unexpected error (exit code 3) instead of one line. Also accepted after "
+        "the command, and as INFER_ADVISOR_DEBUG=1.",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_) in COMMANDS.items():
         sub.add_parser(name, help=help_, add_help=False)
@@ -43,32 +64,92 @@ def _top_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit code."""
-    from ..errors import InferAdvisorError
+    """Entry point of the console script; returns the exit code (see the module docstring)."""
+    # pydantic plugins (observability hooks for applications) have nothing to watch in this CLI, and finding
+    # them scans every installed distribution's entry points on the first model built: a cold-start cost.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    from ..constants import debug_enabled
 
     args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or debug_enabled()
+    args = [a for a in args if a != "--debug"]
+    previous = _sigterm_as_interrupt()
+    try:
+        code = _run(args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return _closed_pipe()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as err:  # noqa: BLE001 - the last line of defence: one line, its own exit code
+        from ..errors import InferAdvisorError
+
+        if isinstance(err, InferAdvisorError):
+            if debug:
+                import traceback
+
+                traceback.print_exc()
+            print(f"error: {_one_line(str(err))}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if debug:
+            raise
+        detail = _one_line(str(err))[:300]
+        print(
+            f"internal error: {type(err).__name__}{': ' + detail if detail else ''}. This is a bug in infer-advisor; "
+            "rerun with --debug for the traceback and report it.",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+    finally:
+        if previous is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _sigterm_as_interrupt():
+    """`kill` cleans up as Ctrl-C does (staging folders removed, bench results marked); the old handler."""
+    import signal
+
+    try:
+        return signal.signal(signal.SIGTERM, _interrupt)
+    except ValueError:  # not the main thread (main() called from a worker): leave signals alone
+        return None
+
+
+def _run(args: list[str]) -> int:
     command = next((a for a in args if not a.startswith("-")), None)
     if command not in COMMANDS:
         parser = _top_parser()
         if command is None:
-            ns = parser.parse_args(args)  # handles --help / --version
+            parser.parse_args(args)  # handles --help / --version
             parser.print_help()
-            return 0 if not args else 2
+            return EXIT_OK if not args else EXIT_BAD_INPUT
         parser.error(f"unknown command '{command}' (choose from {', '.join(COMMANDS)})")
     module = importlib.import_module(f"{__name__}.{COMMANDS[command][0]}")
-    parser = argparse.ArgumentParser(prog=f"infer-advisor {command}", description=COMMANDS[command][1])
+    parser = _Parser(prog=f"infer-advisor {command}", description=COMMANDS[command][1])
     module.configure(parser)
     rest = list(args)
     rest.remove(command)
     ns = parser.parse_args(rest)
+    return int(module.run(ns) or 0)
+
+
+def _closed_pipe() -> int:
+    """The reader went away (``| head``): stop quietly, and keep Python's exit-time flush from complaining."""
     try:
-        return int(module.run(ns) or 0)
-    except InferAdvisorError as err:
-        print(f"error: {_one_line(str(err))}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real fd 1 (embedded, captured): nothing will flush
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 def _one_line(text: str) -> str:

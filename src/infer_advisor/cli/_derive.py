@@ -75,8 +75,11 @@ def add_model_arguments(
             kwargs["metavar"] = "N"
         elif tp is Path:
             kwargs["metavar"] = "PATH"
-        if not field.is_required() and field.default is not None and not isinstance(field.default, (list, dict)):
-            kwargs["help"] = f"{help_} (default: {field.default})"
+        if not field.is_required():
+            default = field.get_default(call_default_factory=True)
+            if default is not None and default != [] and default != {}:
+                shown = ",".join(map(str, default)) if isinstance(default, (list, tuple)) else default
+                kwargs["help"] = f"{help_} (default: {shown})"
         if field.is_required():
             kwargs["required"] = True
             kwargs.pop("default")

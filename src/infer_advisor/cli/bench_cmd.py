@@ -18,11 +18,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from ..bench import run_bench
     from ..bench.output import render_table
     from ..bench.request import BenchRequest
+    from ._console import make_console
     from ._derive import model_from_namespace
 
     req = model_from_namespace(BenchRequest, ns)
@@ -30,11 +29,14 @@ def run(ns: argparse.Namespace) -> int:
     if ns.json:
         print(report.model_dump_json(indent=2))
         return 0
-    console = Console()
+    console = make_console()
     for table in render_table(report):
         console.print(table)
     for note in report.notes:
-        console.print(f"note: {note}", style="yellow")
+        console.print(f"note: {note}", style="yellow", markup=False)
     if req.out is not None:
-        console.print(f"wrote {req.out}/bench.json, bench.csv, requests.csv, bench.png")
+        from .._output import read_manifest
+
+        manifest = read_manifest(req.out) or {"files": []}
+        console.print(f"wrote {', '.join(str(req.out / f) for f in manifest['files'])}", markup=False)
     return 0

@@ -39,6 +39,7 @@ class CalibrateOptions(BaseModel):
         description="Model(s) to measure: catalog names (with --random-weights) or local folders; several fit per-layer overhead too.",
     )
     out: Path = Field(description="Calibration JSON to write (use it with `plan --calibration FILE`).")
+    force: bool = Field(default=False, description="Replace --out if it is a calibration file (speed or memory) written earlier.")
     concurrency: list[int] = Field(default_factory=lambda: [1, 8, 32], description="Batch sizes to measure.")
     input_tokens: int = Field(default=512, gt=0, description="Prompt tokens per request.")
     output_tokens: int = Field(default=64, gt=1, description="Tokens generated per request.")
@@ -110,19 +111,22 @@ def _command_line(ns: argparse.Namespace) -> str:
 
 
 def run(ns: argparse.Namespace) -> int:
+    from .._output import check_file
     from ..errors import RequestError
     from ..estimate.calibrate import fit_calibration, points_from_file
+    from ..estimate.calibration_file import is_calibration_file
     from ..hardware import resolve_hardware
     from ._derive import model_from_namespace
 
     opts = model_from_namespace(CalibrateOptions, ns)
+    if opts.from_log is None and (opts.engine is None or (not opts.from_file and opts.engine not in ("transformers", "ctranslate2", "vllm"))):
+        raise RequestError("calibrate measures --engine transformers, ctranslate2 or vllm in this process, fits any engine's "
+                           "bench.json with --from FILE, or reads a start-up log with --from-log FILE.")
+    check_file(opts.out, force=opts.force, ours=is_calibration_file)  # refused now, not after the measurements or the log
     if opts.from_log is not None:
         from .calibrate_log import run_from_log
 
         return run_from_log(opts, model_given="model" in vars(ns))
-    if opts.engine is None or (not opts.from_file and opts.engine not in ("transformers", "ctranslate2", "vllm")):
-        raise RequestError("calibrate measures --engine transformers, ctranslate2 or vllm in this process, fits any engine's "
-                           "bench.json with --from FILE, or reads a start-up log with --from-log FILE.")
     if opts.from_file:
         points, dtype = [], None
         for path in opts.from_file:
@@ -142,7 +146,7 @@ def run(ns: argparse.Namespace) -> int:
     command = _command_line(ns)
     cal = fit_calibration(points, engine=opts.engine, quantization=opts.quantization, dtype=dtype, hw=hw, command=command,
                           max_num_seqs=opts.max_num_seqs, engine_version=opts.engine_version)
-    cal.write(opts.out)
+    cal.write(opts.out, force=opts.force)
     err = ", ".join(f"{k} {v:.1%}" for k, v in cal.fit_median_abs_error.items())
     coeffs = ", ".join(f"{k} {v:g}" for k, v in cal.coefficients.items())
     print(f"{opts.out}: {cal.engine} x {cal.quantization} on {cal.gpu} ({len(cal.points)} points, fit median |error| {err}): {coeffs}")

@@ -27,7 +27,7 @@ def run_from_log(opts, *, model_given: bool) -> int:
         log, source=f"{path.name} (sha256 {digest})", model=opts.model[0] if model_given else None,
         gpu=None if opts.gpu == "auto" else opts.gpu, engine_version=opts.engine_version, tp=opts.tp,
     )
-    cal.write(opts.out)
+    cal.write(opts.out, force=opts.force)
     logged = cal.kv_cache_tokens
     before, after = cal.predicted_kv_cache_tokens, cal.calibrated_kv_cache_tokens
 

@@ -106,11 +106,9 @@ def _fmt(value: float | None, source: str | None, digits: int = 1) -> str:
 
 
 def _print_report(report: GpusReport, opts: GpusOptions) -> None:
-    import shutil
+    from ._console import make_console
 
-    from rich.console import Console
-
-    console = Console(width=max(shutil.get_terminal_size((200, 40)).columns, 120), highlight=False)
+    console = make_console()
     if report.hardware is not None:
         _print_hardware(console, report, opts)
     if report.catalog:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Literal
 
@@ -24,7 +23,6 @@ from pydantic import BaseModel, ConfigDict, Field
 HELP = "List the embedded model catalog, or show one model's facts."
 
 BILLION = 1e9  # parameters per billion, for display
-_WIDTH = 140  # columns when stdout is not a terminal (rich would fold to 80)
 
 
 class ModelsOptions(BaseModel):
@@ -160,7 +158,7 @@ def _add(ns: argparse.Namespace) -> int:
 
 
 def _print_catalog(report: ModelsReport) -> None:
-    from rich.console import Console
+    from ._console import make_console
     from rich.table import Table
 
     table = Table(
@@ -189,11 +187,11 @@ def _print_catalog(report: ModelsReport) -> None:
             r.pre_quantized or "-",
         )
         last = r.family
-    Console(width=_WIDTH if not sys.stdout.isatty() else None).print(table)
+    make_console().print(table)
 
 
 def _print_facts(facts) -> None:
-    from rich.console import Console
+    from ._console import make_console
     from rich.table import Table
 
     origin = {"catalog": "catalog config.json", "hub": "Hub config.json", "local": "local config.json"}[facts.source]
@@ -257,4 +255,4 @@ def _print_facts(facts) -> None:
         rows.append(("safetensors bytes", by, "measured: safetensors headers"))
     for row in rows:
         table.add_row(*row)
-    Console(width=_WIDTH if not sys.stdout.isatty() else None).print(table)
+    make_console().print(table)

@@ -15,8 +15,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     add_model_arguments(parser, PlanRequest)
     out = parser.add_argument_group("output")
-    out.add_argument("--json", action="store_true", help="Print the plan as JSON (schema: `infer-advisor schema`).")
-    out.add_argument("--explain", action="store_true", help="Show every rule considered, matched or not, and why.")
+    out.add_argument(
+        "--format",
+        choices=("table", "markdown", "json"),
+        default=None,
+        help="table (default; 200 columns wide in a pipe, numbers never cut), markdown (for pull requests and "
+        "tickets) or json (schema: `infer-advisor schema`).",
+    )
+    out.add_argument("--json", action="store_true", help="Same as --format json.")
+    out.add_argument(
+        "--explain",
+        action="store_true",
+        help="Show every rule considered, grouped by the candidate it was applied to, and the deciding comparison.",
+    )
     out.add_argument(
         "--emit",
         metavar="KINDS",
@@ -33,20 +44,30 @@ def run(ns: argparse.Namespace) -> int:
     from ._derive import model_from_namespace
 
     request = model_from_namespace(PlanRequest, ns)
-    if ns.emit and not ns.out:
+    if ns.json and ns.format not in (None, "json"):
+        raise RequestError(f"--json and --format {ns.format} disagree; pass one of them.")
+    fmt = "json" if ns.json else (ns.format or "table")
+    if ns.emit is not None and not ns.out:
         raise RequestError("--emit needs --out DIR (the folder the artifacts are written to).")
+    if ns.out is not None and ns.emit is None:
+        raise RequestError("--out needs --emit KINDS (script,docker,compose,k8s,readme or all); nothing else writes there.")
+    kinds = None
+    if ns.emit is not None:
+        from ..emit import parse_kinds
+
+        kinds = parse_kinds(ns.emit)  # an unknown or empty kind is refused before the plan is made
     plan = advise(request=request, explain=ns.explain)
     written: list[Path] = []
-    if ns.emit:
-        from ..emit import parse_kinds, write_artifacts
+    if kinds is not None:
+        from ..emit import write_artifacts
 
-        written = write_artifacts(plan, parse_kinds(ns.emit), ns.out, force=ns.force)
-    if ns.json:
+        written = write_artifacts(plan, kinds, ns.out, force=ns.force)
+    if fmt == "json":
         sys.stdout.write(plan.model_dump_json(indent=2) + "\n")
     else:
         from .render_plan import print_plan
 
-        print_plan(plan, explain=ns.explain)
+        print_plan(plan, explain=ns.explain, fmt=fmt)
         for path in written:
             print(f"wrote {path}")
     return 0 if plan.feasible else 1

@@ -1,6 +1,13 @@
-"""Print a DeploymentPlan as rich tables. Every figure carries its source in the last column."""
+"""Print a DeploymentPlan as rich tables (``--format table``) or Markdown (``--format markdown``, for pull requests
+and tickets). Every figure carries its source in the last column; both formats show the same rows.
+
+Numbers are never cut: tables fold a long value onto the next line, and in a pipe or a file the console is
+200 columns wide (cli/_console.py) instead of rich's 80.
+"""
 
 from __future__ import annotations
+
+import sys
 
 GiB = 2**30
 
@@ -9,100 +16,217 @@ def _gib(n: float) -> str:
     return f"{n / GiB:.1f} GiB"
 
 
-def print_plan(plan, explain: bool = False) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    m, hw, mem, eng, q, par = plan.model, plan.hardware, plan.memory, plan.engine, plan.quantization, plan.parallelism
+def _hardware(plan) -> tuple[str, str, str]:
+    hw = plan.hardware
     if hw.kind == "gpu":
         g = hw.gpus[0]
-        hw_text = f"{hw.gpus_per_node}x {g.name}" + (f" x {hw.nodes} nodes" if hw.nodes > 1 else "")
+        text = f"{hw.gpus_per_node}x {g.name}" + (f" x {hw.nodes} nodes" if hw.nodes > 1 else "")
         usable = f" ({_gib(g.usable_memory_bytes)} usable)" if g.usable_memory_bytes else ""
-        hw_detail = f"{_gib(g.memory_bytes)}{usable}, {g.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, CC {g.compute_capability}, {g.interconnect}"
-        hw_src = g.source
-    else:
-        hw_text = "CPU"
-        hw_detail = f"{hw.cpu_cores} cores, {_gib(hw.cpu_memory_bytes or 0)} RAM"
-        hw_src = hw.source
-    status = "[green]feasible[/green]" if plan.feasible else "[red]NOT feasible[/red]"
-    console.print(f"[bold]Plan for {m.name}[/bold] on {hw_text}: {status}")
-    if not plan.feasible:
-        console.print(f"[red]{plan.infeasible_reason}[/red]")
-        if plan.suggestion:
-            console.print(f"Smallest catalog hardware that works: [bold]{plan.suggestion}[/bold]")
+        detail = f"{_gib(g.memory_bytes)}{usable}, {g.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, CC {g.compute_capability}, {g.interconnect}"
+        return text, detail, g.source
+    return "CPU", f"{hw.cpu_cores} cores, {_gib(hw.cpu_memory_bytes or 0)} RAM", hw.source
 
-    t = Table(show_header=True, header_style="bold")
-    t.add_column("")
-    t.add_column("value")
-    t.add_column("source", style="dim")
+
+def _requests(n: int) -> str:
+    return f"{n} request" + ("" if n == 1 else "s")
+
+
+def headline(plan) -> list[str]:
+    """The status lines above the tables (plain text)."""
+    hw_text, _, _ = _hardware(plan)
+    lines = [f"Plan for {plan.model.name} on {hw_text}: {'feasible' if plan.feasible else 'NOT feasible'}"]
+    if not plan.feasible:
+        lines.append(str(plan.infeasible_reason))
+        if plan.suggestion:
+            lines.append(f"Smallest catalog hardware that works: {plan.suggestion}")
+    return lines
+
+
+def _quantization_text(q) -> str:
+    text = q.method + (" (pre-quantized checkpoint)" if q.pre_quantized else "")
+    if q.published_checkpoint is not None:
+        pc = q.published_checkpoint
+        text += f" (published checkpoint {pc.repo}" + (f":{pc.file}" if pc.file else "") + ")"
+    if q.converter:
+        text += f" - converted by {q.converter} in the artifacts"
+    return text + (" - run `infer-advisor quantize` first" if q.needs_quantize_step else "")
+
+
+def summary_rows(plan) -> list[tuple[str, str, str]]:
+    """(what, value, source) rows of the main table."""
+    m, mem, eng, q, par = plan.model, plan.memory, plan.engine, plan.quantization, plan.parallelism
+    hw_text, hw_detail, hw_src = _hardware(plan)
+    unit = "GPU" if plan.hardware.kind == "gpu" else "socket"  # a CPU plan's memory is the host's RAM
     params = f"{m.num_parameters / 1e9:.2f} B params"
     if m.num_active_parameters != m.num_parameters:
         params += f" ({m.num_active_parameters / 1e9:.2f} B active)"
-    t.add_row("model", f"{m.architecture}, {params}, context {m.max_position_embeddings}", m.source)
-    t.add_row("hardware", f"{hw_text}: {hw_detail}", hw_src)
     server = f"port {eng.port}" if eng.http_server else "no HTTP server: Python script"
-    t.add_row("engine", f"{eng.name} {eng.version} ({eng.image}), {server}", "rules")
-    qtext = q.method + (" (pre-quantized checkpoint)" if q.pre_quantized else "") + (" - run `infer-advisor quantize` first" if q.needs_quantize_step else "")
-    t.add_row("quantization", qtext, "rules")
     kv_auto = " (f16)" if eng.kv_cache_dtype == "auto" and eng.name == "llama.cpp" else ""
-    t.add_row("dtype / KV cache", f"{plan.dtype} / {eng.kv_cache_dtype}{kv_auto}", "rules")
-    t.add_row(
-        "parallelism",
-        f"TP {par.tensor_parallel_size} x PP {par.pipeline_parallel_size} x nodes {par.nodes}, replicas {par.replicas}, executor {par.executor}",
-        "rules + memory fit",
-    )
-    t.add_row("max_model_len / max_num_seqs", f"{eng.max_model_len} / {eng.max_num_seqs}", "memory fit")
-    unit = "GPU" if hw.kind == "gpu" else "socket"  # a CPU plan's memory is the host's RAM
     src = mem.figure_sources
-    t.add_row("weights", f"{_gib(mem.weights_bytes)} total, {_gib(mem.weights_bytes_per_gpu)} per {unit}", src.get("weights", "estimated"))
-    t.add_row("KV cache per token", f"{mem.kv_cache_bytes_per_token / 1024:.0f} KiB ({mem.kv_cache_bytes_per_token_per_gpu / 1024:.0f} KiB per {unit})", "estimated")
     overheads = ", ".join(f"{k} {_gib(v)}" for k, v in mem.overhead_bytes_per_gpu.items() if v)
     outside = ", ".join(f"{k} {_gib(v)}" for k, v in mem.outside_budget_bytes_per_gpu.items() if v)
     calibrated = sorted({k for k, v in src.items() if v == "calibrated (log)"})
-    overhead_src = f"calibrated (log): {', '.join(calibrated)}" if calibrated else f"estimated ({mem.memory_profile})" if mem.memory_profile else "estimated"
-    t.add_row(
-        "activations / overheads",
-        f"{_gib(mem.activation_bytes_per_gpu)} / {overheads or 'none'}" + (f"; outside the KV budget: {outside}" if outside else ""),
-        overhead_src,
-    )
-    t.add_row(
-        "KV cache",
-        f"{_gib(mem.kv_cache_bytes_per_gpu)} per {unit} = {mem.kv_cache_tokens:,} tokens; {mem.max_concurrency} requests of {eng.max_model_len} tokens",
-        mem.source,
-    )
-    label = f"reserved per {unit}" if mem.accounting != "peak" else f"peak per {unit}"
-    t.add_row(label, f"{_gib(mem.total_bytes_per_gpu)} of {_gib(mem.gpu_memory_bytes)}", mem.source)
+    overhead_src = (
+        f"calibrated (log): {', '.join(calibrated)}" if calibrated
+        else f"estimated ({mem.memory_profile})" if mem.memory_profile else "estimated"
+    )  # fmt: skip
+    rows = [
+        ("model", f"{m.architecture}, {params}, context {m.max_position_embeddings:,}", m.source),
+        ("hardware", f"{hw_text}: {hw_detail}", hw_src),
+        ("engine", f"{eng.name} {eng.version} ({eng.image}), {server}", "rules"),
+        ("quantization", _quantization_text(q), "rules"),
+        ("dtype / KV cache", f"{plan.dtype} / {eng.kv_cache_dtype}{kv_auto}", "rules"),
+        (
+            "parallelism",
+            f"TP {par.tensor_parallel_size} x PP {par.pipeline_parallel_size} x nodes {par.nodes}, replicas "
+            f"{par.replicas}, executor {par.executor}",
+            "rules + memory fit",
+        ),
+        ("max_model_len / max_num_seqs", f"{eng.max_model_len:,} / {eng.max_num_seqs}", "memory fit"),
+        (
+            "weights",
+            f"{_gib(mem.weights_bytes)} total, {_gib(mem.weights_bytes_per_gpu)} per {unit}",
+            src.get("weights", "estimated"),
+        ),
+        (
+            "KV cache per token",
+            f"{mem.kv_cache_bytes_per_token / 1024:.0f} KiB ({mem.kv_cache_bytes_per_token_per_gpu / 1024:.0f} KiB per {unit})",
+            "estimated",
+        ),
+        (
+            "activations / overheads",
+            f"{_gib(mem.activation_bytes_per_gpu)} / {overheads or 'none'}" + (f"; outside the KV budget: {outside}" if outside else ""),
+            overhead_src,
+        ),
+        (
+            "KV cache",
+            f"{_gib(mem.kv_cache_bytes_per_gpu)} per {unit} = {mem.kv_cache_tokens:,} tokens; "
+            f"{_requests(mem.max_concurrency)} of {eng.max_model_len:,} tokens",
+            mem.source,
+        ),
+        (
+            f"reserved per {unit}" if mem.accounting != "peak" else f"peak per {unit}",
+            f"{_gib(mem.total_bytes_per_gpu)} of {_gib(mem.gpu_memory_bytes)}",
+            mem.source,
+        ),
+    ]
     if plan.speculative is not None:
         sp = plan.speculative
-        t.add_row("speculative decoding", f"{sp.method} with {sp.draft_model}, {sp.num_speculative_tokens} draft tokens "
-                  f"({_gib(mem.draft_weights_bytes_per_gpu)} per {unit} of draft weights)", "data/speculative.yaml")
+        rows.append((
+            "speculative decoding",
+            f"{sp.method} with {sp.draft_model}, {sp.num_speculative_tokens} draft tokens "
+            f"({_gib(mem.draft_weights_bytes_per_gpu)} per {unit} of draft weights)",
+            "data/speculative.yaml",
+        ))  # fmt: skip
     if plan.prefix_caching is not None:
-        t.add_row("prefix caching", plan.prefix_caching.how, plan.prefix_caching.source or "engine profile")
+        rows.append(("prefix caching", plan.prefix_caching.how, plan.prefix_caching.source or "engine profile"))
     perf = plan.performance
     if perf is not None:
-        t.add_row(
+        rows.append((
             "speed",
-            f"TTFT {perf.ttft_s * 1000:.0f} ms, TPOT {perf.tpot_s * 1000:.1f} ms, {perf.output_tokens_per_s_per_request:.0f} tok/s per request, "
+            f"TTFT {perf.ttft_s * 1000:.0f} ms, TPOT {perf.tpot_s * 1000:.1f} ms, "
+            f"{perf.output_tokens_per_s_per_request:.0f} tok/s per request, "
             f"{perf.output_tokens_per_s_aggregate:.0f} tok/s aggregate at concurrency {perf.concurrency}",
             f"{perf.source} ({perf.profile})",
-        )
-    console.print(t)
+        ))  # fmt: skip
+    return rows
 
-    d = Table(title="decisions", show_header=True, header_style="bold")
-    d.add_column("rule")
-    d.add_column("decides")
-    d.add_column("value")
-    d.add_column("reason")
-    for dec in plan.decisions:
-        d.add_row(dec.rule_id, dec.decides, dec.value, dec.reason)
-    console.print(d)
+
+def decision_rows(plan) -> list[tuple[str, str, str, str]]:
+    return [(d.rule_id, d.decides, d.value, d.reason) for d in plan.decisions]
+
+
+def explain_rows(plan) -> list[tuple[str, str, str, str, str]]:
+    """(candidate, rule, effect, matched, why) with the candidate named once per group."""
+    from ..plan.explain import candidate_groups
+
+    rows = []
+    for g in candidate_groups(plan):
+        status = f"score {g.score:+g}" if g.allowed else f"forbidden by {g.blocked_by.rule_id}"
+        for i, t in enumerate(g.rules):
+            effect = t.effect or ""
+            if t.matched and t.score:
+                effect += f" {t.score:+g}"
+            rows.append((f"{g.name} ({status})" if i == 0 else "", t.rule_id, effect, "yes" if t.matched else "no", t.why))
+    return rows
+
+
+# ---------------------------------------------------------------- table
+
+
+def print_plan(plan, explain: bool = False, fmt: str = "table") -> None:
+    """Print ``plan`` as ``fmt`` ('table' or 'markdown') on stdout."""
+    if fmt == "markdown":
+        sys.stdout.write(plan_markdown(plan, explain=explain))
+        return
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ._console import make_console
+
+    console = make_console()
+    head = headline(plan)
+    status = "[green]feasible[/green]" if plan.feasible else "[red]NOT feasible[/red]"
+    console.print(f"[bold]{escape(head[0].rsplit(': ', 1)[0])}[/bold]: {status}")
+    for line in head[1:]:
+        console.print(line, style="red" if line == str(plan.infeasible_reason) else None, markup=False)
+
+    def table(title: str | None, columns: list[tuple[str, dict]], rows) -> Table:
+        t = Table(title=title, show_header=True, header_style="bold")
+        for name, opts in columns:
+            t.add_column(name, overflow="fold", **opts)
+        for row in rows:
+            t.add_row(*(escape(str(c)) for c in row))
+        return t
+
+    console.print(table(None, [("", {"no_wrap": True}), ("value", {}), ("source", {"style": "dim"})], summary_rows(plan)))
+    console.print(table(
+        "decisions",
+        [("rule", {"no_wrap": True}), ("decides", {"no_wrap": True}), ("value", {"no_wrap": True}), ("reason", {"ratio": 1, "min_width": 40})],
+        decision_rows(plan),
+    ))  # fmt: skip
     for w in plan.warnings:
-        console.print(f"[yellow]warning:[/yellow] {w}")
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
     if explain and plan.explain:
-        e = Table(title="rules considered", show_header=True, header_style="bold")
-        for col in ("rule", "decides", "applied to", "matched", "why"):
-            e.add_column(col)
-        for tr in plan.explain:
-            e.add_row(tr.rule_id, tr.decides, tr.applied_to, "yes" if tr.matched else "no", tr.why)
-        console.print(e)
+        console.print(table(
+            "rules considered, by candidate",
+            [("candidate", {"min_width": 24}), ("rule", {"no_wrap": True}), ("effect", {"no_wrap": True}),
+             ("matched", {"no_wrap": True}), ("why", {"ratio": 1, "min_width": 40})],
+            explain_rows(plan),
+        ))  # fmt: skip
+        from ..plan.explain import deciding_comparison
+
+        console.print("[bold]deciding comparison[/bold]")
+        for line in deciding_comparison(plan):
+            console.print(f"- {escape(line)}")
+
+
+# ---------------------------------------------------------------- markdown
+
+
+def _md_cell(text: str) -> str:
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(header: list[str], rows) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def plan_markdown(plan, explain: bool = False) -> str:
+    """The plan as Markdown: the same rows as the tables, for a pull request or a ticket."""
+    head = headline(plan)
+    lines = [f"## {_md_cell(head[0])}", ""]
+    lines += [f"> {_md_cell(line)}" for line in head[1:]]
+    lines += ([""] if head[1:] else []) + _md_table(["", "value", "source"], summary_rows(plan))
+    lines += ["", "### Decisions", "", *_md_table(["rule", "decides", "value", "reason"], decision_rows(plan))]
+    if plan.warnings:
+        lines += ["", "### Warnings", "", *(f"- {_md_cell(w)}" for w in plan.warnings)]
+    if explain and plan.explain:
+        from ..plan.explain import deciding_comparison
+
+        lines += ["", "### Rules considered, by candidate", ""]
+        lines += _md_table(["candidate", "rule", "effect", "matched", "why"], explain_rows(plan))
+        lines += ["", "### Deciding comparison", "", *(f"- {_md_cell(line)}" for line in deciding_comparison(plan))]
+    return "\n".join(lines) + "\n"

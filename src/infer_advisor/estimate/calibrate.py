@@ -90,16 +90,12 @@ class Calibration(BaseModel):
         return CalibrationHeader(kind="speed", engine=self.engine, engine_version=self.engine_version, gpu=self.gpu, tp=self.tp,
                                  created=self.created_at, source=self.command)
 
-    def write(self, path: Path) -> None:
-        import os
-        import tempfile
+    def write(self, path: Path, *, force: bool = False) -> Path:
+        """Write this calibration as JSON; an existing file is replaced only with ``force`` and only if it is a
+        calibration infer-advisor wrote (see estimate/calibration_file.py and infer_advisor/_output.py)."""
+        from .calibration_file import write_calibration
 
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(self.model_dump_json(indent=2) + "\n")
-        os.replace(tmp, path)
+        return write_calibration(path, self, force=force)
 
 
 def load_calibration(path: Path) -> Calibration:
@@ -128,49 +124,10 @@ def load_calibration(path: Path) -> Calibration:
 
 
 def points_from_file(path: Path) -> tuple[list[CalibrationPoint], str | None, str | None]:
-    """Points from a bench.json or a measure_transformers JSON; also (GPU name, dtype) when recorded.
+    """Points from a bench.json or a measure_transformers JSON (validated: see calibrate_inputs.py)."""
+    from .calibrate_inputs import points_from_file as read
 
-    measure_transformers points use the warm-allocator run when the file has one (a fresh caching allocator
-    grows with the KV cache and slowed decode 2-3x on the H200 VM: a start-up effect, not the steady state).
-    """
-    from .._data import read_structured
-    from ..errors import DataFileError
-
-    raw = read_structured(Path(path))
-    if isinstance(raw, dict) and "models" in raw and "ceilings" in raw:
-        pts = []
-        for m in raw["models"]:
-            for p in m.get("points", []):
-                pts.append(CalibrationPoint(
-                    model=m["model"], batch=p["batch"], input_tokens=raw["input_tokens"], output_tokens=raw["output_tokens"],
-                    ttft_s=p.get("ttft_s_warm", p["ttft_s"]), tpot_s=p.get("decode_step_s_warm_median", p["decode_step_s_median"]),
-                    peak_memory_bytes=p.get("peak_allocated_bytes"), dtype=m.get("dtype"),
-                    origin=f"{Path(path).name} (benchmarks/gpu/measure_transformers.py{', warm allocator' if 'ttft_s_warm' in p else ''})",
-                ))
-        dtypes = [m["dtype"] for m in raw["models"] if m.get("dtype")]
-        return pts, raw.get("gpu"), (dtypes[0] if dtypes else None)
-    if isinstance(raw, dict) and "metadata" in raw and "levels" in raw:
-        from ..bench.report import BenchReport
-        from pydantic import ValidationError
-
-        try:
-            rep = BenchReport.model_validate(raw)
-        except ValidationError as err:
-            from .._data import format_validation_error
-
-            raise DataFileError(str(path), format_validation_error(err)) from None
-        out_tokens = rep.metadata.request.get("resolved", {}).get("output_tokens") or rep.metadata.request.get("output_tokens")
-        pts = [
-            CalibrationPoint(
-                model=str(rep.metadata.model), batch=lv.concurrency, input_tokens=max(int(round(lv.input_tokens_mean or 1)), 1),
-                output_tokens=int(out_tokens or max(lv.output_tokens_total // max(lv.num_requests, 1), 1)),
-                ttft_s=lv.ttft_s.p50, tpot_s=lv.tpot_s.p50, peak_memory_bytes=lv.peak_memory_bytes,
-                origin=f"{Path(path).name} (infer-advisor bench)", dtype=rep.metadata.dtype, mode="closed_loop",
-            )
-            for lv in rep.levels if lv.tpot_s is not None
-        ]
-        return pts, rep.metadata.device.name, rep.metadata.dtype
-    raise DataFileError(str(path), "not a bench.json (infer-advisor bench) nor a measure_transformers.py result")
+    return read(path)
 
 
 # ---------------------------------------------------------------- fitting

@@ -155,6 +155,10 @@ def _kind(path: Path) -> str:
         raise DataFileError(str(path), f"cannot read: {err}") from None
     except json.JSONDecodeError as err:
         raise DataFileError(str(path), f"not a calibration file: invalid JSON at line {err.lineno}: {err.msg}") from None
+    except RecursionError:
+        raise DataFileError(str(path), "not a calibration file: JSON nested too deeply") from None
+    except ValueError as err:  # e.g. an integer literal too long to convert
+        raise DataFileError(str(path), f"not a calibration file: {str(err).splitlines()[0][:120]}") from None
     if not isinstance(raw, dict):
         raise DataFileError(str(path), "not a calibration file: the JSON is not an object")
     problem = reject_non_finite(raw)
@@ -164,6 +168,28 @@ def _kind(path: Path) -> str:
     if kind not in ("memory", "speed"):
         raise DataFileError(str(path), f"kind: '{kind}' is not a calibration kind (memory, speed)")
     return kind
+
+
+def is_calibration_file(path: Path) -> bool:
+    """Does ``path`` hold a calibration JSON infer-advisor wrote (a speed or a memory calibration)? Only those may be
+    replaced by ``calibrate --force`` (see infer_advisor/_output.py)."""
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    if not isinstance(raw, dict):
+        return False
+    if raw.get("kind") == "memory":
+        return {"schema_version", "engine", "gpu", "created", "source"} <= raw.keys()
+    return raw.get("kind", "speed") == "speed" and {"schema_version", "engine", "points", "command", "created_at"} <= raw.keys()
+
+
+def write_calibration(path: Path, cal: BaseModel, *, force: bool = False) -> Path:
+    """Write a calibration as JSON through the shared output writer: an existing file is replaced only with ``force``
+    and only if it is a calibration (:func:`is_calibration_file`); of two concurrent writers one wins."""
+    from .._output import write_file
+
+    return write_file(path, (cal.model_dump_json(indent=2) + "\n").encode(), force=force, ours=is_calibration_file)
 
 
 def validate(path: Path, model: type[BaseModel]) -> Any:

@@ -81,16 +81,11 @@ class MemoryCalibration(BaseModel):
             return self
         return self.model_copy(update={"non_torch_bytes": None, "residual_bytes": 0, "weights_bytes": None})
 
-    def write(self, path: Path) -> None:
-        import os
-        import tempfile
+    def write(self, path: Path, *, force: bool = False) -> Path:
+        """Write this calibration as JSON through the shared output writer (``force`` replaces only a calibration)."""
+        from .calibration_file import write_calibration
 
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(self.model_dump_json(indent=2) + "\n")
-        os.replace(tmp, path)
+        return write_calibration(path, self, force=force)
 
 
 def load_memory_calibration(path: Path) -> MemoryCalibration:
@@ -127,19 +122,34 @@ def fit_memory_calibration(
     if model_name is None:
         raise RequestError("The log does not name the model; pass --model NAME (a catalog name or local folder).")
     gpus = tp or ((log.tp or 1) * (log.pp or 1))
-    cal = MemoryCalibration(
+    cal = _plausible(source, dict(
         engine=log.engine, engine_version=version, gpu=hw.gpu.name, tp=gpus,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"), source=source, command=log.command, model=model_name,
         max_model_len=max_model_len or log.max_model_len, gpu_memory_bytes=log.total_gpu_memory_bytes,
         memory_fraction=log.gpu_memory_utilization, weights_bytes=log.weights_bytes, non_torch_bytes=log.non_torch_bytes,
         activation_bytes=log.activation_bytes, cuda_graph_bytes=log.cuda_graph_bytes, kv_cache_bytes=log.kv_cache_bytes,
         kv_cache_tokens=log.kv_cache_tokens, max_concurrency=log.max_concurrency, lines=dict(log.lines),
-    )
+    ))  # fmt: skip
     try:
         facts = resolve_model(model_name, source="auto")
     except Exception as err:  # noqa: BLE001 - any model-facts failure becomes one line: the fit needs the model
         raise RequestError(f"Cannot read the facts of {model_name} to compare the log with ({err}); pass --model with a catalog name or local folder.") from None
-    return _fit(cal, log, facts, hw)
+    fitted = _fit(cal, log, facts, hw)
+    # The fit's own figures (model_copy does not validate) meet the same bounds `plan --calibration` checks on load.
+    return _plausible(source, fitted.model_dump())
+
+
+def _plausible(source: str, fields: dict) -> MemoryCalibration:
+    """A MemoryCalibration of ``fields``; figures outside the plausible bounds (a garbled log) are one error line."""
+    from pydantic import ValidationError
+
+    from .._data import format_validation_error
+    from ..errors import DataFileError
+
+    try:
+        return MemoryCalibration.model_validate(fields)
+    except ValidationError as err:
+        raise DataFileError(source, f"the log's figures are not plausible: {format_validation_error(err)}") from None
 
 
 def estimate_for_log(

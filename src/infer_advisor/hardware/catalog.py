@@ -193,13 +193,15 @@ def load_catalog(path: Path) -> GPUCatalog:
     """Read and validate a catalog file; errors name the file and the entry."""
     from .._data import format_validation_error, read_structured
 
-    raw = read_structured(path)
-    try:
-        return GPUCatalog.model_validate(raw)
-    except ValidationError as err:
-        where = _entry_name(err, raw)
-        problem = format_validation_error(err)
-        raise DataFileError(str(path), f"{where}: {problem}" if where else problem) from None
+    def validate(raw: object) -> GPUCatalog:
+        try:
+            return GPUCatalog.model_validate(raw)
+        except ValidationError as err:
+            where = _entry_name(err, raw)
+            problem = format_validation_error(err)
+            raise DataFileError(str(path), f"{where}: {problem}" if where else problem) from None
+
+    return validate(read_structured(path, check=validate))
 
 
 @cache

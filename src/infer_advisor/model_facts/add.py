@@ -9,13 +9,11 @@ model plus ``_index.json``), never code.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..errors import ModelConfigError, RequestError
+from ..errors import DataFileError, ModelConfigError, OutputPathError, RequestError
 from .build import facts_from_config
 from .catalog import INDEX_FILE, CatalogEntry, Variant, build_index, entry_path, folder
 from .facts import ModelFacts
@@ -70,17 +68,24 @@ def add_model(
         config=config,
     )
     where = catalog_dir or folder()
-    target = entry_path(model_id, where)
-    if target.exists() and not force:
-        raise RequestError(f"{target} exists already; pass --force to replace it")
-    entries = [e for e in _read_all(where) if e.name != model_id] + [entry]
-    index = build_index(entries)
-    clash = [k for k in (n.lower() for n in entry.names()) if index.get(k) != target.name]
-    if clash:
-        raise RequestError(f"name(s) {', '.join(clash[:3])} already belong to another catalog entry")
-    # The config verbatim (json keeps Infinity, e.g. Nemotron-H's time_step_limit; pydantic's JSON mode would null it).
-    _write_json(target, {**entry.model_dump(mode="json", exclude={"config"}), "config": config})
-    _write_json(where / INDEX_FILE, {"_comment": _INDEX_COMMENT, "names": index})
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputPathError(str(where), f"cannot be written ({err.strerror or err}); choose another --catalog-dir") from None
+    from .._output import locked
+
+    with locked(where):  # the existence check, the index and both writes as one step: concurrent adds keep each other's names
+        target = entry_path(model_id, where)
+        if target.exists() and not force:
+            raise RequestError(f"{target} exists already; pass --force to replace it")
+        entries = [e for e in _read_all(where) if e.name != model_id] + [entry]
+        index = build_index(entries)
+        clash = [k for k in (n.lower() for n in entry.names()) if index.get(k) != target.name]
+        if clash:
+            raise RequestError(f"name(s) {', '.join(clash[:3])} already belong to another catalog entry")
+        # The config verbatim (json keeps Infinity, e.g. Nemotron-H's time_step_limit; pydantic's JSON mode would null it).
+        _write_json(target, {**entry.model_dump(mode="json", exclude={"config"}), "config": config})
+        _write_json(where / INDEX_FILE, {"_comment": _INDEX_COMMENT, "names": index})
     return entry, facts
 
 
@@ -97,21 +102,30 @@ def _variant(text: str) -> Variant:
 
 
 def _read_all(where: Path) -> list[CatalogEntry]:
+    """Every entry of the catalog folder ``where``; a file there that is not a catalog entry is one error line."""
+    from pydantic import ValidationError
+
+    from .._data import format_validation_error
+
     out = []
     for path in sorted(where.glob("*.json")):
-        if not path.name.startswith("_"):
-            out.append(CatalogEntry.model_validate(json.loads(path.read_text(encoding="utf-8"))))
+        if path.name.startswith(("_", ".")):
+            continue
+        try:
+            out.append(CatalogEntry.model_validate(load_json(path)))
+        except ModelConfigError as err:
+            raise DataFileError(str(path), f"not a catalog entry: {err.problem}") from None
+        except ValidationError as err:
+            raise DataFileError(str(path), f"not a catalog entry: {format_validation_error(err)}") from None
     return out
 
 
 def _write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write ``data`` atomically (the shared writer's temp file: a killed writer's leftover is removed later)."""
+    from .._output import atomic_write
+
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, ensure_ascii=False)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        atomic_write(path, text.encode("utf-8"))
+    except OSError as err:
+        raise OutputPathError(str(path), f"cannot be written ({err.strerror or err}); choose another --catalog-dir") from None

@@ -7,7 +7,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._data import format_validation_error, load_validated
 from .._paths import shipped
@@ -49,6 +49,8 @@ class Defaults(BaseModel):
     workload_source: str
     min_useful_context: int
     min_useful_context_source: str
+    kv_fallback_context_fraction: float = Field(gt=0, le=1)
+    kv_fallback_context_fraction_source: str
     cpu_memory_fraction: float
     cpu_memory_fraction_source: str
     tensor_parallel_sizes: list[int]
@@ -148,19 +150,32 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
     perf = _performance(request, model, hw, choice, concurrency, input_tokens, output_tokens, speed_file,
                         engine=engine_cfg, replicas=replicas, prefix_tokens=prefix or 0)
     if choice.context_lowered:
+        # Advise only what the rules would then allow: no fp8 KV cache where a gate refuses it (CPU, older GPUs).
+        fixes = ["add GPUs"] + [f"use --kv-cache-dtype {k}" for k in choice.kv_alternatives if k != "auto"]
+        fixes.append("lower --concurrency" if concurrency > 1 else "use a smaller --context")
         warnings.append(
-            f"max_model_len lowered from {context} to {choice.context}: the KV cache holds {choice.memory.kv_cache_tokens} tokens, "
-            f"not {concurrency} x {context} (raise GPUs, use --kv-cache-dtype fp8, or lower --concurrency)."
+            f"max_model_len lowered from {context:,} to {choice.context:,}: the KV cache holds "
+            f"{choice.memory.kv_cache_tokens:,} tokens, not {concurrency} x {context:,} "
+            f"({', '.join(fixes[:-1])}, or {fixes[-1]})."
         )
     if choice.concurrency_lowered:
+        held = choice.memory.kv_cache_tokens
+        if choice.profile.kv_preallocated:  # every slot holds the full context from start-up (llama.cpp)
+            per, what = choice.context, f"of {choice.context:,} tokens each ({choice.profile.display} reserves every slot's full context)"
+        else:
+            per = min(request_tokens, choice.context)
+            what = f"of ~{per:,} tokens"
+        fixes = ["add GPUs"] + (["quantize"] if choice.quantization.value == "none" else [])
+        if choice.profile.kv_preallocated:
+            fixes.append("lower --context")
         warnings.append(
-            f"{concurrency} concurrent requests of ~{min(request_tokens, choice.context)} tokens do not fit: the KV cache holds "
-            f"{choice.memory.kv_cache_tokens} tokens; expect queueing beyond about "
-            f"{max(choice.memory.kv_cache_tokens // max(min(request_tokens, choice.context), 1), 1)} requests (add GPUs or quantize to serve more)."
+            f"{_plural(concurrency, 'concurrent request')} {what} do not fit: the KV cache holds {held:,} tokens; "
+            f"expect queueing beyond about {_plural(max(held // max(per, 1), 1), 'request')} "
+            f"({' or '.join(fixes)} to serve more)."
         )
     if choice.profile.maintenance_note:
         warnings.append(choice.profile.maintenance_note)
-    decisions = _decisions(choice, result, request)
+    decisions = _decisions(choice, result, request, unit="GPU" if hw.kind == "gpu" else "socket")
     return DeploymentPlan(
         feasible=feasible,
         infeasible_reason=reason,
@@ -187,7 +202,11 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
         performance=perf,
         decisions=decisions,
         warnings=warnings,
-        explain=[RuleTrace(rule_id=t.rule.id, decides=t.rule.decides, matched=t.matched, applied_to=t.applied_to, why=t.why) for t in trace]
+        explain=[
+            RuleTrace(rule_id=t.rule.id, decides=t.rule.decides, matched=t.matched, applied_to=t.applied_to, why=t.why,
+                      context=t.context, effect=t.rule.effect, score=t.score, blocked=t.blocked)
+            for t in trace
+        ]
         if trace is not None
         else None,
         speculative=_speculative(choice),
@@ -217,6 +236,14 @@ def _prefix_caching(request: PlanRequest, c: Choice) -> PrefixCachingPlan:
         return PrefixCachingPlan(enabled=on, shared_prefix_tokens=shared, how=how, source=p.prefix_caching_source)
     how = f"{p.display} has no prefix caching" + ("; every request pays the shared prefix's prefill" if shared else "")
     return PrefixCachingPlan(enabled=False, shared_prefix_tokens=shared, how=how, source=p.prefix_caching_source)
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _weights_words(method: str) -> str:
+    return "unquantized weights" if method == "none" else f"{method} weights"
 
 
 def _hw_words(hw: HardwareFacts) -> str:
@@ -370,7 +397,7 @@ def _published(model: ModelFacts, method: str) -> PublishedCheckpointRef | None:
     return PublishedCheckpointRef(repo=found.repo, method=found.method, file=found.file, size_bytes=found.size_bytes, source=found.source)
 
 
-def _decisions(c: Choice, result, request: PlanRequest) -> list[Decision]:
+def _decisions(c: Choice, result, request: PlanRequest, unit: str = "GPU") -> list[Decision]:
     out: list[Decision] = []
     seen: set[tuple[str, str]] = set()
 
@@ -396,8 +423,9 @@ def _decisions(c: Choice, result, request: PlanRequest) -> list[Decision]:
     out.append(
         Decision(
             rule_id="memory.fit", decides="layout", value=str(c.layout), effect="set",
-            reason=f"highest-ranked {c.quantization.value} layout whose memory fits: {c.memory.total_bytes_per_gpu / 2**30:.1f} GiB "
-            f"per GPU of {c.memory.gpu_memory_bytes / 2**30:.1f} GiB, KV cache {c.memory.kv_cache_tokens} tokens",
+            reason=f"the first allowed layout (by rule score, then fewest GPUs) for {_weights_words(c.quantization.value)} "
+            f"whose memory fits: {c.memory.total_bytes_per_gpu / 2**30:.1f} GiB per {unit} of "
+            f"{c.memory.gpu_memory_bytes / 2**30:.1f} GiB, KV cache {c.memory.kv_cache_tokens:,} tokens",
             source="estimate.memory (estimated)",
         )
     )
@@ -405,8 +433,13 @@ def _decisions(c: Choice, result, request: PlanRequest) -> list[Decision]:
         out.append(
             Decision(
                 rule_id="memory.kv-cache-dtype", decides="kv_cache_dtype", value=str(c.kv_cache_dtype.value), effect="set",
-                reason="no weight format or layout holds concurrency x context with a model-dtype KV cache; "
-                "the next allowed KV dtype does, so it is used instead of lowering the context",
+                reason=(
+                    f"with a model-dtype KV cache memory would cut max_model_len to {c.kv_fallback_from_context:,} tokens; "
+                    f"the next allowed KV dtype keeps {c.context:,}"
+                    if c.kv_fallback_from_context
+                    else "no weight format or layout holds concurrency x context with a model-dtype KV cache; "
+                    "the next allowed KV dtype does, so it is used instead of lowering the context"
+                ),
                 source="estimate.memory (estimated)",
             )
         )
@@ -423,7 +456,8 @@ def _decisions(c: Choice, result, request: PlanRequest) -> list[Decision]:
         out.append(
             Decision(
                 rule_id="memory.context-lowered", decides="context", value=str(c.context), effect="set",
-                reason="the requested context does not fit at the requested concurrency; max_model_len lowered to what fits",
+                reason="the context (asked for, or the model's) does not fit at the requested concurrency; "
+                "max_model_len lowered to what fits",
                 source="estimate.memory (estimated)",
             )
         )
@@ -510,6 +544,7 @@ def _search(model: ModelFacts, hw: HardwareFacts, request: PlanRequest, rules, w
         concurrency=w.concurrency, context=w.context, input_tokens=w.input_tokens, request_tokens=w.request_tokens,
         min_context=d.min_useful_context, tp_sizes=d.tensor_parallel_sizes, cpu_fraction=d.cpu_memory_fraction, trace=trace,
         calibrations=calibrations,
+        kv_fallback_fraction=d.kv_fallback_context_fraction,
     )
 
 

@@ -169,6 +169,14 @@ class RuleTrace(BaseModel):
     matched: bool
     applied_to: str = Field(description="The option or candidate it was evaluated against.")
     why: str = Field(description="The condition's outcome in words.")
+    context: str = Field(
+        default="",
+        description="The choices already made when the option was judged: the engine (for dtype, KV-cache dtype and "
+        "quantization), engine + quantization (for layouts); empty for engines. With applied_to it names the candidate.",
+    )
+    effect: str | None = Field(default=None, description="The rule's effect: forbid, prefer or require.")
+    score: float = Field(default=0.0, description="What the rule added to the option's score (prefer rules that matched).")
+    blocked: bool = Field(default=False, description="The rule made the option not allowed (forbid, or require of another option).")
 
 
 class DeploymentPlan(BaseModel):

@@ -67,6 +67,8 @@ class Choice:
     concurrency_lowered: bool = False
     kv_fallback: bool = False
     speculative: DraftPair | None = None
+    kv_fallback_from_context: int | None = None  # the context the model-dtype KV cache would have allowed (cut hard)
+    kv_alternatives: list[str] = field(default_factory=list)  # other KV dtypes the rules allow (for advice)
 
 
 @dataclass
@@ -114,6 +116,7 @@ def search(
     cpu_fraction: float,
     trace: list[Trace] | None,
     calibrations: Any = None,
+    kv_fallback_fraction: float = 0.5,
 ) -> SearchResult:
     by = _by_decision(rules)
     result = SearchResult(choice=None)
@@ -134,17 +137,18 @@ def search(
             continue
         f_e = {**facts, "engine": ev.value}
         dtypes = [request.dtype] if request.dtype != "auto" else ["bfloat16", "float16", "float32"]
-        dv = rank(by["dtype"], "dtype", dtypes, f_e, trace)[0]
+        dv = rank(by["dtype"], "dtype", dtypes, f_e, trace, context=ev.value)[0]
         if not dv.allowed:
             result.forbidden.append(dv)
             continue
         f_d = {**f_e, "dtype": dv.value}
         kvs = [request.kv_cache_dtype] if request.kv_cache_dtype != "auto" else ["auto", "fp8"]
-        kv_ranked = rank(by["kv_cache_dtype"], "kv_cache_dtype", kvs, f_d, trace)
+        kv_ranked = rank(by["kv_cache_dtype"], "kv_cache_dtype", kvs, f_d, trace, context=ev.value)
         kv = kv_ranked[0]
         # An explicitly asked-for context is worth a smaller KV dtype (fp8) before any lowering; the model's
-        # default full context is not, so it is lowered first (pass 2b).
-        kv_fallbacks = [v for v in kv_ranked[1:] if v.allowed] if request.context else []
+        # default full context is not, so it is lowered first (pass 2b), unless that cuts it hard (below).
+        kv_allowed = [v for v in kv_ranked[1:] if v.allowed]
+        kv_fallbacks = kv_allowed if request.context else []
         if not kv.allowed:
             result.forbidden.append(kv)
             continue
@@ -165,7 +169,7 @@ def search(
                 f"the checkpoint is already quantized ({model.pre_quantized}); --quantization {request.quantization} cannot apply"
             )
             continue
-        q_verdicts = rank(by["quantization"], "quantization", quants, f_k, trace)
+        q_verdicts = rank(by["quantization"], "quantization", quants, f_k, trace, context=ev.value)
         candidates = []
         for qi, qv in enumerate(q_verdicts):
             if not qv.allowed:
@@ -178,7 +182,7 @@ def search(
             f_q = {**f_k, "quantization": qv.value, "quant.group_size": fmt.group_size, "quant.bits": fmt.bits}
             for layout in layouts(hw, tp_sizes):
                 f_l = {**f_q, "tp": layout.tp, "pp": layout.pp, "nodes": layout.nodes, "gpus_used": layout.gpus}
-                lv = judge(by["layout"], "layout", str(layout), f_l, trace)
+                lv = judge(by["layout"], "layout", str(layout), f_l, trace, context=f"{ev.value} + {qv.value}")
                 if not lv.allowed:
                     layouts_refused.append(lv)
                     result.forbidden.append(lv)
@@ -250,28 +254,50 @@ def search(
                 if holds(est):
                     result.choice = Choice(ev, dv, alt, qv, lv, layout, est, context, False, profile, kv_fallback=True)
                     return result
-        singles = [(qv, lv, layout, estimate(qv, layout, context, sequences=1)) for qv, lv, layout, _ in estimates]
-        for qv, lv, layout, single in singles:  # pass 2a: any pair that holds one request of the full context
-            if holds(single):
-                result.choice = Choice(ev, dv, kv, qv, lv, layout, single, context, False, profile, concurrency_lowered=True)
-                return result
-        for qv, lv, layout, single in singles:  # pass 2b: only then lower the context
-            floor = min(min_context, context)
-            if single.max_context >= floor:
-                lowered = single.max_context
-                if profile.memory_accounting == "reserve":
-                    lowered -= lowered % profile.block_size
-                shared, at_concurrency = lowered, estimate(qv, layout, lowered)  # can it still hold every requested request?
-                if not at_concurrency.fits and concurrency * min(request_tokens, lowered) <= at_concurrency.kv_cache_tokens:
-                    shared = at_concurrency.kv_cache_tokens  # a little shorter, so the larger batch's activations fit too
-                    at_concurrency = estimate(qv, layout, shared)
-                if holds(at_concurrency) and shared >= floor:
-                    result.choice = Choice(ev, dv, kv, qv, lv, layout, at_concurrency, shared, True, profile)
-                    return result
-                est2 = estimate(qv, layout, lowered, sequences=1)
-                if holds(est2):
-                    result.choice = Choice(ev, dv, kv, qv, lv, layout, est2, lowered, True, profile, concurrency_lowered=True)
-                    return result
+        def pass2(kvv: Verdict, fallback: bool, keep: Choice | None = None) -> Choice | None:
+            """Pass 2a (one request of the full context), then 2b (a lowered context) with KV dtype ``kvv``;
+            with ``keep``, only its weight format and layout (a KV dtype change alone)."""
+            singles = [
+                (qv, lv, layout, estimate(qv, layout, context, sequences=1, kvv=kvv))
+                for qv, lv, layout, _ in estimates
+                if keep is None or (qv.value == keep.quantization.value and layout == keep.layout)
+            ]
+            for qv, lv, layout, single in singles:  # pass 2a: any pair that holds one request of the full context
+                if holds(single):
+                    return Choice(ev, dv, kvv, qv, lv, layout, single, context, False, profile, concurrency_lowered=True,
+                                  kv_fallback=fallback)
+            for qv, lv, layout, single in singles:  # pass 2b: only then lower the context
+                floor = min(min_context, context)
+                if single.max_context >= floor:
+                    lowered = single.max_context
+                    if profile.memory_accounting == "reserve":
+                        lowered -= lowered % profile.block_size
+                    shared, at_concurrency = lowered, estimate(qv, layout, lowered, kvv=kvv)  # still every request?
+                    if not at_concurrency.fits and concurrency * min(request_tokens, lowered) <= at_concurrency.kv_cache_tokens:
+                        shared = at_concurrency.kv_cache_tokens  # a little shorter, so the larger batch's activations fit too
+                        at_concurrency = estimate(qv, layout, shared, kvv=kvv)
+                    if holds(at_concurrency) and shared >= floor:
+                        return Choice(ev, dv, kvv, qv, lv, layout, at_concurrency, shared, True, profile, kv_fallback=fallback)
+                    est2 = estimate(qv, layout, lowered, sequences=1, kvv=kvv)
+                    if holds(est2):
+                        return Choice(ev, dv, kvv, qv, lv, layout, est2, lowered, True, profile, concurrency_lowered=True,
+                                      kv_fallback=fallback)
+            return None
+
+        found = pass2(kv, False)
+        if found is not None and found.context_lowered and found.context < kv_fallback_fraction * context:
+            # Cut hard: a smaller KV dtype the rules allow (fp8 halves the cache) keeps more of the context; the
+            # weight format and layout stay as chosen.
+            for alt in kv_allowed:
+                better = pass2(alt, True, keep=found)
+                if better is not None and better.context > found.context:
+                    better.kv_fallback_from_context = found.context
+                    found = better
+                    break
+        if found is not None:
+            found.kv_alternatives = [str(v.value) for v in kv_ranked if v.allowed and v.value != found.kv_cache_dtype.value]
+            result.choice = found
+            return result
         if estimates and result.best_effort is None:
             qv, lv, layout, est = min(estimates, key=lambda e: e[3].shortfall_bytes_per_gpu)
             result.best_effort = Choice(ev, dv, kv, qv, lv, layout, est, context, False, profile)

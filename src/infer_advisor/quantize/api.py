@@ -13,7 +13,6 @@ from .core import (
     log_summary,
     reporter,
     resolve_source,
-    staged_output,
     stdout_to_stderr,
     validate_group_size,
     weight_bytes,
@@ -75,19 +74,25 @@ def quantize(
     return run_request(request)
 
 
+def _refuse_overwriting_source(out: Path, source: Path) -> None:
+    from ..errors import RequestError
+
+    if out == source or source.is_relative_to(out) or out.resolve() == source.resolve():
+        raise RequestError(f"--out {out} would overwrite the source model; choose another directory.")
+
+
 def run_request(request: QuantizeRequest, *, summary: bool = True) -> QuantizeResult:
     """:func:`quantize` for an already validated :class:`QuantizeRequest` (the CLI prints the summary itself)."""
-    from ..errors import OutputExistsError, RequestError
-
+    from .._output import check_output as check_out_path
+    from .._output import output_path, staged
     spec = resolve_method(
         request.method, request.backend, group_size=request.group_size, num_samples=request.num_samples
     )
-    out = request.out.expanduser().absolute()
-    if out.exists() and not request.force:
-        raise OutputExistsError(str(out))
+    out = output_path(request.out)
+    _refuse_overwriting_source(out, Path(request.model).expanduser().absolute())
+    check_out_path(out, request.force)  # refused now, not after the work
     source = resolve_source(request.model)
-    if out.resolve() == source or source.is_relative_to(out.resolve()):
-        raise RequestError(f"--out {out} would overwrite the source model; choose another directory.")
+    _refuse_overwriting_source(out, source)
     validate_group_size(source, spec)
     require_backend(spec)
     needs_text = spec.calibration or request.evaluate or request.calibration is not None
@@ -101,15 +106,18 @@ def run_request(request: QuantizeRequest, *, summary: bool = True) -> QuantizeRe
     report = reporter(request.progress)
     module = backend_module(spec)
     report(f"{spec.name} ({spec.backend}): {source} -> {out}")
-    with staged_output(out, request.force) as work, stdout_to_stderr():
+    eval_texts = texts[:EVAL_SAMPLES] if request.evaluate else None
+    cleaned: list[Path] = []
+    # Everything, the reload check included, happens in a staging folder that becomes `out` only at the end:
+    # an interrupted run (Ctrl-C, kill) leaves no folder that looks complete.
+    with staged(out, force=request.force, kind="quantize", cleaned=cleaned) as work, stdout_to_stderr():
         start = time.monotonic()
         notes += module.run(source, work, spec, texts if spec.calibration else [], report)
         seconds = time.monotonic() - start
         copy_side_files(source, work)
-    input_bytes, output_bytes = weight_bytes(source), weight_bytes(out)
-    eval_texts = texts[:EVAL_SAMPLES] if request.evaluate else None
-    with stdout_to_stderr():
-        check = check_output(module, out, source, spec, eval_texts, report)
+        input_bytes, output_bytes = weight_bytes(source), weight_bytes(work)
+        check = check_output(module, work, source, spec, eval_texts, report)
+    notes += [f"removed {p.name}, left by an interrupted run" for p in cleaned]
     result = QuantizeResult(
         method=spec.name,
         backend=spec.backend,

@@ -7,13 +7,12 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import ModelConfigError, ModelNotFoundError, OutputExistsError, RequestError
+from ..errors import ModelConfigError, ModelNotFoundError, RequestError
 from .methods import MethodSpec
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
@@ -34,17 +33,38 @@ def weight_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and p.suffix in _WEIGHT_SUFFIXES)
 
 
+def has_weights(folder: Path) -> bool:
+    """Does ``folder`` hold any weight file (safetensors, bin, pt, gguf) at its top level?"""
+    try:
+        return any(p.suffix in _WEIGHT_SUFFIXES and p.is_file() for p in folder.iterdir())
+    except OSError:
+        return False
+
+
+def _path_kind(path: Path, text: str) -> str | None:
+    """'dir', 'other' or None (absent); a name the OS refuses to look up is a one-line error."""
+    try:
+        return "dir" if path.is_dir() else ("other" if path.exists() else None)
+    except OSError as err:
+        raise ModelNotFoundError(text[:80] + ("..." if len(text) > 80 else ""), detail=err.strerror or "unreadable path") from None
+
+
 def resolve_source(model: str | Path) -> Path:
     """A local model directory for ``model``: the directory itself, or a Hub snapshot when online."""
     from .. import constants
 
     text = str(model)
     path = Path(text).expanduser()
-    if path.is_dir():
+    kind = _path_kind(path, text)
+    if kind == "dir":
         if not (path / "config.json").is_file():
             raise ModelNotFoundError(text, detail="the directory has no config.json")
+        if not has_weights(path):
+            raise ModelNotFoundError(
+                text, detail="the directory has a config.json but no weight files (*.safetensors, *.bin, *.pt, *.pth)"
+            )
         return path.resolve()
-    if path.exists():
+    if kind == "other":
         raise ModelNotFoundError(text, detail="not a directory")
     if not _HUB_ID.fullmatch(text) or text.startswith((".", "/", "~")):
         raise ModelNotFoundError(text, detail="no such directory")
@@ -96,37 +116,6 @@ def validate_group_size(source: Path, spec: MethodSpec) -> None:
         raise RequestError(
             f"--group-size {spec.group_size} does not divide {name} = {size} of {source.name}; {hint}."
         )
-
-
-@contextmanager
-def staged_output(out: Path, force: bool) -> Iterator[Path]:
-    """Yield an empty temp dir beside ``out``; on success it replaces ``out``, on any failure it is removed.
-
-    An existing ``out`` is refused without ``force`` and replaced only once the new one is complete.
-    """
-    if out.exists() and not force:
-        raise OutputExistsError(str(out))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    try:
-        work.chmod(0o777 & ~_umask())  # mkdtemp makes it private (0700); the output is an ordinary directory
-        yield work
-        if out.exists() or out.is_symlink():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            out.rename(old / "previous")
-            work.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            work.rename(out)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
 
 
 def copy_side_files(source: Path, target: Path) -> None:

@@ -14,12 +14,17 @@ _KINDS = "always, compare, in, divides, all, any, not"
 
 
 def _load_file(path: Path) -> list[Rule]:
+    done: list[list[Rule]] = []
+    try:  # validated before the parsed file is cached
+        raw = read_structured(path, check=lambda raw: done.append(_validate(path, raw)))
+    except DataFileError as err:
+        raise RuleFileError(str(path), err.problem) from None
+    return done[0] if done else _validate(path, raw)
+
+
+def _validate(path: Path, raw: object) -> list[Rule]:
     from pydantic import ValidationError
 
-    try:
-        raw = read_structured(path)
-    except DataFileError as err:
-        raise RuleFileError(str(path), str(err).split(": ", 1)[-1]) from None
     if not isinstance(raw, dict) or set(raw) != {"rules"} or not isinstance(raw["rules"], list):
         raise RuleFileError(str(path), "a rule file is a mapping with one key, 'rules', holding a list of rules")
     rules: list[Rule] = []

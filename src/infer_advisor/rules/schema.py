@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictInt, field_validator, model_validator
 
 Scalar = Union[bool, int, float, str, None]
 
@@ -51,6 +51,15 @@ class Compare(BaseModel):
     op: Literal["eq", "ne", "lt", "le", "gt", "ge"]
     value: Operand
 
+    @model_validator(mode="after")
+    def _orders_numbers(self):
+        if self.op in ("lt", "le", "gt", "ge") and not isinstance(self.value, FactRef):
+            if isinstance(self.value, bool) or not isinstance(self.value, (int, float)):
+                raise ValueError(
+                    f"op '{self.op}' orders numbers; value {self.value!r} is not a number (quote nothing: 8.0, not '8.0')"
+                )
+        return self
+
 
 class In(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
@@ -59,11 +68,14 @@ class In(BaseModel):
     values: list[Scalar] = Field(min_length=1)
 
 
+DivOperand = Union[FactRef, StrictInt]  # whole numbers or facts: '4', 4.0 and true are refused
+
+
 class Divides(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     kind: Literal["divides"]
-    divisor: list[Operand] = Field(min_length=1, description="Multiplied together.")
-    dividend: Operand
+    divisor: list[DivOperand] = Field(min_length=1, description="Multiplied together.")
+    dividend: DivOperand
 
     @field_validator("divisor", mode="before")
     @classmethod
@@ -106,7 +118,9 @@ class Rule(BaseModel):
     when: Condition = Field(default_factory=lambda: Always(kind="always"))
     effect: Literal["forbid", "prefer", "require"]
     value: Scalar = Field(default=None, description="Option the effect applies to; omitted for layout rules.")
-    score: float = Field(default=0, description="prefer: added to the option's score (negative discourages).")
+    score: float = Field(
+        default=0, allow_inf_nan=False, description="prefer: added to the option's score (negative discourages)."
+    )
     reason: str = Field(min_length=1, description="One sentence shown with the decision.")
     source: str = Field(min_length=1, description="Where the fact behind the rule comes from.")
     _origin: str = PrivateAttr(default="rules")  # the file the rule was loaded from, for errors at evaluation
@@ -134,9 +148,34 @@ class Rule(BaseModel):
                 raise ValueError("layout rules can forbid or prefer, not require")
         elif self.value is None:
             raise ValueError(f"'{self.decides}' rules need a 'value' (the option they forbid, prefer or require)")
+        else:
+            options = decision_options(self.decides)
+            if not isinstance(self.value, str) or self.value not in options:
+                shown = f"'{self.value}'" if isinstance(self.value, str) else f"{self.value!r} (YAML read it as {type(self.value).__name__})"
+                raise ValueError(f"value {shown} is not a {self.decides} option; choose from {', '.join(options)}")
         if self.effect == "prefer" and self.score == 0:
             raise ValueError("prefer rules need a non-zero 'score'")
         return self
+
+
+def decision_options(decides: str) -> tuple[str, ...]:
+    """The options a rule of ``decides`` may name: what `infer-advisor plan` can be asked for (less 'auto'); for
+    quantization also every weight format of data/formats.yaml, since a pre-quantized checkpoint's own format
+    (fp8-block, mxfp4-experts, nvfp4, ...) is judged by the same rules although it is never asked for."""
+    from typing import get_args
+
+    from ..plan.request import DTypeChoice, EngineChoice, KVDTypeChoice, QuantChoice
+
+    choice = {"engine": EngineChoice, "dtype": DTypeChoice, "kv_cache_dtype": KVDTypeChoice, "quantization": QuantChoice}
+    values = get_args(choice[decides])
+    if decides == "kv_cache_dtype":
+        return values
+    values = tuple(v for v in values if v != "auto")
+    if decides == "quantization":
+        from ..estimate.formats import formats
+
+        values += tuple(f for f in formats().formats if f not in values)
+    return values
 
 
 class RuleFile(BaseModel):

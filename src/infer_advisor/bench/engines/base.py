@@ -20,6 +20,8 @@ class Engine(Protocol):
     dtype: str | None
     versions: dict[str, str]
     notes: list[str]
+    max_context: int | None  # the longest prompt + output the model takes, when the engine can tell
+    cuda_context_bytes: int | None  # memory_source torch-allocator: the CUDA context measured at start-up
 
     def run_level(
         self, items: Sequence[PromptItem], concurrency: int, workload: Workload, on_done: Callable[[int], None]
@@ -39,6 +41,8 @@ class InProcessEngine:
     tokenizer = None
     vocab_size: int = 0
     special_ids: set[int] = set()
+    max_context: int | None = None
+    cuda_context_bytes: int | None = None
 
     def prompt_ids(self, item: PromptItem) -> list[int]:
         if item.input_tokens is not None:
@@ -73,6 +77,29 @@ class InProcessEngine:
 
     def close(self) -> None:
         pass
+
+
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+
+
+def require_weights(model: str | None) -> None:
+    """A local model folder must hold weight files; a folder with a config alone is one clear error."""
+    from pathlib import Path
+
+    from ...errors import ModelNotFoundError
+
+    try:
+        path = Path(str(model)).expanduser()
+        if not path.is_dir():
+            return  # a Hub id: transformers finds the weights itself
+        found = any(p.suffix in _WEIGHT_SUFFIXES for p in path.iterdir())
+    except OSError as err:
+        raise ModelNotFoundError(str(model)[:80], detail=err.strerror or "unreadable") from None
+    if not found:
+        raise ModelNotFoundError(
+            str(model),
+            detail="the folder has no weight files (*.safetensors, *.bin); for speed alone, add --random-weights",
+        )
 
 
 def package_versions(*names: str) -> dict[str, str]:

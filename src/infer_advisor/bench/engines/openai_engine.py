@@ -36,6 +36,7 @@ def _httpx():
 class OpenAIEngine:
     name = "openai"
     dtype = None
+    cuda_context_bytes = None
 
     def __init__(self, req: BenchRequest):
         httpx = _httpx()
@@ -46,11 +47,16 @@ class OpenAIEngine:
         self.versions = package_versions("httpx")
         self.timeout = httpx.Timeout(constant("request_timeout_s"), connect=constant("connect_timeout_s"))
         self.device = DeviceInfo(kind="remote", name=self.base)
-        self.served_model = req.model or self._first_model()
+        models = self._models(required=not req.model)
+        self.served_model = req.model or str(models[0]["id"])
         self.model_label = self.served_model
+        entry = next((m for m in models if isinstance(m, dict) and m.get("id") == self.served_model), {})
+        length = entry.get("max_model_len")  # vLLM and SGLang list it; other servers do not say
+        self.max_context = length if isinstance(length, int) and length > 0 else None
         self.memory_source, self.gpu_indices = self._memory()
 
-    def _first_model(self) -> str:
+    def _models(self, required: bool) -> list:
+        """The server's /v1/models entries (checked before any request); without ``required``, [] if it has none."""
         try:
             resp = self.httpx.get(f"{self.base}/v1/models", timeout=self.timeout)
         except self.httpx.ConnectError:
@@ -58,13 +64,21 @@ class OpenAIEngine:
                 f"Cannot connect to {self.base} (connection refused or unreachable). Start the server or fix --url."
             ) from None
         except self.httpx.HTTPError as err:
+            if not required:
+                return []
             raise BenchmarkError(f"{self.base}/v1/models failed: {type(err).__name__}. Check --url.") from None
         if resp.status_code != 200:
+            if not required:
+                return []
             raise BenchmarkError(f"{self.base}/v1/models answered HTTP {resp.status_code}; pass --model NAME.")
-        data = resp.json().get("data") or []
-        if not data:
+        try:
+            data = resp.json().get("data") or []
+        except (ValueError, AttributeError):
+            data = []
+        data = [m for m in data if isinstance(m, dict) and "id" in m] if isinstance(data, list) else []
+        if not data and required:
             raise BenchmarkError(f"{self.base}/v1/models lists no model; pass --model NAME.")
-        return str(data[0]["id"])
+        return data
 
     def _memory(self):
         host = urlparse(self.base).hostname or ""

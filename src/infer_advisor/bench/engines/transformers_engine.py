@@ -50,7 +50,16 @@ class TransformersEngine(InProcessEngine):
         self.dev = dev
         self.device = device_info(torch, dev)
         self.gpu_indices = [torch.cuda.current_device()] if dev == "cuda" else []
-        self.memory_source = "nvml" if dev == "cuda" else "psutil-rss"
+        # On a GPU, memory is compared as the plan counts it: the allocator's peak plus the CUDA context, measured
+        # here before anything else touches the device (NVML's whole-device figure is kept beside it).
+        self.memory_source = "torch-allocator" if dev == "cuda" else "psutil-rss"
+        self.cuda_context_bytes = None
+        if dev == "cuda":
+            from ..memory import measure_cuda_context
+
+            self.cuda_context_bytes = measure_cuda_context(torch, self.gpu_indices[0])
+            if self.cuda_context_bytes is None:
+                self.notes.append("CUDA context not measured (NVML unreadable): peak memory is the allocator's alone.")
         self.versions = package_versions("torch", "transformers", "accelerate")
         self.dtype: str | None = req.dtype
         torch.manual_seed(req.seed)
@@ -66,6 +75,7 @@ class TransformersEngine(InProcessEngine):
             ) from None
         self.model.eval()
         cfg = self.model.config
+        self.max_context = getattr(cfg, "max_position_embeddings", None)
         self.vocab_size = int(cfg.vocab_size)
         eos = cfg.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
@@ -90,6 +100,9 @@ class TransformersEngine(InProcessEngine):
     def _pretrained(self, req: BenchRequest, dev: str):
         from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+        from .base import require_weights
+
+        require_weights(req.model)
         try:
             cfg = AutoConfig.from_pretrained(req.model)
         except (OSError, ValueError) as err:

@@ -33,6 +33,9 @@ class VLLMEngine(InProcessEngine):
             raise GPURequiredError(
                 "--engine vllm needs an NVIDIA GPU and none is visible; use --engine transformers or ctranslate2."
             )
+        from .base import require_weights
+
+        require_weights(req.model)
         self.vllm = vllm
         self.notes = [
             "vLLM offline API: TTFT is the time of the same batch generating 1 token; no per-token gaps "
@@ -52,6 +55,8 @@ class VLLMEngine(InProcessEngine):
             raise DoesNotFitError(
                 f"{req.model} does not fit on {self.device.name}: {str(err).splitlines()[0]}"
             ) from None
+        config = getattr(getattr(self.llm, "llm_engine", None), "model_config", None)
+        self.max_context = getattr(config, "max_model_len", None)
         self.tokenizer = self.llm.get_tokenizer()
         self.vocab_size = len(self.tokenizer)
         self.special_ids = set(self.tokenizer.all_special_ids)

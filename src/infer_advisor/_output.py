@@ -1,0 +1,551 @@
+"""Every output infer-advisor writes goes through here: emitted artifacts, quantized models, bench results,
+calibration files. One set of promises for all of them:
+
+1. **Nothing of the user's is lost.** Each output folder holds a manifest (:data:`MANIFEST`) listing the files
+   infer-advisor wrote there. ``force`` replaces only those; a folder holding anything else is refused, unless it
+   is empty. The folder itself is never removed or renamed, so ``--out .`` and ``--out ~`` are safe.
+2. **Concurrent writers never both win.** The existence check and the move into place are one step under an
+   exclusive lock (``flock``) on the parent folder; the second writer gets :class:`OutputExistsError`.
+3. **An interrupted run leaves nothing that looks complete.** A new output is built in a hidden staging folder
+   (``.NAME.partial-XXXX`` beside the output, or ``.infer-advisor.partial-XXXX`` inside an existing one) that holds
+   a marker file locked for as long as its writer lives; the next writer removes staging folders whose writer is
+   gone (and only those: a folder without our marker, or with a live writer, is left alone).
+
+    >>> with staged("deploy/", force=False, kind="emit") as work:    # doctest: +SKIP
+    ...     (work / "serve.sh").write_text("...")
+    # deploy/ now holds serve.sh and .infer-advisor-manifest.json
+
+Bench results are rewritten while a run goes on (:func:`claim_folder`); calibration files are single files
+(:func:`write_file`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .errors import OutputExistsError, OutputPathError
+
+MANIFEST = ".infer-advisor-manifest.json"
+MARKER = ".infer-advisor-partial"
+INSIDE_PREFIX = ".infer-advisor.partial-"
+_MANIFEST_TAG = "infer-advisor"
+
+
+def output_path(path: str | os.PathLike) -> Path:
+    """``path`` made absolute and normal (``~`` expanded, ``.``/``..`` folded, no trailing slash)."""
+    return Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def _why(err: OSError) -> str:
+    if err.errno in (errno.ENOTDIR, errno.EEXIST):
+        return "a part of the path is a file, not a folder"
+    if err.errno == errno.ENAMETOOLONG:
+        return "the path is too long for this file system"
+    return err.strerror or str(err)
+
+
+def _cannot(path: Path, err: OSError) -> OutputPathError:
+    return OutputPathError(str(path), f"cannot be written ({_why(err)}); choose another --out")
+
+
+# ---------------------------------------------------------------- atomic single files
+
+
+def _locked_temp(folder: Path, prefix: str) -> tuple[int, str]:
+    """A new temp file (fd, path) in ``folder``, flock-ed while it is open: a killed writer's leftover is
+    recognised by :func:`remove_leftovers` (the lock is free) and removed."""
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=folder)
+    with contextlib.suppress(ImportError, OSError):
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd, tmp
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temp file beside ``path`` and rename it over: a crash never leaves half a file."""
+    path = Path(path)
+    fd, tmp = _locked_temp(path.parent, f"{INSIDE_PREFIX}{path.name}-")
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; results are ordinary files
+        _write_all(fd, data)
+        os.replace(tmp, path)  # still open, so still locked: no cleaner takes it for a leftover
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+# ---------------------------------------------------------------- lock, manifest, leftovers
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """An exclusive flock on ``folder`` (a directory) for the duration; a no-op where flock is unavailable."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # unreadable parent: the rename below still refuses a non-empty target
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def locked(folder: Path):
+    """An exclusive lock on the folder ``folder`` (it must exist) for a read-modify-write of several files in it,
+    taken by the same writers that :func:`staged` and :func:`write_file` lock out (``models add``: entry + index)."""
+    return _locked(folder)
+
+
+def read_manifest(folder: Path) -> dict | None:
+    """The manifest of ``folder`` when it is one of ours (else None)."""
+    try:
+        raw = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(raw, dict) or raw.get("written_by") != _MANIFEST_TAG or not isinstance(raw.get("files"), list):
+        return None
+    files = [f for f in raw["files"] if isinstance(f, str) and _safe_relative(f)]
+    return {**raw, "files": files}
+
+
+def _safe_relative(name: str) -> bool:
+    parts = Path(name).parts
+    return bool(parts) and not Path(name).is_absolute() and ".." not in parts and name != MANIFEST
+
+
+def _write_manifest(folder: Path, kind: str, files: list[str], complete: bool) -> None:
+    from . import __version__
+
+    body = {
+        "written_by": _MANIFEST_TAG,
+        "version": __version__,
+        "kind": kind,
+        "complete": complete,
+        "updated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "note": "Files infer-advisor wrote here; --force replaces these and nothing else.",
+        "files": sorted(set(files)),
+    }
+    atomic_write(folder / MANIFEST, (json.dumps(body, indent=2) + "\n").encode())
+
+
+def _is_staging(name: str, out_name: str | None = None) -> bool:
+    return name.startswith(INSIDE_PREFIX) or (out_name is not None and name.startswith(f".{out_name}.partial-"))
+
+
+def remove_leftovers(out: Path) -> list[Path]:
+    """Remove staging folders an interrupted writer of ``out`` left behind (ours, writer gone); the removed paths."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return []
+    candidates: list[Path] = []
+    for folder, match in ((out.parent, lambda n: n.startswith(f".{out.name}.partial-")), (out, _is_staging)):
+        with contextlib.suppress(OSError):
+            candidates += [folder / n for n in os.listdir(folder) if match(n)]
+    removed = []
+    for staging in candidates:
+        if staging.name.endswith(".tmp") and not staging.is_dir():
+            _remove_stale_temp(staging, fcntl)
+            continue
+        try:
+            fd = os.open(staging / MARKER, os.O_RDONLY)
+        except OSError:  # no marker: not ours, or a writer that is just starting
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # its writer is alive
+            os.close(fd)
+            continue
+        try:
+            shutil.rmtree(staging, ignore_errors=True)
+            removed.append(staging)
+        finally:
+            os.close(fd)
+    return removed
+
+
+_TEMP_GRACE_S = 10.0  # a temp file younger than this may be one whose writer has not locked it yet
+
+
+def _remove_stale_temp(path: Path, fcntl) -> None:
+    """Remove a temp file of ours whose writer is gone (its lock is free and it is not brand new)."""
+    import time
+
+    try:
+        if time.time() - path.stat().st_mtime < _TEMP_GRACE_S:
+            return
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        path.unlink()
+    except OSError:
+        pass  # its writer is alive, or it went already
+    finally:
+        os.close(fd)
+
+
+def _foreign(out: Path, ours: set[str]) -> list[str]:
+    """Entries of ``out`` (relative paths) that the manifest does not list.
+
+    Staging folders and sub-folders that are infer-advisor outputs of their own (a model that `quantize` wrote
+    into an emitted folder's ``models/``) are not foreign; they are left as they are.
+    """
+    found: list[str] = []
+    for root, dirs, files in os.walk(out):
+        rel_root = Path(root).relative_to(out)
+        links = [d for d in dirs if os.path.islink(os.path.join(root, d))]
+        dirs[:] = [
+            d for d in dirs
+            if d not in links and not (rel_root == Path(".") and _is_staging(d)) and read_manifest(Path(root) / d) is None
+        ]
+        if rel_root == Path("."):
+            files = [f for f in files if not _is_staging(f)]
+        for name in files + links:
+            rel = (rel_root / name).as_posix()
+            if rel not in ours and rel != MANIFEST:
+                found.append(rel)
+        if len(found) > 3:
+            break
+    return found
+
+
+def _kind_of(path: Path) -> str | None:
+    """'dir', 'file', 'broken link' or None (absent); a path the OS cannot even look up is an OutputPathError."""
+    import stat
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "broken link" if os.path.islink(path) else None
+    except NotADirectoryError:
+        return None  # a file on the way: creating it will say so
+    except OSError as err:
+        raise _cannot(path, err) from None
+    return "dir" if stat.S_ISDIR(st.st_mode) else "file"
+
+
+def _state(out: Path, force: bool) -> str:
+    """'absent', 'empty' or 'ours' (``force`` and every file listed in the manifest); otherwise raise."""
+    kind = _kind_of(out)
+    if kind is None:
+        return "absent"
+    if kind != "dir":
+        raise OutputPathError(str(out), f"exists and is a {kind}, not a folder; choose another --out")
+    try:
+        entries = [n for n in os.listdir(out) if not _is_staging(n)]
+    except OSError as err:
+        raise _cannot(out, err) from None
+    if not entries:
+        return "empty"
+    if not force:
+        raise OutputExistsError(str(out))
+    manifest = read_manifest(out)
+    foreign = _foreign(out, set(manifest["files"]) if manifest else set())
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise OutputPathError(
+            str(out),
+            f"holds files infer-advisor did not write ({shown}); --force replaces only what infer-advisor wrote "
+            f"(listed in {MANIFEST}). Move them away, or choose another --out.",
+        )
+    return "ours"
+
+
+def check_output(out: str | os.PathLike, force: bool) -> Path:
+    """Fail now (before any work) if writing ``out`` would be refused; the absolute path."""
+    path = output_path(out)
+    if _state(path, force) == "absent":  # can it be created? Try, in the same place the writer will
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.rmdir(tempfile.mkdtemp(prefix=f".{path.name}.probe-", dir=path.parent))
+        except OSError as err:
+            raise _cannot(path, err) from None
+    return path
+
+
+# ---------------------------------------------------------------- folders written once: emit, quantize
+
+
+class _Marker:
+    """The marker file of a staging folder, locked while its writer lives."""
+
+    def __init__(self, folder: Path, kind: str, out: Path):
+        self.fd: int | None = None
+        tmp = folder / f"{MARKER}.tmp"
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        try:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except ImportError:  # pragma: no cover - not POSIX
+            pass
+        body = {"written_by": _MANIFEST_TAG, "kind": kind, "out": str(out), "pid": os.getpid()}
+        os.write(fd, (json.dumps(body) + "\n").encode())
+        os.rename(tmp, folder / MARKER)  # same inode: the lock comes along
+        self.fd = fd
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+@contextlib.contextmanager
+def staged(out: str | os.PathLike, *, force: bool, kind: str, cleaned: list[Path] | None = None) -> Iterator[Path]:
+    """Yield an empty staging folder for ``out``; when the block ends normally its files become ``out``'s.
+
+    A new ``out`` appears at once (one rename). An existing ``out`` (empty, or holding only infer-advisor's files,
+    with ``force``) keeps its folder: each file is moved in, the files of the previous manifest that are not
+    written again are removed. Any exception removes the staging folder and leaves ``out`` as it was.
+    ``cleaned`` receives the leftover staging folders of interrupted writers that were removed.
+    """
+    path = output_path(out)
+    state = _state(path, force)  # fail before any work is done
+    removed = remove_leftovers(path)
+    if cleaned is not None:
+        cleaned.extend(removed)
+    if state == "absent":
+        base, prefix = path.parent, f".{path.name}.partial-"
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise _cannot(path, err) from None
+    else:
+        base, prefix = path, INSIDE_PREFIX
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+    except OSError as err:
+        raise _cannot(path, err) from None
+    marker = None
+    try:
+        marker = _Marker(staging, kind, path)
+        work = staging / "out"  # what the caller fills (backends may wipe and recreate it; the marker stays apart)
+        work.mkdir(mode=0o777)  # the umask applies: an ordinary folder, unlike mkdtemp's private one
+        yield work
+        _commit(work, path, force=force, kind=kind)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    finally:
+        if marker is not None:
+            marker.close()
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def _files_under(folder: Path) -> list[str]:
+    out = []
+    for root, dirs, files in os.walk(folder):
+        rel_root = Path(root).relative_to(folder)
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            rel = (rel_root / name).as_posix()
+            if rel not in (MARKER, MANIFEST):
+                out.append(rel)
+    return sorted(out)
+
+
+def _commit(work: Path, out: Path, *, force: bool, kind: str) -> None:
+    new = _files_under(work)
+    with _locked(out.parent):
+        state = _state(out, force)
+        if state == "absent" and work.parent.parent == out.parent:
+            _write_manifest(work, kind, new, complete=True)
+            try:
+                os.rename(work, out)
+            except OSError as err:  # created meanwhile by something that does not take our lock
+                if err.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise OutputExistsError(str(out)) from None
+                raise _cannot(out, err) from None
+            return
+        if state == "absent":  # out vanished while we staged inside it (and the staging went with it)
+            raise OutputPathError(str(out), "was removed while infer-advisor was writing into it; run again")
+        manifest = read_manifest(out) if state == "ours" else None
+        old = manifest["files"] if manifest else []
+        _write_manifest(out, kind, old + new, complete=False)  # a crash from here on leaves every file listed
+        for rel in sorted(set(old) - set(new)):
+            _remove_inside(out, rel)
+        for rel in new:
+            dest = out / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(work / rel, dest)
+        _write_manifest(out, kind, new, complete=True)
+
+
+def _remove_inside(out: Path, rel: str) -> None:
+    """Remove the file ``out/rel`` (never anything outside ``out``), then its folders left empty."""
+    target = out / rel
+    real_out = os.path.realpath(out)
+    if os.path.commonpath([os.path.realpath(target.parent), real_out]) != real_out:
+        return  # a link inside out points elsewhere: not ours to follow
+    with contextlib.suppress(FileNotFoundError):
+        if target.is_symlink() or not target.is_dir():
+            target.unlink()
+    parent = target.parent
+    while parent != out and parent.is_relative_to(out):
+        try:
+            parent.rmdir()
+        except OSError:
+            break
+        parent = parent.parent
+
+
+# ---------------------------------------------------------------- folders rewritten during a run: bench
+
+
+class OutputFolder:
+    """A claimed output folder whose files are (re)written while a run goes on; see :func:`claim_folder`."""
+
+    def __init__(self, path: Path, kind: str):
+        self.path = path
+        self.kind = kind
+        self.files: list[str] = []
+        self.complete = False
+
+    def write(self, name: str, data: bytes) -> Path:
+        """Write (or replace) ``name`` atomically, listing it in the manifest first."""
+        if name not in self.files:
+            self.files.append(name)
+            _write_manifest(self.path, self.kind, self.files, complete=self.complete)
+        atomic_write(self.path / name, data)
+        return self.path / name
+
+    def remove(self, name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (self.path / name).unlink()
+        if name in self.files:
+            self.files.remove(name)
+            _write_manifest(self.path, self.kind, self.files, complete=self.complete)
+
+    def finish(self) -> None:
+        self.complete = True
+        _write_manifest(self.path, self.kind, self.files, complete=True)
+
+
+def claim_folder(out: str | os.PathLike, *, force: bool, kind: str) -> OutputFolder:
+    """Create (or, with ``force``, take over) the folder ``out`` now, before any work; refused as :func:`staged` is.
+
+    With ``force``, the files of the previous manifest are removed at once.
+    """
+    path = output_path(out)
+    _state(path, force)
+    remove_leftovers(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _cannot(path, err) from None
+    with _locked(path.parent):
+        state = _state(path, force)
+        try:
+            if state == "absent":
+                path.mkdir()
+            elif state == "ours":
+                manifest = read_manifest(path)
+                for rel in manifest["files"] if manifest else []:
+                    _remove_inside(path, rel)
+            _write_manifest(path, kind, [], complete=False)
+        except OSError as err:
+            raise _cannot(path, err) from None
+    return OutputFolder(path, kind)
+
+
+# ---------------------------------------------------------------- single files: calibrate
+
+
+def check_file(path: str | os.PathLike, *, force: bool, ours: Callable[[Path], bool]) -> Path:
+    """Fail now (before any work) if :func:`write_file` would refuse ``path``; the absolute path."""
+    target = output_path(path)
+    kind = _kind_of(target)
+    if kind == "dir":
+        raise OutputPathError(str(target), "is a folder; give a file name, e.g. calibration.json")
+    if kind is not None:
+        if not force:
+            raise OutputExistsError(str(target))
+        if not ours(target):
+            raise OutputPathError(str(target), _NOT_OURS)
+        return target
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.probe-", dir=target.parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise _cannot(target, err) from None
+    return target
+
+
+_NOT_OURS = "was not written by infer-advisor; --force replaces only its own files. Choose another --out."
+
+
+def write_file(path: str | os.PathLike, data: bytes, *, force: bool, ours: Callable[[Path], bool]) -> Path:
+    """Write the single file ``path``; an existing one is replaced only with ``force`` and only if ``ours(path)``.
+
+    Without ``force`` the file appears by ``link()``, which fails if it exists: of two concurrent writers one
+    wins, the other gets :class:`OutputExistsError`.
+    """
+    target = output_path(path)
+    if _kind_of(target) == "dir":
+        raise OutputPathError(str(target), "is a folder; give a file name, e.g. calibration.json")
+    remove_leftovers(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = _locked_temp(target.parent, f".{target.name}.partial-")
+    except OSError as err:
+        raise _cannot(target, err) from None
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+        _write_all(fd, data)
+        with _locked(target.parent):
+            if _kind_of(target) is not None:
+                if not force:
+                    raise OutputExistsError(str(target))
+                if not ours(target):
+                    raise OutputPathError(str(target), _NOT_OURS)
+                os.replace(tmp, target)
+            else:
+                try:
+                    os.link(tmp, target)
+                except FileExistsError:
+                    raise OutputExistsError(str(target)) from None
+                except OSError:  # no hard links on this file system: the lock above keeps the check and rename together
+                    os.replace(tmp, target)
+    except OSError as err:
+        if isinstance(err, OutputPathError | OutputExistsError):
+            raise
+        raise _cannot(target, err) from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        os.close(fd)
+    return target

@@ -1,0 +1,36 @@
+"""The rich console every command prints through: the terminal's width on a terminal, wide in a pipe or a file.
+
+Rich falls back to 80 columns when stdout is not a terminal, which cut numbers ("1013…") and squeezed reasons to a
+few characters in CI logs and redirected output. Here a pipe or file gets :data:`PIPE_WIDTH` columns (``COLUMNS``
+still wins when set), and tables built with ``overflow="fold"`` wrap a long value instead of cutting it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Wide enough for the plan and bench tables without wrapping a figure; a log line this long reads fine.
+PIPE_WIDTH = 200
+
+
+def make_console(*, stderr: bool = False):
+    """A rich Console for stdout (or stderr): wide in a pipe; a closed pipe raises BrokenPipeError (the CLI then
+    exits 141 quietly) instead of rich's own ``SystemExit(1)``, which read as "infeasible plan"."""
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+    stream = sys.stderr if stderr else sys.stdout
+    width = None
+    if not os.environ.get("COLUMNS"):
+        try:
+            tty = stream.isatty()
+        except (AttributeError, ValueError):
+            tty = False
+        if not tty:
+            width = PIPE_WIDTH
+    return _Console(file=stream, width=width, stderr=stderr, highlight=False)
