@@ -71,7 +71,8 @@ def calibrated_step(calibration: Path, model_dir: Path):
     from infer_advisor.model_facts import resolve_model
 
     cal = load_calibration(calibration)
-    profile = with_coefficients(engine_speeds(apply_fitted=False).engines[ENGINE], cal.coefficients, kind="calibrated",
+    # On the stated profile, as `calibrate` fitted them and `plan --calibration` applies them (estimate/speed.py).
+    profile = with_coefficients(engine_speeds(apply_fitted=False).engines[ENGINE], cal.coefficients, kind="measured",
                                 source=str(calibration))
     hw = resolve_hardware("cpu")
     return build_step_model(resolve_model(str(model_dir)), gpu=None, engine=ENGINE, quantization=QUANT, dtype=DTYPE,
@@ -127,31 +128,46 @@ def fit_linear_step(points: list[dict]) -> LinearStep:
     return LinearStep(*(float(f"{v:.4g}") for v in best))
 
 
-def simulate_rate(step, rate: float, input_tokens: float, requests: int) -> dict:
-    """The simulator at one Poisson rate, the same request count as measured: medians over SIM_SEEDS."""
-    from infer_advisor.simulate import LengthSpec, Workload, simulate
-
-    cfg = scheduler_config()
-    runs = []
-    for seed in SIM_SEEDS:
-        w = Workload(input_tokens=LengthSpec(mean=input_tokens), output_tokens=LengthSpec(mean=OUTPUT_TOKENS), rate=rate)
-        runs.append(simulate(step, w, cfg, requests=requests, warmup_fraction=0.0, seed=seed))
+def _summary(results) -> dict:
+    """Medians over simulator runs of the figures the table compares."""
 
     def med(f):
-        return statistics.median(f(r) for r in runs)
+        return statistics.median(f(r) for r in results)
 
     return dict(
         ttft_p50=med(lambda r: r.ttft_s.p50), ttft_p90=med(lambda r: r.ttft_s.p90),
         itl_p50=med(lambda r: r.itl_s.p50), itl_p90=med(lambda r: r.itl_s.p90),
         tokens_per_s=med(lambda r: r.output_tokens_per_s), requests_per_s=med(lambda r: r.requests_per_s),
-        saturated=sum(r.saturated for r in runs) * 2 > len(runs),
+        saturated=sum(bool(r.saturated) for r in results) * 2 > len(results),
     )
+
+
+def simulate_rate(step, rate: float, input_tokens: float, requests: int) -> dict:
+    """What a planner does: Poisson arrivals at ``rate``, fixed lengths, ``requests`` of them; medians over SIM_SEEDS."""
+    from infer_advisor.simulate import LengthSpec, Workload, simulate
+
+    cfg = scheduler_config()
+    w = Workload(input_tokens=LengthSpec(mean=input_tokens), output_tokens=LengthSpec(mean=OUTPUT_TOKENS), rate=rate)
+    return _summary([simulate(step, w, cfg, requests=requests, warmup_fraction=0.0, seed=seed) for seed in SIM_SEEDS])
+
+
+def replay(step, samples, tmp: Path) -> dict:
+    """The simulator fed the measured requests themselves: their send times and prompt lengths (a trace), so the
+    Poisson sample is the same on both sides and only the step model and the scheduler can differ."""
+    from infer_advisor.simulate import Workload, simulate
+
+    ordered = sorted(samples, key=lambda s: s.sent_offset_s)
+    path = tmp / f"trace-{ordered[0].request_rate:g}.jsonl"
+    path.write_text("".join(json.dumps({"input_tokens": s.input_tokens or INPUT_WORDS, "output_tokens": s.output_tokens,
+                                        "arrival_s": s.sent_offset_s}) + "\n" for s in ordered))
+    w = Workload(trace=path, arrival="trace")
+    return _summary([simulate(step, w, scheduler_config(), requests=len(ordered), warmup_fraction=0.0)])
 
 
 def sim_saturation_rate(step, input_tokens: float, requests_at, lo: float, hi: float, tol: float = 0.01) -> float:
     """Highest rate whose queue does not grow in the simulator (majority of SIM_SEEDS), by bisection in [lo, hi].
 
-    ``requests_at(rate)``: the request count a measured level at that rate sends (the flag depends on the run length).
+    ``requests_at(rate)``: the requests a measured level at that rate sends (the queue test depends on the run length).
     """
     def sat(r: float) -> bool:
         return simulate_rate(step, r, input_tokens, requests_at(r))["saturated"]
@@ -159,7 +175,7 @@ def sim_saturation_rate(step, input_tokens: float, requests_at, lo: float, hi: f
     if sat(lo):
         return lo
     while not sat(hi):
-        hi *= 1.5
+        lo, hi = hi, hi * 1.5
     while hi - lo > tol * lo:
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if sat(mid) else (mid, hi)
@@ -171,7 +187,8 @@ def measured_level(lv) -> dict:
         rate=lv.request_rate, achieved_rate=lv.achieved_rate_per_s, requests=lv.num_requests,
         ttft_p50=lv.ttft_s.p50, ttft_p90=lv.ttft_s.p90, itl_p50=lv.itl_s.p50, itl_p90=lv.itl_s.p90,
         tokens_per_s=lv.output_tokens_per_s_aggregate, requests_per_s=lv.requests_per_s, saturated=lv.saturated,
-        input_tokens=lv.input_tokens_mean,
+        input_tokens=lv.input_tokens_mean, max_in_flight=lv.concurrency,
+        send_lateness_p99=lv.send_lateness_s.p99 if lv.send_lateness_s else None,
     )
 
 
@@ -180,24 +197,30 @@ def error_pct(sim: float, meas: float) -> float:
 
 
 METRICS = ("ttft_p50", "ttft_p90", "itl_p50", "itl_p90", "tokens_per_s")
-TARGETS = {"ttft_p50": 15.0, "itl_p50": 15.0, "ttft_p90": 25.0, "itl_p90": 25.0}  # issue 10: below saturation
+TARGETS = {"ttft_p50": 15.0, "itl_p50": 15.0, "ttft_p90": 25.0, "itl_p90": 25.0}  # issue 10, below saturation
 
 
-def compare_rates(measured: list[dict], steps: dict) -> list[dict]:
-    """One row per measured level: the measurement and each simulated column with its error in percent."""
+def compare_report(report, steps: dict, tmp: Path) -> list[dict]:
+    """One row per open-loop level of ``report``: the measurement and every simulated column with its error (%).
+
+    Columns: ``poisson_<step>`` (the same rate, lengths and request count, Poisson arrivals drawn by the simulator:
+    what a planner predicts) and ``replay_<step>`` (the measured arrivals replayed)."""
     rows = []
-    for m in measured:
-        row = {"measured": m}
+    for lv in report.levels:
+        m = measured_level(lv)
+        samples = [s for s in report.requests if s.request_rate == lv.request_rate]
+        row: dict = {"measured": m}
         for name, step in steps.items():
-            s = simulate_rate(step, m["rate"], m["input_tokens"] or INPUT_WORDS, m["requests"])
-            s["error_pct"] = {k: error_pct(s[k], m[k]) for k in METRICS}
-            row[name] = s
+            for kind, sim in (("poisson", simulate_rate(step, m["rate"], m["input_tokens"] or INPUT_WORDS, m["requests"])),
+                              ("replay", replay(step, samples, tmp))):
+                sim["error_pct"] = {k: error_pct(sim[k], m[k]) for k in METRICS}
+                row[f"{kind}_{name}"] = sim
         rows.append(row)
     return rows
 
 
 def measured_saturation(levels: list[dict]) -> dict:
-    """Highest measured rate whose queue did not grow, the lowest that grew, and the completion rate under overload."""
+    """The highest measured rate whose queue did not grow, the lowest that grew, and the completion rate under overload."""
     ok = [m["rate"] for m in levels if m["saturated"] is False]
     grew = [m["rate"] for m in levels if m["saturated"]]
     over = [m for m in levels if m["saturated"]]
@@ -221,14 +244,19 @@ def measure(out: Path, work: Path, rates: list[float], repeat: float | None, num
     t0 = time.monotonic()
     binary = build_llama_server(log=log)
     gguf = build_capacity_model(work / "capacity-llama")
-    model_dir = gguf.parent
+    # The model's config.json beside the results, and the server's name for the model: bench.json records that name,
+    # so `calibrate --from closed/bench.json` (and the analysis, and `plan`) resolve the model's facts from it.
+    (out / "model").mkdir(exist_ok=True)
+    (out / "model" / "config.json").write_text((gguf.parent / "config.json").read_text())
+    model_dir = out / "model"
+    alias = str(model_dir.relative_to(ROOT)) if model_dir.is_relative_to(ROOT) else str(model_dir)
     facts: dict = {"load_average_before": os.getloadavg(), "build_and_model_s": round(time.monotonic() - t0, 1)}
     server_log = work / "llama-server.log"
     with llama_server(binary, gguf, parallel=SLOTS, ctx_per_slot=CTX_PER_SLOT, batch=BATCH, threads=THREADS,
-                      alias=str(model_dir), log_file=server_log) as url:
+                      alias=alias, log_file=server_log) as url:
         port = url.rsplit(":", 1)[1]
         facts["server_command"] = shlex.join(server_command(binary, gguf, port=int(port), parallel=SLOTS, ctx_per_slot=CTX_PER_SLOT,
-                                                            batch=BATCH, threads=THREADS, alias=str(model_dir)))
+                                                            batch=BATCH, threads=THREADS, alias=alias))
         common = ["--engine", "openai", "--url", url, "--workload", "throughput", "--input-tokens", str(INPUT_WORDS),
                   "--output-tokens", str(OUTPUT_TOKENS), "--seed", str(seed), "--no-progress", "--force"]
         bench = [sys.executable, "-m", "infer_advisor.cli", "bench"]
@@ -243,44 +271,47 @@ def measure(out: Path, work: Path, rates: list[float], repeat: float | None, num
             _run(bench + common + ["--request-rate", f"{repeat:g}", "--num-prompts", str(num_prompts),
                                    "--max-duration", f"{max_duration:g}", "--warmup", "1", "--out", str(out / "open-repeat")], log)
     facts["load_average_after"] = os.getloadavg()
-    facts["model_dir"] = str(model_dir)
     return facts
 
 
 def analyse(out: Path, model_dir: Path) -> dict:
-    """Simulate every measured rate with the calibrated and the linear step model; the comparison as a dict."""
+    """Simulate every measured level with the calibrated and the linear step model; the comparison as a dict."""
+    import tempfile
+
     from infer_advisor.bench import BenchReport
 
     cal_step = calibrated_step(out / "calibration.json", model_dir)
     points = closed_points(out / "closed" / "bench.json")
     lin = fit_linear_step(points)
-    steps = {"simulated_calibrated": cal_step, "simulated_linear": lin}
-    runs = {}
-    for name in ("open", "open-repeat"):
-        path = out / name / "bench.json"
-        if path.exists():
-            rep = BenchReport.model_validate_json(path.read_text())
-            runs[name] = [measured_level(lv) for lv in rep.levels]
-    measured = runs["open"]
-    rows = compare_rates(measured, steps)
-    repeat = compare_rates(runs["open-repeat"], steps) if "open-repeat" in runs else []
-    sat = measured_saturation(measured)
+    steps = {"calibrated": cal_step, "linear": lin}
+    reports = {name: BenchReport.model_validate_json((out / name / "bench.json").read_text())
+               for name in ("open", "open-repeat") if (out / name / "bench.json").exists()}
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = {name: compare_report(rep, steps, Path(tmp)) for name, rep in reports.items()}
+    measured = [r["measured"] for r in rows["open"]]
+    request = reports["open"].metadata.request
+    num_prompts, max_duration = request.get("num_prompts"), request.get("max_duration")
     input_tokens = statistics.mean(m["input_tokens"] for m in measured if m["input_tokens"])
-    count = {m["rate"]: m["requests"] for m in measured}
 
-    def requests_at(rate: float) -> int:  # a level sends min(num_prompts, rate x max_duration) requests
-        near = min(count, key=lambda r: abs(r - rate))
-        return max(20, round(count[near] * (rate / near if count[near] < max(count.values()) else 1.0)))
+    def requests_at(rate: float) -> int:  # what an open-loop level at `rate` sends: the bench's two bounds
+        n = num_prompts or 100
+        return max(20, min(n, round(rate * max_duration) + 1) if max_duration else n)
 
-    lo = min(count)
-    sim_sat = {name: sim_saturation_rate(step, input_tokens, requests_at, lo, max(count)) for name, step in steps.items()}
+    lo = min(m["rate"] for m in measured)
+    sim_sat = {name: sim_saturation_rate(step, input_tokens, requests_at, lo, max(m["rate"] for m in measured))
+               for name, step in steps.items()}
+    over = [r for r in rows["open"] if r["measured"]["saturated"]]
+    capacity = {"measured": max((r["measured"]["requests_per_s"] for r in over), default=None)}
+    for name in steps:
+        capacity[f"poisson_{name}"] = max((r[f"poisson_{name}"]["requests_per_s"] for r in over), default=None)
     return {
         "closed_points": points,
         "linear_step": {"a_s": lin.a, "b_s_per_decode": lin.b, "c_s_per_prompt_token": lin.c},
         "calibration": json.loads((out / "calibration.json").read_text()),
-        "rates": rows,
-        "repeat": repeat,
-        "saturation": {"measured": sat, "simulated_highest_stable": sim_sat},
+        "rates": rows["open"],
+        "repeat": rows.get("open-repeat", []),
+        "saturation": {"measured": measured_saturation(measured), "simulated_highest_stable": sim_sat,
+                       "requests_per_s_at_overload": capacity},
     }
 
 
@@ -291,35 +322,52 @@ def _ms(v: float) -> str:
     return f"{v * 1e3:.0f}" if v >= 0.1 else f"{v * 1e3:.1f}"
 
 
-def _cell(sim: dict, meas: dict, key: str) -> str:
-    return f"{_ms(sim[key])} ({sim['error_pct'][key]:+.0f}%)"
+def _with_error(sim: dict, key: str) -> str:
+    value = f"{sim[key]:.1f}" if key == "tokens_per_s" else _ms(sim[key])
+    return f"{value} ({sim['error_pct'][key]:+.0f}%)"
+
+
+def _yes(flag) -> str:
+    return {True: "yes", False: "no", None: "-"}[flag]
 
 
 def markdown(result: dict) -> str:
-    """The comparison tables (measured, simulated with the calibrated step model, simulated with the linear step fit)."""
-    lines = []
-    sections = [("Open loop", result["rates"])] + ([("Repeat (same rate, same seed)", result["repeat"])] if result["repeat"] else [])
+    """The comparison tables: measured vs the planner's simulation, then the replay that separates the error sources."""
+    lines: list[str] = []
+    sections = [("Measured vs simulated (calibrated step model, Poisson arrivals at the same rate)", result["rates"])]
+    if result["repeat"]:
+        sections.append(("Repeat run (same rate, same seed, same server)", result["repeat"]))
     for title, rows in sections:
-        lines += [f"**{title}.** Times in ms; simulated columns give (simulated - measured) / measured.", "",
-                  "| rate req/s (achieved) | reqs | queue grows (meas / cal / lin) | TTFT p50 meas | cal | lin | TTFT p90 meas | cal | lin "
-                  "| ITL p50 meas | cal | lin | ITL p90 meas | cal | lin | tok/s meas | cal | lin |",
-                  "|---" * 19 + "|"]
+        lines += [f"**{title}.** Times in ms; in brackets (simulated - measured) / measured.", "",
+                  "| rate req/s (achieved) | reqs | queue grows meas / sim | TTFT p50 meas | sim | TTFT p90 meas | sim "
+                  "| ITL p50 meas | sim | ITL p90 meas | sim | tok/s meas | sim |",
+                  "|---:" * 13 + "|"]
         for row in rows:
-            m, c, li = row["measured"], row["simulated_calibrated"], row["simulated_linear"]
-            flags = " / ".join("yes" if x else "no" for x in (m["saturated"], c["saturated"], li["saturated"]))
-            cells = [f"{m['rate']:g} ({m['achieved_rate']:.2f})", str(m["requests"]), flags]
+            m, c = row["measured"], row["poisson_calibrated"]
+            cells = [f"{m['rate']:g} ({m['achieved_rate']:.2f})", str(m["requests"]), f"{_yes(m['saturated'])} / {_yes(c['saturated'])}"]
             for key in ("ttft_p50", "ttft_p90", "itl_p50", "itl_p90"):
-                cells += [_ms(m[key]), _cell(c, m, key), _cell(li, m, key)]
-            cells += [f"{m['tokens_per_s']:.1f}", f"{c['tokens_per_s']:.1f} ({c['error_pct']['tokens_per_s']:+.0f}%)",
-                      f"{li['tokens_per_s']:.1f} ({li['error_pct']['tokens_per_s']:+.0f}%)"]
+                cells += [_ms(m[key]), _with_error(c, key)]
+            cells += [f"{m['tokens_per_s']:.1f}", _with_error(c, "tokens_per_s")]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
+    lines += ["**Where the error comes from: the measured arrivals replayed** (same send times and prompt lengths), with the "
+              "calibrated step model and with the linear step fit. Error in % against the measurement.", "",
+              "| rate req/s | TTFT p50 cal | lin | TTFT p90 cal | lin | ITL p50 cal | lin | ITL p90 cal | lin | tok/s cal | lin |",
+              "|---:" * 11 + "|"]
+    for row in result["rates"]:
+        cells = [f"{row['measured']['rate']:g}"]
+        for key in METRICS:
+            cells += [f"{row[f'replay_{n}']['error_pct'][key]:+.0f}" for n in ("calibrated", "linear")]
+        lines.append("| " + " | ".join(cells) + " |")
     sat = result["saturation"]
-    ms, ss = sat["measured"], sat["simulated_highest_stable"]
-    lines += ["**Saturation.**", "", "| | highest rate whose queue does not grow (req/s) |", "|---|---:|",
-              f"| measured | between {ms['highest_stable']} and {ms['lowest_saturated']} (the rates run) |",
-              f"| simulated, calibrated step model | {ss['simulated_calibrated']:.2f} |",
-              f"| simulated, linear step fit | {ss['simulated_linear']:.2f} |", ""]
+    ms, ss, cap = sat["measured"], sat["simulated_highest_stable"], sat["requests_per_s_at_overload"]
+    band = f"between {ms['highest_stable']:g} and {ms['lowest_saturated']:g}" if ms["highest_stable"] and ms["lowest_saturated"] else str(ms)
+    lines += ["", "**Saturation.** The highest rate whose queue does not grow (the same test on both sides), and the "
+              "requests completed per second at the overloaded rates (the server's capacity).", "",
+              "| | highest stable rate (req/s) | req/s served when overloaded |", "|---|---:|---:|",
+              f"| measured | {band} (rates run) | {cap['measured']:.2f} |" if cap["measured"] else f"| measured | {band} | - |",
+              f"| simulated, calibrated step model | {ss['calibrated']:.2f} | {cap['poisson_calibrated'] or float('nan'):.2f} |",
+              f"| simulated, linear step fit | {ss['linear']:.2f} | {cap['poisson_linear'] or float('nan'):.2f} |", ""]
     return "\n".join(lines)
 
 
@@ -331,17 +379,18 @@ def plot(result: dict, path: Path) -> None:
 
     rows = result["rates"]
     rates = [r["measured"]["rate"] for r in rows]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for ax, key, label in ((axes[0], "ttft", "TTFT (ms)"), (axes[1], "itl", "inter-token latency (ms)")):
-        for q, style in (("p50", "o"), ("p90", "s")):
-            ax.plot(rates, [r["measured"][f"{key}_{q}"] * 1e3 for r in rows], style, color="black", label=f"measured {q}")
-            ax.plot(rates, [r["simulated_calibrated"][f"{key}_{q}"] * 1e3 for r in rows], "-" + style, color="tab:blue", alpha=0.8,
-                    fillstyle="none", label=f"simulated {q} (calibrated step model)")
-            ax.plot(rates, [r["simulated_linear"][f"{key}_{q}"] * 1e3 for r in rows], "--" + style, color="tab:orange", alpha=0.8,
-                    fillstyle="none", label=f"simulated {q} (linear step fit)")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
+    for ax, key, label in ((axes[0], "ttft", "TTFT (ms, log scale)"), (axes[1], "itl", "inter-token latency (ms)")):
+        for q, marker in (("p50", "o"), ("p90", "s")):
+            ax.plot(rates, [r["measured"][f"{key}_{q}"] * 1e3 for r in rows], marker, color="black", label=f"measured {q}")
+            ax.plot(rates, [r["poisson_calibrated"][f"{key}_{q}"] * 1e3 for r in rows], "-" + marker, color="tab:blue",
+                    fillstyle="none", label=f"simulated {q}, calibrated step model")
+            ax.plot(rates, [r["replay_linear"][f"{key}_{q}"] * 1e3 for r in rows], ":" + marker, color="tab:orange",
+                    fillstyle="none", label=f"simulated {q}, linear step fit, measured arrivals")
         for rep in result["repeat"]:
             m = rep["measured"]
-            ax.plot([m["rate"]] * 2, [m[f"{key}_p50"] * 1e3, m[f"{key}_p90"] * 1e3], "x", color="gray", label="repeat run (p50, p90)")
+            ax.plot([m["rate"]] * 2, [m[f"{key}_p50"] * 1e3, m[f"{key}_p90"] * 1e3], "x", color="gray", markersize=8,
+                    label="repeat run (p50, p90)")
         ax.set_xlabel("request rate (req/s, Poisson)")
         ax.set_ylabel(label)
         if key == "ttft":
@@ -349,10 +398,10 @@ def plot(result: dict, path: Path) -> None:
         ax.grid(True, alpha=0.3)
     handles, labels = axes[1].get_legend_handles_labels()
     seen = dict(zip(labels, handles))
-    fig.legend(seen.values(), seen.keys(), loc="lower center", ncol=4, fontsize=7)
-    fig.suptitle(f"llama-server ({SLOTS} slots, -b {BATCH}, {THREADS} thread) on this 2-core CPU: measured vs simulated "
+    fig.legend(seen.values(), seen.keys(), loc="lower center", ncol=3, fontsize=7)
+    fig.suptitle(f"llama-server ({SLOTS} slots, -b {BATCH}, {THREADS} thread) on a 2-core CPU: measured vs simulated "
                  f"({INPUT_WORDS}-word prompts, {OUTPUT_TOKENS} output tokens)", fontsize=9)
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -372,23 +421,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--analyse-only", action="store_true", help="Re-analyse the results already in --out.")
     ap.add_argument("--plot", type=Path, default=ROOT / "docs" / "capacity_validation.png")
     args = ap.parse_args(argv)
-    out = args.out
+    out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    command = shlex.join(["python", "benchmarks/capacity_validation.py", *(argv if argv is not None else sys.argv[1:])])
     facts_path = out / "run.json"
     if args.analyse_only:
         facts = json.loads(facts_path.read_text())
     else:
+        command = shlex.join(["python", "benchmarks/capacity_validation.py", *(argv if argv is not None else sys.argv[1:])])
         rates = [float(r) for r in args.rates.split(",") if r]
-        facts = measure(out, args.work, rates, args.repeat or None, args.num_prompts, args.max_duration, args.closed_prompts, args.seed)
-        facts.update(command=command, machine=platform.platform(), cpus=os.cpu_count(),
-                     date=time.strftime("%Y-%m-%d %H:%M:%S %z"))
+        started = time.strftime("%Y-%m-%d %H:%M:%S %z")
+        facts = measure(out, args.work, rates, args.repeat or None, args.num_prompts, args.max_duration, args.closed_prompts,
+                        args.seed)
+        facts.update(command=command, machine=platform.platform(), cpus=os.cpu_count(), started=started,
+                     finished=time.strftime("%Y-%m-%d %H:%M:%S %z"))
         facts_path.write_text(json.dumps(facts, indent=2) + "\n")
-    result = analyse(out, Path(facts["model_dir"]))
+    result = analyse(out, out / "model")
     result["run"] = facts
     (out / "validation.json").write_text(json.dumps(result, indent=2) + "\n")
     table = markdown(result)
-    (out / "validation.md").write_text(f"Command: `{facts['command']}`\n\n{table}\n")
+    (out / "validation.md").write_text(f"Command: `{facts['command']}` ({facts.get('started', '')})\n\n{table}\n")
     print(table)
     if args.plot:
         plot(result, args.plot)
