@@ -1,7 +1,6 @@
 """The capacity simulator against a real continuous-batching server: llama.cpp's llama-server on this CPU.
 
-    PYTHONPATH=. python benchmarks/capacity_validation.py --out benchmarks/results/capacity \\
-        --plot docs/capacity_validation.png
+    PYTHONPATH=. python benchmarks/capacity_validation.py --rates 0.5,1,1.5,2,2.5,3 --repeat 1.5
 
 1. build (once, cached) llama.cpp's C++ ``llama-server`` and a random 58M-parameter Llama as f16 GGUF
    (tests/support/llama_server.py), and serve it with N = 4 slots (``--parallel 4``), ``-c 4 x 256``, ``-b 512``;
@@ -9,17 +8,17 @@
 3. ``infer-advisor calibrate --engine llama.cpp --from closed/bench.json --gpu cpu --max-num-seqs 4``: the step-time
    model's CPU coefficients fitted through the simulator, exactly as `plan` would use them;
 4. open-loop ``infer-advisor bench --request-rate ...`` (Poisson arrivals, fixed seed) from light load to past
-   saturation, one rate repeated to show the run-to-run spread;
+   saturation, one rate repeated to show the run-to-run spread; then llama-server's own step timings (``probe_steps``);
 5. :func:`simulate` at each rate with the calibrated step model and the server's scheduler limits
    (``SchedulerConfig(max_num_seqs=4, max_num_batched_tokens=512, kv_capacity_tokens=4 x 256, kv_admission="reserve",
    block_size=1)``), the same Poisson rate, lengths and request count;
 6. a table per rate (measured vs simulated p50/p90 TTFT, p50/p90 ITL, throughput, saturation) and the plot.
 
-A second simulated column uses a *linear* step model (``a + b x decode rows + c x prompt tokens``) fitted through
-the same simulator to the same closed-loop points: it separates the scheduler's error from the operator step
-model's (the CPU operator model has one GEMM efficiency for every row count; ggml's CPU matmuls do not).
-Every figure in the output says which it is: measured (bench), simulated (calibrated step model) or simulated
-(linear step fit).
+Two diagnostics separate the error sources: every level is also simulated with the measured arrivals replayed (the
+same send times and prompt lengths: no Poisson sampling difference), and with llama-server's own step times
+(:class:`ServerStep`, from the server's timings of decode steps at 1-4 busy slots and of two prefills) instead of
+the operator model, so that what is left is the scheduler. Every figure in the output says which it is: measured
+(bench), simulated with the calibrated step model, or simulated with the server's own step times.
 """
 
 from __future__ import annotations
@@ -80,19 +79,30 @@ def calibrated_step(calibration: Path, model_dir: Path):
 
 
 @dataclass
-class LinearStep:
-    """A step of ``decode`` sequences and ``prefill_tokens`` prompt tokens lasts ``a + b x decode + c x prefill_tokens``.
+class ServerStep:
+    """llama-server's own step times as the simulator's step model: a decode-only step of n sequences lasts what the
+    server reported for n slots decoding together; a step with prompt tokens lasts a prefill of all its rows
+    (``prefill_fixed_s + prefill_s_per_row x (prompt tokens + decodes)``, one ggml graph).
 
-    Not the planner's model: a diagnostic with the simulator's step interface, fitted to the server's own points.
+    Not the planner's model: a diagnostic that takes the operator model's shape out of the comparison, so that what
+    is left is the scheduler (admission into slots, prefill in the token budget beside the decodes, queueing).
     """
 
-    a: float
-    b: float
-    c: float
+    decode_s: dict[int, float]
+    prefill_fixed_s: float
+    prefill_s_per_row: float
+
+    @classmethod
+    def from_probe(cls, probe: dict) -> ServerStep:
+        (n0, ms0), (n1, ms1) = sorted(probe["prefill_points"])
+        per_row = (ms1 - ms0) / (n1 - n0) / 1e3
+        return cls({int(n): ms / 1e3 for n, ms in probe["decode_step_ms_by_sequences"].items()}, ms0 / 1e3 - n0 * per_row, per_row)
 
     def step_seconds(self, decode, decode_context, prefill_tokens=0, prefill_pairs=0.0, chunks=0, completes=0,
                      window_context=None) -> float:
-        return self.a + self.b * decode + self.c * prefill_tokens
+        if prefill_tokens:
+            return self.prefill_fixed_s + self.prefill_s_per_row * (prefill_tokens + decode)
+        return self.decode_s[min(max(decode, 1), max(self.decode_s))]
 
     def decode_seconds(self, batch, context_sum) -> float:
         return self.step_seconds(batch, context_sum)
@@ -105,27 +115,6 @@ def closed_points(bench_json: Path) -> list[dict]:
     rep = BenchReport.model_validate_json(bench_json.read_text())
     return [dict(batch=lv.concurrency, input_tokens=round(lv.input_tokens_mean or INPUT_WORDS), output_tokens=OUTPUT_TOKENS,
                  ttft_s=lv.ttft_s.p50, tpot_s=lv.tpot_s.p50) for lv in rep.levels if lv.tpot_s is not None]
-
-
-def fit_linear_step(points: list[dict]) -> LinearStep:
-    """a, b, c minimising the simulator's log error on the closed-loop points (estimate/fit.py's loss and optimiser)."""
-    from infer_advisor.estimate.fit import nelder_mead, soft_l1
-    from infer_advisor.simulate import LengthSpec, Workload, simulate
-
-    cfg = scheduler_config()
-
-    def errors(x: list[float]) -> list[float]:
-        step = LinearStep(*x)
-        out = []
-        for p in points:
-            w = Workload(input_tokens=LengthSpec(mean=p["input_tokens"]), output_tokens=LengthSpec(mean=p["output_tokens"]),
-                         arrival="closed", concurrency=p["batch"])
-            res = simulate(step, w, cfg, requests=max(4 * p["batch"], 16), warmup_fraction=0.25)
-            out += [res.ttft_s.p50 / p["ttft_s"] - 1, res.tpot_s.p50 / p["tpot_s"] - 1]
-        return out
-
-    best = nelder_mead(lambda x: soft_l1(errors(x)), [0.002, 0.005, 0.001], [0.0, 0.0, 0.0], [0.05, 0.05, 0.01], iters=200)
-    return LinearStep(*(float(f"{v:.4g}") for v in best))
 
 
 def _summary(results) -> dict:
@@ -236,6 +225,37 @@ def _run(cmd: list[str], log) -> None:
     subprocess.run(cmd, check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"})
 
 
+def probe_steps(url: str, repeats: int = 3) -> dict:
+    """llama-server's own timings of its steps: decode with 1-4 slots busy (8-word prompts, started together; the
+    server's predicted_per_token_ms is the step time a slot sees) and the prefill of a short and a benchmark-sized
+    prompt (prompt_ms). Medians of ``repeats``."""
+    import asyncio
+
+    import httpx
+
+    from infer_advisor.bench.workload import synthetic_text
+
+    async def one(client, words: int, tokens: int, seed: int) -> dict:
+        body = {"prompt": synthetic_text(words, seed), "max_tokens": tokens, "temperature": 0.0, "ignore_eos": True}
+        return (await client.post("/v1/completions", json=body)).json()["timings"]
+
+    async def run(n: int, words: int, tokens: int, seed: int) -> list[dict]:
+        async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+            return await asyncio.gather(*(one(client, words, tokens, seed + i) for i in range(n)))
+
+    decode = {}
+    for n in range(1, SLOTS + 1):
+        runs = [statistics.median(t["predicted_per_token_ms"] for t in asyncio.run(run(n, 8, OUTPUT_TOKENS, 100 * r)))
+                for r in range(repeats)]
+        decode[n] = round(statistics.median(runs), 2)
+    points = []
+    for words in (8, INPUT_WORDS):
+        timings = [asyncio.run(run(1, words, 1, 7 + r))[0] for r in range(repeats)]
+        points.append((timings[0]["prompt_n"], round(statistics.median(t["prompt_ms"] for t in timings), 1)))
+    return {"decode_step_ms_by_sequences": decode, "prefill_points": points,
+            "source": "llama-server's own timings: predicted_per_token_ms (decode), prompt_n and prompt_ms (prefill)"}
+
+
 def measure(out: Path, work: Path, rates: list[float], repeat: float | None, num_prompts: int, max_duration: float,
             closed_prompts: int, seed: int, log=print) -> dict:
     """Build, serve, bench closed and open loop, calibrate; every result file under ``out``. Returns the run's facts."""
@@ -270,20 +290,22 @@ def measure(out: Path, work: Path, rates: list[float], repeat: float | None, num
         if repeat is not None:
             _run(bench + common + ["--request-rate", f"{repeat:g}", "--num-prompts", str(num_prompts),
                                    "--max-duration", f"{max_duration:g}", "--warmup", "1", "--out", str(out / "open-repeat")], log)
+        facts["server_step_times"] = probe_steps(url)
     facts["load_average_after"] = os.getloadavg()
     return facts
 
 
 def analyse(out: Path, model_dir: Path) -> dict:
-    """Simulate every measured level with the calibrated and the linear step model; the comparison as a dict."""
+    """Simulate every measured level with the calibrated step model and the server's own step times; as a dict."""
     import tempfile
 
     from infer_advisor.bench import BenchReport
 
     cal_step = calibrated_step(out / "calibration.json", model_dir)
     points = closed_points(out / "closed" / "bench.json")
-    lin = fit_linear_step(points)
-    steps = {"calibrated": cal_step, "linear": lin}
+    probe = json.loads((out / "run.json").read_text())["server_step_times"]
+    server = ServerStep.from_probe(probe)
+    steps = {"calibrated": cal_step, "server": server}
     reports = {name: BenchReport.model_validate_json((out / name / "bench.json").read_text())
                for name in ("open", "open-repeat") if (out / name / "bench.json").exists()}
     with tempfile.TemporaryDirectory() as tmp:
@@ -306,7 +328,11 @@ def analyse(out: Path, model_dir: Path) -> dict:
         capacity[f"poisson_{name}"] = max((r[f"poisson_{name}"]["requests_per_s"] for r in over), default=None)
     return {
         "closed_points": points,
-        "linear_step": {"a_s": lin.a, "b_s_per_decode": lin.b, "c_s_per_prompt_token": lin.c},
+        "server_step_times": probe,
+        "calibrated_step_ms": {"decode_by_sequences": {n: round(cal_step.decode_seconds(n, n * (INPUT_WORDS + 20 + OUTPUT_TOKENS / 2)) * 1e3, 2)
+                                                       for n in range(1, SLOTS + 1)},
+                               "prefill": [(t, round(cal_step.step_seconds(0, 0.0, t, t * (t + 1) / 2, 1, 1) * 1e3, 1))
+                                           for t, _ in probe["prefill_points"]]},
         "calibration": json.loads((out / "calibration.json").read_text()),
         "rates": rows["open"],
         "repeat": rows.get("open-repeat", []),
@@ -351,13 +377,13 @@ def markdown(result: dict) -> str:
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     lines += ["**Where the error comes from: the measured arrivals replayed** (same send times and prompt lengths), with the "
-              "calibrated step model and with the linear step fit. Error in % against the measurement.", "",
-              "| rate req/s | TTFT p50 cal | lin | TTFT p90 cal | lin | ITL p50 cal | lin | ITL p90 cal | lin | tok/s cal | lin |",
+              "calibrated step model and with llama-server's own step times (ServerStep). Error in % against the measurement.", "",
+              "| rate req/s | TTFT p50 cal | server | TTFT p90 cal | server | ITL p50 cal | server | ITL p90 cal | server | tok/s cal | server |",
               "|---:" * 11 + "|"]
     for row in result["rates"]:
         cells = [f"{row['measured']['rate']:g}"]
         for key in METRICS:
-            cells += [f"{row[f'replay_{n}']['error_pct'][key]:+.0f}" for n in ("calibrated", "linear")]
+            cells += [f"{row[f'replay_{n}']['error_pct'][key]:+.0f}" for n in ("calibrated", "server")]
         lines.append("| " + " | ".join(cells) + " |")
     sat = result["saturation"]
     ms, ss, cap = sat["measured"], sat["simulated_highest_stable"], sat["requests_per_s_at_overload"]
@@ -367,7 +393,7 @@ def markdown(result: dict) -> str:
               "| | highest stable rate (req/s) | req/s served when overloaded |", "|---|---:|---:|",
               f"| measured | {band} (rates run) | {cap['measured']:.2f} |" if cap["measured"] else f"| measured | {band} | - |",
               f"| simulated, calibrated step model | {ss['calibrated']:.2f} | {cap['poisson_calibrated'] or float('nan'):.2f} |",
-              f"| simulated, linear step fit | {ss['linear']:.2f} | {cap['poisson_linear'] or float('nan'):.2f} |", ""]
+              f"| simulated, llama-server's own step times | {ss['server']:.2f} | {cap['poisson_server'] or float('nan'):.2f} |", ""]
     return "\n".join(lines)
 
 
@@ -385,8 +411,8 @@ def plot(result: dict, path: Path) -> None:
             ax.plot(rates, [r["measured"][f"{key}_{q}"] * 1e3 for r in rows], marker, color="black", label=f"measured {q}")
             ax.plot(rates, [r["poisson_calibrated"][f"{key}_{q}"] * 1e3 for r in rows], "-" + marker, color="tab:blue",
                     fillstyle="none", label=f"simulated {q}, calibrated step model")
-            ax.plot(rates, [r["replay_linear"][f"{key}_{q}"] * 1e3 for r in rows], ":" + marker, color="tab:orange",
-                    fillstyle="none", label=f"simulated {q}, linear step fit, measured arrivals")
+            ax.plot(rates, [r["replay_server"][f"{key}_{q}"] * 1e3 for r in rows], ":" + marker, color="tab:orange",
+                    fillstyle="none", label=f"simulated {q}, server's own step times, measured arrivals")
         for rep in result["repeat"]:
             m = rep["measured"]
             ax.plot([m["rate"]] * 2, [m[f"{key}_p50"] * 1e3, m[f"{key}_p90"] * 1e3], "x", color="gray", markersize=8,
@@ -412,8 +438,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "capacity")
     ap.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "capacity-validation",
                     help="Where the model is built (not committed).")
-    ap.add_argument("--rates", default="0.4,0.8,1.2,1.6,2.0,2.4", help="Open-loop request rates (req/s).")
-    ap.add_argument("--repeat", type=float, default=1.2, help="A rate run a second time for the spread (0: none).")
+    ap.add_argument("--rates", default="0.5,1,1.5,2,2.5,3", help="Open-loop request rates (req/s).")
+    ap.add_argument("--repeat", type=float, default=1.5, help="A rate run a second time for the spread (0: none).")
     ap.add_argument("--num-prompts", type=int, default=300)
     ap.add_argument("--max-duration", type=float, default=150.0, help="Seconds of arrivals per rate.")
     ap.add_argument("--closed-prompts", type=int, default=24)

@@ -211,6 +211,22 @@ CAPACITY_MODEL = dict(hidden_size=512, intermediate_size=1536, num_hidden_layers
                       num_key_value_heads=4, vocab_size=32000, max_position_embeddings=2048)
 
 
+def _byte_chars() -> dict[int, str]:
+    """GPT-2's byte-level alphabet: the character each byte is written as in a byte-level BPE vocabulary."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return chars
+
+
+_BYTE_CHARS = _byte_chars()
+
+
 def _tokenizer_corpus(vocab_words: list[str], seed: int) -> list[str]:
     """Text whose BPE vocabulary reaches 32000 tokens and holds each of ``vocab_words`` (with its leading space)."""
     import random
@@ -247,15 +263,20 @@ def build_capacity_model(path: Path, *, seed: int = 0, **sizes) -> Path:
     tok = Tokenizer(models.BPE(unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=cfg["vocab_size"], special_tokens=["<s>", "</s>", "<unk>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    # ASCII bytes only: a random model decoding greedily can repeat one token forever, and a lone byte >= 0x80 is
+    # incomplete UTF-8 that llama-server holds back, so a whole answer streamed no chunk (seen at 0.5 req/s). With
+    # every token ASCII, every generated token is text the server streams at once, one chunk per token.
+    trainer = trainers.BpeTrainer(vocab_size=cfg["vocab_size"], special_tokens=["<s>", "</s>"],
+                                  initial_alphabet=[_BYTE_CHARS[b] for b in range(128)], show_progress=False)
     tok.train_from_iterator(_tokenizer_corpus(words, seed), trainer=trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>")
     fast.save_pretrained(path)
     torch.manual_seed(seed)
     config = LlamaConfig(**{**cfg, "vocab_size": len(fast)}, bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
                          tie_word_embeddings=False)
     model = LlamaForCausalLM(config)
+    with torch.no_grad():  # special tokens get logit 0, below the largest of ~32000 random logits: never generated
+        model.lm_head.weight[[fast.bos_token_id, fast.eos_token_id]] = 0.0
     model.save_pretrained(path, safe_serialization=True)
     del model
     write_f16(path, gguf_path)
