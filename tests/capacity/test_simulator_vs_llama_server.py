@@ -107,12 +107,13 @@ def test_simulator_lands_near_the_measured_server(measured, tmp_path):
 
 def test_with_the_servers_own_step_times_and_arrivals_the_scheduler_matches(measured, tmp_path):
     """Replaying the measured arrivals removes the Poisson sample; llama-server's own step timings instead of the
-    operator model remove the step model's shape: what is left is the scheduler."""
+    operator model remove the step model's shape: what is left is the scheduler, and the cost of streaming that the
+    server's timings leave out (17-26% of a token gap in the full run, docs/capacity.md)."""
     _, _, report, probe = measured
     step = ServerStep.from_probe(probe)
     for lv in report.levels[:2]:
         m = measured_level(lv)
         s = replay(step, [r for r in report.requests if r.request_rate == lv.request_rate], tmp_path)
-        assert s["ttft_p50"] == pytest.approx(m["ttft_p50"], rel=0.3)
-        assert s["itl_p50"] == pytest.approx(m["itl_p50"], rel=0.3)
+        assert s["ttft_p50"] == pytest.approx(m["ttft_p50"], rel=0.35)
+        assert s["itl_p50"] == pytest.approx(m["itl_p50"], rel=0.4)
         assert s["tokens_per_s"] == pytest.approx(m["tokens_per_s"], rel=0.1)
