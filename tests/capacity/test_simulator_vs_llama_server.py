@@ -6,8 +6,8 @@ a medium and an overloading rate, each simulated with the calibrated step model 
 The bounds are looser than the issue's targets (p50 within 15%, p90 within 25%): 30 requests per rate on a shared
 2-core machine have a run-to-run spread of their own (the benchmark repeats a rate to show it).
 
-Needs the llama-server binary (tests/support/llama_server.py builds it once, ~7.5 minutes on 2 cores, then it is
-cached); about 2 minutes after that.
+Needs the llama-server binary (tests/support/llama_server.py builds it once, 5.5-7.5 minutes on 2 cores, then it
+is cached); about 2 minutes after that.
 """
 
 from __future__ import annotations

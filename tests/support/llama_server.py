@@ -12,6 +12,9 @@ a file lock for concurrent builders and a ``.complete`` marker written only afte
     with llama_server(binary, gguf, parallel=4, ctx_per_slot=256, threads=2) as url:
         httpx.get(f"{url}/health")
 
+Building from an empty cache: the sdist download (8 s) and the compile of the ``llama-server`` target on 2 cores,
+5.5 minutes on an idle machine, 7.4 beside other jobs.
+
 ``GGML_NATIVE=ON`` compiles for this CPU's instruction set; the hash covers the CPU's feature flags so a cache
 directory moved to another machine builds again instead of crashing with an illegal instruction.
 """
