@@ -4,6 +4,10 @@
     >>> plan = advise(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB")
     >>> plan.engine.name, plan.quantization.method
     ('vllm', 'none')
+    >>> from infer_advisor import size
+    >>> fleet = size(model="meta-llama/Llama-3.1-70B", rate=20, input_tokens=2000, output_tokens=300,
+    ...              ttft_p90=1.0, itl_p99=0.06, gpu="H100-80GB,A100-80GB")
+    >>> fleet.chosen.gpu, fleet.chosen.layout, fleet.chosen.replicas  # doctest: +SKIP
 
 Public names are imported lazily so ``import infer_advisor`` stays cheap.
 """
@@ -24,6 +28,8 @@ _LAZY = {
     "HardwareFacts": "infer_advisor.hardware",
     "quantize": "infer_advisor.quantize",
     "bench": "infer_advisor.bench",
+    "size": "infer_advisor.capacity",
+    "CapacityResult": "infer_advisor.capacity",
 }
 _ERRORS = (
     "InferAdvisorError",
@@ -48,6 +54,7 @@ __all__ = [*_LAZY, *_ERRORS, "__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from .bench import bench
+    from .capacity import CapacityResult, size
     from .errors import *  # noqa: F403
     from .hardware import HardwareFacts, resolve_hardware
     from .model_facts import ModelFacts, resolve_model

@@ -123,3 +123,21 @@ def test_calibrate_runs_the_bench_stage(tmp_path, capsys):
     cal = load_calibration(out)
     assert [p.batch for p in cal.points] == [1, 2] and cal.gpu == "cpu"
     assert all(p.origin == "infer-advisor bench" and p.tpot_s > 0 and p.ttft_s > 0 and p.mode == "closed_loop" for p in cal.points)
+
+
+def test_llama_cpp_closed_loop_point_runs_every_slot():
+    """llama.cpp on a CPU: KV of exactly slots x (prompt + output) in cells of one token, reserved per slot. All four
+    clients decode together, so the predicted time per output token is the 4-sequence decode step (the default
+    16-token block of the simulator left a slot idle: mean batch 2.6 of 4)."""
+    from infer_advisor.estimate.step_time import build_step_model
+
+    hw = resolve_hardware("cpu")
+    model = resolve_model("Qwen/Qwen2.5-0.5B", source="catalog")
+    base = engine_speeds(apply_fitted=False).engines["llama.cpp"]
+    p = CalibrationPoint(model="Qwen/Qwen2.5-0.5B", batch=4, input_tokens=147, output_tokens=64, ttft_s=1.0, tpot_s=1.0,
+                         origin="test", mode="closed_loop", dtype="float16")
+    _, tpot = predict_point(p, model, hw, base, engine="llama.cpp", quantization="gguf-f16", dtype="float16", max_num_seqs=4)
+    step = build_step_model(model, gpu=None, engine="llama.cpp", quantization="gguf-f16", dtype="float16", profile=base,
+                            cpu_cores=hw.cpu.cores)
+    mid = 4 * (147 + 1 + 31)  # the four contexts half-way through the answer
+    assert tpot == pytest.approx(step.decode_seconds(4, mid), rel=0.03)

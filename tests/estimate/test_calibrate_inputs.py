@@ -153,3 +153,21 @@ def test_help_shows_real_defaults(capsys):
     shown = " ".join(capsys.readouterr().out.split())
     assert "PydanticUndefined" not in shown
     assert "(default: 1,8,32)" in shown and "(default: meta-llama/Llama-2-7b-hf)" in shown
+
+
+def test_open_loop_levels_are_not_fitted_as_batch_sizes(tmp_path):
+    """bench --request-rate levels carry the most requests seen in flight as `concurrency`: not a closed-loop batch."""
+    from infer_advisor.bench.metrics import open_level_result
+    from infer_advisor.estimate.calibrate_inputs import points_from_file
+
+    raw = _bench()
+    samples = [
+        sample(concurrency=1 + i % 3, index=i, sent_at=0.0, token_times=[0.2, 0.23, 0.26], input_tokens=128,
+               request_rate=2.0, sent_offset_s=0.5 * i, scheduled_offset_s=0.5 * i)
+        for i in range(6)
+    ]  # fmt: skip
+    raw["levels"].append(json.loads(open_level_result(2.0, samples, 3.0).model_dump_json()))
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(raw))
+    points, _, _ = points_from_file(path)
+    assert [p.batch for p in points] == [1, 4]

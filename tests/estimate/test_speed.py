@@ -97,3 +97,26 @@ def test_plan_path_imports_no_numpy_or_torch():
             "print('numpy' in sys.modules, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False False"
+
+
+def test_a_calibration_applies_on_the_profile_it_was_fitted_on(tmp_path):
+    """calibrate fits on the stated profile (engine_speeds(apply_fitted=False)); the plan applies its coefficients on the
+    same one. On the published-fit profile, llama.cpp's fitted prefill_attention_scale (0.3, not the stated 0.8) changed
+    the prefill a CPU calibration predicts from what the fit had matched to the measurements."""
+    from infer_advisor.estimate.calibrate import predict_point
+    from infer_advisor.estimate.fit import with_coefficients
+    from infer_advisor.estimate.speed import _calibrated_profile
+    from infer_advisor.estimate.speed_data import engine_speed, engine_speeds
+    from infer_advisor.hardware import resolve_hardware
+    from infer_advisor.model_facts import resolve_model
+
+    coefficients = {"step_overhead_s": 0.004, "per_sequence_s": 1e-4, "gemm_scale": 0.7, "cpu_bandwidth_efficiency": 0.4}
+    cal = _calibration_file(tmp_path, gpu="cpu", engine="llama.cpp", **coefficients)
+    stated = engine_speeds(apply_fitted=False).engines["llama.cpp"]
+    profile, _, _ = _calibrated_profile(cal, "llama.cpp", None)
+    assert engine_speed("llama.cpp").prefill_attention_scale.value != stated.prefill_attention_scale.value
+    assert profile.prefill_attention_scale.value == stated.prefill_attention_scale.value
+    hw, model = resolve_hardware("cpu"), resolve_model("Qwen/Qwen2.5-0.5B", source="catalog")
+    point = CalibrationPoint(model="q", batch=1, input_tokens=150, output_tokens=32, ttft_s=1, tpot_s=1, origin="t", mode="closed_loop")
+    kw = dict(engine="llama.cpp", quantization="gguf-f16", dtype="float16")
+    assert predict_point(point, model, hw, profile, **kw) == predict_point(point, model, hw, with_coefficients(stated, coefficients), **kw)

@@ -90,3 +90,17 @@ def test_named_distribution_keeps_its_mean():
     pairs = w.lengths(4000, seed=3)
     assert sum(i for i, _ in pairs) / len(pairs) == pytest.approx(2000, rel=0.05)
     assert sum(o for _, o in pairs) / len(pairs) == pytest.approx(300, rel=0.05)
+
+
+def test_reserved_slots_of_exactly_the_request_size_all_run_at_once():
+    """llama.cpp: 4 slots of n_ctx/4 cells each, KV = 4 x (prompt + output) exactly, cells of one token (block 1).
+
+    The unused tail of a request's last block is (block - 1) / 2 tokens on average: none with per-token cells.
+    Counting block / 2 (0.5 token here) left the 4th request waiting for a slot that was free.
+    """
+    i, o, seqs = 147, 64, 4
+    cfg = SchedulerConfig(max_num_seqs=seqs, max_num_batched_tokens=2048, kv_capacity_tokens=seqs * (i + o), block_size=1,
+                          kv_admission="reserve")
+    res = simulate(SM, _fixed(i, o, arrival="closed", concurrency=seqs), cfg, requests=40, warmup_fraction=0.25)
+    assert res.mean_batch == pytest.approx(seqs, rel=0.05)
+    assert res.peak_kv_tokens <= seqs * (i + o)

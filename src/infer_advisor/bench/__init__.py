@@ -39,6 +39,8 @@ def bench(
     url: str | None = None,
     workload: str = "latency",
     concurrency: list[int] | None = None,
+    request_rate: list[float] | None = None,
+    max_duration: float | None = None,
     input_tokens: int | None = None,
     output_tokens: int | None = None,
     num_prompts: int | None = None,
@@ -57,6 +59,7 @@ def bench(
     """Benchmark ``model`` on ``engine`` and return the measurements.
 
         >>> report = bench("openai", url="http://127.0.0.1:8000", concurrency=[1, 8])   # doctest: +SKIP
+        >>> report = bench("openai", url="http://127.0.0.1:8000", request_rate=[0.5, 2], max_duration=120)  # doctest: +SKIP
 
     Args:
         engine: transformers | ctranslate2 | vllm (in this process) | openai (a server at ``url``) | triton (Triton's
@@ -64,6 +67,9 @@ def bench(
         workload: ``latency`` (batch 1, 200 tokens, 9 fixed prompts, 1 warm-up) or ``throughput``
             (synthetic prompts of ``input_tokens``); ``concurrency``/``output_tokens``/``warmup`` default to the
             profile's.
+        request_rate: open loop instead of ``concurrency``: Poisson arrivals at each rate (req/s), sent on schedule
+            whether or not earlier requests finished; ``num_prompts`` (default 100) and ``max_duration`` (seconds of
+            arrivals) bound each level.
         plan: a DeploymentPlan (or a path to its JSON): its predicted TTFT, TPOT, tokens/s and memory are
             put beside the measurements with the error in percent.
         on_level: called with each level's result as soon as it is measured (and written).
@@ -79,6 +85,8 @@ def bench(
         url=url,
         workload=workload,
         concurrency=concurrency,
+        request_rate=request_rate,
+        max_duration=max_duration,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         num_prompts=num_prompts,

@@ -19,11 +19,13 @@ def sample(
     output_tokens: int | None = None,
     source: TokenCountSource = "tokenizer",
     streamed_chunks: int | None = None,
+    **open_loop,
 ) -> RequestSample:
     """A request's sample from the time it was sent and the arrival time of each token (or streamed chunk).
 
     ``output_tokens`` defaults to ``len(token_times)``; a server's own count (usage) may differ from its chunks.
     TPOT = (e2e - TTFT) / (tokens - 1); inter-token latencies are the gaps between consecutive arrivals.
+    ``open_loop``: request_rate, sent_offset_s, scheduled_offset_s (fields of :class:`RequestSample`).
     """
     if not token_times:
         raise ValueError("a request produced no tokens")
@@ -43,6 +45,7 @@ def sample(
         e2e_s=e2e,
         tpot_s=tpot,
         itl_s=itl,
+        **open_loop,
     )
 
 
@@ -91,3 +94,21 @@ def level_result(
         requests_per_s=len(samples) / duration_s,
         peak_memory_bytes=peak_memory_bytes,
     )
+
+
+def open_level_result(rate: float, samples: Sequence[RequestSample], duration_s: float) -> LevelResult:
+    """An open-loop level: the closed-loop statistics plus the offered and achieved rate, the client's lateness,
+    the most requests in flight at once and whether the queue kept growing (the simulator's test)."""
+    from ..simulate import queue_growing
+
+    level = level_result(max(s.concurrency for s in samples), samples, duration_s, None)
+    order = sorted(samples, key=lambda s: (s.sent_offset_s or 0.0, s.index))
+    sent = [s.sent_offset_s or 0.0 for s in order]
+    late = [s.sent_offset_s - s.scheduled_offset_s for s in order
+            if s.sent_offset_s is not None and s.scheduled_offset_s is not None]
+    span = sent[-1] - sent[0]
+    level.request_rate = rate
+    level.achieved_rate_per_s = (len(sent) - 1) / span if len(sent) > 1 and span > 0 else None
+    level.send_lateness_s = stats(late) if late else None
+    level.saturated = queue_growing([s.ttft_s for s in order])
+    return level

@@ -50,10 +50,18 @@ def level_rows(report: BenchReport) -> list[dict]:
             peak_memory_bytes=lv.peak_memory_bytes if lv.peak_memory_bytes is not None else "",
             memory_source=report.metadata.memory_source,
             peak_device_memory_bytes=lv.peak_device_memory_bytes if lv.peak_device_memory_bytes is not None else "",
+            request_rate=_blank(lv.request_rate),
+            achieved_rate_per_s=_blank(lv.achieved_rate_per_s),
+            send_lateness_p99_s=lv.send_lateness_s.p99 if lv.send_lateness_s else "",
+            saturated=_blank(lv.saturated),
             source="measured",
         )
         rows.append(row)
     return rows
+
+
+def _blank(value):
+    return "" if value is None else value
 
 
 def _csv(rows: list[dict]) -> bytes:
@@ -101,15 +109,18 @@ def write_plot(report: BenchReport, folder: OutputFolder) -> str | None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    x = [lv.output_tokens_per_s_aggregate for lv in report.levels]
-    for ax, name, label in ((axes[0], "ttft_s", "TTFT p50 (ms)"), (axes[1], "tpot_s", "TPOT p50 (ms)")):
-        y = [getattr(lv, name).p50 * 1000 if getattr(lv, name) else float("nan") for lv in report.levels]
-        ax.plot(x, y, marker="o")
-        for xi, yi, lv in zip(x, y, report.levels, strict=True):
-            ax.annotate(f"c={lv.concurrency}", (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=8)
-        ax.set_xlabel("output tokens/s (aggregate)")
-        ax.set_ylabel(label)
-        ax.grid(True, alpha=0.3)
+    if report.levels[0].request_rate is not None:
+        _plot_open_loop(axes, report)
+    else:
+        x = [lv.output_tokens_per_s_aggregate for lv in report.levels]
+        for ax, name, label in ((axes[0], "ttft_s", "TTFT p50 (ms)"), (axes[1], "tpot_s", "TPOT p50 (ms)")):
+            y = [getattr(lv, name).p50 * 1000 if getattr(lv, name) else float("nan") for lv in report.levels]
+            ax.plot(x, y, marker="o")
+            for xi, yi, lv in zip(x, y, report.levels, strict=True):
+                ax.annotate(f"c={lv.concurrency}", (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=8)
+            ax.set_xlabel("output tokens/s (aggregate)")
+            ax.set_ylabel(label)
+            ax.grid(True, alpha=0.3)
     md = report.metadata
     title = f"{md.engine}: {md.model or ''} on {md.device.name} ({md.workload}{', random weights' if md.random_weights else ''})"
     if not report.complete:
@@ -124,6 +135,23 @@ def write_plot(report: BenchReport, folder: OutputFolder) -> str | None:
     if report.complete:
         folder.remove(incomplete_name(PLOT_NAME))
     return name
+
+
+def _plot_open_loop(axes, report: BenchReport) -> None:
+    """Open loop: p50 and p90 TTFT and inter-token latency against the offered rate; saturated levels circled."""
+    levels = sorted(report.levels, key=lambda lv: lv.request_rate or 0.0)
+    x = [lv.request_rate for lv in levels]
+    for ax, name, label in ((axes[0], "ttft_s", "TTFT (ms)"), (axes[1], "itl_s", "inter-token latency (ms)")):
+        for stat, marker in (("p50", "o"), ("p90", "s")):
+            y = [getattr(getattr(lv, name), stat) * 1000 if getattr(lv, name) else float("nan") for lv in levels]
+            ax.plot(x, y, marker=marker, label=stat)
+            for xi, yi, lv in zip(x, y, levels, strict=True):
+                if lv.saturated:
+                    ax.plot([xi], [yi], "o", markersize=12, fillstyle="none", color="red")
+        ax.set_xlabel("request rate (req/s, Poisson; red circle: queue grows)")
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
 
 
 def _gib(n: int | None) -> str:
@@ -164,6 +192,8 @@ def render_table(report: BenchReport):
     ):
         table.add_column(col, justify="right", overflow="fold")  # a number may wrap, never lose digits
     for lv in report.levels:
+        if lv.request_rate is not None:
+            continue
         device = [_gib(lv.peak_device_memory_bytes)] if device_column else []
         table.add_row(
             str(lv.concurrency),
@@ -178,7 +208,11 @@ def render_table(report: BenchReport):
             _gib(lv.peak_memory_bytes),
             *device,
         )
-    tables = [table]
+    closed = [lv for lv in report.levels if lv.request_rate is None]
+    opened = [lv for lv in report.levels if lv.request_rate is not None]
+    tables = [table] if closed or not opened else []
+    if opened:
+        tables.append(_open_table(report, opened, status))
     if report.comparisons:
         cmp = Table(title="Plan vs measured", caption="predicted: the plan's estimate; measured: this run.")
         for col in ("metric", "conc.", "predicted", "source", "measured", "error %"):
@@ -194,3 +228,45 @@ def render_table(report: BenchReport):
             )
         tables.append(cmp)
     return tables
+
+
+def _open_table(report: BenchReport, levels, status: str):
+    from rich.table import Table
+
+    md = report.metadata
+    table = Table(
+        title=f"{md.engine} · {md.model} · {md.device.name} · open loop (Poisson arrivals)"
+        + (" · RANDOM WEIGHTS" if md.random_weights else "")
+        + status,
+        caption="All figures measured on this run. max in flight: requests sent and not finished, at most.",
+    )
+    for col in (
+        "rate req/s (achieved)",
+        "reqs",
+        "max in flight",
+        "TTFT p50 / p90 / p99 ms",
+        "ITL p50 / p90 / p99 ms",
+        "e2e p50 s",
+        "tok/s total",
+        "req/s",
+        "queue grows",
+    ):
+        table.add_column(col, justify="right", overflow="fold")
+
+    def ms(st) -> str:
+        return f"{st.p50 * 1e3:.1f} / {st.p90 * 1e3:.1f} / {st.p99 * 1e3:.1f}" if st else "-"
+
+    for lv in levels:
+        achieved = f" ({lv.achieved_rate_per_s:.2f})" if lv.achieved_rate_per_s is not None else ""
+        table.add_row(
+            f"{lv.request_rate:g}{achieved}",
+            str(lv.num_requests),
+            str(lv.concurrency),
+            ms(lv.ttft_s),
+            ms(lv.itl_s),
+            f"{lv.e2e_s.p50:.3f}",
+            f"{lv.output_tokens_per_s_aggregate:.1f}",
+            f"{lv.requests_per_s:.2f}",
+            {True: "yes", False: "no", None: "too few requests"}[lv.saturated],
+        )
+    return table

@@ -21,7 +21,9 @@ class RequestSample(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    concurrency: int = Field(description="The level this request ran at.")
+    concurrency: int = Field(
+        description="The level this request ran at; open loop: requests in flight when it was sent, itself included."
+    )
     index: int = Field(description="Request number within its level.")
     input_tokens: int | None = Field(description="Prompt tokens (tokenizer or server usage); None if unknown.")
     output_tokens: int = Field(description="Generated tokens.")
@@ -31,6 +33,16 @@ class RequestSample(BaseModel):
     e2e_s: float = Field(description="Seconds from sending the request to its last token.")
     tpot_s: float | None = Field(description="(e2e - ttft) / (output_tokens - 1); None for one-token answers.")
     itl_s: list[float] = Field(default_factory=list, description="Gaps between consecutive tokens (or chunks).")
+    request_rate: float | None = Field(
+        default=None, description="Open loop: the level's offered rate in requests per second; None in closed loop."
+    )
+    sent_offset_s: float | None = Field(
+        default=None, description="Seconds from the level's start to sending this request (openai engine)."
+    )
+    scheduled_offset_s: float | None = Field(
+        default=None,
+        description="Open loop: when the Poisson schedule said to send it; sent_offset_s minus this is the client's lateness.",
+    )
 
 
 class Stats(BaseModel):
@@ -46,11 +58,13 @@ class Stats(BaseModel):
 
 
 class LevelResult(BaseModel):
-    """All requests of one concurrency level."""
+    """All requests of one level: a concurrency (closed loop) or a request rate (open loop)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    concurrency: int
+    concurrency: int = Field(
+        description="Closed loop: requests kept in flight. Open loop: the most that were in flight at once (measured)."
+    )
     num_requests: int
     duration_s: float = Field(description="Wall time of the level, first request sent to last token received.")
     ttft_s: Stats
@@ -68,6 +82,22 @@ class LevelResult(BaseModel):
     requests_per_s: float = Field(description="num_requests / duration_s.")
     peak_memory_bytes: int | None = Field(
         description="Peak memory seen during the level (see metadata.memory_source for what was sampled)."
+    )
+    request_rate: float | None = Field(
+        default=None, description="Open loop: requests per second offered (Poisson arrivals); None for a closed-loop level."
+    )
+    achieved_rate_per_s: float | None = Field(
+        default=None,
+        description="Open loop: requests actually sent per second, (requests - 1) / (last send - first send); "
+        "below request_rate only by the chance of a short Poisson sample or a client that fell behind (send_lateness_s).",
+    )
+    send_lateness_s: Stats | None = Field(
+        default=None, description="Open loop: how late each request was sent after its scheduled time (the client's lag)."
+    )
+    saturated: bool | None = Field(
+        default=None,
+        description="Open loop: the queue kept growing (median TTFT of the last quarter of requests, in the order sent, "
+        "above 3x the first quarter's and above 1 s: the simulator's test); None in closed loop or with under 20 requests.",
     )
     peak_device_memory_bytes: int | None = Field(
         default=None,

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import RequestError
+
+MAX_REQUEST_RATE = 10_000.0  # req/s: one Python client cannot send faster than this on schedule anyway
 
 Engine = Literal["transformers", "ctranslate2", "vllm", "openai", "triton"]
 Workload = Literal["latency", "throughput"]
@@ -41,6 +44,18 @@ class BenchRequest(BaseModel):
         description="Requests in flight per level, e.g. 1,4,16,64 (batched generate in-process; parallel "
         "streams for openai). Default: the profile's.",
     )
+    request_rate: list[float] | None = Field(
+        default=None,
+        description="Open loop (--engine openai): requests per second, one level per rate, e.g. 0.5,1,2. Arrivals are "
+        "Poisson (seeded by --seed) and each request is sent on schedule whether or not earlier ones have finished; "
+        "bounded by --num-prompts (default 100) and --max-duration. Instead of --concurrency.",
+    )
+    max_duration: float | None = Field(
+        default=None,
+        gt=0,
+        description="Open loop: seconds of arrivals per rate; no request is scheduled later (default: no limit "
+        "beyond --num-prompts). Requests in flight then finish.",
+    )
     input_tokens: int | None = Field(
         default=None,
         gt=0,
@@ -52,7 +67,7 @@ class BenchRequest(BaseModel):
     num_prompts: int | None = Field(
         default=None,
         gt=0,
-        description="Requests per concurrency level (default: max(prompts in the profile, concurrency)).",
+        description="Requests per level (default: max(prompts in the profile, concurrency); open loop: 100).",
     )
     warmup: int | None = Field(
         default=None,
@@ -92,6 +107,20 @@ def check_request(req: BenchRequest) -> None:
         bad = [c for c in req.concurrency if c < 1]
         if bad:
             raise RequestError(f"--concurrency: levels must be positive integers, got {bad[0]} (e.g. 1,4,16).")
+    if req.request_rate is not None:
+        if req.concurrency is not None:
+            raise RequestError("--request-rate (open loop) and --concurrency (closed loop) exclude each other; give one.")
+        if req.engine != "openai":
+            raise RequestError("--request-rate needs --engine openai: open-loop arrivals are sent to a server at --url.")
+        if not req.request_rate:
+            raise RequestError("--request-rate: give at least one rate in requests per second, e.g. 0.5,1,2.")
+        bad = [r for r in req.request_rate if not (math.isfinite(r) and 0 < r <= MAX_REQUEST_RATE)]
+        if bad:
+            raise RequestError(
+                f"--request-rate: rates are requests per second above 0 and at most {MAX_REQUEST_RATE:g}, got {bad[0]:g}."
+            )
+    elif req.max_duration is not None:
+        raise RequestError("--max-duration bounds an open-loop level; use it with --request-rate.")
     if req.engine in ("openai", "triton") and not req.url:
         raise RequestError(f"--url is required for --engine {req.engine}, e.g. --url http://127.0.0.1:8000.")
     if req.engine not in ("openai", "triton") and not req.model:

@@ -1,5 +1,5 @@
-"""The run loop: claim --out, load the engine, check lengths, then for each concurrency level warm up at that
-level and measure it, writing the report after every level."""
+"""The run loop: claim --out, load the engine, check lengths, then for each concurrency level (closed loop) or
+request rate (open loop) warm up and measure it, writing the report after every level."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from .. import __version__
 from ..errors import RequestError
 from .compare import compare, load_plan, plan_concurrency
 from .memory import AllocatorPeak, PeakMemory
-from .metrics import level_result
+from .metrics import level_result, open_level_result
 from .output import MISSING_PLOT_NOTE, plotting_available, write_files, write_plot
 from .report import BenchMetadata, BenchReport, LevelResult
 from .request import BenchRequest
@@ -128,7 +128,9 @@ class Runner:
         # Warm up at every level, with requests shaped as that level's: a batch size the engine has not run
         # yet starts on a cold caching allocator (TPOT 2-3x too slow on an H200 with transformers).
         levels = [(c, wl.warmups(c), wl.requests(c)) for c in wl.concurrency]
-        total = sum(len(warm) + len(items) for _, warm, items in levels)
+        # Open loop: each rate warmed up by `warmup` requests one at a time (the server sees its own batch sizes).
+        rates = [(r, wl.warmups(1), *wl.open_loop(r)) for r in wl.request_rate or []]
+        total = sum(len(warm) + len(items) for _, warm, items in levels) + sum(len(w) + len(i) for _, w, i, _ in rates)
         bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -150,6 +152,18 @@ class Runner:
                         samples, duration = engine.run_level(items, conc, wl, advance)
                     level = level_result(conc, samples, duration, mem.peak)
                     level.peak_device_memory_bytes = mem.device_peak
+                    report.levels.append(level)
+                    report.requests.extend(samples)
+                    self._save(engine, report)
+                    if self.on_level is not None:
+                        self.on_level(level)
+                for rate, warm, items, offsets in rates:
+                    if warm:
+                        bar.update(task, description=f"warm-up before {rate:g} req/s")
+                        engine.run_level(warm, 1, wl, advance)
+                    bar.update(task, description=f"{rate:g} req/s (open loop)")
+                    samples, duration = engine.run_open_level(items, offsets, rate, wl, advance)
+                    level = open_level_result(rate, samples, duration)
                     report.levels.append(level)
                     report.requests.extend(samples)
                     self._save(engine, report)
@@ -182,9 +196,13 @@ class Runner:
     def _save(self, engine, report: BenchReport, final: bool = False) -> None:
         report.metadata.memory_source = engine.memory_source
         report.notes = list(dict.fromkeys(engine.notes))
-        report.comparisons = compare(self.plan, report.levels)
+        report.comparisons = compare(self.plan, [lv for lv in report.levels if lv.request_rate is None])
         conc = plan_concurrency(self.plan) if self.plan is not None else None
-        if final and conc is not None and conc not in self.workload.concurrency:
+        if final and self.plan is not None and self.workload.request_rate:
+            report.notes.append(
+                "The plan predicts a closed loop (clients back to back); open-loop levels are not compared with it."
+            )
+        elif final and conc is not None and conc not in self.workload.concurrency:
             report.notes.append(
                 f"The plan predicts concurrency {conc}, which was not measured; add it to --concurrency."
             )

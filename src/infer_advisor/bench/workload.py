@@ -75,6 +75,8 @@ class Workload(BaseModel):
     seed: int
     ignore_eos: bool
     prompts: list[str]
+    request_rate: list[float] | None = None
+    max_duration: float | None = None
 
     def requests(self, concurrency: int) -> list[PromptItem]:
         """The requests of one level: ``num_prompts`` (default max(#fixed prompts, concurrency))."""
@@ -86,6 +88,23 @@ class Workload(BaseModel):
         requests, shaped like the level's own, so every batch size runs warm."""
         base = -(self.seed * 1_000_003 + concurrency * 10_007) - 1
         return [self._item(i, base - i) for i in range(self.warmup * concurrency)]
+
+    def open_loop(self, rate: float) -> tuple[list[PromptItem], list[float]]:
+        """An open-loop level at ``rate`` req/s: its requests and the second each is sent, counted from the level's start.
+
+        Poisson arrivals: the first request at 0, then gaps drawn from an exponential distribution of mean 1 / rate
+        (seeded by ``seed`` and the rate, so a rerun sends the same schedule). At most ``num_prompts`` requests
+        (default: the ``open_loop_requests`` constant), none scheduled after ``max_duration`` seconds.
+        """
+        n = self.num_prompts or int(constant("open_loop_requests"))
+        key = self.seed * 1_000_003 + round(rate * 1000) * 10_009
+        rng = random.Random(key)
+        offsets: list[float] = []
+        t = 0.0
+        while len(offsets) < n and (self.max_duration is None or t <= self.max_duration):
+            offsets.append(t)
+            t += rng.expovariate(rate)
+        return [self._item(i, key + 1 + i) for i in range(len(offsets))], offsets
 
     def _item(self, i: int, seed: int) -> PromptItem:
         if self.input_tokens is not None:
@@ -100,7 +119,7 @@ def resolve_workload(req: BenchRequest) -> Workload:
     input_tokens = req.input_tokens if req.input_tokens is not None else prof.input_tokens
     return Workload(
         profile=req.workload,
-        concurrency=req.concurrency or prof.concurrency,
+        concurrency=req.concurrency or ([] if req.request_rate else prof.concurrency),
         output_tokens=req.output_tokens or prof.output_tokens,
         input_tokens=input_tokens,
         warmup=prof.warmup if req.warmup is None else req.warmup,
@@ -108,6 +127,8 @@ def resolve_workload(req: BenchRequest) -> Workload:
         seed=req.seed,
         ignore_eos=req.ignore_eos,
         prompts=fixed,
+        request_rate=req.request_rate,
+        max_duration=req.max_duration,
     )
 
 

@@ -35,6 +35,11 @@ def plot_front(result: CapacityResult, path: Path) -> Path:
     ax.legend(fontsize=7)
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    partial = path.with_name(f".{path.name}.partial")  # never a half-written PNG under the asked name
+    try:
+        fig.savefig(partial, dpi=120, format="png")
+        partial.replace(path)
+    finally:
+        plt.close(fig)
+        partial.unlink(missing_ok=True)
     return path

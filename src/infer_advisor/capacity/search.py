@@ -22,12 +22,14 @@ from ..simulate import LengthSpec, SchedulerConfig, SimulationResult, Workload
 from .evaluate import RateSearch, analytic_rate, find_max_rate, operating_point
 from .prices import parse_overrides, price_for
 from .result import Binding, Candidate, CapacityResult, FrontPoint
-from .targets import TARGET_METRICS, LatencyTargets, binding, check
+from .targets import TARGET_METRICS, LatencyTargets, TargetCheck, binding, check
 
-BUDGETS = (512, 1024, 2048, 4096, 8192)  # max_num_batched_tokens tried when the user pinned none
+BUDGETS = (128, 256, 512, 1024, 2048, 4096, 8192)  # max_num_batched_tokens tried when the user pinned none
 NODE_GPUS = 8  # GPUs of one node the search lays a replica over (HGX/DGX-class nodes)
-MAX_PER_GPU = 6
-ITL_LIMITED = 0.05  # ranking only: an option whose smallest prompt chunk already breaks the ITL target sustains little  # simulated candidates per GPU type at most (the cost bound usually stops far earlier)
+MIN_PER_GPU = 3  # simulated per GPU type at least (when it has that many), so its best row is a searched one
+FAR = 2.0  # a GPU type whose cheapest cost bound is this far above the best found gets one simulated row
+MAX_PER_GPU = 6  # simulated per GPU type at most (the cost bound usually stops earlier)
+ITL_LIMITED = 0.05  # ranking only: an option whose smallest prompt chunk already breaks the ITL target sustains little
 SAFETY = 1.2  # the analytic rate assumes perfect batching (optimistic); the bound allows it to be pessimistic by this much
 
 
@@ -111,17 +113,17 @@ def _gpu_types(request) -> list[tuple[GPUInfo, int, int]]:
     return [(hw.gpu, per_node, hw.nodes)]
 
 
-def _latency_floor(step: StepModel, w: Workload, targets: LatencyTargets) -> str | None:
-    """A target this replica misses even alone (no queue, no other request), from two step times: no simulation needed."""
+def _latency_floor(step: StepModel, w: Workload, targets: LatencyTargets) -> tuple[str, float, float] | None:
+    """(target, value, limit) of a target this replica misses even alone (no queue, no other request), from two
+    step times: no simulation needed."""
     prompt = max(1, int(w.mean_input))
     ttft = step.step_seconds(0, 0.0, prompt, prompt * (prompt + 1) / 2, 1, 1)
     itl = step.decode_seconds(1, prompt + w.mean_output / 2)
-    for name, value, words in (("ttft_p90", ttft, "p90 time to first token"), ("ttft_p99", ttft, "p99 time to first token"),
-                               ("itl_p99", itl, "p99 inter-token latency"),
-                               ("e2e_p90", ttft + max(w.mean_output - 1, 0) * itl, "p90 end-to-end latency")):
+    for name, value in (("ttft_p90", ttft), ("ttft_p99", ttft), ("itl_p99", itl),
+                        ("e2e_p90", ttft + max(w.mean_output - 1, 0) * itl)):
         limit = getattr(targets, name)
         if limit is not None and value > limit:
-            return f"misses the {words} target even alone ({value:.3g} s against {limit:.3g} s)"
+            return name, value, limit
     return None
 
 
@@ -174,20 +176,34 @@ def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callabl
             )
             floor = _latency_floor(step, w, targets)
             if floor:
-                refused.append(_refused(gpu, tp, pp, ep, floor, plan))
+                name, value, limit = floor
+                words = TARGET_METRICS[name][2]
+                cand = _refused(gpu, tp, pp, ep, f"misses the {words} target even alone ({value:.3g} s against {limit:.3g} s)", plan)
+                refused.append(cand.model_copy(update={"checks": [TargetCheck(target=name, words=words, limit_s=limit, value_s=value,
+                                                                              met=False, ratio=value / limit)]}))
                 continue
             budget, itl_ok = _budget(step, plan, w, targets)
-            budget = request.max_num_batched_tokens or budget
-            cfg = SchedulerConfig(
-                max_num_seqs=request.max_num_seqs or plan.engine.max_num_seqs,
-                max_num_batched_tokens=budget, kv_capacity_tokens=max(plan.memory.kv_cache_tokens, 1),
-                kv_admission=step.profile.kv_admission, lanes=pp,
-            )
-            est = analytic_rate(step, cfg, w.mean_input, w.mean_output)
-            if not itl_ok:  # every prompt chunk makes a step longer than the ITL target: only a trickle of load keeps p99 under it
-                est *= ITL_LIMITED
-            options.append(Option(gpu=gpu, plan=plan, step=step, cfg=cfg, estimate=est, gpus=tp * pp,
-                                  price=price.usd_per_gpu_hour if price else None, price_source=price.source if price else None))
+            budgets = [(budget, itl_ok)]
+            top = max(plan.engine.max_num_batched_tokens or 8192, BUDGETS[0])
+            if itl_ok and targets.itl_p99 is not None and budget * 2 <= top:
+                budgets.append((budget * 2, False))  # one step past the ITL margin: p99 may still hold at a moderate load
+            if request.max_num_batched_tokens:
+                budgets = [(request.max_num_batched_tokens, True)]
+            for b, b_ok in budgets:
+                seqs = request.max_num_seqs or plan.engine.max_num_seqs
+                if not request.max_num_seqs:
+                    seqs = min(seqs, b)  # vLLM and SGLang refuse a token budget below max_num_seqs
+                cfg = SchedulerConfig(
+                    max_num_seqs=seqs,
+                    max_num_batched_tokens=b, kv_capacity_tokens=max(plan.memory.kv_cache_tokens, 1),
+                    kv_admission=step.profile.kv_admission, lanes=pp,
+                )
+                est = analytic_rate(step, cfg, w.mean_input, w.mean_output)
+                if not b_ok:  # a prompt chunk makes a step longer than the ITL margin: only part of the load keeps p99 under it
+                    est *= ITL_LIMITED if b == budget else 0.5
+                options.append(Option(gpu=gpu, plan=plan, step=step, cfg=cfg, estimate=est, gpus=tp * pp,
+                                      price=price.usd_per_gpu_hour if price else None,
+                                      price_source=price.source if price else None))
         if price is None:
             on_note(f"no price for {gpu.name}: give --price-per-gpu-hour {gpu.name}=PRICE to rank it (left out of the cost ranking)")
     return options, refused
@@ -250,26 +266,42 @@ def search(request, model: ModelFacts, plan_fn: Callable, *, progress: Callable[
     for o in options:
         by_gpu.setdefault(o.gpu.name, []).append(o)
     evaluated: list[tuple[Option, Candidate, RateSearch]] = []
+    coverage: dict[str, tuple[int, int]] = {}
+    capped: list[str] = []
     best_cost = math.inf
     last_report = t0
-    for name, opts in by_gpu.items():
+    for opts in by_gpu.values():
         opts.sort(key=lambda o: (o.cost_bound(rate), -o.estimate))
+    # the most promising GPU types first, so the best found early prunes the rest
+    for name, opts in sorted(by_gpu.items(), key=lambda kv: (kv[1][0].cost_bound(rate), -kv[1][0].estimate)):
         best_here = math.inf
+        simulated = 0
+        # a GPU type whose cheapest bound is far above the best found gets its first row only
+        least = MIN_PER_GPU if opts[0].cost_bound(rate) < FAR * best_cost else 1
         for k, o in enumerate(opts):
             bound = o.cost_bound(rate)
-            if k > 0 and (bound >= best_here or bound >= best_cost):
-                break  # nothing further down this GPU type can beat what is already found (its first row is kept)
-            if k >= MAX_PER_GPU:
+            if k >= MAX_PER_GPU or (k >= least and (bound >= best_here or bound >= best_cost)):
+                if k >= MAX_PER_GPU:
+                    capped.append(name)
                 break
             rs = find_max_rate(o.step, w, o.cfg, targets)
             cand = _candidate(o, rs, rate, targets, w, request.replicas)
             evaluated.append((o, cand, rs))
+            simulated += 1
+            coverage[name] = (simulated, len(opts))
             if cand.meets_targets and cand.cost_per_hour is not None:
                 best_here = min(best_here, cand.cost_per_hour)
                 best_cost = min(best_cost, cand.cost_per_hour)
             if progress and time.monotonic() - last_report > 1.0:
                 last_report = time.monotonic()
                 progress(f"sizing: {len(evaluated)} candidates simulated, {name} ...")
+    if any(n < total for n, total in coverage.values()):
+        notes.append("simulated " + ", ".join(f"{g} {n}/{total}" for g, (n, total) in coverage.items()) + " planned options "
+                     f"(layout x token budget); the rest were ranked out by their analytic cost bound ({SAFETY:g}x margin), "
+                     "which is no lower than the best found")
+    if capped:
+        notes.append(f"{', '.join(capped)}: search stopped after the {MAX_PER_GPU} most promising options; a cheaper one may "
+                     "exist among the rest (pin --tensor-parallel-size to look at one layout)")
     return _result(request, targets, w, rate, evaluated, refused, options, notes, time.monotonic() - t0)
 
 
@@ -280,20 +312,29 @@ def _rank_key(c: Candidate):
 def _result(request, targets, w, rate, evaluated, refused, options, notes, seconds) -> CapacityResult:
     cands = sorted((c for _, c, _ in evaluated), key=_rank_key)
     meeting = [c for c in cands if c.meets_targets and c.cost_per_hour is not None]
+    priced = bool(meeting)
+    if not meeting:  # nothing priced meets the targets: rank what does by GPUs (a price makes it a cost ranking)
+        meeting = sorted((c for c in cands if c.meets_targets), key=lambda c: (c.total_gpus, -c.max_rate_per_replica))
+        if meeting:
+            notes = [*notes, "no option that meets the targets has a price: ranked by GPU count instead of cost (give "
+                             "--price-per-gpu-hour GPU=USD to rank by cost)"]
     chosen = meeting[0] if meeting else None
     runners = meeting[1:3]
     why = []
     for r in runners:
-        why.append(f"{r.gpu} {r.layout} {r.engine} {r.quantization} (budget {r.max_num_batched_tokens}): {r.replicas} replicas x "
-                   f"{r.gpus_per_replica} GPUs = ${r.cost_per_hour:,.2f}/h against ${chosen.cost_per_hour:,.2f}/h "
-                   f"({r.max_rate_per_replica:.2f} vs {chosen.max_rate_per_replica:.2f} req/s per replica within the targets)")
+        if priced:
+            why.append(f"{r.gpu} {r.layout} {r.engine} {r.quantization} (budget {r.max_num_batched_tokens}): {r.replicas} replicas x "
+                       f"{r.gpus_per_replica} GPUs = ${r.cost_per_hour:,.2f}/h against ${chosen.cost_per_hour:,.2f}/h "
+                       f"({r.max_rate_per_replica:.2f} vs {chosen.max_rate_per_replica:.2f} req/s per replica within the targets)")
+        else:
+            why.append(f"{r.gpu} {r.layout} {r.engine} {r.quantization}: {r.total_gpus} GPUs against {chosen.total_gpus}")
     per_gpu: dict[str, Candidate] = {}
     for c in cands:
         per_gpu.setdefault(c.gpu, c)
     for c in refused:
         per_gpu.setdefault(c.gpu, c)
     front = _front(evaluated, w)
-    bind = None if chosen else _binding(evaluated, targets)
+    bind = None if chosen else _binding(evaluated, targets, refused)
     inp = (f"trace {request.lengths_file}" if request.lengths_file else
            f"{request.input_tokens or 512} ({request.input_distribution})")
     out = (f"trace {request.lengths_file}" if request.lengths_file else
@@ -325,16 +366,17 @@ def _front(evaluated, w: Workload) -> list[FrontPoint]:
     return front
 
 
-def _binding(evaluated, targets: LatencyTargets) -> Binding | None:
+def _binding(evaluated, targets: LatencyTargets, refused: list[Candidate] = ()) -> Binding | None:
     """No option meets every target: the one that binds (closest to its limit at the best option), and what would meet it."""
-    if not evaluated or not targets:
+    if not targets or not (evaluated or any(c.checks for c in refused)):
         return None
     best_per_target: dict[str, tuple[float, str]] = {}
-    for o, c, rs in evaluated:
-        for chk in rs.floor_checks:
-            cur = best_per_target.get(chk.target)
-            if cur is None or chk.value_s < cur[0]:
-                best_per_target[chk.target] = (chk.value_s, f"{c.gpu} {c.layout} {c.engine} {c.quantization}")
+    near_idle = [(chk, c) for o, c, rs in evaluated for chk in rs.floor_checks]
+    near_idle += [(chk, c) for c in refused for chk in c.checks]  # missed even alone (two step times, before simulation)
+    for chk, c in near_idle:
+        cur = best_per_target.get(chk.target)
+        if cur is None or chk.value_s < cur[0]:
+            best_per_target[chk.target] = (chk.value_s, f"{c.gpu} {c.layout} {c.engine} {c.quantization}")
     worst = None
     for name, limit in targets.given().items():
         if name not in best_per_target:

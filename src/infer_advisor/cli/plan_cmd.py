@@ -35,6 +35,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     out.add_argument("--out", type=Path, metavar="DIR", help="Folder for --emit artifacts (written atomically).")
     out.add_argument("--force", action="store_true", help="Replace an existing --out folder.")
+    out.add_argument(
+        "--plot",
+        type=Path,
+        metavar="FILE.png",
+        help="With --rate: draw the trade-off front (output tokens/s per GPU against tokens/s per user) to this PNG.",
+    )
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -51,17 +57,28 @@ def run(ns: argparse.Namespace) -> int:
         raise RequestError("--emit needs --out DIR (the folder the artifacts are written to).")
     if ns.out is not None and ns.emit is None:
         raise RequestError("--out needs --emit KINDS (script,docker,compose,k8s,readme or all); nothing else writes there.")
+    if ns.plot is not None:
+        if not request.rate:
+            raise RequestError("--plot draws a sizing search's trade-off front: add --rate REQUESTS_PER_S.")
+        if ns.plot.suffix.lower() != ".png":
+            raise RequestError(f"--plot {ns.plot}: give a .png file name.")
+        if ns.plot.is_dir() or not ns.plot.resolve().parent.is_dir():
+            raise RequestError(f"--plot {ns.plot}: the folder it goes in must exist and the path must not be a folder.")
     kinds = None
     if ns.emit is not None:
         from ..emit import parse_kinds
 
         kinds = parse_kinds(ns.emit)  # an unknown or empty kind is refused before the plan is made
-    plan = advise(request=request, explain=ns.explain)
+    plan = advise(request=request, explain=ns.explain, progress=_progress() if request.rate else None)
     written: list[Path] = []
     if kinds is not None:
         from ..emit import write_artifacts
 
         written = write_artifacts(plan, kinds, ns.out, force=ns.force)
+    if ns.plot is not None and plan.capacity is not None:
+        from ..capacity.plot import plot_front
+
+        written.append(plot_front(plan.capacity, ns.plot))
     if fmt == "json":
         sys.stdout.write(plan.model_dump_json(indent=2) + "\n")
     else:
@@ -71,3 +88,16 @@ def run(ns: argparse.Namespace) -> int:
         for path in written:
             print(f"wrote {path}")
     return 0 if plan.feasible else 1
+
+
+def _progress():
+    """A progress line on stderr, only once a sizing search has run for more than a second."""
+    import time
+
+    start = time.monotonic()
+
+    def report(line: str) -> None:
+        if time.monotonic() - start > 1.0:
+            print(line, file=sys.stderr, flush=True)
+
+    return report

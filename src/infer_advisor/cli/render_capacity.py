@@ -29,53 +29,64 @@ HEADER = ["GPU", "layout", "engine", "weights/KV budget", "replicas x GPUs", "re
           "output tok/s", "$/hour", "$/M tokens", "verdict"]
 
 
-def capacity_lines(result: CapacityResult, fmt: str = "markdown") -> list[str]:
-    """Markdown (or plain) lines: the same content the rich table shows."""
-    out = [f"**Sizing for {result.rate:g} requests/s** (prompts {result.input_tokens}, answers {result.output_tokens}; targets: "
-           + (", ".join(f"{k} {v:g} s" for k, v in result.targets.given().items()) or "none") + ")", ""]
+def summary_lines(result: CapacityResult) -> list[str]:
+    """The answer in words: what was asked, the chosen fleet and price, why it beat the runners-up (or what binds)."""
+    targets = ", ".join(f"{k} {v:g} s" for k, v in result.targets.given().items()) or "none"
+    out = [f"Sizing for {result.rate:g} requests/s (prompts {result.input_tokens}, answers {result.output_tokens}; "
+           f"targets: {targets})"]
     c = result.chosen
     if c:
-        out.append(f"**Cheapest that meets every target:** {c.replicas} x {c.gpus_per_replica} {c.gpu} ({c.layout}, {c.engine}, "
+        cost = (f", {_money(c.cost_per_hour)}/hour, ${c.usd_per_million_output_tokens:.2f} per million output tokens"
+                if c.cost_per_hour is not None and c.usd_per_million_output_tokens is not None else ", no price known")
+        label = "Cheapest" if c.cost_per_hour is not None else "Fewest GPUs"
+        out.append(f"{label} that meets every target: {c.replicas} x {c.gpus_per_replica} {c.gpu} ({c.layout}, {c.engine}, "
                    f"{c.quantization}, KV {c.kv_cache_dtype}, max_num_batched_tokens {c.max_num_batched_tokens}) = "
-                   f"{c.total_gpus} GPUs, {_money(c.cost_per_hour)}/hour, ${c.usd_per_million_output_tokens:.2f} per million output "
-                   f"tokens; p90 TTFT {_ms(c.ttft_p90_s)}, p99 ITL {_ms(c.itl_p99_s)}, {c.max_rate_per_replica:.2f} req/s per replica.")
+                   f"{c.total_gpus} GPUs{cost}; p90 TTFT {_ms(c.ttft_p90_s)}, p99 ITL {_ms(c.itl_p99_s)}, "
+                   f"{c.max_rate_per_replica:.2f} req/s per replica.")
         if c.price:
             out.append(f"Price: {c.price.usd_per_gpu_hour:g} USD/GPU-hour ({c.price.source}).")
-        for w in result.why_chosen:
-            out.append(f"- beat {w}")
+        out += [f"- beat {w}" for w in result.why_chosen]
     elif result.binding:
         b = result.binding
-        out.append(f"**No option meets every target.** The {b.words} target binds: the best any option reaches at a near-idle load is "
-                   f"{_ms(b.best_value_s)} ({b.best_option}) against {_ms(b.limit_s)}, {b.by_factor:.2f}x over. {b.suggestion}.")
+        out.append(f"No option meets every target. The {b.words} target binds: the best any option reaches at a near-idle load "
+                   f"is {_ms(b.best_value_s)} ({b.best_option}) against {_ms(b.limit_s)}, {b.by_factor:.2f}x over. "
+                   f"{b.suggestion}.")
     else:
-        out.append("**No option meets every target** (see the table for why each one fails).")
-    out += ["", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    for cand in result.best_per_gpu:
-        out.append("| " + " | ".join(_row(cand)) + " |")
-    out += ["", f"Searched {result.candidates_considered} candidates, simulated {result.candidates_simulated}, in "
-            f"{result.search_seconds:.1f} s. {result.source}."]
+        out.append("No option meets every target (see the table for why each one fails).")
+    return out
+
+
+def footer_lines(result: CapacityResult) -> list[str]:
+    out = [f"Searched {result.candidates_considered} candidates, simulated {result.candidates_simulated}, in "
+           f"{result.search_seconds:.1f} s. Figures: {result.source}."]
     if result.accuracy:
         out.append(f"Accuracy: {result.accuracy}")
     out += [f"Note: {n}" for n in result.notes]
     return out
 
 
-def print_capacity(result: CapacityResult, console=None) -> None:
-    from rich.console import Console
-    from rich.markdown import Markdown
+def capacity_lines(result: CapacityResult) -> list[str]:
+    """Markdown lines: the same content the rich output shows."""
+    head = summary_lines(result)
+    out = [f"### {head[0]}", "", *(ln if ln.startswith("- ") else ln + "  " for ln in head[1:]), ""]
+    out += ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in _row(cand)) + " |" for cand in result.best_per_gpu]
+    return out + ["", *footer_lines(result)]
+
+
+def print_capacity(result: CapacityResult, console) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
-    console = console or Console()
-    lines = capacity_lines(result)
-    head = [ln for ln in lines if not ln.startswith("|")]
-    split = head.index("") if "" in head else len(head)
-    console.print(Markdown("\n".join(head[:split + 1 + sum(1 for x in head[split + 1:] if x.startswith('- '))])))
-    t = Table(title="Best option per GPU type", show_header=True, header_style="bold")
+    head = summary_lines(result)
+    console.print(f"[bold]{escape(head[0])}[/bold]")
+    for ln in head[1:]:
+        console.print(ln, markup=False, style="green" if ln.startswith(("Cheapest", "Fewest")) else None)
+    t = Table(title="best option per GPU type", show_header=True, header_style="bold")
     for h in HEADER:
         t.add_column(h, overflow="fold")
     for cand in result.best_per_gpu:
-        t.add_row(*_row(cand))
+        t.add_row(*(escape(x) for x in _row(cand)))
     console.print(t)
-    for ln in lines:
-        if ln.startswith(("Searched", "Accuracy", "Note")):
-            console.print(ln)
+    for ln in footer_lines(result):
+        console.print(ln, markup=False, style="dim")

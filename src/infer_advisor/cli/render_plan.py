@@ -122,14 +122,56 @@ def summary_rows(plan) -> list[tuple[str, str, str]]:
         rows.append(("prefix caching", plan.prefix_caching.how, plan.prefix_caching.source or "engine profile"))
     perf = plan.performance
     if perf is not None:
-        rows.append((
-            "speed",
-            f"TTFT {perf.ttft_s * 1000:.0f} ms, TPOT {perf.tpot_s * 1000:.1f} ms, "
-            f"{perf.output_tokens_per_s_per_request:.0f} tok/s per request, "
-            f"{perf.output_tokens_per_s_aggregate:.0f} tok/s aggregate at concurrency {perf.concurrency}",
-            f"{perf.source} ({perf.profile})",
-        ))  # fmt: skip
+        rows += speed_rows(perf)
     return rows
+
+
+def speed_rows(perf) -> list[tuple[str, str, str]]:
+    """The speed rows: one replica at the plan's concurrency, the deployment, and how far the model has been off."""
+    tail = ""
+    if perf.ttft_p90_s is not None and perf.itl_p99_s is not None:
+        tail = f"; p90 TTFT {perf.ttft_p90_s * 1000:.0f} ms, p99 ITL {perf.itl_p99_s * 1000:.1f} ms"
+    rows = [(
+        "speed (one replica)",
+        f"TTFT {perf.ttft_s * 1000:.0f} ms, TPOT {perf.tpot_s * 1000:.1f} ms, "
+        f"{perf.output_tokens_per_s_per_request:.0f} tok/s per request, "
+        f"{perf.output_tokens_per_s_aggregate:,.0f} tok/s at concurrency {perf.concurrency}{tail}",
+        f"{perf.source}, {perf.coefficients or 'assumed'} coefficients ({perf.profile})",
+    )]  # fmt: skip
+    if perf.replicas > 1:
+        rows.append((
+            "speed (deployment)",
+            f"{perf.replicas} replicas: {perf.deployment_output_tokens_per_s:,.0f} output tok/s, "
+            f"{perf.deployment_requests_per_s:.2f} requests/s at concurrency {perf.concurrency} each",
+            f"{perf.source} (replicas x one replica)",
+        ))  # fmt: skip
+    if perf.accuracy:
+        band = ""
+        if perf.error_band:
+            lo, hi = perf.error_band
+            band = f"; expect the true figure within {lo:.2f}x to {hi:.2f}x the prediction (p90)"
+        rows.append(("speed accuracy", f"{perf.accuracy}{band}", "docs/accuracy.md"))
+    return rows
+
+
+def speed_explain_lines(perf) -> list[str]:
+    """--explain: which speed profile, how its coefficients were obtained, and where one decode step's time goes."""
+    out = [f"profile: {perf.profile}; coefficients: {perf.coefficients or 'assumed'}"]
+    if perf.accuracy:
+        out.append(f"held-out accuracy: {perf.accuracy}")
+    if perf.coefficients == "fitted":
+        out.append("fitted on: the published measurements in benchmarks/published/speed_points.yaml for this engine (each with its "
+                   "source and setup); every point's prediction beside aiconfigurator's: benchmarks/results/speed_report.md")
+    if perf.decode_step_terms_s:
+        total = sum(perf.decode_step_terms_s.values()) or 1.0
+        terms = sorted(perf.decode_step_terms_s.items(), key=lambda kv: -kv[1])
+        out.append(f"one decode step at concurrency {perf.concurrency}: " + ", ".join(
+            f"{k} {v * 1000:.2f} ms ({v / total:.0%})" for k, v in terms if v > 0))
+    out.append(f"host overhead per step {perf.overhead_s_per_step * 1000:.2f} ms; decode at "
+               f"{perf.decode_fraction_of_bandwidth_ceiling:.0%} of the bandwidth ceiling, prefill at "
+               f"{perf.prefill_fraction_of_compute_ceiling:.0%} of the compute ceiling")
+    out += perf.notes
+    return out
 
 
 def decision_rows(plan) -> list[tuple[str, str, str, str]]:
@@ -187,6 +229,10 @@ def print_plan(plan, explain: bool = False, fmt: str = "table") -> None:
     ))  # fmt: skip
     for w in plan.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
+    if plan.capacity is not None:
+        from .render_capacity import print_capacity
+
+        print_capacity(plan.capacity, console)
     if explain and plan.explain:
         console.print(table(
             "rules considered, by candidate",
@@ -199,6 +245,10 @@ def print_plan(plan, explain: bool = False, fmt: str = "table") -> None:
         console.print("[bold]deciding comparison[/bold]")
         for line in deciding_comparison(plan):
             console.print(f"- {escape(line)}")
+        if plan.performance is not None:
+            console.print("[bold]speed model[/bold]")
+            for line in speed_explain_lines(plan.performance):
+                console.print(f"- {escape(line)}")
 
 
 # ---------------------------------------------------------------- markdown
@@ -223,10 +273,16 @@ def plan_markdown(plan, explain: bool = False) -> str:
     lines += ["", "### Decisions", "", *_md_table(["rule", "decides", "value", "reason"], decision_rows(plan))]
     if plan.warnings:
         lines += ["", "### Warnings", "", *(f"- {_md_cell(w)}" for w in plan.warnings)]
+    if plan.capacity is not None:
+        from .render_capacity import capacity_lines
+
+        lines += ["", *capacity_lines(plan.capacity)]
     if explain and plan.explain:
         from ..plan.explain import deciding_comparison
 
         lines += ["", "### Rules considered, by candidate", ""]
         lines += _md_table(["candidate", "rule", "effect", "matched", "why"], explain_rows(plan))
         lines += ["", "### Deciding comparison", "", *(f"- {_md_cell(line)}" for line in deciding_comparison(plan))]
+        if plan.performance is not None:
+            lines += ["", "### Speed model", "", *(f"- {_md_cell(line)}" for line in speed_explain_lines(plan.performance))]
     return "\n".join(lines) + "\n"

@@ -12,6 +12,7 @@ _MODELS = {
     "model-facts": ("infer_advisor.model_facts.facts", "ModelFacts"),
     "hardware": ("infer_advisor.hardware.facts", "HardwareFacts"),
     "rules": ("infer_advisor.rules.schema", "RuleFile"),
+    "capacity": ("infer_advisor.capacity.result", "CapacityResult"),
 }
 
 

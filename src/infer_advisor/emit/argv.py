@@ -201,6 +201,8 @@ def vllm_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> list[
         argv += ["--distributed-executor-backend", "ray"]
     if local_replicas(plan) > 1 and where != "k8s":  # every replica in one server: vLLM's data parallelism
         argv += ["--data-parallel-size", str(local_replicas(plan))]
+    if p.expert_parallel:
+        argv += ["--enable-expert-parallel"]
     argv += _speculative_vllm(plan)
     return [*argv, "--host", "0.0.0.0", "--port", str(e.port)]
 
@@ -224,6 +226,8 @@ def sglang_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> lis
         argv += ["--kv-cache-dtype", _kv(plan)]
     if local_replicas(plan) > 1 and where != "k8s":  # every replica in one server: SGLang's data parallelism
         argv += ["--dp-size", str(local_replicas(plan))]
+    if p.expert_parallel:
+        argv += ["--ep-size", str(p.tensor_parallel_size)]  # experts spread over the TP ranks
     argv += _speculative_sglang(plan)
     return [*argv, *user_value(plan, "--served-model-name", e.served_model_name), "--host", "0.0.0.0", "--port", str(e.port)]
 

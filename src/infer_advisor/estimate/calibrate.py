@@ -163,7 +163,8 @@ def predict_point(point: CalibrationPoint, model, hw, profile, *, engine: str, q
                           dtype=dt, tp=point.tp, context=ctx, concurrency=point.batch, on_gpu=gpu is not None)
     seqs = max_num_seqs or point.batch
     cfg = SchedulerConfig(max_num_seqs=seqs, max_num_batched_tokens=max(2048, point.input_tokens),
-                          kv_capacity_tokens=max(mem.kv_cache_tokens, seqs * ctx), kv_admission=profile.kv_admission)
+                          kv_capacity_tokens=max(mem.kv_cache_tokens, seqs * ctx), kv_admission=profile.kv_admission,
+                          block_size=engine_profile(engine).block_size)
     lengths = dict(input_tokens=LengthSpec(mean=point.input_tokens), output_tokens=LengthSpec(mean=point.output_tokens))
     if point.mode == "static":
         res = simulate(step, Workload(**lengths, arrival="burst"), cfg, requests=point.batch, warmup_fraction=0.0)

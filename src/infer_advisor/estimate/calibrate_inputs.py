@@ -128,8 +128,8 @@ def _from_bench(path: Path, raw: dict):
         raise DataFileError(str(path), f"metadata.request: output_tokens {out_tokens!r} is not a positive whole number")
     pts = []
     for i, lv in enumerate(rep.levels):
-        if lv.tpot_s is None:
-            continue
+        if lv.tpot_s is None or lv.request_rate is not None:
+            continue  # open-loop levels (bench --request-rate) are not clients back to back: no batch size to fit
         try:
             times = _LevelTimes(ttft_s=lv.ttft_s.p50, tpot_s=lv.tpot_s.p50)
         except ValidationError as err:

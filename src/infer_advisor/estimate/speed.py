@@ -72,11 +72,19 @@ class PerformanceEstimate(BaseModel):
     )
 
 
-def _calibrated_profile(profile, path: Path, engine: str, gpu: str | None):
-    """Apply a speed calibration's fitted coefficients (the mismatch check is the planner's, before this)."""
+def _calibrated_profile(path: Path, engine: str, gpu: str | None):
+    """Apply a speed calibration's fitted coefficients (the mismatch check is the planner's, before this).
+
+    On the engine's stated profile, without data/speed/fitted.yaml: the profile `calibrate` fitted them on, so the
+    plan predicts the measured points as the fit did (llama.cpp's fitted prefill_attention_scale, 0.3, is not the
+    stated 0.8 a CPU calibration was fitted with).
+    """
     from ..errors import DataFileError
     from .calibrate import load_calibration
     from .fit import with_coefficients
+    from .speed_data import engine_speeds
+
+    profile = engine_speeds(apply_fitted=False).engines[engine]
 
     cal = load_calibration(path)
     values = getattr(cal, "coefficients", None)
@@ -136,7 +144,7 @@ def estimate_speed(
     gpu = hw.gpu if hw.kind == "gpu" else None
     kind, accuracy, band = _accuracy(profile)
     if calibration is not None:
-        profile, label, accuracy = _calibrated_profile(profile, calibration, engine, gpu.name if gpu else None)
+        profile, label, accuracy = _calibrated_profile(calibration, engine, gpu.name if gpu else None)
         source, kind, band = "calibrated", "calibrated", None
     step = build_step_model(model, gpu=gpu, engine=engine, quantization=quantization, dtype=dtype, kv_cache_dtype=kv_cache_dtype,
                             tp=tp, pp=pp, nodes=nodes, expert_parallel=expert_parallel,

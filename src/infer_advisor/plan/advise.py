@@ -215,6 +215,8 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
             nodes=choice.layout.nodes,
             replicas=replicas,
             executor="ray" if choice.layout.nodes > 1 else ("mp" if hw.kind == "gpu" else "none"),
+            expert_parallel=choice.layout.ep,
+            data_parallel_size=request.data_parallel_size or 1,
         ),
         memory=MemoryPlan(**choice.memory.model_dump()),
         performance=perf,
@@ -564,19 +566,37 @@ def _suggest_hardware(request: PlanRequest, model: ModelFacts) -> str | None:
 
     w = _workload(request, model, "gpu")
     rules = load_rules(request.rules)
+    own = _requested_gpu_name(request.gpu)
     options = []
     for gpu in gpu_catalog():
         for count in (1, 2, 4, 8):
             for nodes in (1, 2, 4):
-                options.append((gpu.memory_bytes * count * nodes, nodes, count, gpu))
-    options.sort(key=lambda o: (o[0], o[1], o[2], o[3].name))
-    for _, nodes, count, gpu in options:
+                # the user's GPU first (more of the same, then more nodes), then other hardware by total memory
+                options.append((gpu.name != own, gpu.memory_bytes * count * nodes, nodes, count, gpu))
+    options.sort(key=lambda o: (o[0], o[1], o[2], o[3], o[4].name))
+    for _, _, nodes, count, gpu in options:
         hw = HF(kind="gpu", gpus=[gpu] * count, nodes=nodes, source="catalog")
-        r = _search(model, hw, request, rules, w, None)
+        try:
+            r = _search(model, hw, request, rules, w, None)
+        except RequestError:  # a pinned layout this hardware cannot hold (TP 8 on 4 GPUs): not a suggestion
+            continue
         if r.choice is not None:
             spec = f"{gpu.name}:{count}" + (f"x{nodes}" if nodes > 1 else "")
             return f"--gpu {spec} ({r.choice.profile.display}, {r.choice.quantization.value}, {r.choice.layout})"
     return None
+
+
+def _requested_gpu_name(spec: str) -> str | None:
+    """The catalog name of the GPU the user named (``H100:8x2`` -> ``H100-80GB``), or None for auto/CPU/a spec."""
+    from ..hardware import lookup_gpu
+
+    name = spec.strip().split(":")[0]
+    if not name or name.lower() in ("auto", "cpu") or name.startswith("{"):
+        return None
+    try:
+        return lookup_gpu(name).name
+    except Exception:  # noqa: BLE001 - an unknown name has already been refused by resolve_hardware
+        return None
 
 
 @dataclass(frozen=True)
@@ -615,9 +635,23 @@ def _search(model: ModelFacts, hw: HardwareFacts, request: PlanRequest, rules, w
 
 
 def _replicas(request: PlanRequest, hw: HardwareFacts, c: Choice) -> int:
-    """Independent replicas over the GPUs given (or as pinned with --replicas)."""
+    """Independent replicas over the GPUs given (or as pinned with --replicas / --data-parallel-size)."""
     if hw.kind != "gpu":
+        if request.data_parallel_size and request.data_parallel_size > 1:
+            raise RequestError("--data-parallel-size runs several GPU replicas in one engine process; a CPU plan has one.")
         return 1
+    dp = request.data_parallel_size
+    if dp:
+        if request.replicas and request.replicas != dp:
+            raise RequestError(f"--replicas {request.replicas} and --data-parallel-size {dp} disagree: data-parallel ranks "
+                               "are the replicas of one engine process; give one of them.")
+        if c.layout.nodes > 1:
+            raise RequestError(f"--data-parallel-size {dp}: this layout already spans {c.layout.nodes} nodes; data-parallel "
+                               "ranks of one engine process are planned within a node (use --replicas for more copies).")
+        if dp * c.layout.gpus > hw.gpus_per_node:
+            raise RequestError(f"--data-parallel-size {dp} x {c.layout.gpus} GPUs per rank ({c.layout}) needs "
+                               f"{dp * c.layout.gpus} GPUs on one node; {hw.gpus_per_node} given (--gpu NAME:COUNT).")
+        return dp
     if request.replicas:
         return request.replicas
     return max(hw.total_gpus // c.layout.gpus, 1)

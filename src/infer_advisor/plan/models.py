@@ -137,6 +137,8 @@ class Parallelism(BaseModel):
     nodes: int = 1
     replicas: int = Field(default=1, description="Independent copies over the remaining GPUs (data parallel).")
     executor: Literal["mp", "ray", "none"] = Field(default="mp", description="vLLM distributed executor: ray across nodes.")
+    expert_parallel: bool = Field(default=False, description="MoE experts spread over the ranks (vLLM --enable-expert-parallel).")
+    data_parallel_size: int = Field(default=1, description="Replicas one engine process runs together (pinned --data-parallel-size).")
 
 
 class SpeculativePlan(BaseModel):

@@ -40,20 +40,19 @@ def sized_plan(request, model: ModelFacts, explain: bool, progress: Any = None):
         "tensor_parallel_size": target.tensor_parallel_size, "pipeline_parallel_size": target.pipeline_parallel_size,
         "enable_expert_parallel": True if target.expert_parallel else None,
         "max_num_batched_tokens": target.max_num_batched_tokens,
+        # the search caps max_num_seqs at a token budget below the engine's default (the engines refuse less)
+        "max_num_seqs": request.max_num_seqs or (target.max_num_seqs if target.max_num_seqs == target.max_num_batched_tokens
+                                                 else None),
         "replicas": None if on_one_node else replicas,
     }
     plan = advise(request=request.model_copy(update=pins), explain=explain, model_facts=model)
-    notes = []
     if chosen is None:
         reason = (f"no option meets every target: the {result.binding.words} target binds ({result.binding.best_value_s:.3g} s at best "
                   f"against {result.binding.limit_s:.3g} s, {result.binding.by_factor:.2f}x over); {result.binding.suggestion}"
                   if result.binding else "no option meets every target (see plan.capacity.best_per_gpu)")
         return plan.model_copy(update={"feasible": False, "infeasible_reason": reason, "capacity": result,
                                        "request": request})
-    notes.append(f"sized for {request.rate:g} requests/s: {replicas} replica(s) of {gpr} {target.gpu} "
-                 f"({target.layout}), ${chosen.cost_per_hour:,.2f}/hour" if chosen.cost_per_hour is not None else
-                 f"sized for {request.rate:g} requests/s: {replicas} replica(s) of {gpr} {target.gpu} ({target.layout})")
-    return plan.model_copy(update={"capacity": result, "request": request, "warnings": [*plan.warnings, *notes]})
+    return plan.model_copy(update={"capacity": result, "request": request})
 
 
 def _quant_pin(c, model: ModelFacts) -> str:

@@ -18,11 +18,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..estimate.step_time import StepModel
-from .result import Percentiles, SimulationResult, summarise
+from .result import Percentiles, SimulationResult, queue_growing, summarise
 from .scheduler import run
 from .workload import LengthSpec, Request, Workload
 
-__all__ = ["LengthSpec", "Percentiles", "Request", "SchedulerConfig", "SimulationResult", "Workload", "simulate"]
+__all__ = ["LengthSpec", "Percentiles", "Request", "SchedulerConfig", "SimulationResult", "Workload", "queue_growing", "simulate"]
 
 
 class SchedulerConfig(BaseModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -74,6 +75,23 @@ def _pct(values: list[float], weights: list[float] | None = None) -> Percentiles
     return Percentiles(mean=sum(v * w for v, w in pairs) / total, p50=wq(0.5), p90=wq(0.9), p99=wq(0.99))
 
 
+# The queue-growth test, shared with `bench --request-rate` so that measured and simulated saturation mean the same:
+# the median TTFT of the last quarter of requests (in arrival order) against the first quarter's. infer_advisor's
+# choice: a stable queue keeps the two within noise; 3x and a second apart is a queue that grows without bound.
+SATURATION_RATIO = 3.0
+SATURATION_MIN_TTFT_S = 1.0
+SATURATION_MIN_REQUESTS = 20
+
+
+def queue_growing(ttfts: Sequence[float]) -> bool | None:
+    """Did the queue keep growing? ``ttfts`` in arrival order; None with too few requests to tell."""
+    if len(ttfts) < SATURATION_MIN_REQUESTS:
+        return None
+    q = len(ttfts) // 4
+    first, last = sorted(ttfts[:q])[q // 2], sorted(ttfts[-q:])[q // 2]
+    return last > SATURATION_RATIO * max(first, 1e-9) and last > SATURATION_MIN_TTFT_S
+
+
 def summarise(log: RunLog, *, warmup: int, offered_rate: float | None) -> SimulationResult:
     reqs = log.requests
     measured = [r for r in reqs[warmup:] if r.finish is not None]
@@ -96,11 +114,7 @@ def summarise(log: RunLog, *, warmup: int, offered_rate: float | None) -> Simula
         if n and t0 <= start <= t1:
             durs.append(dt)
             weights.append(n)
-    saturated = False
-    if len(ttft) >= 20:
-        q = len(ttft) // 4
-        first, last = sorted(ttft[:q])[q // 2], sorted(ttft[-q:])[q // 2]
-        saturated = last > 3 * max(first, 1e-9) and last > 1.0
+    saturated = bool(queue_growing(ttft))
     steps = sum(log.step_counts) if log.step_counts else len(log.step_durations)
     return SimulationResult(
         requests=len(reqs), warmup_requests=warmup, completed=len(measured),

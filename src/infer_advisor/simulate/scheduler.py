@@ -82,7 +82,7 @@ def run(
         return log
     capacity = kv_capacity_tokens
     budget_max = max(max_num_batched_tokens, 1)
-    frag = block_size / 2.0  # mean unused tail of a request's last KV block
+    frag = (block_size - 1) / 2.0  # mean unused tail of a request's last KV block (none with per-token cells, block 1)
 
     arrivals = deque(sorted(reqs, key=lambda r: r.arrival)) if closed_loop_clients is None else deque(reqs)
     waiting: deque[_Req] = deque()

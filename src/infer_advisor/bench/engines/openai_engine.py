@@ -3,14 +3,19 @@
 Each request is a streamed ``POST /v1/completions``; the time of each streamed chunk is a token's arrival, so
 TTFT and inter-token latency are what a client sees. Output tokens come from the server's ``usage`` when it sends
 one (``stream_options: {"include_usage": true}``), else from the number of streamed chunks; both are kept so
-they can be compared. ``concurrency`` requests are kept in flight with asyncio; every request is bounded by
-``request_timeout_s``.
+they can be compared. Closed loop: ``concurrency`` requests are kept in flight with asyncio. Open loop
+(``run_open_level``): each request is sent at its scheduled second whether or not earlier ones have finished, on a
+connection of its own when none is free (no pool limit to queue behind). Every request is bounded by
+``request_timeout_s``. Sockets are opened with TCP_NODELAY: without it the body of a new connection's first request
+waits for the server's delayed ACK of the headers (Nagle's algorithm), which added about 40 ms to the TTFT of the
+first request on each connection against llama-server on 127.0.0.1.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from collections.abc import Callable, Sequence
 from urllib.parse import urlparse
@@ -120,17 +125,23 @@ class OpenAIEngine:
     ) -> tuple[list[RequestSample], float]:
         return asyncio.run(self._level(items, concurrency, workload, on_done))
 
+    def _client(self, connections: int | None):
+        """An async client whose sockets send at once (TCP_NODELAY, see the module docstring)."""
+        httpx = self.httpx
+        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+        transport = httpx.AsyncHTTPTransport(limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+        return httpx.AsyncClient(base_url=self.base, timeout=self.timeout, transport=transport)
+
     async def _level(self, items, concurrency, workload, on_done):
         httpx = self.httpx
         gate = asyncio.Semaphore(concurrency)
-        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-        async with httpx.AsyncClient(base_url=self.base, timeout=self.timeout, limits=limits) as client:
+        async with self._client(concurrency) as client:
             start = time.perf_counter()
 
             async def one(item: PromptItem):
                 async with gate:
                     result = await asyncio.wait_for(
-                        self._request(client, item, concurrency, workload), constant("request_timeout_s")
+                        self._request(client, item, concurrency, workload, start=start), constant("request_timeout_s")
                     )
                 on_done(1)
                 return result
@@ -147,10 +158,67 @@ class OpenAIEngine:
                 ) from None
         samples = [s for s, _ in results]
         duration = max(end for _, end in results) - start
-        self._count_notes(samples, concurrency, workload.output_tokens)
+        self._count_notes(samples, f"Concurrency {concurrency}", workload.output_tokens)
         return samples, duration
 
-    def _count_notes(self, samples: list[RequestSample], concurrency: int, max_tokens: int) -> None:
+    def run_open_level(
+        self,
+        items: Sequence[PromptItem],
+        offsets: Sequence[float],
+        rate: float,
+        workload: Workload,
+        on_done: Callable[[int], None],
+    ) -> tuple[list[RequestSample], float]:
+        """Open loop: send ``items[i]`` at ``offsets[i]`` seconds after the level starts, whatever is still in flight."""
+        return asyncio.run(self._open_level(items, offsets, rate, workload, on_done))
+
+    async def _open_level(self, items, offsets, rate, workload, on_done):
+        httpx = self.httpx
+        in_flight = 0
+        async with self._client(None) as client:
+            start = time.perf_counter()
+
+            async def one(item: PromptItem, offset: float):
+                nonlocal in_flight
+                in_flight += 1
+                try:
+                    result = await asyncio.wait_for(
+                        self._request(client, item, in_flight, workload, start=start, scheduled=offset, rate=rate),
+                        constant("request_timeout_s"),
+                    )
+                finally:
+                    in_flight -= 1
+                on_done(1)
+                return result
+
+            tasks = []
+            try:
+                for item, offset in zip(items, offsets, strict=True):
+                    delay = start + offset - time.perf_counter()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                    failed = next((t for t in tasks if t.done() and not t.cancelled() and t.exception()), None)
+                    if failed is not None:
+                        await failed  # a dead server or a refused request stops the level now, not after the schedule
+                    tasks.append(asyncio.create_task(one(item, offset)))
+                results = await asyncio.gather(*tasks)
+            except httpx.ConnectError:
+                raise BenchmarkError(
+                    f"Cannot connect to {self.base}: connection refused. Is the server running?"
+                ) from None
+            except (httpx.TimeoutException, asyncio.TimeoutError):
+                raise BenchmarkError(
+                    f"A request to {self.base} timed out (limit {constant('request_timeout_s'):.0f} s)."
+                ) from None
+            finally:
+                for task in tasks:
+                    task.cancel()
+        samples = [s for s, _ in results]
+        duration = max(end for _, end in results) - start
+        self._count_notes(samples, f"Rate {rate:g} req/s", workload.output_tokens)
+        return samples, duration
+
+    def _count_notes(self, samples: list[RequestSample], level: str, max_tokens: int) -> None:
         """Say where chunks and tokens disagree: against the server's usage, or capped at max_tokens."""
         usage_off = [
             s for s in samples if s.token_count_source == "server-usage" and s.streamed_chunks != s.output_tokens
@@ -158,7 +226,7 @@ class OpenAIEngine:
         if usage_off:
             s = usage_off[0]
             self.notes.append(
-                f"Concurrency {concurrency}: {len(usage_off)} request(s) streamed a different number of chunks than the "
+                f"{level}: {len(usage_off)} request(s) streamed a different number of chunks than the "
                 f"server's usage counted (e.g. {s.streamed_chunks} chunks vs {s.output_tokens} tokens); counts use the usage."
             )
         capped = [
@@ -167,11 +235,12 @@ class OpenAIEngine:
         if capped:
             most = max(s.streamed_chunks or 0 for s in capped)
             self.notes.append(
-                f"Concurrency {concurrency}: {len(capped)} request(s) streamed more chunks than max_tokens (up to {most} for "
+                f"{level}: {len(capped)} request(s) streamed more chunks than max_tokens (up to {most} for "
                 f"{max_tokens}) and the server sends no usage: their counts are capped at max_tokens."
             )
 
-    async def _request(self, client, item: PromptItem, concurrency: int, workload: Workload):
+    async def _request(self, client, item: PromptItem, concurrency: int, workload: Workload, *, start: float,
+                       scheduled: float | None = None, rate: float | None = None):
         body = self.body(item, workload)
         times: list[float] = []
         usage: dict = {}
@@ -214,6 +283,9 @@ class OpenAIEngine:
                 output_tokens=count,
                 source="server-usage" if completion else "streamed-chunks",
                 streamed_chunks=len(times),
+                request_rate=rate,
+                sent_offset_s=sent - start,
+                scheduled_offset_s=scheduled,
             ),
             times[-1],
         )

@@ -85,7 +85,8 @@ class TritonEngine(OpenAIEngine):
             "sampling_param_exclude_input_from_output": True,
         }
 
-    async def _request(self, client, item: PromptItem, concurrency: int, workload: Workload):
+    async def _request(self, client, item: PromptItem, concurrency: int, workload: Workload, *, start: float,
+                       scheduled: float | None = None, rate: float | None = None):
         path = f"/v2/models/{self.served_model}/generate_stream"
         times: list[float] = []
         sent = time.perf_counter()
@@ -109,6 +110,7 @@ class TritonEngine(OpenAIEngine):
             sample(
                 concurrency=concurrency, index=item.index, sent_at=sent, token_times=times[:count], input_tokens=None,
                 output_tokens=count, source="streamed-chunks", streamed_chunks=len(times),
+                request_rate=rate, sent_offset_s=sent - start, scheduled_offset_s=scheduled,
             ),
             times[-1],
         )

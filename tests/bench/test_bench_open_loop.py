@@ -1,0 +1,62 @@
+"""bench --request-rate (open loop) against a REAL server: llama-cpp-python's, which answers one request at a time.
+
+A server that serialises requests is the sharpest test of an open loop: requests must still leave on their Poisson
+schedule while earlier ones stream, so at a rate above what the server serves the queue (and TTFT) grows.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from infer_advisor.bench import BenchReport, bench
+
+pytestmark = pytest.mark.integration
+
+OUT_TOKENS = 48
+
+
+def test_requests_leave_on_schedule_and_an_overloaded_queue_grows(llama_server, tmp_path):
+    out = tmp_path / "open"
+    # The tiny model answers 48 tokens in about 0.1-0.2 s here, one request at a time: 0.5 req/s is light, 25 is not.
+    report = bench("openai", url=llama_server, workload="throughput", request_rate=[0.5, 25.0], input_tokens=16,
+                   output_tokens=OUT_TOKENS, num_prompts=40, max_duration=8.0, seed=1, out=out, progress=False)
+    light, heavy = report.levels
+    assert report.complete and [lv.request_rate for lv in report.levels] == [0.5, 25.0]
+    # Sent on schedule, whatever was still in flight: the client was never more than a few ms late.
+    for lv in report.levels:
+        assert lv.send_lateness_s.p99 < 0.05
+    reqs = [s for s in report.requests if s.request_rate == 25.0]
+    assert len(reqs) == heavy.num_requests == 40  # 40 arrivals take ~1.6 s at 25 req/s, inside --max-duration
+    assert heavy.concurrency > 3  # many requests in flight on a one-at-a-time server
+    assert heavy.achieved_rate_per_s == pytest.approx(25.0, rel=0.5)  # a 40-sample Poisson stream, seeded
+    # The server serves far fewer: the last requests wait for all before them, the first do not.
+    ordered = sorted(reqs, key=lambda s: s.sent_offset_s)
+    assert ordered[-1].ttft_s > 5 * ordered[0].ttft_s
+    assert heavy.saturated is True and heavy.ttft_s.p90 > 1.0
+    assert light.saturated is None or light.saturated is False  # max_duration 8 s at 0.5 req/s: few requests
+    assert light.num_requests <= 10 and light.ttft_s.p50 < heavy.ttft_s.p50
+    for s in report.requests:
+        assert s.output_tokens == OUT_TOKENS and 0 < s.ttft_s <= s.e2e_s
+        assert s.scheduled_offset_s is not None and s.sent_offset_s >= s.scheduled_offset_s
+    saved = BenchReport.model_validate_json((out / "bench.json").read_text())
+    assert saved == report
+    assert (out / "bench.png").read_bytes()[:4] == b"\x89PNG"
+    header = (out / "bench.csv").read_text().splitlines()[0].split(",")
+    assert {"request_rate", "achieved_rate_per_s", "saturated"} <= set(header)
+
+
+def test_a_run_stopped_after_the_first_rate_keeps_it_marked_incomplete(llama_server, tmp_path):
+    out = tmp_path / "stopped"
+
+    def stop(level):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        bench("openai", url=llama_server, workload="throughput", request_rate=[4.0, 8.0], input_tokens=16,
+              output_tokens=4, num_prompts=6, out=out, progress=False, on_level=stop)
+    saved = json.loads((out / "bench.json").read_text())
+    assert saved["complete"] is False and "KeyboardInterrupt" in saved["error"]
+    assert [lv["request_rate"] for lv in saved["levels"]] == [4.0]
+    assert (out / "bench.incomplete.csv").exists() and not (out / "bench.csv").exists()

@@ -1,0 +1,213 @@
+"""The capacity stage (issue 10): size(), plan --rate, pinned layouts, prices, and the CLI contract."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from infer_advisor import size
+from infer_advisor.errors import RequestError
+from infer_advisor.plan import advise
+
+MODEL_7B = "meta-llama/Llama-2-7b-hf"
+COMMON = dict(input_tokens=1000, output_tokens=200, ttft_p90=1.0, itl_p99=0.1)
+
+
+def _size(**kw):
+    return size(model=kw.pop("model", MODEL_7B), **{**COMMON, **kw})
+
+
+def test_doubling_the_rate_about_doubles_the_replicas():
+    one = _size(rate=30, gpu="H100-80GB", tensor_parallel_size=1, pipeline_parallel_size=1)
+    two = _size(rate=60, gpu="H100-80GB", tensor_parallel_size=1, pipeline_parallel_size=1)
+    assert one.chosen and two.chosen
+    assert one.chosen.replicas >= 2, "the test needs a rate that takes several replicas"
+    # same layout, same per-replica rate: replicas = ceil(rate / max_rate), so twice the rate is 2x (+-1 for rounding)
+    assert one.chosen.max_rate_per_replica == pytest.approx(two.chosen.max_rate_per_replica, rel=0.05)
+    assert 2 * one.chosen.replicas - 1 <= two.chosen.replicas <= 2 * one.chosen.replicas + 1
+    assert two.chosen.cost_per_hour == pytest.approx(two.chosen.replicas * two.chosen.gpus_per_replica
+                                                     * two.chosen.price.usd_per_gpu_hour)
+
+
+def test_a_tighter_target_is_never_cheaper():
+    loose = _size(rate=10, gpu="H100-80GB", tensor_parallel_size=1, ttft_p90=2.0)
+    tight = _size(rate=10, gpu="H100-80GB", tensor_parallel_size=1, ttft_p90=0.3)
+    assert loose.chosen and tight.chosen
+    assert tight.chosen.cost_per_hour >= loose.chosen.cost_per_hour
+    assert tight.chosen.ttft_p90_s <= 0.3
+
+
+def test_every_reported_option_meets_what_it_says():
+    r = _size(rate=8, gpu="H100-80GB,A100-80GB")
+    assert {c.gpu for c in r.best_per_gpu} == {"H100-80GB", "A100-80GB"}
+    for c in r.best_per_gpu:
+        if c.meets_targets:
+            assert all(chk.met for chk in c.checks) and c.replicas >= 1
+            assert c.total_gpus == c.replicas * c.gpus_per_replica
+            assert c.usd_per_million_output_tokens == pytest.approx(c.cost_per_hour / (8 * 200 * 3600) * 1e6)
+    assert r.chosen == min((c for c in r.best_per_gpu if c.meets_targets), key=lambda c: c.cost_per_hour)
+    assert r.front and all(p.output_tokens_per_s_per_gpu > 0 for p in r.front)
+    assert r.accuracy and "leave-one-source-out" in r.accuracy
+
+
+def test_pinned_layout_is_honoured():
+    r = _size(rate=4, gpu="H100-80GB", tensor_parallel_size=2, max_num_batched_tokens=1024)
+    assert r.chosen is not None
+    assert (r.chosen.tensor_parallel_size, r.chosen.pipeline_parallel_size) == (2, 1)
+    assert r.chosen.max_num_batched_tokens == 1024
+
+
+def test_pinned_replicas_are_checked_against_the_targets():
+    r = _size(rate=60, gpu="H100-80GB", tensor_parallel_size=1, pipeline_parallel_size=1, replicas=1)
+    c = r.best_per_gpu[0]
+    assert c.replicas == 1 and not c.meets_targets and c.why_not
+
+
+def test_pinned_layout_the_rules_forbid_is_refused_with_the_rules_reason():
+    plan = advise(model="Qwen/Qwen2.5-7B", gpu="H100-80GB:8", tensor_parallel_size=8)
+    assert not plan.feasible
+    assert "layout.tp-divides-attention-heads" in plan.infeasible_reason
+
+
+def test_no_option_meets_an_impossible_target_and_the_binding_one_is_named():
+    r = _size(rate=1, gpu="H100-80GB", ttft_p90=0.001)
+    assert r.chosen is None
+    assert r.binding is not None and r.binding.target == "ttft_p90" and r.binding.by_factor > 1
+    assert "relax" in r.binding.suggestion
+
+
+def test_price_override_changes_the_cost_and_says_so():
+    r = _size(rate=4, gpu="H100-80GB", tensor_parallel_size=1, price_per_gpu_hour="H100-80GB=1.0")
+    assert r.chosen.price.usd_per_gpu_hour == 1.0 and "request" in r.chosen.price.source
+    assert r.chosen.cost_per_hour == pytest.approx(r.chosen.total_gpus * 1.0)
+
+
+def test_a_gpu_without_a_price_is_kept_but_not_ranked_by_cost():
+    r = _size(rate=2, gpu="H100-80GB,A30", tensor_parallel_size=1, pipeline_parallel_size=1)
+    assert any("no price for A30" in n for n in r.notes)
+    assert r.chosen is not None and r.chosen.gpu == "H100-80GB" and r.chosen.cost_per_hour is not None
+    a30 = next(c for c in r.best_per_gpu if c.gpu == "A30")
+    assert a30.cost_per_hour is None and a30.price is None
+
+
+def test_with_no_price_at_all_the_fewest_gpus_win_and_the_result_says_so():
+    r = _size(rate=2, gpu="A30", tensor_parallel_size=1)
+    assert r.chosen is not None and r.chosen.meets_targets and r.chosen.cost_per_hour is None
+    assert any("ranked by GPU count" in n for n in r.notes)
+    priced = _size(rate=2, gpu="A30", tensor_parallel_size=1, price_per_gpu_hour="0.5")
+    assert priced.chosen.cost_per_hour == pytest.approx(priced.chosen.total_gpus * 0.5)
+
+
+def test_bad_inputs_are_request_errors():
+    with pytest.raises(RequestError):
+        size(model=MODEL_7B, gpu="H100-80GB")  # no rate
+    with pytest.raises(RequestError):
+        _size(rate=-1, gpu="H100-80GB")
+    with pytest.raises(RequestError):
+        _size(rate=1, gpu="H100-80GB", ttft_p90=0)
+
+
+def test_seven_b_on_eight_gpus_is_eight_replicas_and_the_deployment_counts_them():
+    plan = advise(model=MODEL_7B, gpu="H100-80GB:8")
+    assert plan.parallelism.replicas == 8 and plan.parallelism.tensor_parallel_size == 1
+    perf = plan.performance
+    assert perf.replicas == 8
+    assert perf.deployment_output_tokens_per_s == pytest.approx(8 * perf.output_tokens_per_s_aggregate)
+    one = advise(model=MODEL_7B, gpu="H100-80GB:1").performance
+    assert perf.output_tokens_per_s_aggregate == pytest.approx(one.output_tokens_per_s_aggregate, rel=0.01)
+
+
+def test_data_parallel_size_pins_the_replicas_of_one_engine():
+    plan = advise(model=MODEL_7B, gpu="H100-80GB:8", data_parallel_size=4)
+    assert plan.parallelism.replicas == 4 and plan.parallelism.data_parallel_size == 4
+    from infer_advisor.emit.argv import vllm_flags
+
+    flags = vllm_flags(plan, MODEL_7B)
+    assert flags[flags.index("--data-parallel-size") + 1] == "4"
+    with pytest.raises(RequestError, match="disagree"):
+        advise(model=MODEL_7B, gpu="H100-80GB:8", data_parallel_size=4, replicas=2)
+    with pytest.raises(RequestError, match="needs 16 GPUs"):
+        advise(model=MODEL_7B, gpu="H100-80GB:8", data_parallel_size=8, tensor_parallel_size=2)
+
+
+def test_expert_parallel_reaches_the_engine_flags():
+    plan = advise(model="mistralai/Mixtral-8x7B-v0.1", gpu="H100-80GB:4", enable_expert_parallel=True)
+    assert plan.parallelism.expert_parallel
+    from infer_advisor.emit.argv import vllm_flags
+
+    assert "--enable-expert-parallel" in vllm_flags(plan, "mistralai/Mixtral-8x7B-v0.1")
+    with pytest.raises(RequestError, match="mixture-of-experts"):
+        advise(model=MODEL_7B, gpu="H100-80GB:4", enable_expert_parallel=True)
+
+
+def test_infeasible_suggestion_prefers_the_users_gpu_family():
+    plan = advise(model="deepseek-ai/DeepSeek-V3", gpu="H100-80GB:8")
+    assert not plan.feasible
+    assert plan.suggestion.startswith("--gpu H100-80GB:"), plan.suggestion
+
+
+# ------------------------------------------------------------------ CLI
+
+
+def _cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "infer_advisor.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_plan_rate_end_to_end_json_markdown_and_plot(tmp_path):
+    base = ["plan", "--model", MODEL_7B, "--gpu", "H100-80GB,L40S", "--rate", "12", "--input-tokens", "1000",
+            "--output-tokens", "200", "--ttft-p90", "1", "--itl-p99", "0.1"]
+    r = _cli(*base, "--json")
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(r.stdout)
+    cap = plan["capacity"]
+    chosen = cap["chosen"]
+    assert plan["feasible"] and chosen["meets_targets"]
+    assert plan["hardware"]["gpus"][0]["name"] == chosen["gpu"]
+    assert plan["parallelism"]["tensor_parallel_size"] == chosen["tensor_parallel_size"]
+    assert math.ceil(12 / chosen["max_rate_per_replica"]) == chosen["replicas"]
+    md = _cli(*base, "--format", "markdown", "--plot", str(tmp_path / "front.png"))
+    assert md.returncode == 0, md.stderr
+    assert "Cheapest that meets every target" in md.stdout and "| GPU | layout |" in md.stdout
+    assert (tmp_path / "front.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list(tmp_path.glob(".*partial*"))
+
+
+def test_plan_rate_impossible_target_exits_1_with_the_binding_target():
+    r = _cli("plan", "--model", MODEL_7B, "--gpu", "H100-80GB", "--rate", "1", "--ttft-p90", "0.001", "--format", "markdown")
+    assert r.returncode == 1, r.stderr
+    assert "target binds" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--plot", "x.png"], "--rate"),
+        (["--rate", "1", "--plot", "x.txt"], ".png"),
+        (["--rate", "0"], "rate"),
+        (["--rate", "1", "--ttft-p90", "-1"], "ttft"),
+        (["--gpu", "any"], "--rate"),
+        (["--rate", "1", "--gpu", "H100-80GB", "--price-per-gpu-hour", "H100-80GB=abc"], "price"),
+        (["--rate", "1", "--gpu", "NoSuchGPU,H100-80GB"], "NoSuchGPU"),
+        (["--gpu", "H100-80GB:8", "--data-parallel-size", "4", "--replicas", "2"], "disagree"),
+    ],
+)
+def test_plan_rate_bad_inputs_are_one_line_and_exit_2(tmp_path, args, words):
+    r = _cli("plan", "--model", MODEL_7B, *args, cwd=tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and words.lower() in lines[0].lower(), r.stderr
+
+
+def test_capacity_json_validates_against_its_published_schema():
+    import jsonschema
+
+    r = _cli("schema", "capacity")
+    assert r.returncode == 0, r.stderr
+    schema = json.loads(r.stdout)
+    result = _size(rate=4, gpu="H100-80GB", tensor_parallel_size=1)
+    jsonschema.validate(json.loads(result.model_dump_json()), schema)
