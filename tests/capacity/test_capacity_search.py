@@ -211,3 +211,31 @@ def test_capacity_json_validates_against_its_published_schema():
     schema = json.loads(r.stdout)
     result = _size(rate=4, gpu="H100-80GB", tensor_parallel_size=1)
     jsonschema.validate(json.loads(result.model_dump_json()), schema)
+
+
+def test_the_sustainable_rate_stays_below_what_an_overloaded_replica_completes():
+    """A few hundred simulated requests just past capacity end before the queue breaks a target: the search caps the
+    rate at 95% of the throughput an overloaded trial completed (the PP2 lanes made this 3x TP1 before)."""
+    from infer_advisor.capacity.evaluate import UTILISATION, find_max_rate, operating_point
+    from infer_advisor.capacity.search import targets_from, workload_from
+    from infer_advisor.estimate.step_time import build_step_model
+    from infer_advisor.hardware import lookup_gpu
+    from infer_advisor.model_facts import resolve_model
+    from infer_advisor.plan.request import PlanRequest
+    from infer_advisor.simulate import SchedulerConfig
+
+    model = resolve_model("meta-llama/Llama-3.1-8B")
+    req = PlanRequest(model=model.name, rate=50, input_tokens=1000, output_tokens=200, ttft_p90=0.5, itl_p99=0.05)
+    w, targets = workload_from(req, model), targets_from(req)
+    per_gpu = {}
+    for pp in (1, 2):
+        step = build_step_model(model, gpu=lookup_gpu("H100-80GB"), engine="vllm", quantization="none", dtype="bfloat16",
+                                kv_cache_dtype="auto", tp=1, pp=pp, nodes=1, expert_parallel=False)
+        cfg = SchedulerConfig(max_num_seqs=1024, max_num_batched_tokens=1024, kv_capacity_tokens=400_000, lanes=pp)
+        rs = find_max_rate(step, w, cfg, targets)
+        assert rs.capacity is not None and rs.max_rate <= UTILISATION * rs.capacity + 1e-9
+        long_run = operating_point(step, w, cfg, rs.max_rate, requests=1200)
+        assert long_run.requests_per_s >= 0.9 * rs.max_rate  # keeps up over a run five times as long
+        per_gpu[pp] = rs.max_rate / pp
+    # two pipeline stages on two GPUs do not serve more per GPU than one GPU alone (within the search's 10% noise)
+    assert per_gpu[2] <= 1.1 * per_gpu[1]

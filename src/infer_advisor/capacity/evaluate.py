@@ -17,8 +17,11 @@ from ..simulate import SchedulerConfig, SimulationResult, Workload, simulate
 from .targets import LatencyTargets, TargetCheck, check, meets
 
 TRIAL_REQUESTS = 240  # requests simulated per trial rate while searching
-FINAL_REQUESTS = 600  # at the operating point reported to the user
-BISECTIONS = 7
+FINAL_REQUESTS = 400  # at the operating point reported to the user (trials use 240)
+BISECTIONS = 8  # at most; the search stops once the bracket is within PRECISION
+PRECISION = math.log(1.04)  # the sustainable rate is found to 4%
+OVERLOADED = 0.9  # a trial that completes less than this share of its offered rate is past capacity
+UTILISATION = 0.95  # the highest share of a replica's capacity (overloaded throughput) a sustainable rate may be
 
 
 @dataclass
@@ -36,6 +39,7 @@ class RateSearch:
     estimate: float  # the analytic estimate the search started from
     trials: list[Trial] = field(default_factory=list)
     floor_checks: list[TargetCheck] = field(default_factory=list)  # targets at a near-idle load
+    capacity: float | None = None  # requests/s an overloaded trial completed (the replica's throughput ceiling)
 
 
 def analytic_rate(step: StepModel, cfg: SchedulerConfig, mean_in: float, mean_out: float) -> float:
@@ -78,8 +82,16 @@ def find_max_rate(step: StepModel, workload: Workload, cfg: SchedulerConfig, tar
         if out.trials[-1].ok:
             out.max_rate = hi_rate
             return out
-    a, b = math.log(lo_rate), math.log(hi_rate)
+    top = hi_rate
+    if hi.requests_per_s < OVERLOADED * hi_rate and hi.requests_per_s > lo_rate / UTILISATION:
+        # An overloaded replica completes requests at its capacity. A trial of a few hundred requests just below
+        # capacity ends before its queue has grown enough to break a target, so the rate is capped below it.
+        top = min(hi_rate, hi.requests_per_s * UTILISATION)
+        out.capacity = hi.requests_per_s
+    a, b = math.log(lo_rate), math.log(top)
     for _ in range(BISECTIONS):
+        if b - a <= PRECISION:
+            break
         mid = math.exp((a + b) / 2)
         res = _at(step, workload, cfg, mid, requests, seed)
         ok = meets(res, targets)
