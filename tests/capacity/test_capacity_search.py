@@ -239,3 +239,31 @@ def test_the_sustainable_rate_stays_below_what_an_overloaded_replica_completes()
         per_gpu[pp] = rs.max_rate / pp
     # two pipeline stages on two GPUs do not serve more per GPU than one GPU alone (within the search's 10% noise)
     assert per_gpu[2] <= 1.1 * per_gpu[1]
+
+
+def test_max_num_seqs_is_pinned_and_vllm_never_gets_a_budget_below_it():
+    assert advise(model=MODEL_7B, gpu="H100-80GB", max_num_seqs=64).engine.max_num_seqs == 64
+    capped = advise(model=MODEL_7B, gpu="H100-80GB", max_num_batched_tokens=512).engine
+    assert capped.max_num_batched_tokens == 512 and capped.max_num_seqs == 512  # vLLM 0.33's H100 default is 1024
+    with pytest.raises(RequestError, match="vLLM refuses"):
+        advise(model=MODEL_7B, gpu="H100-80GB", max_num_batched_tokens=512, max_num_seqs=600)
+
+
+def test_a_sized_fleet_larger_than_a_node_emits_one_node_of_replicas(tmp_path):
+    plan = advise(model="meta-llama/Llama-3.1-70B", rate=20, input_tokens=2000, output_tokens=300, ttft_p90=1.0,
+                  itl_p99=0.06, gpu="H100-80GB,A100-80GB")
+    chosen = plan.capacity.chosen
+    assert plan.parallelism.replicas == chosen.replicas and chosen.total_gpus > 8
+    per_node = 8 // chosen.gpus_per_replica
+    assert plan.hardware.gpus_per_node == per_node * chosen.gpus_per_replica
+    assert plan.engine.max_num_batched_tokens == chosen.max_num_batched_tokens
+    assert plan.engine.max_num_seqs <= plan.engine.max_num_batched_tokens
+    from infer_advisor.emit import write_artifacts
+
+    write_artifacts(plan, ["script", "k8s", "readme"], tmp_path / "out")
+    serve = (tmp_path / "out" / "serve.sh").read_text()
+    assert f"--data-parallel-size {per_node}" in serve or per_node == 1
+    assert f"replicas: {chosen.replicas}" in (tmp_path / "out" / "k8s.yaml").read_text()
+    readme = (tmp_path / "out" / "README.md").read_text()
+    machines = -(-chosen.replicas // per_node)
+    assert f"them on {machines} such machines" in " ".join(readme.split())

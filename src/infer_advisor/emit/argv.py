@@ -359,9 +359,13 @@ DATA_PARALLEL_ENGINES = ("vllm", "sglang")
 
 
 def local_replicas(plan: DeploymentPlan) -> int:
-    """Replicas on one node (multi-node plans and the CPU have one)."""
+    """Replicas on one node (multi-node plans and the CPU have one): as many as the node's GPUs hold, at most the
+    plan's replicas (a sized fleet of 12 two-GPU replicas runs 1 per 2-GPU machine, 4 per 8-GPU node)."""
     p = plan.parallelism
-    return p.replicas if p.nodes == 1 and plan.hardware.kind == "gpu" else 1
+    if p.nodes != 1 or plan.hardware.kind != "gpu":
+        return 1
+    per_replica = max(p.tensor_parallel_size * p.pipeline_parallel_size, 1)
+    return max(1, min(p.replicas, plan.hardware.gpus_per_node // per_replica))
 
 
 def with_port(argv: list[str], port: int) -> list[str]:

@@ -95,6 +95,7 @@ class EmitContext(BaseModel):
     nodes: int
     replicas: int
     replica_groups: list[ReplicaGroup] = Field(description="Replicas started as separate processes on one node (empty: one).")
+    local_replicas: int = Field(default=1, description="Replicas serve.sh and compose start on one machine of the plan's GPUs.")
     multi_node: bool
     multi_node_env: list[str]
     rdma_resource: str
@@ -327,6 +328,7 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
         http_server=e.http_server, port=e.port, health_path=e.health_path, health_url=health_url,
         argv_host=argv_host, argv_container=argv_container, argv_k8s=argv_k8s, ref=ref, platform=platform, gpu=gpu,
         gpus_per_node=gpus_per_node, gpus_per_pod=per_replica, nodes=p.nodes, replicas=p.replicas, replica_groups=groups,
+        local_replicas=A.local_replicas(plan),
         multi_node=multi, multi_node_env=MULTI_NODE_ENV, rdma_resource=facts.rdma_resource,
         ray_head_argv=A.ray_head_argv(), ray_worker_argv=A.ray_worker_argv("HEAD_ADDRESS"), ray_port=A.RAY_PORT,
         ray_wait=wait, leader_script=leader, lws_worker_script=worker,

@@ -314,11 +314,20 @@ def _product_names(g) -> list[str]:
 def _engine_config(request: PlanRequest, model: ModelFacts, c: Choice, concurrency: int, settings: EngineSettings) -> EngineConfig:
     p = c.profile
     reserve = p.memory_accounting in ("reserve", "reserve-free")
-    max_seqs = plan_max_num_seqs(request.goal, concurrency, settings.max_num_seqs)
+    max_seqs = request.max_num_seqs or plan_max_num_seqs(request.goal, concurrency, settings.max_num_seqs)
     if p.kv_preallocated:  # every slot holds max_model_len from start-up: as many slots as the memory model counted
         max_seqs = max(c.memory.max_concurrency, 1) if c.concurrency_lowered else min(concurrency, settings.max_num_seqs)
+        if request.max_num_seqs:
+            max_seqs = min(max_seqs, request.max_num_seqs)
     # V0 profiles and schedules max(max_model_len, floor) tokens per step unless told otherwise
     default_tokens = settings.max_num_batched_tokens or (c.memory.activation_tokens if reserve else None)
+    budget = request.max_num_batched_tokens or default_tokens
+    if p.name == "vllm" and budget and budget < max_seqs:
+        # vLLM's SchedulerConfig refuses max_num_batched_tokens < max_num_seqs at start-up
+        if request.max_num_seqs and request.max_num_batched_tokens:
+            raise RequestError(f"--max-num-batched-tokens {budget} is below --max-num-seqs {max_seqs}: vLLM refuses that at "
+                               "start-up (every scheduled sequence needs a token of the budget); raise one or lower the other.")
+        max_seqs = budget
     alternative = {
         "vllm": "sglang", "sglang": "vllm", "tgi": "vllm", "ctranslate2": "vllm", "trtllm": "vllm", "mlc": "exllamav2",
         "exllamav2": "mlc", "mistralrs": "llama.cpp", "llama.cpp": "mistralrs",

@@ -246,7 +246,7 @@ def search(
                 request_tokens=min(request_tokens, ctx),
                 input_tokens=input_tokens,
                 max_num_batched_tokens=request.max_num_batched_tokens or settings.max_num_batched_tokens,
-                max_num_seqs=plan_max_num_seqs(request.goal, concurrency, settings.max_num_seqs),
+                max_num_seqs=getattr(request, "max_num_seqs", None) or plan_max_num_seqs(request.goal, concurrency, settings.max_num_seqs),
                 memory_fraction=request.gpu_memory_utilization or settings.memory_fraction,
                 on_gpu=on_gpu,
                 draft_params=draft.params if draft else 0,

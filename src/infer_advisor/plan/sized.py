@@ -29,8 +29,10 @@ def sized_plan(request, model: ModelFacts, explain: bool, progress: Any = None):
         raise RequestError(f"No GPU type searched can serve {model.name}: {why}.")
     gpr = target.gpus_per_replica
     replicas = max(target.replicas, 1)
-    on_one_node = replicas * gpr <= NODE_GPUS and target.nodes_per_replica == 1
-    gpu_spec = f"{target.gpu}:{replicas * gpr if on_one_node else gpr}"
+    node = _node_gpus(request.gpu)
+    on_one_node = replicas * gpr <= node and target.nodes_per_replica == 1
+    # the fleet on nodes of `node` GPUs: the plan describes one node, holding as many replicas as fit
+    gpu_spec = f"{target.gpu}:{replicas * gpr if on_one_node else (node // gpr) * gpr or gpr}"
     if target.nodes_per_replica > 1:
         per_node = gpr // target.nodes_per_replica
         gpu_spec = f"{target.gpu}:{per_node}x{target.nodes_per_replica}"
@@ -53,6 +55,18 @@ def sized_plan(request, model: ModelFacts, explain: bool, progress: Any = None):
         return plan.model_copy(update={"feasible": False, "infeasible_reason": reason, "capacity": result,
                                        "request": request})
     return plan.model_copy(update={"capacity": result, "request": request})
+
+
+def _node_gpus(spec: str) -> int:
+    """GPUs per node: the count of a single ``NAME:COUNT`` spec, else an 8-GPU (HGX/DGX-class) node."""
+    from ..capacity.search import searches_gpu_types
+
+    spec = spec.strip()
+    if not searches_gpu_types(spec) and ":" in spec and not spec.startswith("{"):
+        count = spec.split(":", 1)[1].split("x")[0]
+        if count.isdigit() and int(count) > 0:
+            return int(count)
+    return NODE_GPUS
 
 
 def _quant_pin(c, model: ModelFacts) -> str:
