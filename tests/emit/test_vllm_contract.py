@@ -80,6 +80,10 @@ CASES = {
     "multinode-ray": (dict(model="meta-llama/Llama-3.1-405B", gpu="H100-80GB:8x2"), 8),
     "data-parallel-replicas": (dict(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB:4"), 1),
     "mi300x-fp8": (dict(model="meta-llama/Llama-3.1-8B", gpu="MI300X"), 1),
+    # issue 10: expert parallelism, a small token budget (max_num_seqs capped at it), pinned data parallelism
+    "expert-parallel": (dict(model="mistralai/Mixtral-8x7B-v0.1", gpu="H100-80GB:4", enable_expert_parallel=True), 2),
+    "small-token-budget": (dict(model="meta-llama/Llama-3.1-8B", gpu="H100-80GB", max_num_batched_tokens=512), 1),
+    "pinned-data-parallel": (dict(model="meta-llama/Llama-3.1-8B", gpu="H100-80GB:8", data_parallel_size=4), 1),
 }
 
 
@@ -112,7 +116,14 @@ def test_vllm_accepts_emitted_flags(case, vllm_py, tmp_path):
         assert plan.engine.max_model_len < catalog_facts(plan.model.name).max_position_embeddings
     if plan.parallelism.nodes > 1:
         assert result["distributed_executor_backend"] == "ray"
-    assert result["data_parallel_size"] == (plan.parallelism.replicas if plan.parallelism.nodes == 1 else 1)
+    assert result["enable_expert_parallel"] == plan.parallelism.expert_parallel
+    if case == "pinned-data-parallel":
+        assert result["data_parallel_size"] == 4
+    if case == "small-token-budget":
+        assert result["max_num_seqs"] <= result["max_num_batched_tokens"] == 512
+    from infer_advisor.emit.argv import local_replicas
+
+    assert result["data_parallel_size"] == local_replicas(plan)
 
 
 def test_vllm_reads_a_dash_named_served_model_in_the_equals_form(vllm_py, tmp_path):

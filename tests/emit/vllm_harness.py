@@ -78,6 +78,7 @@ def main() -> int:
         "max_num_batched_tokens": config.scheduler_config.max_num_batched_tokens,
         "served_model_name": m.served_model_name,
         "data_parallel_size": p.data_parallel_size,
+        "enable_expert_parallel": bool(getattr(p, "enable_expert_parallel", False)),
     }))
     return 0
 
