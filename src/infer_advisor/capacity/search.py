@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from ..estimate.step_time import StepModel, build_step_model
 from ..hardware.facts import GPUInfo, HardwareFacts
+from ..hardware.spec import searches_gpu_types
 from ..model_facts.facts import ModelFacts
 from ..simulate import LengthSpec, SchedulerConfig, SimulationResult, Workload
 from .evaluate import RateSearch, analytic_rate, find_max_rate, operating_point
@@ -87,12 +88,6 @@ def _layouts(gpus_per_node: int, nodes: int, request, moe: bool) -> list[tuple[i
     if request.enable_expert_parallel is not None:
         out = [o for o in out if o[2] == request.enable_expert_parallel] or [(o[0], o[1], request.enable_expert_parallel) for o in out[:1]]
     return out
-
-
-def searches_gpu_types(spec: str) -> bool:
-    """True for ``--gpu any`` or a comma list of GPU names (an inline YAML spec also has commas, inside braces)."""
-    spec = spec.strip()
-    return spec.lower() == "any" or ("," in spec and not spec.startswith("{"))
 
 
 def _gpu_types(request) -> list[tuple[GPUInfo, int, int]]:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..simulate import SimulationResult
+if TYPE_CHECKING:
+    from ..simulate import SimulationResult
 
 # target field -> (metric of SimulationResult, percentile, words)
 TARGET_METRICS: dict[str, tuple[str, str, str]] = {

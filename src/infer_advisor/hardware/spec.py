@@ -19,11 +19,12 @@ are never mistaken for a node count.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from ..errors import DataFileError, HardwareSpecError, UnknownGPUError
 from .catalog import GPUEntry, find_entry, suggest_names
@@ -43,16 +44,15 @@ _COUNTS = re.compile(r"^(?P<count>-?\d+)(?:[xX](?P<nodes>-?\d+))?$")
 _NODES_ONLY = re.compile(r"^(?P<name>.+?)[xX](?P<nodes>-?\d+)$")
 
 
-class HardwareSpec(BaseModel):
-    """A parsed ``--gpu`` value."""
+@dataclass(frozen=True)
+class HardwareSpec:
+    """A parsed ``--gpu`` value (internal: a plain dataclass, so parsing builds no pydantic schema at import)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    kind: Literal["auto", "cpu", "gpu"] = Field(description="auto: probe this machine; cpu; gpu: a catalog GPU.")
-    name: str | None = Field(default=None, description="Catalog name of the GPU (kind='gpu').")
-    count: int = Field(default=1, description="GPUs per node.")
-    nodes: int = Field(default=1, description="Nodes.")
-    entry: GPUEntry | None = Field(default=None, description="The GPU described inline or in a file (not in the catalog).")
+    kind: Literal["auto", "cpu", "gpu"]  # auto: probe this machine; cpu; gpu: a catalog GPU
+    name: str | None = None  # catalog name of the GPU (kind='gpu')
+    count: int = 1  # GPUs per node
+    nodes: int = 1
+    entry: GPUEntry | None = field(default=None, repr=False)  # the GPU described inline or in a file (not in the catalog)
 
 
 def _int(spec: str, text: str, what: str, limit: int) -> int:
@@ -161,3 +161,9 @@ def _entry(raw: object, where: str) -> GPUEntry:
         return GPUEntry.model_validate({"source": SPEC_SOURCE, "memory_type": "unknown", **raw})
     except ValidationError as err:
         raise DataFileError(where, format_validation_error(err)) from None
+
+
+def searches_gpu_types(spec: str) -> bool:
+    """True for ``--gpu any`` or a comma list of GPU names (an inline YAML spec also has commas, inside braces)."""
+    spec = spec.strip()
+    return spec.lower() == "any" or ("," in spec and not spec.startswith("{"))

@@ -113,7 +113,7 @@ def advise(
     if hardware is None:
         from ..hardware import resolve_hardware
 
-        from ..capacity.search import searches_gpu_types
+        from ..hardware.spec import searches_gpu_types
 
         if searches_gpu_types(request.gpu):
             raise RequestError(f"--gpu {request.gpu} searches GPU types for a traffic rate: add --rate REQUESTS_PER_S "

@@ -59,7 +59,7 @@ def sized_plan(request, model: ModelFacts, explain: bool, progress: Any = None):
 
 def _node_gpus(spec: str) -> int:
     """GPUs per node: the count of a single ``NAME:COUNT`` spec, else an 8-GPU (HGX/DGX-class) node."""
-    from ..capacity.search import searches_gpu_types
+    from ..hardware.spec import searches_gpu_types
 
     spec = spec.strip()
     if not searches_gpu_types(spec) and ":" in spec and not spec.startswith("{"):
