@@ -26,7 +26,8 @@ _VISION_PARTS = ("visual", "vision_tower", "multi_modal_projector")
 def transformers_parameter_count(config: dict) -> int:
     """Unique parameters of the language model transformers builds from ``config`` on the meta device:
     AutoModelForCausalLM, or for a multimodal wrapper whose text model has no causal-LM class of its own (Qwen3-VL)
-    the whole AutoModelForImageTextToText minus its vision tower."""
+    or whose text fields sit at the top level (Qwen2.5-VL) the whole AutoModelForImageTextToText minus its vision
+    tower."""
     from accelerate import init_empty_weights
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
     from transformers.models.auto.modeling_auto import (
@@ -46,6 +47,12 @@ def transformers_parameter_count(config: dict) -> int:
         and text.get("model_type") != "kimi_k2"  # built as deepseek_v3 below (its `architectures`), not as a wrapper
         and cfg.get("model_type") in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
     ):  # e.g. Qwen3-VL (its text model has no causal-LM class; it ties by the top-level config)
+        build, skip = AutoModelForImageTextToText, _VISION_PARTS
+    elif (
+        not isinstance(text, dict)
+        and isinstance(cfg.get("vision_config"), dict)
+        and cfg.get("model_type") in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+    ):  # text fields at the top level beside a vision tower (Qwen2.5-VL's first config.json files)
         build, skip = AutoModelForImageTextToText, _VISION_PARTS
     elif isinstance(text, dict):  # multimodal wrapper: count its language model (Gemma 3, Qwen3.5)
         cfg = dict(text)

@@ -38,12 +38,23 @@ _TEXT_MODEL_TYPES = {
     "kimi_k25": "deepseek_v3",
     "qwen3_vl": "qwen3_vl_text",
     "qwen3_vl_moe": "qwen3_vl_moe_text",
+    "qwen2_5_vl": "qwen2_5_vl_text",
 }
 # Model types sized exactly as another one (same modules in transformers / the original modeling code).
 # kimi_k2: Kimi K2 ships DeepseekV3ForCausalLM with model_type 'kimi_k2' (its config.json `architectures`).
 # qwen3_vl_text / qwen3_vl_moe_text: Qwen3-VL's language model has Qwen3's / Qwen3-MoE's modules (q/k norms, the same MLP and
 # experts; transformers models/qwen3_vl, qwen3_vl_moe modeling files): only the rotary embedding (M-RoPE) differs.
-_SAME_AS = {"kimi_k2": "deepseek_v3", "ministral3": "mistral", "qwen3_vl_text": "qwen3", "qwen3_vl_moe_text": "qwen3_moe"}
+# qwen2_5_vl (its first config.json files keep the text fields at the top level, later ones in text_config) and
+# qwen2_5_vl_text: Qwen2.5-VL's language model has Qwen2's modules (q/k/v bias, no o bias; transformers
+# models/qwen2_5_vl modeling file), M-RoPE aside.
+_SAME_AS = {
+    "kimi_k2": "deepseek_v3",
+    "ministral3": "mistral",
+    "qwen3_vl_text": "qwen3",
+    "qwen3_vl_moe_text": "qwen3_moe",
+    "qwen2_5_vl": "qwen2",
+    "qwen2_5_vl_text": "qwen2",
+}
 # Qwen families whose windowed layers are those from max_window_layers on, when use_sliding_window is set.
 _QWEN_TYPES = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe")
 # Names used in `layer_types` lists -> mixer kind. "indexed_attention" / "deepseek_sparse_attention": full attention with a
@@ -453,6 +464,8 @@ def read_arch(config: dict[str, Any], *, where: str, name: str = "") -> Arch:
                 text[key] = config[key]
         multimodal = True
         model_type = text["model_type"] if isinstance(text["model_type"], str) else ""
+    elif isinstance(config.get("vision_config"), dict):  # a vision tower beside top-level text fields (Qwen2.5-VL's first configs)
+        multimodal = True
     model_type = _SAME_AS.get(model_type, model_type)
     table = type_defaults()
     if model_type not in table:

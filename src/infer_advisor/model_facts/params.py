@@ -37,7 +37,7 @@ _QK_NORM_TYPES = ("qwen3", "qwen3_moe", "gemma3_text", "qwen3_next", "qwen3_5_te
 # Model types whose `attention_bias` puts a bias on all of q, k, v and o.
 _ALL_BIAS_TYPES = (
     "llama", "gemma", "gemma2", "gemma3_text", "qwen3", "qwen3_moe", "gpt_oss", "olmo2", "nemotron_h", "falcon_h1",
-    "granitemoehybrid",
+    "granitemoehybrid", "smollm3",
 )
 # Gated attention (Qwen3-Next, Qwen3.5): q_proj also emits a per-channel output gate, doubling its width.
 _GATED_Q_TYPES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
