@@ -37,9 +37,9 @@ REPORT = ROOT / "benchmarks" / "results" / "speed_fit.json"
 FIT_PARAMS = {
     "vllm": ["step_overhead_s", "per_sequence_s", "attention_scale", "gemm_scale", "gddr_scale", "moe_scale", "amd_scale"],
     "trtllm": ["step_overhead_s", "per_sequence_s", "attention_scale", "prefill_attention_scale", "gemm_scale", "moe_scale"],
-    "sglang": ["step_overhead_s", "attention_scale"],
+    "sglang": ["step_overhead_s", "attention_scale", "amd_scale"],
     "tgi": ["step_overhead_s", "gemm_scale", "amd_scale"],
-    "llama.cpp": ["step_overhead_s", "gemm_scale", "gddr_scale", "prefill_attention_scale"],
+    "llama.cpp": ["step_overhead_s", "gemm_scale", "gddr_scale", "prefill_attention_scale", "amd_scale"],
     "mlc": ["gemm_scale"],
     "exllamav2": ["gemm_scale"],
     "ctranslate2": ["step_overhead_s", "gemm_scale"],
