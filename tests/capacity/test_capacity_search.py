@@ -267,3 +267,21 @@ def test_a_sized_fleet_larger_than_a_node_emits_one_node_of_replicas(tmp_path):
     readme = (tmp_path / "out" / "README.md").read_text()
     machines = -(-chosen.replicas // per_node)
     assert f"them on {machines} such machines" in " ".join(readme.split())
+
+
+def test_plot_never_replaces_a_file_we_did_not_write(tmp_path):
+    base = ["plan", "--model", MODEL_7B, "--gpu", "H100-80GB", "--tensor-parallel-size", "1", "--rate", "4",
+            "--input-tokens", "1000", "--output-tokens", "200", "--ttft-p90", "1", "--format", "json"]
+    foreign = tmp_path / "mine.png"
+    foreign.write_bytes(b"\x89PNG\r\n\x1a\n not ours")
+    for extra in ([], ["--force"]):
+        r = _cli(*base, "--plot", str(foreign), *extra)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert foreign.read_bytes() == b"\x89PNG\r\n\x1a\n not ours"
+    ours = tmp_path / "front.png"
+    assert _cli(*base, "--plot", str(ours)).returncode == 0
+    first = ours.read_bytes()
+    assert _cli(*base, "--plot", str(ours)).returncode == 2  # exists: refused without --force
+    assert _cli(*base, "--plot", str(ours), "--force").returncode == 0  # our own plot: replaced
+    assert ours.read_bytes()[:8] == first[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from .result import CapacityResult
 
+TITLE = "infer-advisor capacity front"  # the PNG's Title text chunk: how --force knows a plot is ours
 
-def plot_front(result: CapacityResult, path: Path) -> Path:
-    """Tokens/s per GPU against tokens/s per user for every simulated trial, the Pareto front drawn over them."""
+
+def is_front_png(path: Path) -> bool:
+    """True for a PNG this module wrote (its Title chunk), so ``--force`` replaces only our own plots."""
+    try:
+        head = path.read_bytes()[:4096]
+    except OSError:
+        return False
+    return head.startswith(b"\x89PNG") and TITLE.encode() in head
+
+
+def plot_front(result: CapacityResult, path: Path, *, force: bool = False) -> Path:
+    """Tokens/s per GPU against tokens/s per user for every simulated trial, the Pareto front drawn over them.
+
+    Written through the shared single-file writer: an existing file is replaced only with ``force`` and only if it
+    is a plot of ours."""
     try:
         import matplotlib
 
@@ -34,12 +49,11 @@ def plot_front(result: CapacityResult, path: Path) -> Path:
     ax.set_title(f"Trade-off front at up to the rate one replica sustains ({result.rate:g} req/s asked)", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    path = Path(path)
-    partial = path.with_name(f".{path.name}.partial")  # never a half-written PNG under the asked name
+    buf = io.BytesIO()
     try:
-        fig.savefig(partial, dpi=120, format="png")
-        partial.replace(path)
+        fig.savefig(buf, dpi=120, format="png", metadata={"Title": TITLE})
     finally:
         plt.close(fig)
-        partial.unlink(missing_ok=True)
-    return path
+    from .._output import write_file
+
+    return write_file(path, buf.getvalue(), force=force, ours=is_front_png)

@@ -108,9 +108,8 @@ def _gpu_types(request) -> list[tuple[GPUInfo, int, int]]:
     return [(hw.gpu, per_node, hw.nodes)]
 
 
-def _latency_floor(step: StepModel, w: Workload, targets: LatencyTargets) -> tuple[str, float, float] | None:
-    """(target, value, limit) of a target this replica misses even alone (no queue, no other request), from two
-    step times: no simulation needed."""
+def _latency_floor(step: StepModel, w: Workload, targets: LatencyTargets) -> TargetCheck | None:
+    """A target this replica misses even alone (no queue, no other request), from two step times: no simulation needed."""
     prompt = max(1, int(w.mean_input))
     ttft = step.step_seconds(0, 0.0, prompt, prompt * (prompt + 1) / 2, 1, 1)
     itl = step.decode_seconds(1, prompt + w.mean_output / 2)
@@ -118,14 +117,14 @@ def _latency_floor(step: StepModel, w: Workload, targets: LatencyTargets) -> tup
                         ("e2e_p90", ttft + max(w.mean_output - 1, 0) * itl)):
         limit = getattr(targets, name)
         if limit is not None and value > limit:
-            return name, value, limit
+            return TargetCheck(target=name, words=TARGET_METRICS[name][2], limit_s=limit, value_s=value, met=False,
+                               ratio=value / limit)
     return None
 
 
-def _budget(step: StepModel, plan, w: Workload, targets: LatencyTargets) -> tuple[int, bool]:
+def _budget(step: StepModel, plan, w: Workload, targets: LatencyTargets, top: int) -> tuple[int, bool]:
     """Token budget per step: the largest whose mixed step (a prompt chunk with a decode batch) stays within the
-    inter-token target (and whether any does); without a target, the engine's own."""
-    top = max(plan.engine.max_num_batched_tokens or 8192, BUDGETS[0])
+    inter-token target (and whether any does); without a target, ``top`` (the engine's own)."""
     if targets.itl_p99 is None:
         return top, True
     batch = max(1, min(plan.engine.max_num_seqs, 64))
@@ -171,15 +170,12 @@ def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callabl
             )
             floor = _latency_floor(step, w, targets)
             if floor:
-                name, value, limit = floor
-                words = TARGET_METRICS[name][2]
-                cand = _refused(gpu, tp, pp, ep, f"misses the {words} target even alone ({value:.3g} s against {limit:.3g} s)", plan)
-                refused.append(cand.model_copy(update={"checks": [TargetCheck(target=name, words=words, limit_s=limit, value_s=value,
-                                                                              met=False, ratio=value / limit)]}))
+                why = f"misses the {floor.words} target even alone ({floor.value_s:.3g} s against {floor.limit_s:.3g} s)"
+                refused.append(_refused(gpu, tp, pp, ep, why, plan).model_copy(update={"checks": [floor]}))
                 continue
-            budget, itl_ok = _budget(step, plan, w, targets)
-            budgets = [(budget, itl_ok)]
             top = max(plan.engine.max_num_batched_tokens or 8192, BUDGETS[0])
+            budget, itl_ok = _budget(step, plan, w, targets, top)
+            budgets = [(budget, itl_ok)]
             if itl_ok and targets.itl_p99 is not None and budget * 2 <= top:
                 budgets.append((budget * 2, False))  # one step past the ITL margin: p99 may still hold at a moderate load
             if request.max_num_batched_tokens:
@@ -187,7 +183,7 @@ def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callabl
             for b, b_ok in budgets:
                 seqs = request.max_num_seqs or plan.engine.max_num_seqs
                 if not request.max_num_seqs:
-                    seqs = min(seqs, b)  # vLLM and SGLang refuse a token budget below max_num_seqs
+                    seqs = min(seqs, b)  # vLLM refuses a token budget below max_num_seqs; every engine is simulated (and pinned) so
                 cfg = SchedulerConfig(
                     max_num_seqs=seqs,
                     max_num_batched_tokens=b, kv_capacity_tokens=max(plan.memory.kv_cache_tokens, 1),

@@ -34,7 +34,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="Write artifacts: comma-separated script,docker,compose,k8s,readme or 'all' (needs --out).",
     )
     out.add_argument("--out", type=Path, metavar="DIR", help="Folder for --emit artifacts (written atomically).")
-    out.add_argument("--force", action="store_true", help="Replace an existing --out folder.")
+    out.add_argument(
+        "--force", action="store_true", help="Replace an existing --out folder (or --plot file) that infer-advisor wrote."
+    )
     out.add_argument(
         "--plot",
         type=Path,
@@ -64,12 +66,16 @@ def run(ns: argparse.Namespace) -> int:
             raise RequestError(f"--plot {ns.plot}: give a .png file name.")
         if ns.plot.is_dir() or not ns.plot.resolve().parent.is_dir():
             raise RequestError(f"--plot {ns.plot}: the folder it goes in must exist and the path must not be a folder.")
+        from .._output import check_file
+        from ..capacity.plot import is_front_png
+
+        check_file(ns.plot, force=ns.force, ours=is_front_png)  # refused now, not after the search
     kinds = None
     if ns.emit is not None:
         from ..emit import parse_kinds
 
         kinds = parse_kinds(ns.emit)  # an unknown or empty kind is refused before the plan is made
-    plan = advise(request=request, explain=ns.explain, progress=_progress() if request.rate else None)
+    plan = advise(request=request, explain=ns.explain, progress=_progress if request.rate else None)
     written: list[Path] = []
     if kinds is not None:
         from ..emit import write_artifacts
@@ -78,7 +84,7 @@ def run(ns: argparse.Namespace) -> int:
     if ns.plot is not None and plan.capacity is not None:
         from ..capacity.plot import plot_front
 
-        written.append(plot_front(plan.capacity, ns.plot))
+        written.append(plot_front(plan.capacity, ns.plot, force=ns.force))
     if fmt == "json":
         sys.stdout.write(plan.model_dump_json(indent=2) + "\n")
     else:
@@ -90,14 +96,7 @@ def run(ns: argparse.Namespace) -> int:
     return 0 if plan.feasible else 1
 
 
-def _progress():
-    """A progress line on stderr, only once a sizing search has run for more than a second."""
-    import time
 
-    start = time.monotonic()
-
-    def report(line: str) -> None:
-        if time.monotonic() - start > 1.0:
-            print(line, file=sys.stderr, flush=True)
-
-    return report
+def _progress(line: str) -> None:
+    """A sizing search's progress line on stderr (the search sends one at most once a second, none in its first)."""
+    print(line, file=sys.stderr, flush=True)

@@ -597,14 +597,12 @@ def _suggest_hardware(request: PlanRequest, model: ModelFacts) -> str | None:
 
 def _requested_gpu_name(spec: str) -> str | None:
     """The catalog name of the GPU the user named (``H100:8x2`` -> ``H100-80GB``), or None for auto/CPU/a spec."""
-    from ..hardware import lookup_gpu
+    from ..errors import InferAdvisorError
+    from ..hardware import parse_spec
 
-    name = spec.strip().split(":")[0]
-    if not name or name.lower() in ("auto", "cpu") or name.startswith("{"):
-        return None
     try:
-        return lookup_gpu(name).name
-    except Exception:  # noqa: BLE001 - an unknown name has already been refused by resolve_hardware
+        return parse_spec(spec).name
+    except InferAdvisorError:  # an unknown name has already been refused by resolve_hardware
         return None
 
 

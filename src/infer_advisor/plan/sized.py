@@ -59,14 +59,12 @@ def sized_plan(request, model: ModelFacts, explain: bool, progress: Any = None):
 
 def _node_gpus(spec: str) -> int:
     """GPUs per node: the count of a single ``NAME:COUNT`` spec, else an 8-GPU (HGX/DGX-class) node."""
-    from ..hardware.spec import searches_gpu_types
+    from ..hardware.spec import parse_spec, searches_gpu_types
 
     spec = spec.strip()
-    if not searches_gpu_types(spec) and ":" in spec and not spec.startswith("{"):
-        count = spec.split(":", 1)[1].split("x")[0]
-        if count.isdigit() and int(count) > 0:
-            return int(count)
-    return NODE_GPUS
+    if searches_gpu_types(spec) or ":" not in spec or spec.startswith("{"):
+        return NODE_GPUS
+    return parse_spec(spec).count
 
 
 def _quant_pin(c, model: ModelFacts) -> str:
