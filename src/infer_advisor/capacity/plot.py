@@ -10,6 +10,16 @@ from .result import CapacityResult
 TITLE = "infer-advisor capacity front"  # the PNG's Title text chunk: how --force knows a plot is ours
 
 
+def require_matplotlib() -> None:
+    """One line (exit 2) when matplotlib, an optional package, is missing: checked before a search, not after."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        from ..errors import RequestError
+
+        raise RequestError("--plot needs matplotlib (pip install 'infer-advisor[bench]' or pip install matplotlib).")
+
+
 def is_front_png(path: Path) -> bool:
     """True for a PNG this module wrote (its Title chunk), so ``--force`` replaces only our own plots."""
     try:
@@ -24,15 +34,12 @@ def plot_front(result: CapacityResult, path: Path, *, force: bool = False) -> Pa
 
     Written through the shared single-file writer: an existing file is replaced only with ``force`` and only if it
     is a plot of ours."""
-    try:
-        import matplotlib
+    require_matplotlib()
+    import matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        from ..errors import RequestError
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
 
-        raise RequestError("--plot needs matplotlib (pip install 'infer-advisor[bench]' or pip install matplotlib).") from None
     fig, ax = plt.subplots(figsize=(7, 4.5))
     by_gpu: dict[str, list] = {}
     for p in result.front:

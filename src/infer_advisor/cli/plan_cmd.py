@@ -67,8 +67,9 @@ def run(ns: argparse.Namespace) -> int:
         if ns.plot.is_dir() or not ns.plot.resolve().parent.is_dir():
             raise RequestError(f"--plot {ns.plot}: the folder it goes in must exist and the path must not be a folder.")
         from .._output import check_file
-        from ..capacity.plot import is_front_png
+        from ..capacity.plot import is_front_png, require_matplotlib
 
+        require_matplotlib()
         check_file(ns.plot, force=ns.force, ours=is_front_png)  # refused now, not after the search
     kinds = None
     if ns.emit is not None:
