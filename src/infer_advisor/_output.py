@@ -145,7 +145,7 @@ def _safe_relative(name: str) -> bool:
 
 
 def _write_manifest(folder: Path, kind: str, files: list[str], complete: bool) -> None:
-    from . import __version__
+    from ._version import __version__
 
     body = {
         "written_by": _MANIFEST_TAG,

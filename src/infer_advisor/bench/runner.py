@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..errors import RequestError
 from .compare import compare, load_plan, plan_concurrency
 from .memory import AllocatorPeak, PeakMemory

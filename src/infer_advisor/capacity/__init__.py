@@ -7,7 +7,7 @@
 
 `infer-advisor plan --rate ...` runs the same search and prints the chosen plan with the per-GPU table. Each
 candidate replica is planned by the planner with its layout pinned (rules and the memory model decide engine,
-weights and what fits), simulated by ``simulate`` on the step-time model, and priced; see ``capacity.search``.
+weights and what fits), simulated by ``simulate`` on the step-time model, and priced; see ``capacity.sizing``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def size(model: str | None = None, *, progress=None, **options: Any) -> Capacity
 
     from .._data import format_validation_error
     from ..errors import RequestError
-    from ..plan.request import PlanRequest
+    from ..request import PlanRequest
 
     if model is not None:
         options["model"] = model
@@ -45,7 +45,7 @@ def size(model: str | None = None, *, progress=None, **options: Any) -> Capacity
 def size_request(request, model_facts=None, *, progress=None) -> CapacityResult:
     """:func:`size` for a ready :class:`PlanRequest` (and optionally resolved model facts)."""
     from ..errors import RequestError
-    from .search import search
+    from .sizing import search
 
     if not request.rate:
         raise RequestError("sizing needs --rate (requests per second the deployment must serve).")

@@ -53,13 +53,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..engine_memory import EngineMemoryProfile, memory_profile, profile_from_engine
-from ..engines import EngineProfile
+from ..engines.memory import EngineMemoryProfile, memory_profile, profile_from_engine
+from ..engines.profiles import EngineProfile
 from ..model_facts.facts import ModelFacts
 from .formats import dtype_bytes, formats, weight_format
 
 if TYPE_CHECKING:
-    from .memory_calibration import MemoryCalibration
+    from .calibration import MemoryCalibration
 
 CALIBRATED = "calibrated (log)"
 
@@ -388,7 +388,7 @@ def estimate_memory(
 
 
 def _default_profile(engine: EngineProfile) -> EngineMemoryProfile:
-    from ..engines import engine_profiles
+    from ..engines.profiles import engine_profiles
 
     if engine.name in engine_profiles() and engine_profiles()[engine.name] == engine:
         return memory_profile(engine.name)

@@ -11,9 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._data import format_validation_error, load_validated
 from .._paths import shipped
-from ..engine_memory import EngineSettings, engine_settings, version_note
+from ..engines.memory import EngineSettings, engine_settings, version_note
 from ..errors import RequestError
-from ..estimate.calibration_file import Calibrations
+from ..estimate.calibration import Calibrations
 from ..estimate.formats import weight_format
 from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
@@ -35,8 +35,8 @@ from .models import (
     RuleTrace,
     SpeculativePlan,
 )
-from .request import PlanRequest
-from .search import Choice, plan_max_num_seqs, search
+from ..request import PlanRequest
+from .layouts import Choice, plan_max_num_seqs, search
 
 
 class Defaults(BaseModel):
@@ -62,6 +62,18 @@ def defaults() -> Defaults:
     return load_validated(shipped("data") / "defaults.yaml", Defaults)
 
 
+def plan_request(model: str | None, request: PlanRequest | None, options: dict[str, Any]) -> PlanRequest:
+    """The :class:`PlanRequest` of ``advise()``'s arguments: ``request`` as given, else built from the keywords."""
+    if request is not None:
+        return request
+    if model is not None:
+        options["model"] = model
+    try:
+        return PlanRequest(**options)
+    except ValidationError as err:
+        raise RequestError(format_validation_error(err)) from None
+
+
 def advise(
     model: str | None = None,
     *,
@@ -69,47 +81,27 @@ def advise(
     explain: bool = False,
     model_facts: ModelFacts | None = None,
     hardware: HardwareFacts | None = None,
-    progress: Any = None,
     **options: Any,
 ) -> DeploymentPlan:
-    """Recommend how to deploy ``model``: engine, quantization, dtype, parallelism, memory and speed.
+    """The plan stage: the deployment of ``model`` on one named GPU setup: engine, quantization, dtype,
+    parallelism, memory and speed.
 
-        >>> from infer_advisor import advise
+        >>> from infer_advisor.plan import advise
         >>> plan = advise(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB")
         >>> plan.engine.name, plan.parallelism.tensor_parallel_size
         ('vllm', 1)
-        >>> plan.render("docker", out="deploy/")          # Dockerfile + README
 
-    Args:
-        model: Hub id, local folder or catalog name. Every other :class:`PlanRequest` field is a keyword
-            (``gpu="H100-80GB:8"``, ``goal="latency"``, ``context=8192``, ``rules="my-rules/"`` ...).
-        request: a ready :class:`PlanRequest` instead of keywords.
-        explain: keep every rule considered (matched or not) in ``plan.explain``.
-        model_facts, hardware: pre-resolved facts (skips the model/hardware stages; used by tools and tests).
-        progress: with ``rate``, a callable that receives a line now and then while a long sizing search runs.
-
-    With ``rate`` (requests/s) and optional latency targets, the plan is the cheapest fleet that meets them, found by
-    simulating every GPU type and layout searched (``gpu="any"``, a comma list, or one GPU type); ``plan.capacity``
-    holds the comparison (see :func:`infer_advisor.size`).
-
-    An impossible request returns a plan with ``feasible=False``, the reason and a ``suggestion``;
-    bad input raises an :class:`~infer_advisor.errors.InferAdvisorError` subclass.
+    Sizing a fleet for a traffic ``rate`` is the capacity stage's, over this one: the public
+    :func:`infer_advisor.advise` (``infer_advisor/api.py``) composes the two. Arguments as there.
     """
-    if request is None:
-        if model is not None:
-            options["model"] = model
-        try:
-            request = PlanRequest(**options)
-        except ValidationError as err:
-            raise RequestError(format_validation_error(err)) from None
+    request = plan_request(model, request, options)
     if model_facts is None:
         from ..model_facts import resolve_model
 
         model_facts = resolve_model(request.model, revision=request.revision, source=request.model_source)
     if hardware is None and request.rate:
-        from .sized import sized_plan
-
-        return sized_plan(request, model_facts, explain, progress=progress)
+        raise RequestError("A traffic rate is sized by infer_advisor.advise(rate=...) or infer_advisor.size(), "
+                           "not by the plan stage alone (infer_advisor.plan.advise).")
     if hardware is None:
         from ..hardware import resolve_hardware
 
@@ -363,7 +355,7 @@ def _engine_config(request: PlanRequest, model: ModelFacts, c: Choice, concurren
 def _triton(config: EngineConfig) -> EngineConfig:
     """The same TensorRT-LLM engine behind Triton Inference Server (--stack nvidia-triton): Triton's image, HTTP port,
     readiness path and model name (data/triton.yaml)."""
-    from ..triton import triton_facts, triton_release
+    from ..engines.triton import triton_facts, triton_release
 
     facts, release = triton_facts(), triton_release(config.version)
     return config.model_copy(update=dict(
@@ -373,7 +365,7 @@ def _triton(config: EngineConfig) -> EngineConfig:
 
 
 def _triton_decision(engine: EngineConfig) -> Decision:
-    from ..triton import triton_release
+    from ..engines.triton import triton_release
 
     release = triton_release(engine.version)
     return Decision(
@@ -385,7 +377,7 @@ def _triton_decision(engine: EngineConfig) -> Decision:
 
 
 def _triton_memory_note() -> str:
-    from ..triton import triton_facts
+    from ..engines.triton import triton_facts
 
     pool = triton_facts().cuda_memory_pool_bytes
     return (
@@ -403,7 +395,7 @@ def _settings(request: PlanRequest, hw: HardwareFacts, c: Choice) -> EngineSetti
 def _load_calibrations(request: PlanRequest) -> Calibrations | None:
     if not request.calibration:
         return None
-    from ..estimate.calibration_file import load_calibrations
+    from ..estimate.calibration import load_calibrations
 
     return load_calibrations(list(request.calibration))
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine_memory import engine_settings
-from ..engines import EngineProfile, engine_profile, engine_profiles
+from ..engines.memory import engine_settings
+from ..engines.profiles import EngineProfile, engine_profile, engine_profiles
 from ..estimate.formats import weight_format
 from ..estimate.memory import MemoryEstimate, estimate_memory
 from ..hardware.facts import HardwareFacts
@@ -21,7 +21,7 @@ from ..model_facts.facts import ModelFacts
 from ..model_facts.published import checkpoint_bytes_for
 from ..rules.evaluate import Trace, Verdict, judge, rank
 from ..rules.schema import Rule
-from ..speculative import DraftPair, draft_for
+from ..engines.speculative import DraftPair, draft_for
 
 # Pre-quantized checkpoints (config.json quant_method) map to the weight format used for bytes.
 PRE_QUANT_FORMAT = {"awq": "awq", "gptq": "gptq", "fp8": "fp8", "compressed-tensors": "compressed-tensors-w4a16"}

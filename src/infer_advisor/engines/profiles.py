@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._data import load_validated
-from ._paths import shipped
+from .._data import load_validated
+from .._paths import shipped
 
 EngineName = Literal[
     "vllm", "sglang", "tgi", "ctranslate2", "llama.cpp", "transformers", "trtllm", "mlc", "exllamav2", "mistralrs"
@@ -86,7 +86,7 @@ def engine_profiles() -> dict[str, EngineProfile]:
 
 
 def engine_profile(name: str) -> EngineProfile:
-    from .errors import RequestError, close_matches
+    from ..errors import RequestError, close_matches
 
     profiles = engine_profiles()
     if name not in profiles:
