@@ -22,7 +22,8 @@ PACKAGE = "infer_advisor"
 # Lowest first. Each entry: a stage and the module prefixes (relative to infer_advisor) in it.
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     # shared infrastructure: errors, environment, data-file loading, output files, the request, formatting
-    ("base", ("errors", "constants", "_data", "_paths", "_callable", "_version", "_output", "formatting", "request")),
+    ("base", ("errors", "constants", "_data", "_paths", "_callable", "_version", "_output", "_output_folders", "formatting",
+              "request")),
     ("model_facts", ("model_facts",)),
     ("hardware", ("hardware",)),
     # every engine fact: profiles, memory behaviour, speculative heads, Triton, launch commands and argv builders

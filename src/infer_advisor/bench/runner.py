@@ -66,7 +66,7 @@ class Runner:
         started = _now()
         notes: list[str] = []
         if req.out is not None:  # before the engine loads and long before the first request
-            from .._output import claim_folder
+            from .._output_folders import claim_folder
 
             self.folder = claim_folder(req.out, force=req.force, kind="bench")
             self.plot = plotting_available()
