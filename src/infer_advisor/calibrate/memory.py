@@ -159,7 +159,7 @@ def _logged_setup(cal: MemoryCalibration, log: StartupLog, facts, hw) -> dict:
 
 
 def _quantization(facts, log: StartupLog) -> str:
-    from ..plan.layouts import prequantized_format
+    from ..plan.options import prequantized_format
 
     if facts.pre_quantized:
         return prequantized_format(facts) or "none"

@@ -21,7 +21,8 @@ from ..rules.loader import load_rules
 from .facts import base_facts
 from ..request import PlanRequest
 from .decisions import hw_words, plan_decisions, plural, why_not
-from .layouts import Choice, search
+from .layouts import search
+from .options import Choice
 from .models import DeploymentPlan, MemoryPlan
 from .sections import (
     engine_config,

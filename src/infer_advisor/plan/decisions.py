@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
 from ..request import PlanRequest
-from .layouts import Choice
+from .options import Choice
 from .models import Decision
 
 

@@ -12,7 +12,7 @@ from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
 from ..request import PlanRequest
 from ..rules.evaluate import Trace
-from .layouts import Choice, plan_max_num_seqs
+from .options import Choice, plan_max_num_seqs
 from .models import (
     Decision,
     EngineConfig,
