@@ -228,3 +228,22 @@ def test_allowed_exceptions_are_still_needed():
         (src == a or src.startswith(a + ".")) and any(dst == b or dst.startswith(b + ".") for dst in targets)
         for src, targets in graph.items())]
     assert not stale, f"ALLOWED lists edges that no longer exist (remove them): {stale}"
+
+
+def test_architecture_doc_draws_this_graph():
+    """docs/architecture.md's picture is generated from this graph; regenerate with python benchmarks/import_graph.py."""
+    from benchmarks.import_graph import DOC, updated
+
+    text = DOC.read_text(encoding="utf-8")
+    assert updated(text) == text, "docs/architecture.md is out of date: run python benchmarks/import_graph.py"
+
+
+def test_the_checks_catch_an_upward_import_and_a_circle():
+    """The checker itself: an estimate module importing plan is upward, two modules importing each other a circle."""
+    graph = {"estimate.memory": {"plan.layouts"}, "plan.layouts": {"estimate.memory"}, "emit.context": {"bench.report"},
+             "bench.report": set()}
+    assert layer_violations(graph) == [
+        "infer_advisor.emit.context (outputs) imports infer_advisor.bench.report (outputs)",
+        "infer_advisor.estimate.memory (estimate) imports infer_advisor.plan.layouts (plan)",
+    ]
+    assert _cycles(graph) == [["estimate.memory", "plan.layouts"]]
