@@ -30,6 +30,10 @@ class EngineProfile(BaseModel):
 
     name: str = ""
     display: str
+    alternative: str | None = Field(default=None, description="The engine a plan names as the other good choice.")
+    served_model_name: str | None = Field(
+        default=None, description="The model name the server answers to whatever the model; None: the model's own name."
+    )
     version: str = Field(description="Engine version the templates and flags target.")
     image: str = Field(description="Official container image, pinned (never latest).")
     http_server: bool

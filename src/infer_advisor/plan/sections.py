@@ -6,6 +6,7 @@ prefix caching. Pure assembly: every figure comes from the search, the engine's 
 from __future__ import annotations
 
 from ..engines.memory import EngineSettings
+from ..engines.profiles import EngineProfile
 from ..errors import RequestError
 from ..estimate.formats import weight_format
 from ..hardware.facts import HardwareFacts
@@ -76,9 +77,9 @@ def hardware_summary(hw: HardwareFacts) -> HardwareSummary:
 
 
 
-def _served_name(engine: str, model: ModelFacts) -> str:
-    if engine == "mistralrs":
-        return "default"  # mistral.rs answers requests for its one model under the name "default"
+def _served_name(profile: EngineProfile, model: ModelFacts) -> str:
+    if profile.served_model_name:  # a server that answers under a fixed name (data/engines.yaml)
+        return profile.served_model_name
     return model.name.rstrip("/").split("/")[-1] if model.source == "local" else model.name
 
 
@@ -111,10 +112,6 @@ def engine_config(request: PlanRequest, model: ModelFacts, c: Choice, concurrenc
             raise RequestError(f"--max-num-batched-tokens {budget} is below --max-num-seqs {max_seqs}: vLLM refuses that at "
                                "start-up (every scheduled sequence needs a token of the budget); raise one or lower the other.")
         max_seqs = budget
-    alternative = {
-        "vllm": "sglang", "sglang": "vllm", "tgi": "vllm", "ctranslate2": "vllm", "trtllm": "vllm", "mlc": "exllamav2",
-        "exllamav2": "mlc", "mistralrs": "llama.cpp", "llama.cpp": "mistralrs",
-    }.get(p.name)
     fraction = request.gpu_memory_utilization or settings.memory_fraction
     config = EngineConfig(
         name=p.name,
@@ -128,8 +125,8 @@ def engine_config(request: PlanRequest, model: ModelFacts, c: Choice, concurrenc
         max_num_batched_tokens=request.max_num_batched_tokens or default_tokens or None,
         gpu_memory_utilization=fraction if reserve else None,
         kv_cache_dtype=c.kv_cache_dtype.value,
-        served_model_name=_served_name(p.name, model),
-        alternative=alternative,
+        served_model_name=_served_name(p, model),
+        alternative=p.alternative,
         defaults={  # None: not the engine's own default (a planning cap the launch command always passes)
             "max_num_seqs": None if "max_num_seqs" in p.planning_caps else settings.max_num_seqs,
             "max_num_batched_tokens": None if "max_num_batched_tokens" in p.planning_caps else default_tokens,
