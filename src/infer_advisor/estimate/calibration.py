@@ -22,7 +22,7 @@ SCHEMA_VERSION = 2
 class CalibrationPoint(BaseModel):
     """One measured batch size of one model."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, defer_build=True)
 
     model: str = Field(description="Catalog name or path of the model measured.")
     batch: int = Field(gt=0, description="Sequences decoded together (bench concurrency).")
@@ -46,7 +46,7 @@ class Calibration(BaseModel):
     bandwidth up to 1 PB/s, compute up to 1 EFLOP/s, efficiencies from 0.1% to 100%, overheads under 10 s.
     """
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, defer_build=True)
 
     schema_version: Literal[2] = SCHEMA_VERSION
     kind: Literal["speed"] = Field(default="speed", description="Calibration kind (shared header, estimate/calibration_file.py).")
@@ -122,7 +122,7 @@ TIB = 2**40
 class MemoryCalibration(BaseModel):
     """A memory calibration (kind ``memory``); bounds are plausibility limits checked on load."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, defer_build=True)
 
     schema_version: Literal[1] = 1
     kind: Literal["memory"] = "memory"

@@ -26,7 +26,7 @@ CalibrationKind = Literal["memory", "speed"]
 class CalibrationHeader(BaseModel):
     """What every calibration says about where it was made (the mismatch check reads only this)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, defer_build=True)
 
     kind: CalibrationKind
     engine: str = Field(min_length=1, description="Engine measured (vllm, sglang, llama.cpp, transformers, ...).")

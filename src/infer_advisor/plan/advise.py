@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -13,7 +13,6 @@ from .._data import format_validation_error, load_validated
 from .._paths import shipped
 from ..engines.memory import EngineSettings, engine_settings, version_note
 from ..errors import RequestError
-from ..estimate.calibration import Calibrations
 from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
 from ..rules.evaluate import Trace
@@ -36,6 +35,9 @@ from .sections import (
     triton_decision,
     triton_memory_note,
 )
+
+if TYPE_CHECKING:  # read only with --calibration (imported in _load_calibrations)
+    from ..estimate.calibration import Calibrations
 
 
 class Defaults(BaseModel):
@@ -231,10 +233,10 @@ def _load_calibrations(request: PlanRequest) -> Calibrations | None:
 
 def _calibration_warnings(request: PlanRequest, hw: HardwareFacts, c: Choice, settings: EngineSettings, cals: Calibrations | None) -> list[str]:
     """Refuse (or, with --calibration-mismatch warn, flag) a calibration made for another engine, version or GPU."""
-    from ..estimate.calibration_file import check_applies
-
     if cals is None:
         return []
+    from ..estimate.calibration_file import check_applies
+
     gpu = hw.gpu.name if hw.kind == "gpu" else None
     out = []
     headers = [(m.path, m.header) for m in cals.memory] + [(path, cal.header()) for path, cal in cals.speed]
