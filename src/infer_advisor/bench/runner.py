@@ -72,7 +72,7 @@ class Runner:
             self.plot = plotting_available()
             if not self.plot:
                 notes.append(MISSING_PLOT_NOTE)
-        from .engines import load_engine
+        from .backends import load_engine
 
         self._check_lengths(_config_context(req), str(req.model))  # from config.json, before loading anything
         engine = load_engine(req)
