@@ -1,7 +1,8 @@
 """The import graph of ``src/infer_advisor``: no circles, and no stage imports a stage above it.
 
 The graph is read with ``ast`` from the source (nothing is imported), so it sees every import: module level,
-inside functions (a lazy import is still a dependency) and under ``if TYPE_CHECKING:``. An edge is a module
+inside functions (a lazy import is still a dependency), under ``if TYPE_CHECKING:``, and a module named in a
+string for ``importlib`` (``"infer_advisor.plan"``; a name that does not exist fails the test). An edge is a module
 importing another module of the package (``from .x import name`` counts as importing ``x``, or ``x.name`` when
 that is a module).
 
@@ -14,10 +15,12 @@ each other. docs/architecture.md draws this graph (``python benchmarks/import_gr
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "infer_advisor"
+_DOTTED = re.compile(r"^infer_advisor(\.[a-z_]+)+$")
 
 # Lowest first. Each entry: a stage and the module prefixes (relative to infer_advisor) in it.
 STAGES: list[tuple[str, tuple[str, ...]]] = [
@@ -114,6 +117,12 @@ def import_graph() -> dict[str, set[str]]:
                         rel = alias.name[len(PACKAGE) + 1:]
                         if rel in mods:
                             targets.add(rel)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _DOTTED.match(node.value):
+                # a module named for importlib (the lazy top-level names, `infer-advisor schema`): an import too
+                rel = node.value[len(PACKAGE) + 1:]
+                if rel not in mods:
+                    raise AssertionError(f"{path}: names module {node.value!r}, which does not exist")
+                targets.add(rel)
         targets.discard(name)
         graph[name] = targets
     return graph

@@ -23,7 +23,7 @@ __all__ = ["Binding", "Candidate", "CapacityResult", "FrontPoint", "LatencyTarge
 def size(model: str | None = None, *, progress=None, **options: Any) -> CapacityResult:
     """Search GPU types and layouts for the cheapest fleet serving ``rate`` requests/s within the latency targets.
 
-    Takes the fields of :class:`~infer_advisor.plan.request.PlanRequest` as keywords (``rate`` is required;
+    Takes the fields of :class:`~infer_advisor.request.PlanRequest` as keywords (``rate`` is required;
     ``gpu="any"`` or ``"H100-80GB,L40S"`` searches GPU types; ``ttft_p90``/``ttft_p99``/``itl_p99``/``e2e_p90``
     are targets in seconds; ``price_per_gpu_hour`` overrides the catalog prices).
     """

@@ -1,6 +1,6 @@
 """Engine memory profiles by version (``data/engine_memory.yaml``): how an engine sizes its KV cache at start-up.
 
-    >>> from infer_advisor.engine_memory import memory_profile, batch_defaults
+    >>> from infer_advisor.engines.memory import memory_profile, batch_defaults
     >>> prof = memory_profile("vllm", "0.7.3")
     >>> prof.label, prof.activation_tokens, prof.cuda_graphs_in_budget
     ('vLLM 0.6.4-0.7 (V0, memory_profiling)', 'max_model_len', False)
