@@ -71,6 +71,16 @@ class EngineProfile(BaseModel):
         default_factory=list, description="Speculative-decoding methods the server takes on its command line."
     )
     speculative_source: str = ""
+    batched_tokens_at_least_seqs: bool = Field(
+        default=False, description="The engine refuses max_num_batched_tokens below max_num_seqs at start-up."
+    )
+    batched_tokens_at_least_seqs_source: str = ""
+    load_time_quantizations: list[str] = Field(
+        default_factory=list,
+        description="Weight formats the engine quantizes itself at load when its quantization flag names them (the plan "
+        "passes the flag only for these; pre-quantized and published checkpoints are detected by the engine).",
+    )
+    load_time_quantizations_source: str = ""
     planning_caps: list[Literal["max_num_seqs", "max_num_batched_tokens"]] = Field(
         default_factory=list,
         description="Settings whose figure above is a planning cap the launch command always passes, not the engine's own "

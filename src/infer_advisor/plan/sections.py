@@ -106,10 +106,10 @@ def engine_config(request: PlanRequest, model: ModelFacts, c: Choice, concurrenc
     # V0 profiles and schedules max(max_model_len, floor) tokens per step unless told otherwise
     default_tokens = settings.max_num_batched_tokens or (c.memory.activation_tokens if reserve else None)
     budget = request.max_num_batched_tokens or default_tokens
-    if p.name == "vllm" and budget and budget < max_seqs:
-        # vLLM's SchedulerConfig refuses max_num_batched_tokens < max_num_seqs at start-up
+    if p.batched_tokens_at_least_seqs and budget and budget < max_seqs:
+        # the engine refuses max_num_batched_tokens < max_num_seqs at start-up (vLLM's SchedulerConfig)
         if request.max_num_seqs and request.max_num_batched_tokens:
-            raise RequestError(f"--max-num-batched-tokens {budget} is below --max-num-seqs {max_seqs}: vLLM refuses that at "
+            raise RequestError(f"--max-num-batched-tokens {budget} is below --max-num-seqs {max_seqs}: {p.display} refuses that at "
                                "start-up (every scheduled sequence needs a token of the budget); raise one or lower the other.")
         max_seqs = budget
     fraction = request.gpu_memory_utilization or settings.memory_fraction
@@ -185,8 +185,8 @@ def quantization_plan(model: ModelFacts, c: Choice, decisions: list[Decision] | 
     pre = model.pre_quantized is not None
     published = _published(model, method) if not pre and method not in {"none", "ct2-int8"} else None
     # Let vLLM/SGLang detect pre-quantized and published checkpoints (they pick awq_marlin/gptq_marlin themselves);
-    # pass --quantization only for on-the-fly methods.
-    flag = method if (method in {"fp8"} and not pre and not published and c.profile.name in {"vllm", "sglang"}) else None
+    # pass --quantization only for the methods the engine quantizes at load (data/engines.yaml load_time_quantizations).
+    flag = method if (method in c.profile.load_time_quantizations and not pre and not published) else None
     needs_step = (not pre and not published and method not in {"none", "fp8"} and not fmt.applied_at_load
                   and fmt.converter is None)
     if published is not None and decisions is not None:
