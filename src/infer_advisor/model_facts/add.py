@@ -9,7 +9,6 @@ model plus ``_index.json``), never code.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +16,11 @@ from ..errors import DataFileError, ModelConfigError, OutputPathError, RequestEr
 from .build import facts_from_config
 from .catalog import INDEX_FILE, CatalogEntry, Variant, build_index, entry_path, folder
 from .facts import ModelFacts
+from .hub import is_repo_id
 from .jsonfile import load_json
 
-# A Hub repository id: owner/name, each 1-96 of letters, digits, '-', '_', '.' (Hub naming rules).
-_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}$")
-
-
 def check_repo_id(name: str, what: str = "--id") -> str:
-    if not _REPO_ID.match(name) or ".." in name:
+    if not is_repo_id(name) or ".." in name:
         raise RequestError(f"{what} '{name[:100]}' is not a Hub id of the form owner/name")
     return name
 

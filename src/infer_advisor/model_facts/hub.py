@@ -11,6 +11,7 @@ goes only into the Authorization header huggingface_hub sends; nothing here writ
 from __future__ import annotations
 
 import json
+import re
 import socket
 from typing import Any
 from urllib.parse import urlsplit
@@ -18,6 +19,17 @@ from urllib.parse import urlsplit
 from .. import constants
 from ..errors import HubError, ModelConfigError
 from .facts import SafetensorsSummary
+
+# A Hub repository id: owner/name, each 1-96 of letters, digits, '-', '_', '.' (Hub naming rules). The lengths are
+# checked in is_repo_id: a bounded repeat ({0,95}) in the pattern costs ~7 ms to compile on every start.
+_REPO_ID = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.\-]*)/([A-Za-z0-9][A-Za-z0-9_.\-]*)$")
+REPO_ID_PART_CHARS = 96
+
+
+def is_repo_id(name: str) -> bool:
+    """``owner/name`` as the Hub accepts it (the form only: no '..' check, no lookup)."""
+    m = _REPO_ID.match(name)
+    return bool(m) and len(m.group(1)) <= REPO_ID_PART_CHARS and len(m.group(2)) <= REPO_ID_PART_CHARS
 
 # A reachable Hub answers a TCP connect in well under a second; an offline machine must not wait longer.
 CONNECT_TIMEOUT_S = 1.0

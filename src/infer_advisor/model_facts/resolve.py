@@ -67,9 +67,9 @@ def _not_found(name: str, detail: str = "") -> ModelNotFoundError:
 
 def _looks_like_repo_id(name: str) -> bool:
     """owner/name as the Hub accepts it (huggingface_hub's validate_repo_id would raise on anything else)."""
-    from .add import _REPO_ID
+    from .hub import is_repo_id
 
-    return bool(_REPO_ID.match(name)) and ".." not in name and not name.startswith((".", "/", "~"))
+    return is_repo_id(name) and ".." not in name and not name.startswith((".", "/", "~"))
 
 
 def resolve_model(name: str, *, revision: str | None = None, source: Source = "auto") -> ModelFacts:
