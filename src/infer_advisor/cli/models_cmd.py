@@ -266,7 +266,12 @@ def _print_facts(facts) -> None:
         )
     rows.append(("dtype", facts.torch_dtype, origin))
     if facts.pre_quantized:
-        rows.append(("pre-quantized", facts.pre_quantized, f"{origin} quantization_config"))
+        # The weight format names what the bytes are (nvidia/DeepSeek-V4-*-NVFP4 say quant_method fp8 but store NVFP4
+        # experts: fp8-block-nvfp4-experts); quant_method alone would call them fp8.
+        value = facts.weight_format or facts.pre_quantized
+        if facts.weight_format and facts.weight_format != facts.pre_quantized:
+            value += f" (quant_method {facts.pre_quantized})"
+        rows.append(("pre-quantized weights", value, f"{origin} quantization_config"))
     if facts.safetensors:
         st = facts.safetensors
         rows.append(
