@@ -55,13 +55,20 @@ class CatalogRow(BaseModel):
     variants: list[str] = Field(default_factory=list, description="Other Hub ids sized by the same config.")
     architecture: str = Field(description="config.json architectures[0].")
     params_billions: float = Field(description="Total parameters in billions (computed from the catalog config).")
-    active_params_billions: float = Field(description="Parameters per token in billions (MoE: routed top-k only).")
+    active_params_billions: float = Field(
+        description="Parameters per token in billions (MoE: routed top-k only), the input embedding included."
+    )
     context: int = Field(description="max_position_embeddings from the catalog config.")
     pre_quantized: str | None = Field(default=None, description="Quantization already in the checkpoint, if any.")
     source: str = Field(description="URL of the config.json the catalog entry was copied from.")
     model_type: str = Field(default="", description="The model type it is sized as (config.json model_type).")
     weight_format: str | None = Field(
         default=None, description="Weight format of a pre-quantized checkpoint (data/formats.yaml key), else None."
+    )
+    active_params_billions_without_embedding: float = Field(
+        default=0.0,
+        description="Parameters per token in billions without the input embedding, as model cards count "
+        "(gpt-oss-120b 5.13).",
     )
 
 
@@ -120,6 +127,7 @@ def catalog_report() -> ModelsReport:
                 source=entry.source,
                 model_type=f.model_type,
                 weight_format=f.weight_format,
+                active_params_billions_without_embedding=round(f.num_active_parameters_without_embedding / BILLION, 2),
             )
         )
     return ModelsReport(models=rows)
@@ -166,7 +174,8 @@ def _add(ns: argparse.Namespace) -> int:
     )
     print(
         f"added {entry.name} ({facts.architecture}): {facts.num_parameters:,} parameters "
-        f"({facts.num_active_parameters:,} active), {facts.num_layers} layers {dict(facts.layer_counts)}, "
+        f"({facts.num_active_parameters_without_embedding:,} active per token without the input embedding), "
+        f"{facts.num_layers} layers {dict(facts.layer_counts)}, "
         f"context {facts.max_position_embeddings:,}"
     )
     return 0
@@ -181,8 +190,8 @@ def _print_catalog(report: ModelsReport) -> None:
     ids = len(report.models) + sum(len(r.variants) for r in report.models)
     table = Table(
         title=f"Model catalog by family: {len(report.models)} configs, {ids} Hub ids; params computed from each config.json",
-        caption="source: catalog (config.json copied from the Hub; URLs in --json). Variants (+) share their entry's "
-        "config. `--family TEXT` lists one family; `infer-advisor models NAME` shows one model.",
+        caption="source: catalog (config.json copied from the Hub; URLs in --json). active B: parameters per token "
+        "without the input embedding, as model cards count. Variants (+) share their entry's config. `--family TEXT` lists one family; `infer-advisor models NAME` shows one model.",
         box=box.SIMPLE_HEAD,
     )
     table.add_column("family", no_wrap=True)
@@ -202,7 +211,7 @@ def _print_catalog(report: ModelsReport) -> None:
             names,
             r.model_type,
             f"{r.params_billions:.2f}",
-            f"{r.active_params_billions:.2f}",
+            f"{r.active_params_billions_without_embedding:.2f}",
             f"{r.context:,}",
             r.weight_format or r.pre_quantized or "-",
         )
@@ -226,7 +235,11 @@ def _print_facts(facts) -> None:
         ("architecture", facts.architecture, origin),
         ("model_type / family / attention", f"{facts.model_type} / {facts.family} / {facts.attention}", origin),
         ("parameters", f"{facts.num_parameters:,}", computed),
-        ("active parameters / token", f"{facts.num_active_parameters:,}", computed),
+        (
+            "active parameters / token",
+            f"{facts.num_active_parameters_without_embedding:,} ({facts.num_active_parameters:,} with the input embedding)",
+            computed,
+        ),
         ("  embedding / lm_head", f"{facts.params.embedding:,} / {facts.params.lm_head:,}", computed),
         (
             "  linear (experts) / other",
