@@ -85,8 +85,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     parser.description = (
         "List the embedded model catalog by family, show one model's facts, or `add CONFIG.json --id OWNER/NAME` "
-        "a model to the catalog (validates the config, computes its counts, writes data/models/OWNER--NAME.json "
-        "and the name index)."
+        "a model to your catalog (validates the config, computes its counts, writes OWNER--NAME.json and the name index "
+        "in the user catalog folder, $INFER_ADVISOR_HOME/models or the XDG data dir, which a reinstall keeps)."
     )
     parser.add_argument("name", nargs="?", default=None, help=ModelsOptions.model_fields["name"].description)
     parser.add_argument("config", nargs="?", default=None, help="With `add`: the config.json to add.")
@@ -100,7 +100,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add.add_argument("--variant", action="append", default=[], help="Another Hub id with the same config, ID[=KIND] (repeatable).")
     add.add_argument("--config-source", dest="config_source", help="URL of the published config.json (default: its Hub URL).")
     add.add_argument("--retrieved-from", dest="retrieved_from", help="Where this copy was read, when not the Hub.")
-    add.add_argument("--catalog-dir", dest="catalog_dir", type=Path, help="Catalog folder (default: the shipped data/models).")
+    add.add_argument(
+        "--catalog-dir", dest="catalog_dir", type=Path,
+        help="Catalog folder to write (default: the user catalog folder, $INFER_ADVISOR_HOME/models, else "
+        "$XDG_DATA_HOME/infer_advisor/models or ~/.local/share/infer_advisor/models).",
+    )
     add.add_argument("--force", action="store_true", help="Replace an existing entry of the same id.")
     field = ModelsOptions.model_fields["json_output"]
     parser.add_argument("--json", dest="json_output", action="store_true", help=field.description)
@@ -165,6 +169,7 @@ def run(ns: argparse.Namespace) -> int:
 def _add(ns: argparse.Namespace) -> int:
     from ..errors import RequestError
     from ..model_facts.add import add_model
+    from ..model_facts.catalog import entry_path, user_folder
 
     if ns.config is None:
         raise RequestError("usage: infer-advisor models add CONFIG.json --id OWNER/NAME")
@@ -178,6 +183,10 @@ def _add(ns: argparse.Namespace) -> int:
         f"{facts.num_layers} layers {dict(facts.layer_counts)}, "
         f"context {facts.max_position_embeddings:,}"
     )
+    from ._console import make_console
+
+    # The folder comes from the user (--catalog-dir, INFER_ADVISOR_HOME): printed as text (rich strips control codes)
+    make_console().print(f"wrote {entry_path(entry.name, ns.catalog_dir or user_folder())}", markup=False, soft_wrap=True)
     return 0
 
 
