@@ -26,6 +26,7 @@ from typing import Any
 
 from .._paths import shipped
 from ..errors import DataFileError, ModelConfigError, UnsupportedArchitectureError
+from . import mimo_v2
 
 # Multimodal wrappers whose language model is described by ``text_config``: wrapper model_type -> text model_type.
 _TEXT_MODEL_TYPES = {
@@ -91,7 +92,7 @@ _EXPERT_KEYS = {
     "gemma4_text": "num_experts",
     "granitemoehybrid": "num_local_experts",
 }
-_MOE_TYPES = (*_EXPERT_KEYS, "deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "deepseek_v4", "nemotron_h")
+_MOE_TYPES = (*_EXPERT_KEYS, "deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "deepseek_v4", "nemotron_h", "mimo_v2_flash")
 # Model types with multi-head latent attention (DeepSeek-V2's q/kv low-rank projections and compressed KV latent).
 MLA_TYPES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa")
 # Model types with DeepSeek sparse attention's lightning indexer on (some of) their MLA layers.
@@ -294,6 +295,8 @@ class Arch:
             return dict(Counter(m for m, _ in self._nemotron_pattern()))
         if self.model_type == "deepseek_v4":
             return self._v4_mixers()
+        if self.model_type == mimo_v2.MODEL_TYPE:
+            return mimo_v2.mixer_counts(self)
         if self.model_type == "falcon_h1":  # every layer runs attention and a Mamba-2 mixer side by side
             return {"full": n, "mamba": n}
         if self.model_type == "granitemoehybrid" and self._explicit_layer_types() is None:
@@ -400,6 +403,8 @@ class Arch:
             return dict(Counter(m for _, m in self._nemotron_pattern()))
         if not self.num_experts:
             return {"dense": n}
+        if self.model_type == mimo_v2.MODEL_TYPE:
+            return mimo_v2.mlp_counts(self)
         if self.model_type in ("qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5_moe_text"):
             step = self.int("decoder_sparse_step", 1, minimum=1)
             only = self.get("mlp_only_layers", []) or []

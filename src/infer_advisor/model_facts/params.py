@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..errors import ModelConfigError
+from . import mimo_v2
 from .arch import Arch
 from .facts import ParamBreakdown
 
@@ -96,6 +97,8 @@ def _attention(a: Arch, mixer: str) -> Block:
         return _mla_attention(a)
     if a.model_type == "deepseek_v4":
         return _v4_attention(a, mixer)
+    if a.model_type == mimo_v2.MODEL_TYPE:
+        return _mimo_attention(a, mixer)
     h = a.hidden
     kv_heads, hd, k_eq_v = _attention_geometry(a, mixer)
     q, kv = a.heads * hd, kv_heads * hd
@@ -113,6 +116,15 @@ def _attention(a: Arch, mixer: str) -> Block:
     if a.model_type == "gpt_oss":  # one learned attention-sink logit per head
         other += a.heads
     return Block(linear, other)
+
+
+def _mimo_attention(a: Arch, mixer: str) -> Block:
+    """MiMo-V2-Flash: q/k of head_dim, v of v_head_dim, o from heads x v_head_dim; sinks on sliding layers."""
+    h, n = a.hidden, a.heads
+    kv_heads, hd, v_hd = mimo_v2.attention_geometry(a, mixer)
+    linear = h * n * hd + h * kv_heads * hd + h * kv_heads * v_hd + n * v_hd * h
+    bias = (n * hd + kv_heads * hd + kv_heads * v_hd) if a.flag("attention_bias") else 0  # o_proj has none
+    return Block(linear, bias + (n if mimo_v2.has_sinks(a, mixer) else 0))
 
 
 def _mla_attention(a: Arch) -> Block:
@@ -403,6 +415,9 @@ class KVCounts:
 def _kv_per_layer(a: Arch, mixer: str) -> int:
     if a.is_mla:  # the compressed latent plus the shared rope key, stored once
         return a.int("kv_lora_rank") + a.int("qk_rope_head_dim")
+    if a.model_type == mimo_v2.MODEL_TYPE:  # k and v of different widths
+        kv_heads, hd, v_hd = mimo_v2.attention_geometry(a, mixer)
+        return kv_heads * (hd + v_hd)
     kv_heads, hd, _ = _attention_geometry(a, mixer)
     return 2 * kv_heads * hd
 
