@@ -89,3 +89,14 @@ def test_a_broken_user_index_is_one_error_line(tmp_path, capsys):
     assert main(["models", "llama-2-7b", "--source", "catalog"]) == 2
     err = capsys.readouterr().err
     assert "_index.json" in err and err.count("\n") == 1
+
+
+def test_the_printed_folder_goes_through_the_terminal_escaper(config, tmp_path, monkeypatch, capsys):
+    home = tmp_path / "a\x1b[31mred\u2028b\u202e"
+    monkeypatch.setenv("INFER_ADVISOR_HOME", str(home))
+    assert main(["models", "add", str(config), "--id", "acme/Tiny-Esc"]) == 0
+    out = capsys.readouterr().out
+    assert (home / "models" / "acme--Tiny-Esc.json").is_file()  # written where asked
+    wrote = [line for line in out.splitlines() if line.startswith("wrote ")]
+    assert len(wrote) == 1 and "?[31mred?b?" in wrote[0]
+    assert not any(ch in out for ch in "\x1b\u2028\u202e")

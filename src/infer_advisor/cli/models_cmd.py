@@ -183,10 +183,11 @@ def _add(ns: argparse.Namespace) -> int:
         f"{facts.num_layers} layers {dict(facts.layer_counts)}, "
         f"context {facts.max_position_embeddings:,}"
     )
-    from ._console import make_console
+    from ._console import make_console, terminal_text
 
-    # The folder comes from the user (--catalog-dir, INFER_ADVISOR_HOME): printed as text (rich strips control codes)
-    make_console().print(f"wrote {entry_path(entry.name, ns.catalog_dir or user_folder())}", markup=False, soft_wrap=True)
+    # The folder comes from the user (--catalog-dir, INFER_ADVISOR_HOME): through the terminal escaper, printed as text
+    where = terminal_text(str(entry_path(entry.name, ns.catalog_dir or user_folder())))
+    make_console().print(f"wrote {where}", markup=False, soft_wrap=True)
     return 0
 
 
