@@ -70,6 +70,8 @@ def add_model(
         config=config,
     )
     where = catalog_dir or user_folder()
+    if where is None:
+        raise RequestError("no home folder to keep your catalog in: set INFER_ADVISOR_HOME or pass --catalog-dir")
     try:
         where.mkdir(parents=True, exist_ok=True)
     except OSError as err:

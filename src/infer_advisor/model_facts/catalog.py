@@ -85,17 +85,23 @@ def folder() -> Path:
     return shipped("data") / "models"
 
 
-def user_folder() -> Path:
-    """The user's catalog folder (read at use time: ``INFER_ADVISOR_HOME`` may change between calls)."""
-    return user_catalog_dir()
+def user_folder() -> Path | None:
+    """The user's catalog folder (read at use time: ``INFER_ADVISOR_HOME`` may change between calls); None when no
+    home folder can be determined and ``INFER_ADVISOR_HOME`` is unset (then there is no user catalog to read)."""
+    try:
+        return user_catalog_dir()
+    except (RuntimeError, KeyError):  # Path.home() without HOME and without a passwd entry
+        return None
 
 
 def entry_path(name: str, where: Path | None = None) -> Path:
     return (where or folder()) / (name.replace("/", "--") + ".json")
 
 
-def _stamp(where: Path) -> tuple[str, int] | None:
+def _stamp(where: Path | None) -> tuple[str, int] | None:
     """(folder, index mtime) of a user catalog folder, None when it has no index: the cache key of its contents."""
+    if where is None:
+        return None
     try:
         return str(where), (where / INDEX_FILE).stat().st_mtime_ns
     except OSError:
