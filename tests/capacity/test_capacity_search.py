@@ -215,7 +215,7 @@ def test_capacity_json_validates_against_its_published_schema():
 
 def test_the_sustainable_rate_stays_below_what_an_overloaded_replica_completes():
     """A few hundred simulated requests just past capacity end before the queue breaks a target: the search caps the
-    rate at 95% of the throughput an overloaded trial completed (the PP2 lanes made this 3x TP1 before)."""
+    rate at 95% of the throughput an overloaded trial completed or of the physical ceiling (capacity/physics.py)."""
     from infer_advisor.capacity.evaluate import UTILISATION, find_max_rate, operating_point
     from infer_advisor.capacity.search import targets_from, workload_from
     from infer_advisor.estimate.step_time import build_step_model
@@ -233,7 +233,8 @@ def test_the_sustainable_rate_stays_below_what_an_overloaded_replica_completes()
                                 kv_cache_dtype="auto", tp=1, pp=pp, nodes=1, expert_parallel=False)
         cfg = SchedulerConfig(max_num_seqs=1024, max_num_batched_tokens=1024, kv_capacity_tokens=400_000, lanes=pp)
         rs = find_max_rate(step, w, cfg, targets)
-        assert rs.capacity is not None and rs.max_rate <= UTILISATION * rs.capacity + 1e-9
+        limit = min(rs.capacity or math.inf, rs.ceiling)  # what an overloaded trial completed, or the physical ceiling
+        assert rs.max_rate <= UTILISATION * limit + 1e-9
         long_run = operating_point(step, w, cfg, rs.max_rate, requests=1200)
         assert long_run.requests_per_s >= 0.9 * rs.max_rate  # keeps up over a run five times as long
         per_gpu[pp] = rs.max_rate / pp

@@ -54,6 +54,14 @@ def size_request(request, model_facts=None, *, progress=None) -> CapacityResult:
 
         model_facts = resolve_model(request.model, revision=request.revision, source=request.model_source)
 
+    plan_fn = pinned_planner(request, model_facts)
+    result = search(request, model_facts, plan_fn, progress=progress)
+    return result.model_copy(update={"accuracy": _accuracy_note(result)})
+
+
+def pinned_planner(request, model_facts):
+    """``plan_fn(hw, tp, pp, ep)``: the ordinary planner for one replica with its layout and GPU pinned."""
+
     def plan_fn(hw, tp, pp, ep):
         from ..plan.advise import advise
 
@@ -62,8 +70,7 @@ def size_request(request, model_facts=None, *, progress=None) -> CapacityResult:
                                             "gpu": f"{hw.gpu.name}:{hw.gpus_per_node}" + (f"x{hw.nodes}" if hw.nodes > 1 else "")})
         return advise(request=pinned, model_facts=model_facts, hardware=hw)
 
-    result = search(request, model_facts, plan_fn, progress=progress)
-    return result.model_copy(update={"accuracy": _accuracy_note(result)})
+    return plan_fn
 
 
 def _accuracy_note(result: CapacityResult) -> str | None:

@@ -22,7 +22,8 @@ from ..model_facts.facts import ModelFacts
 from ..simulate import LengthSpec, SchedulerConfig, SimulationResult, Workload
 from .evaluate import RateSearch, analytic_rate, find_max_rate, operating_point
 from .prices import parse_overrides, price_for
-from .result import Binding, Candidate, CapacityResult, FrontPoint
+from .physics import check_claim, within_physics
+from .result import Binding, Candidate, CapacityResult, FrontPoint, PhysicsShare
 from .targets import TARGET_METRICS, LatencyTargets, TargetCheck, binding, check
 
 BUDGETS = (128, 256, 512, 1024, 2048, 4096, 8192)  # max_num_batched_tokens tried when the user pinned none
@@ -237,6 +238,22 @@ def _candidate(o: Option, rs: RateSearch, rate: float, targets: LatencyTargets, 
     )
 
 
+def _physics(o: Option, model: ModelFacts, w: Workload, rs: RateSearch) -> dict:
+    """The invariants at the rate found; a rate past one is lowered to it (in ``rs``) and reported."""
+    p = o.plan
+
+    def checks_at(r: float):
+        return check_claim(model, o.gpu, o.step, o.cfg, quantization=p.quantization.method, dtype=p.dtype,
+                           kv_cache_dtype=p.engine.kv_cache_dtype, rate=r, mean_in=w.mean_input, mean_out=w.mean_output)
+
+    checks = checks_at(rs.max_rate)
+    rs.max_rate, broken = within_physics(rs.max_rate, checks)
+    if broken:
+        checks = checks_at(rs.max_rate)
+    shares = [PhysicsShare(name=c.name, share=c.share, words=c.words) for c in checks]
+    return {"physics": shares, "physics_capped": broken}
+
+
 def _why_not(rs: RateSearch, checks, replicas: int) -> str:
     b = binding(checks)
     if not replicas:
@@ -276,7 +293,8 @@ def search(request, model: ModelFacts, plan_fn: Callable, *, progress: Callable[
                     capped.append(name)
                 break
             rs = find_max_rate(o.step, w, o.cfg, targets)
-            cand = _candidate(o, rs, rate, targets, w, request.replicas)
+            phys = _physics(o, model, w, rs)
+            cand = _candidate(o, rs, rate, targets, w, request.replicas).model_copy(update=phys)
             evaluated.append((o, cand, rs))
             simulated += 1
             coverage[name] = (simulated, len(opts))
