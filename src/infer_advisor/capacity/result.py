@@ -59,6 +59,8 @@ class Candidate(BaseModel):
     why_not: str | None = Field(default=None, description="Why this option cannot serve the request (memory, rules, a target at any load).")
     physics: list[PhysicsShare] = Field(default_factory=list, description="Share of each physical limit used at max_rate_per_replica.")
     physics_capped: list[str] = Field(default_factory=list, description="Invariants the simulated rate broke (the rate was lowered to them).")
+    replicas_needed: int = Field(default=0, description="Replicas the rate alone needs at max_rate_per_replica (before headroom).")
+    sizing_rules: list[str] = Field(default_factory=list, description="Sizing rules (rules/capacity/sizing.yaml) that shaped this option.")
 
     @property
     def layout(self) -> str:
@@ -117,3 +119,4 @@ class CapacityResult(BaseModel):
     )
     accuracy: str | None = Field(default=None, description="How far the speed model has been off on held-out published data.")
     notes: list[str] = Field(default_factory=list)
+    decisions: list[str] = Field(default_factory=list, description="Every choice the sizing made and the rule that made it.")

@@ -23,6 +23,7 @@ from ..simulate import LengthSpec, SchedulerConfig, SimulationResult, Workload
 from .evaluate import RateSearch, analytic_rate, find_max_rate, operating_point
 from .prices import parse_overrides, price_for
 from .physics import check_claim, within_physics
+from .policy import EXCLUDE_PP, decisions, folded, rank_key, replicas_for, said, uncached_prompt, without_needless_pipelines
 from .result import Binding, Candidate, CapacityResult, FrontPoint, PhysicsShare
 from .targets import TARGET_METRICS, LatencyTargets, TargetCheck, binding, check
 
@@ -62,6 +63,7 @@ def workload_from(request, model: ModelFacts) -> Workload:
     if request.lengths_file is not None:
         return Workload(trace=request.lengths_file, arrival="poisson", rate=request.rate,
                         max_tokens=model.max_position_embeddings)
+    inp, _ = uncached_prompt(request, inp)  # a shared prefix is prefilled once, then served from the cache
     return Workload(input_tokens=LengthSpec(mean=inp, distribution=request.input_distribution),
                     output_tokens=LengthSpec(mean=out, distribution=request.output_distribution),
                     arrival="poisson", rate=request.rate, max_tokens=model.max_position_embeddings)
@@ -198,6 +200,16 @@ def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callabl
                                       price_source=price.source if price else None))
         if price is None:
             on_note(f"no price for {gpu.name}: give --price-per-gpu-hour {gpu.name}=PRICE to rank it (left out of the cost ranking)")
+    options, dropped = without_needless_pipelines(options, request)
+    seen = set()
+    for o in dropped:
+        key = (o.gpu.name, o.step.tp, o.step.pp)
+        if key not in seen:
+            seen.add(key)
+            refused.append(_refused(o.gpu, o.step.tp, o.step.pp, o.step.expert_parallel,
+                                    f"not searched: a single-stage layout holds the model (rule {EXCLUDE_PP})", o.plan))
+    if dropped:
+        on_note(said(EXCLUDE_PP, f"{len(dropped)} pipeline-parallel options left out where tensor parallelism within a node holds the model"))
     return options, refused
 
 
@@ -208,9 +220,10 @@ def _refused(gpu: GPUInfo, tp: int, pp: int, ep: bool, why: str, plan=None) -> C
                      max_rate_per_replica=0.0, replicas=0, total_gpus=0, meets_targets=False, why_not=why)
 
 
-def _candidate(o: Option, rs: RateSearch, rate: float, targets: LatencyTargets, w: Workload, pinned_replicas: int | None) -> Candidate:
+def _candidate(o: Option, rs: RateSearch, rate: float, targets: LatencyTargets, w: Workload, request) -> Candidate:
     p = o.plan
-    replicas = pinned_replicas or (max(1, math.ceil(rate / rs.max_rate)) if rs.max_rate > 0 else 0)
+    replicas, needed, applied = replicas_for(rate, rs.max_rate, request, p.engine.name)
+    replicas = request.replicas or replicas
     res: SimulationResult | None = None
     checks = list(rs.floor_checks)
     if replicas:
@@ -235,6 +248,7 @@ def _candidate(o: Option, rs: RateSearch, rate: float, targets: LatencyTargets, 
         cost_per_hour=cost,
         usd_per_million_output_tokens=(cost / (tokens_per_s * 3600) * 1e6) if (cost is not None and tokens_per_s) else None,
         why_not=None if meets else _why_not(rs, checks, replicas),
+        replicas_needed=needed, sizing_rules=applied,
     )
 
 
@@ -294,7 +308,7 @@ def search(request, model: ModelFacts, plan_fn: Callable, *, progress: Callable[
                 break
             rs = find_max_rate(o.step, w, o.cfg, targets)
             phys = _physics(o, model, w, rs)
-            cand = _candidate(o, rs, rate, targets, w, request.replicas).model_copy(update=phys)
+            cand = _candidate(o, rs, rate, targets, w, request).model_copy(update=phys)
             evaluated.append((o, cand, rs))
             simulated += 1
             coverage[name] = (simulated, len(opts))
@@ -314,12 +328,16 @@ def search(request, model: ModelFacts, plan_fn: Callable, *, progress: Callable[
     return _result(request, targets, w, rate, evaluated, refused, options, notes, time.monotonic() - t0)
 
 
-def _rank_key(c: Candidate):
-    return (not c.meets_targets, c.cost_per_hour if c.cost_per_hour is not None else math.inf, -(c.max_rate_per_replica or 0))
+_rank_key = rank_key  # meets, cost (1% ties), fewer stages, less TP, rate: rule sizing.tie-prefers-replicas-then-tensor-parallel
 
 
 def _result(request, targets, w, rate, evaluated, refused, options, notes, seconds) -> CapacityResult:
-    cands = sorted((c for _, c, _ in evaluated), key=_rank_key)
+    cands = [c for _, c, _ in evaluated]
+    for i, c in enumerate(cands):
+        if c.meets_targets and folded(c):
+            cands[i] = c.model_copy(update={"meets_targets": False, "sizing_rules": [*c.sizing_rules, "sizing.fold-absurd-fleets"],
+                                            "why_not": f"needs {c.total_gpus} GPUs: out of reach (rule sizing.fold-absurd-fleets)"})
+    cands.sort(key=_rank_key)
     meeting = [c for c in cands if c.meets_targets and c.cost_per_hour is not None]
     priced = bool(meeting)
     if not meeting:  # nothing priced meets the targets: rank what does by GPUs (a price makes it a cost ranking)
@@ -352,7 +370,7 @@ def _result(request, targets, w, rate, evaluated, refused, options, notes, secon
         rate=rate, input_tokens=inp, output_tokens=out, targets=targets, chosen=chosen, runners_up=runners, why_chosen=why,
         best_per_gpu=sorted(per_gpu.values(), key=_rank_key), front=front, binding=bind,
         candidates_considered=len(options) + len(refused), candidates_simulated=len(evaluated), search_seconds=seconds,
-        notes=notes,
+        notes=notes, decisions=decisions(request, chosen, runners, cands, notes),
     )
 
 

@@ -1,0 +1,62 @@
+"""Sizing rules (rules/capacity/sizing.yaml): every rule has fixtures that match and must not, evaluated by the same
+function the search calls; and the choices they make show in real sizing answers (issue 21 item 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from infer_advisor import size
+from infer_advisor.rules.sizing import applies, sizing_rules
+
+RULES = sorted(sizing_rules().values(), key=lambda r: r.id)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_each_rule_matches_its_fixtures_and_no_others(rule):
+    assert rule.reason.strip() and rule.source.strip()
+    for s in rule.fixtures.match:
+        assert applies(rule, s), s
+    for s in rule.fixtures.no_match:
+        assert not applies(rule, s), s
+
+
+COMMON = dict(input_tokens=1000, output_tokens=200, ttft_p90=1.0, itl_p99=0.1)
+
+
+@pytest.mark.parametrize("model,gpu", [("meta-llama/Llama-3.1-8B", "H200"), ("Qwen/Qwen3-32B", "H200"),
+                                       ("meta-llama/Llama-3.1-8B", "A100-80GB")])
+def test_no_8b_or_32b_plan_picks_a_pipeline_when_one_gpu_holds_the_model(model, gpu):
+    r = size(model=model, rate=20, gpu=gpu, **COMMON)
+    assert r.chosen is not None and r.chosen.pipeline_parallel_size == 1
+    assert all(c.pipeline_parallel_size == 1 for c in r.best_per_gpu if c.meets_targets)
+    assert any("sizing.pipeline-only-when-tensor-parallel-cannot-hold-it" in d for d in r.decisions)
+
+
+def test_headroom_and_confidence_add_replicas_and_say_so():
+    base = dict(model="meta-llama/Llama-3.1-8B", rate=40, gpu="H100-80GB", tensor_parallel_size=1, **COMMON)
+    bare = size(**base, headroom=False)
+    spare = size(**base)
+    sure = size(**base, confidence=0.9)
+    assert bare.chosen.replicas == bare.chosen.replicas_needed
+    assert spare.chosen.replicas >= spare.chosen.replicas_needed + 1
+    assert any("sizing.headroom-n-plus-one" in d for d in spare.decisions)
+    assert sure.chosen.replicas > spare.chosen.replicas
+    assert any("sizing.confidence-upper-edge" in d for d in sure.decisions)
+    for r in (bare, spare, sure):  # every line of the summary past the choice itself names its rule
+        assert all("(rule sizing." in d or "cheapest option" in d or "--no-headroom" in d for d in r.decisions)
+
+
+def test_a_shared_prefix_changes_the_answer():
+    base = dict(model="meta-llama/Llama-3.1-8B", rate=20, input_tokens=4500, output_tokens=200, gpu="H100-80GB",
+                tensor_parallel_size=1, ttft_p90=1.0)
+    plain, shared = size(**base), size(**base, shared_prefix_tokens=4000)
+    assert shared.chosen.max_rate_per_replica > 1.5 * plain.chosen.max_rate_per_replica
+    assert shared.chosen.replicas < plain.chosen.replicas
+    assert any("sizing.prefix-cache-cuts-prefill" in d for d in shared.decisions)
+
+
+def test_the_latency_goal_never_pins_one_sequence():
+    from infer_advisor.plan import advise
+
+    plan = advise(model="meta-llama/Llama-3.1-8B", gpu="H100-80GB", goal="latency")
+    assert plan.engine.max_num_seqs >= 16
