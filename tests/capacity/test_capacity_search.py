@@ -169,7 +169,8 @@ def test_plan_rate_end_to_end_json_markdown_and_plot(tmp_path):
     assert plan["feasible"] and chosen["meets_targets"]
     assert plan["hardware"]["gpus"][0]["name"] == chosen["gpu"]
     assert plan["parallelism"]["tensor_parallel_size"] == chosen["tensor_parallel_size"]
-    assert math.ceil(12 / chosen["max_rate_per_replica"]) == chosen["replicas"]
+    assert math.ceil(12 / chosen["max_rate_per_replica"]) == chosen["replicas_needed"]
+    assert chosen["replicas"] == math.ceil(12 / (0.85 * chosen["max_rate_per_replica"])) + 1  # rule sizing.headroom-n-plus-one
     md = _cli(*base, "--format", "markdown", "--plot", str(tmp_path / "front.png"))
     assert md.returncode == 0, md.stderr
     assert "Cheapest that meets every target" in md.stdout and "| GPU | layout |" in md.stdout

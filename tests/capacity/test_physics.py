@@ -146,7 +146,7 @@ def test_a_pinned_layout_claims_no_more_than_a_long_run_keeps_up_with():
 
     name = "meta-llama/Llama-3.1-8B"
     r = size(model=name, rate=200, input_tokens=512, output_tokens=200, gpu="B200", tensor_parallel_size=1,
-             pipeline_parallel_size=1)
+             pipeline_parallel_size=1, quantization="none", kv_cache_dtype="auto")
     c = r.chosen
     assert c.max_rate_per_replica < 100 and not c.physics_capped
     model = _model(name)

@@ -60,3 +60,22 @@ def test_the_latency_goal_never_pins_one_sequence():
 
     plan = advise(model="meta-llama/Llama-3.1-8B", gpu="H100-80GB", goal="latency")
     assert plan.engine.max_num_seqs >= 16
+
+
+def test_fp8_is_a_search_dimension_that_changes_the_answer_with_its_quality_note():
+    """Llama-3.1-8B at 50 req/s on H100: 16-bit pinned needs more GPUs than the search with FP8 in it."""
+    base = dict(model="meta-llama/Llama-3.1-8B", rate=50, gpu="H100-80GB", **COMMON)
+    bf16, auto = size(**base, quantization="none"), size(**base)
+    assert bf16.chosen.quantization == "none" and auto.chosen.quantization == "fp8"
+    assert auto.chosen.total_gpus < bf16.chosen.total_gpus
+    assert any("sizing.fp8-where-supported" in d and "Quality" in d for d in auto.decisions)
+    a100 = size(model="meta-llama/Llama-3.1-8B", rate=50, gpu="A100-80GB", **COMMON)  # no FP8 tensor cores (cc 8.0)
+    assert a100.chosen.quantization != "fp8"
+
+
+def test_405b_on_two_h100_nodes_is_fp8_on_one_node_twice():
+    r = size(model="meta-llama/Llama-3.1-405B", rate=2, input_tokens=1000, output_tokens=200, gpu="H100-80GB:8x2",
+             ttft_p90=2.0, itl_p99=0.1)
+    c = r.chosen
+    assert (c.quantization, c.tensor_parallel_size, c.pipeline_parallel_size, c.nodes_per_replica) == ("fp8", 8, 1, 1)
+    assert c.replicas == 2

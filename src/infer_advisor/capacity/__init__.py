@@ -60,13 +60,14 @@ def size_request(request, model_facts=None, *, progress=None) -> CapacityResult:
 
 
 def pinned_planner(request, model_facts):
-    """``plan_fn(hw, tp, pp, ep)``: the ordinary planner for one replica with its layout and GPU pinned."""
+    """``plan_fn(hw, tp, pp, ep, **pins)``: the ordinary planner for one replica with its layout and GPU pinned (and any
+    other request field in ``pins``, e.g. ``quantization="fp8"``)."""
 
-    def plan_fn(hw, tp, pp, ep):
+    def plan_fn(hw, tp, pp, ep, **pins):
         from ..plan.advise import advise
 
         pinned = request.model_copy(update={"rate": None, "tensor_parallel_size": tp, "pipeline_parallel_size": pp,
-                                            "enable_expert_parallel": ep or None, "replicas": 1,
+                                            "enable_expert_parallel": ep or None, "replicas": 1, **pins,
                                             "gpu": f"{hw.gpu.name}:{hw.gpus_per_node}" + (f"x{hw.nodes}" if hw.nodes > 1 else "")})
         return advise(request=pinned, model_facts=model_facts, hardware=hw)
 

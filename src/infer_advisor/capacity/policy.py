@@ -14,7 +14,8 @@ EXCLUDE_PP = "sizing.pipeline-only-when-tensor-parallel-cannot-hold-it"
 
 def said(rule_id: str, what: str) -> str:
     """One line of the sizing summary: what was done and the rule that did it."""
-    return f"{what} (rule {rule_id}: {sizing_rule(rule_id).reason.split(';')[0].split(': ')[0].rstrip('.')})"
+    sizing_rule(rule_id)  # a rule that is not shipped fails here, not in a user's summary
+    return f"{what} (rule {rule_id})"
 
 
 def without_needless_pipelines(options: list, request) -> tuple[list, list]:
@@ -93,6 +94,12 @@ def decisions(request, chosen, runners: list, cands: list, notes: list[str]) -> 
         return out
     out.append(f"{chosen.gpu} {chosen.layout} {chosen.engine} {chosen.quantization}: the cheapest option that meets every "
                f"target (simulated), at {chosen.max_rate_per_replica:.3g} req/s per replica")
+    if chosen.quantization == "fp8" or chosen.kv_cache_dtype == "fp8":
+        if applies(by_kind("search_dimension"), {"quantization": request.quantization, "kv_cache_dtype": request.kv_cache_dtype,
+                                                 "pre_quantized": False, "chosen": "none"}):
+            rule = by_kind("search_dimension")
+            what = "FP8 weights" + (" and an FP8 KV cache" if chosen.kv_cache_dtype == "fp8" else "")
+            out.append(said(rule.id, f"{what}: cheaper than 16-bit here. Quality: {rule.reason.split('Quality: ')[1].split(' Pin ')[0]}"))
     if "sizing.confidence-upper-edge" in chosen.sizing_rules:
         band = error_band_upper(chosen.engine, request.confidence)
         out.append(said("sizing.confidence-upper-edge", f"confidence {request.confidence:g}: each replica counted at "
@@ -100,8 +107,7 @@ def decisions(request, chosen, runners: list, cands: list, notes: list[str]) -> 
     if "sizing.headroom-n-plus-one" in chosen.sizing_rules:
         rule = by_kind("headroom")
         out.append(said(rule.id, f"{chosen.replicas} replicas where the rate alone needs {chosen.replicas_needed}: each "
-                        f"at most {rule.params['utilisation_cap']:.0%} of what it sustains, one spare from "
-                        f"{int(rule.params['from_replicas'])} replicas up"))
+                        f"at most {rule.params['utilisation_cap']:.0%} of what it sustains, plus {int(rule.params['spare_replicas'])} spare"))
     elif not request.headroom:
         out.append(f"no headroom (--no-headroom): {chosen.replicas} replicas run at up to 100% of what each sustains")
     for r in runners:

@@ -23,6 +23,7 @@ from ..simulate import LengthSpec, SchedulerConfig, SimulationResult, Workload
 from .evaluate import RateSearch, analytic_rate, find_max_rate, operating_point
 from .prices import parse_overrides, price_for
 from .physics import check_claim, within_physics
+from ..rules.sizing import applies, by_kind
 from .policy import EXCLUDE_PP, decisions, folded, rank_key, replicas_for, said, uncached_prompt, without_needless_pipelines
 from .result import Binding, Candidate, CapacityResult, FrontPoint, PhysicsShare
 from .targets import TARGET_METRICS, LatencyTargets, TargetCheck, binding, check
@@ -143,7 +144,8 @@ def _budget(step: StepModel, plan, w: Workload, targets: LatencyTargets, top: in
 
 
 def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callable[[str], None]) -> tuple[list[Option], list[Candidate]]:
-    """Plan every candidate replica; the infeasible ones come back as Candidates that say why not."""
+    """Plan every candidate replica (each layout, with the rules' weights and, where the GPU and engine run it, FP8);
+    the infeasible ones come back as Candidates that say why not."""
     overrides = parse_overrides(request.price_per_gpu_hour)
     w = workload_from(request, model)
     targets = targets_from(request)
@@ -155,49 +157,15 @@ def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callabl
         for tp, pp, ep in _layouts(per_node, nodes, request, moe):
             hw = HardwareFacts(kind="gpu", gpus=[gpu] * min(per_node, tp * pp), nodes=max(1, math.ceil(tp * pp / per_node)),
                                source=gpu.source)
-            try:
-                plan = plan_fn(hw, tp, pp, ep)
-            except Exception as err:  # noqa: BLE001 - a candidate the planner refuses is reported, not fatal
-                from ..errors import InferAdvisorError
-
-                if not isinstance(err, InferAdvisorError):
-                    raise
-                refused.append(_refused(gpu, tp, pp, ep, str(err)))
+            plan, why = _plan_one(plan_fn, hw, tp, pp, ep, {})
+            if plan is None:
+                refused.append(_refused(gpu, tp, pp, ep, why))
                 continue
-            if not plan.feasible:
-                refused.append(_refused(gpu, tp, pp, ep, plan.infeasible_reason or "does not fit"))
-                continue
-            step = build_step_model(
-                model, gpu=gpu, engine=plan.engine.name, quantization=plan.quantization.method, dtype=plan.dtype,
-                kv_cache_dtype=plan.engine.kv_cache_dtype, tp=tp, pp=pp, nodes=plan.parallelism.nodes, expert_parallel=ep,
-            )
-            floor = _latency_floor(step, w, targets)
-            if floor:
-                why = f"misses the {floor.words} target even alone ({floor.value_s:.3g} s against {floor.limit_s:.3g} s)"
-                refused.append(_refused(gpu, tp, pp, ep, why, plan).model_copy(update={"checks": [floor]}))
-                continue
-            top = max(plan.engine.max_num_batched_tokens or 8192, BUDGETS[0])
-            budget, itl_ok = _budget(step, plan, w, targets, top)
-            budgets = [(budget, itl_ok)]
-            if itl_ok and targets.itl_p99 is not None and budget * 2 <= top:
-                budgets.append((budget * 2, False))  # one step past the ITL margin: p99 may still hold at a moderate load
-            if request.max_num_batched_tokens:
-                budgets = [(request.max_num_batched_tokens, True)]
-            for b, b_ok in budgets:
-                seqs = request.max_num_seqs or plan.engine.max_num_seqs
-                if not request.max_num_seqs:
-                    seqs = min(seqs, b)  # vLLM refuses a token budget below max_num_seqs; every engine is simulated (and pinned) so
-                cfg = SchedulerConfig(
-                    max_num_seqs=seqs,
-                    max_num_batched_tokens=b, kv_capacity_tokens=max(plan.memory.kv_cache_tokens, 1),
-                    kv_admission=step.profile.kv_admission, lanes=pp,
-                )
-                est = analytic_rate(step, cfg, w.mean_input, w.mean_output)
-                if not b_ok:  # a prompt chunk makes a step longer than the ITL margin: only part of the load keeps p99 under it
-                    est *= ITL_LIMITED if b == budget else 0.5
-                options.append(Option(gpu=gpu, plan=plan, step=step, cfg=cfg, estimate=est, gpus=tp * pp,
-                                      price=price.usd_per_gpu_hour if price else None,
-                                      price_source=price.source if price else None))
+            for plan in [plan, *_fp8_variants(plan_fn, hw, tp, pp, ep, plan, request, model)]:
+                made, miss = _options_for(plan, gpu, model, w, targets, request, price)
+                options += made
+                if miss is not None:
+                    refused.append(miss)
         if price is None:
             on_note(f"no price for {gpu.name}: give --price-per-gpu-hour {gpu.name}=PRICE to rank it (left out of the cost ranking)")
     options, dropped = without_needless_pipelines(options, request)
@@ -211,6 +179,71 @@ def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callabl
     if dropped:
         on_note(said(EXCLUDE_PP, f"{len(dropped)} pipeline-parallel options left out where tensor parallelism within a node holds the model"))
     return options, refused
+
+
+def _plan_one(plan_fn: Callable, hw, tp: int, pp: int, ep: bool, pins: dict):
+    """(plan, None) or (None, why not) for one pinned replica."""
+    from ..errors import InferAdvisorError
+
+    try:
+        plan = plan_fn(hw, tp, pp, ep, **pins)
+    except InferAdvisorError as err:  # a candidate the planner refuses is reported, not fatal
+        return None, str(err)
+    if not plan.feasible:
+        return None, plan.infeasible_reason or "does not fit"
+    return plan, None
+
+
+def _fp8_variants(plan_fn: Callable, hw, tp: int, pp: int, ep: bool, plan, request, model: ModelFacts) -> list:
+    """FP8 weights, and FP8 weights with an FP8 KV cache, where the rules let this GPU and engine run them and the user
+    pinned neither (rule sizing.fp8-where-supported); a variant the planner turns into something else is dropped."""
+    rule = by_kind("search_dimension")
+    situation = {"quantization": request.quantization, "kv_cache_dtype": request.kv_cache_dtype,
+                 "pre_quantized": bool(model.pre_quantized), "chosen": plan.quantization.method}
+    if not applies(rule, situation):
+        return []
+    out = []
+    for pins in ({"quantization": "fp8"}, {"quantization": "fp8", "kv_cache_dtype": "fp8"}):
+        variant, _ = _plan_one(plan_fn, hw, tp, pp, ep, pins)
+        if variant is not None and variant.quantization.method == "fp8" and (
+                variant.engine.kv_cache_dtype == pins.get("kv_cache_dtype", variant.engine.kv_cache_dtype)):
+            out.append(variant)
+    return out
+
+
+def _options_for(plan, gpu: GPUInfo, model: ModelFacts, w: Workload, targets: LatencyTargets, request, price):
+    """The simulated options of one planned replica (one per token budget tried), or the Candidate that says it misses
+    a target even alone."""
+    p = plan.parallelism
+    tp, pp, ep = p.tensor_parallel_size, p.pipeline_parallel_size, bool(p.expert_parallel)
+    step = build_step_model(
+        model, gpu=gpu, engine=plan.engine.name, quantization=plan.quantization.method, dtype=plan.dtype,
+        kv_cache_dtype=plan.engine.kv_cache_dtype, tp=tp, pp=pp, nodes=p.nodes, expert_parallel=ep,
+    )
+    floor = _latency_floor(step, w, targets)
+    if floor:
+        why = f"misses the {floor.words} target even alone ({floor.value_s:.3g} s against {floor.limit_s:.3g} s)"
+        return [], _refused(gpu, tp, pp, ep, why, plan).model_copy(update={"checks": [floor]})
+    top = max(plan.engine.max_num_batched_tokens or 8192, BUDGETS[0])
+    budget, itl_ok = _budget(step, plan, w, targets, top)
+    budgets = [(budget, itl_ok)]
+    if itl_ok and targets.itl_p99 is not None and budget * 2 <= top:
+        budgets.append((budget * 2, False))  # one step past the ITL margin: p99 may still hold at a moderate load
+    if request.max_num_batched_tokens:
+        budgets = [(request.max_num_batched_tokens, True)]
+    out = []
+    for b, b_ok in budgets:
+        seqs = request.max_num_seqs or plan.engine.max_num_seqs
+        if not request.max_num_seqs:
+            seqs = min(seqs, b)  # vLLM refuses a token budget below max_num_seqs; every engine is simulated (and pinned) so
+        cfg = SchedulerConfig(max_num_seqs=seqs, max_num_batched_tokens=b, kv_capacity_tokens=max(plan.memory.kv_cache_tokens, 1),
+                              kv_admission=step.profile.kv_admission, lanes=pp)
+        est = analytic_rate(step, cfg, w.mean_input, w.mean_output)
+        if not b_ok:  # a prompt chunk makes a step longer than the ITL margin: only part of the load keeps p99 under it
+            est *= ITL_LIMITED if b == budget else 0.5
+        out.append(Option(gpu=gpu, plan=plan, step=step, cfg=cfg, estimate=est, gpus=tp * pp,
+                          price=price.usd_per_gpu_hour if price else None, price_source=price.source if price else None))
+    return out, None
 
 
 def _refused(gpu: GPUInfo, tp: int, pp: int, ep: bool, why: str, plan=None) -> Candidate:

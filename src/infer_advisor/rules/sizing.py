@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._data import load_validated
 from .._paths import shipped
 
-Kind = Literal["exclude_pipeline", "tie_break", "headroom", "confidence", "flag_fleet", "prefix_cache", "max_num_seqs_floor"]
+Kind = Literal["search_dimension", "exclude_pipeline", "tie_break", "headroom", "confidence", "flag_fleet", "prefix_cache", "max_num_seqs_floor"]
 
 
 class Fixtures(BaseModel):
@@ -66,6 +66,9 @@ def by_kind(kind: str) -> SizingRule:
 def applies(rule: SizingRule, s: dict[str, Any]) -> bool:
     """Whether ``rule`` applies in situation ``s`` (the facts its kind reads)."""
     p = rule.params
+    if rule.kind == "search_dimension":  # FP8 variants beside the rules' own choice
+        return (s["quantization"] == "auto" and s["kv_cache_dtype"] == "auto" and not s["pre_quantized"]
+                and s["chosen"] != "fp8")
     if rule.kind == "exclude_pipeline":
         return s["pp"] > 1 and s["fits_without_pipeline"] and not s.get("pinned_pp")
     if rule.kind == "tie_break":  # a (the simpler layout) wins over b at equal cost
