@@ -21,8 +21,8 @@ FINAL_REQUESTS = 400  # at the operating point reported to the user (trials use 
 BISECTIONS = 8  # at most; the search stops once the bracket is within PRECISION
 PRECISION = math.log(1.04)  # the sustainable rate is found to 4%
 OVERLOADED = 0.9  # a trial that serves less than this share of its offered load (SimulationResult.served_ratio) is past capacity
-IN_FLIGHT_MULTIPLE = 30  # trial requests >= this x rate x a near-idle request's e2e (a loaded one takes up to ~3x longer)
-MAX_TRIAL_REQUESTS = 3000
+IN_FLIGHT_MULTIPLE = 3  # trial requests >= this x rate x a request's end-to-end time through full decode batches
+MAX_TRIAL_REQUESTS = 2000
 UTILISATION = 0.95  # the highest share of a replica's capacity (overloaded throughput, or the physical ceiling) a rate may be
 
 
@@ -66,6 +66,16 @@ def analytic_rate(step: StepModel, cfg: SchedulerConfig, mean_in: float, mean_ou
     return 1.0 / per_request if per_request > 0 else 0.0
 
 
+def full_batch_e2e(step: StepModel, cfg: SchedulerConfig, mean_in: float, mean_out: float) -> float:
+    """Seconds a request spends decoding when every step is a full batch (the longest a loaded replica keeps it)."""
+    from ..simulate.pipeline import PipelineStep
+
+    timed = PipelineStep(step) if step.pp > 1 else step
+    ctx = mean_in + mean_out / 2
+    batch = max(1, min(cfg.max_num_seqs, int(cfg.kv_capacity_tokens / max(ctx, 1.0))))
+    return max(mean_out - 1, 1) * timed.decode_seconds(batch, batch * ctx)
+
+
 def _at(step: StepModel, workload: Workload, cfg: SchedulerConfig, rate: float, requests: int, seed: int) -> SimulationResult:
     return simulate(step, workload.model_copy(update={"rate": rate, "arrival": "poisson"}), cfg, requests=requests, seed=seed)
 
@@ -85,11 +95,12 @@ def find_max_rate(step: StepModel, workload: Workload, cfg: SchedulerConfig, tar
     if est <= 0 or ceiling <= 0:
         return out
 
-    idle_e2e = [0.0]
+    full_e2e = full_batch_e2e(step, cfg, workload.mean_input, workload.mean_output)
 
     def trial(rate: float, n: int = requests) -> Trial:
-        # long enough for the batch to fill in the first half (served_ratio reads the second): in flight ~ rate x e2e
-        n = max(n, min(MAX_TRIAL_REQUESTS, math.ceil(IN_FLIGHT_MULTIPLE * rate * idle_e2e[0])))
+        # long enough for the batch to fill in the first half (served_ratio reads the second): the batch fills within
+        # one end-to-end time, at most a request's time through full batches
+        n = max(n, min(MAX_TRIAL_REQUESTS, math.ceil(IN_FLIGHT_MULTIPLE * rate * full_e2e)))
         res = _at(step, workload, cfg, rate, n, seed)
         t = Trial(rate, res, meets(res, targets) and res.served_ratio >= OVERLOADED)
         out.trials.append(t)
@@ -99,7 +110,6 @@ def find_max_rate(step: StepModel, workload: Workload, cfg: SchedulerConfig, tar
         return t
 
     lo = trial(min(est, ceiling) * 0.02, max(60, requests // 3))
-    idle_e2e[0] = lo.result.e2e_s.p50 if math.isfinite(lo.result.e2e_s.p50) else 0.0
     out.floor_checks = check(lo.result, targets)
     if not lo.ok:
         return out  # even a near-idle replica misses a target: more replicas cannot help

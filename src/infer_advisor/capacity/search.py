@@ -200,13 +200,15 @@ def _fp8_variants(plan_fn: Callable, hw, tp: int, pp: int, ep: bool, plan, reque
     rule = by_kind("search_dimension")
     situation = {"quantization": request.quantization, "kv_cache_dtype": request.kv_cache_dtype,
                  "pre_quantized": bool(model.pre_quantized), "chosen": plan.quantization.method}
-    if not applies(rule, situation):
+    # planning a variant the GPU cannot run costs a failed plan (and its hardware suggestions): ask only FP8 hardware
+    if not applies(rule, situation) or not hw.gpu.tflops.get("fp8") or plan.quantization.method != "none":
         return []
     out = []
     for pins in ({"quantization": "fp8"}, {"quantization": "fp8", "kv_cache_dtype": "fp8"}):
         variant, _ = _plan_one(plan_fn, hw, tp, pp, ep, pins)
-        if variant is not None and variant.quantization.method == "fp8" and (
-                variant.engine.kv_cache_dtype == pins.get("kv_cache_dtype", variant.engine.kv_cache_dtype)):
+        if variant is None or variant.quantization.method != "fp8":
+            break
+        if variant.engine.kv_cache_dtype == pins.get("kv_cache_dtype", variant.engine.kv_cache_dtype):
             out.append(variant)
     return out
 
