@@ -79,3 +79,23 @@ def test_405b_on_two_h100_nodes_is_fp8_on_one_node_twice():
     c = r.chosen
     assert (c.quantization, c.tensor_parallel_size, c.pipeline_parallel_size, c.nodes_per_replica) == ("fp8", 8, 1, 1)
     assert c.replicas == 2
+
+
+def test_prefixes_cached_in_a_trace_change_the_answer(tmp_path):
+    import json
+
+    plain, cached = tmp_path / "plain.jsonl", tmp_path / "cached.jsonl"
+    rows = [{"input_tokens": 4000 + 10 * k, "output_tokens": 150} for k in range(50)]
+    plain.write_text("\n".join(json.dumps(r) for r in rows))
+    cached.write_text("\n".join(json.dumps({**r, "cached_tokens": 3500}) for r in rows))  # earlier turns of a chat
+    base = dict(model="meta-llama/Llama-3.1-8B", rate=20, gpu="H100-80GB", tensor_parallel_size=1, ttft_p90=1.0)
+    a, b = size(**base, lengths_file=str(plain)), size(**base, lengths_file=str(cached))
+    assert b.chosen.max_rate_per_replica > 1.5 * a.chosen.max_rate_per_replica
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"input_tokens": 10, "output_tokens": 5, "cached_tokens": 11}\n')
+    import pytest
+
+    from infer_advisor.errors import RequestError
+
+    with pytest.raises(RequestError, match="cached_tokens"):
+        size(**base, lengths_file=str(bad))

@@ -24,7 +24,7 @@ from .evaluate import RateSearch, analytic_rate, find_max_rate, operating_point
 from .prices import parse_overrides, price_for
 from .physics import check_claim, within_physics
 from ..rules.sizing import applies, by_kind
-from .policy import EXCLUDE_PP, decisions, folded, rank_key, replicas_for, said, uncached_prompt, without_needless_pipelines
+from .policy import EXCLUDE_PP, decisions, folded, rank_key, replicas_for, said, without_needless_pipelines
 from .result import Binding, Candidate, CapacityResult, FrontPoint, PhysicsShare
 from .targets import TARGET_METRICS, LatencyTargets, TargetCheck, binding, check
 
@@ -61,13 +61,14 @@ class Option:
 def workload_from(request, model: ModelFacts) -> Workload:
     inp = request.input_tokens or 512
     out = request.output_tokens or 200
-    if request.lengths_file is not None:
+    cached = request.shared_prefix_tokens or 0  # prefilled once, then served from the prefix cache (sizing.prefix-cache-cuts-prefill)
+    if request.lengths_file is not None:  # its lines' cached_tokens too
         return Workload(trace=request.lengths_file, arrival="poisson", rate=request.rate,
-                        max_tokens=model.max_position_embeddings)
-    inp, _ = uncached_prompt(request, inp)  # a shared prefix is prefilled once, then served from the cache
+                        max_tokens=model.max_position_embeddings, cached_prefix_tokens=cached)
     return Workload(input_tokens=LengthSpec(mean=inp, distribution=request.input_distribution),
                     output_tokens=LengthSpec(mean=out, distribution=request.output_distribution),
-                    arrival="poisson", rate=request.rate, max_tokens=model.max_position_embeddings)
+                    arrival="poisson", rate=request.rate, max_tokens=model.max_position_embeddings,
+                    cached_prefix_tokens=cached)
 
 
 def targets_from(request) -> LatencyTargets:
