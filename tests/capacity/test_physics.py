@@ -15,13 +15,13 @@ from hypothesis import strategies as st
 from infer_advisor.capacity import pinned_planner
 from infer_advisor.capacity.evaluate import find_max_rate
 from infer_advisor.capacity.physics import active_params_per_token, check_claim, violations
-from infer_advisor.capacity.search import _layouts, plan_options, targets_from, workload_from
+from infer_advisor.capacity.sizing import _layouts, plan_options, targets_from, workload_from
 from infer_advisor.estimate.memory import kv_bytes_per_token_per_gpu, weight_bytes_by_group
 from infer_advisor.estimate.step_time import StepShape, build_step_model
 from infer_advisor.hardware import gpu_catalog, lookup_gpu
 from infer_advisor.model_facts import resolve_model
 from infer_advisor.model_facts.catalog import load_catalog
-from infer_advisor.plan.request import PlanRequest
+from infer_advisor.request import PlanRequest
 
 LENGTHS = [(214, 200), (512, 200), (2000, 300), (1000, 1000), (128, 2000)]
 
@@ -141,7 +141,7 @@ def test_a_pinned_layout_claims_no_more_than_a_long_run_keeps_up_with():
     with no overload check) where its own trials completed ~60. The claim now holds over a run ten times as long."""
     from infer_advisor import size
     from infer_advisor.capacity.evaluate import operating_point
-    from infer_advisor.capacity.search import targets_from, workload_from
+    from infer_advisor.capacity.sizing import targets_from, workload_from
     from infer_advisor.simulate import SchedulerConfig
 
     name = "meta-llama/Llama-3.1-8B"

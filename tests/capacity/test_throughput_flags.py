@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from infer_advisor.emit.argv import llamacpp_flags
+from infer_advisor.engines.argv import llamacpp_flags
 from infer_advisor.plan import advise
 
 AUDIT = yaml.safe_load((Path(__file__).resolve().parents[2] / "benchmarks" / "published" / "throughput_flags.yaml")

@@ -22,10 +22,11 @@ from ..model_facts.facts import ModelFacts
 from ..simulate import LengthSpec, SchedulerConfig, SimulationResult, Workload
 from .evaluate import RateSearch, analytic_rate, find_max_rate, operating_point
 from .prices import parse_overrides, price_for
+from .front import binding_target, pareto_front
 from .physics import check_claim, within_physics
 from ..rules.sizing import applies, by_kind
 from .policy import EXCLUDE_PP, decisions, folded, rank_key, replicas_for, said, without_needless_pipelines
-from .result import Binding, Candidate, CapacityResult, FrontPoint, PhysicsShare
+from .result import Candidate, CapacityResult, PhysicsShare
 from .targets import TARGET_METRICS, LatencyTargets, TargetCheck, binding, check
 
 BUDGETS = (128, 256, 512, 1024, 2048, 4096, 8192)  # max_num_batched_tokens tried when the user pinned none
@@ -396,8 +397,8 @@ def _result(request, targets, w, rate, evaluated, refused, options, notes, secon
         per_gpu.setdefault(c.gpu, c)
     for c in refused:
         per_gpu.setdefault(c.gpu, c)
-    front = _front(evaluated, w)
-    bind = None if chosen else _binding(evaluated, targets, refused)
+    front = pareto_front(evaluated)
+    bind = None if chosen else binding_target(evaluated, targets, refused)
     inp = (f"trace {request.lengths_file}" if request.lengths_file else
            f"{request.input_tokens or 512} ({request.input_distribution})")
     out = (f"trace {request.lengths_file}" if request.lengths_file else
@@ -408,50 +409,3 @@ def _result(request, targets, w, rate, evaluated, refused, options, notes, secon
         candidates_considered=len(options) + len(refused), candidates_simulated=len(evaluated), search_seconds=seconds,
         notes=notes, decisions=decisions(request, chosen, runners, cands, notes),
     )
-
-
-def _front(evaluated, w: Workload) -> list[FrontPoint]:
-    pts: list[FrontPoint] = []
-    for o, c, rs in evaluated:
-        for t in rs.trials:
-            r = t.result
-            if not r.completed or not r.tpot_s.mean or not math.isfinite(r.tpot_s.mean):
-                continue
-            pts.append(FrontPoint(gpu=c.gpu, layout=c.layout, engine=c.engine, quantization=c.quantization, rate_per_replica=t.rate,
-                                  output_tokens_per_s_per_gpu=r.output_tokens_per_s / o.gpus,
-                                  output_tokens_per_s_per_user=1.0 / r.tpot_s.mean, meets_targets=t.ok))
-    pts.sort(key=lambda p: -p.output_tokens_per_s_per_user)
-    front, best = [], -1.0
-    for p in pts:  # Pareto: no other point is better on both axes
-        if p.output_tokens_per_s_per_gpu > best:
-            front.append(p)
-            best = p.output_tokens_per_s_per_gpu
-    return front
-
-
-def _binding(evaluated, targets: LatencyTargets, refused: list[Candidate] = ()) -> Binding | None:
-    """No option meets every target: the one that binds (closest to its limit at the best option), and what would meet it."""
-    if not targets or not (evaluated or any(c.checks for c in refused)):
-        return None
-    best_per_target: dict[str, tuple[float, str]] = {}
-    near_idle = [(chk, c) for o, c, rs in evaluated for chk in rs.floor_checks]
-    near_idle += [(chk, c) for c in refused for chk in c.checks]  # missed even alone (two step times, before simulation)
-    for chk, c in near_idle:
-        cur = best_per_target.get(chk.target)
-        if cur is None or chk.value_s < cur[0]:
-            best_per_target[chk.target] = (chk.value_s, f"{c.gpu} {c.layout} {c.engine} {c.quantization}")
-    worst = None
-    for name, limit in targets.given().items():
-        if name not in best_per_target:
-            continue
-        value, option = best_per_target[name]
-        ratio = value / limit
-        if worst is None or ratio > worst[2]:
-            worst = (name, limit, ratio, value, option)
-    if worst is None or worst[2] <= 1.0:
-        return None
-    name, limit, ratio, value, option = worst
-    words = TARGET_METRICS[name][2]
-    return Binding(target=name, words=words, limit_s=limit, best_value_s=value, by_factor=ratio, best_option=option,
-                   suggestion=f"relax the {words} target to about {value * 1.1:.3g} s, or give GPUs with more bandwidth "
-                              f"or compute per replica (a larger --tensor-parallel-size or a faster GPU type)")
