@@ -99,3 +99,12 @@ def test_prefixes_cached_in_a_trace_change_the_answer(tmp_path):
 
     with pytest.raises(RequestError, match="cached_tokens"):
         size(**base, lengths_file=str(bad))
+
+
+def test_a_gddr_fleet_many_times_the_chosen_one_is_out_of_reach_not_an_option():
+    r = size(model="meta-llama/Llama-3.1-8B", rate=50, input_tokens=2900, output_tokens=300, ttft_p90=0.5, itl_p99=0.1,
+             gpu="A40,H100-80GB")
+    a40 = next(c for c in r.best_per_gpu if c.gpu == "A40")
+    assert r.chosen.gpu == "H100-80GB"
+    assert not a40.meets_targets and "sizing.fold-absurd-fleets" in (a40.why_not or "")
+    assert a40.total_gpus > 10 * r.chosen.total_gpus

@@ -70,9 +70,19 @@ def rank_key(c):
     return (not c.meets_targets, bucket, c.pipeline_parallel_size, c.tensor_parallel_size, -(c.max_rate_per_replica or 0))
 
 
-def folded(c) -> bool:
-    """An option whose fleet is too large to be a plan (rule sizing.fold-absurd-fleets)."""
-    return applies(by_kind("flag_fleet"), {"total_gpus": c.total_gpus})
+def fold(cands: list, chosen_gpus: int | None = None) -> list:
+    """Options whose fleet is too large to be a plan (rule sizing.fold-absurd-fleets: over 1,000 GPUs, or over 10x the
+    chosen fleet's GPUs) marked out of reach instead of meeting the targets."""
+    rule = by_kind("flag_fleet")
+    out = []
+    for c in cands:
+        if c.meets_targets and applies(rule, {"total_gpus": c.total_gpus, "chosen_gpus": chosen_gpus}):
+            bound = (f"over {rule.params['max_times_chosen']:g}x the {chosen_gpus} GPUs chosen"
+                     if c.total_gpus <= rule.params["max_gpus"] else f"over {rule.params['max_gpus']:,.0f} GPUs")
+            c = c.model_copy(update={"meets_targets": False, "sizing_rules": [*c.sizing_rules, rule.id],
+                                     "why_not": f"needs {c.total_gpus} GPUs, {bound}: out of reach (rule {rule.id})"})
+        out.append(c)
+    return out
 
 
 def uncached_prompt(request, mean_in: float) -> tuple[float, str | None]:
@@ -117,6 +127,6 @@ def decisions(request, chosen, runners: list, cands: list, notes: list[str]) -> 
             out.append(said(by_kind("tie_break").id, f"{chosen.layout} over {r.layout} at the same cost"))
     n = sum(1 for c in cands if "sizing.fold-absurd-fleets" in c.sizing_rules)
     if n:
-        out.append(said("sizing.fold-absurd-fleets", f"{n} option(s) needing over "
-                        f"{int(by_kind('flag_fleet').params['max_gpus'])} GPUs left out of the ranking"))
+        out.append(said("sizing.fold-absurd-fleets", f"{n} option(s) needing over {int(by_kind('flag_fleet').params['max_gpus'])} "
+                        f"GPUs or over {by_kind('flag_fleet').params['max_times_chosen']:g}x the chosen fleet's shown as out of reach"))
     return out

@@ -25,7 +25,7 @@ from .prices import parse_overrides, price_for
 from .front import binding_target, pareto_front
 from .physics import check_claim, within_physics
 from ..rules.sizing import applies, by_kind
-from .policy import EXCLUDE_PP, decisions, folded, rank_key, replicas_for, said, without_needless_pipelines
+from .policy import EXCLUDE_PP, decisions, fold, rank_key, replicas_for, said, without_needless_pipelines
 from .result import Candidate, CapacityResult, PhysicsShare
 from .targets import TARGET_METRICS, LatencyTargets, TargetCheck, binding, check
 
@@ -369,12 +369,10 @@ _rank_key = rank_key  # meets, cost (1% ties), fewer stages, less TP, rate: rule
 
 
 def _result(request, targets, w, rate, evaluated, refused, options, notes, seconds) -> CapacityResult:
-    cands = [c for _, c, _ in evaluated]
-    for i, c in enumerate(cands):
-        if c.meets_targets and folded(c):
-            cands[i] = c.model_copy(update={"meets_targets": False, "sizing_rules": [*c.sizing_rules, "sizing.fold-absurd-fleets"],
-                                            "why_not": f"needs {c.total_gpus} GPUs: out of reach (rule sizing.fold-absurd-fleets)"})
-    cands.sort(key=_rank_key)
+    cands = sorted(fold([c for _, c, _ in evaluated]), key=_rank_key)
+    first = next((c for c in cands if c.meets_targets), None)
+    if first is not None:  # then anything far larger than the best fleet
+        cands = sorted(fold(cands, first.total_gpus), key=_rank_key)
     meeting = [c for c in cands if c.meets_targets and c.cost_per_hour is not None]
     priced = bool(meeting)
     if not meeting:  # nothing priced meets the targets: rank what does by GPUs (a price makes it a cost ranking)

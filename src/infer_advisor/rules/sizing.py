@@ -80,7 +80,8 @@ def applies(rule: SizingRule, s: dict[str, Any]) -> bool:
     if rule.kind == "confidence":
         return s["confidence"] > p["default"]
     if rule.kind == "flag_fleet":
-        return s["total_gpus"] > p["max_gpus"]
+        chosen = s.get("chosen_gpus")
+        return s["total_gpus"] > p["max_gpus"] or bool(chosen and s["total_gpus"] > p["max_times_chosen"] * chosen)
     if rule.kind == "prefix_cache":
         return bool(s.get("shared_prefix_tokens")) and s["shared_prefix_tokens"] < s["input_tokens"]
     if rule.kind == "max_num_seqs_floor":
