@@ -132,7 +132,7 @@ class PlanRequest(BaseModel):
         "rate is divided by the upper edge of the engine's held-out error band (0.9: its 90th-percentile error).",
     )
     headroom: bool = Field(
-        default=True, description="Sizing: replicas run at most 85% of what each sustains, and the fleet gets one spare "
+        default=True, description="Sizing: replicas run at most 85 percent of what each sustains, and the fleet gets one spare "
         "replica (N+1) (rule sizing.headroom-n-plus-one); --no-headroom sizes to the rate alone.",
     )
     tensor_parallel_size: int | None = Field(default=None, ge=1, le=1024, description="Pin tensor parallelism (GPUs one layer is split over).")

@@ -108,3 +108,24 @@ def test_a_gddr_fleet_many_times_the_chosen_one_is_out_of_reach_not_an_option():
     assert r.chosen.gpu == "H100-80GB"
     assert not a40.meets_targets and "sizing.fold-absurd-fleets" in (a40.why_not or "")
     assert a40.total_gpus > 10 * r.chosen.total_gpus
+
+
+def test_the_cli_takes_confidence_and_headroom_and_prints_the_rules():
+    import subprocess
+    import sys
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "infer_advisor.cli", *args], capture_output=True, text=True, timeout=300)
+
+    helptext = cli("plan", "--help")
+    assert helptext.returncode == 0, helptext.stderr
+    assert "--confidence" in helptext.stdout and "--no-headroom" in helptext.stdout
+    base = ["plan", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100-80GB", "--rate", "30", "--input-tokens", "1000",
+            "--output-tokens", "200", "--ttft-p90", "1", "--tensor-parallel-size", "1", "--format", "markdown"]
+    sure = cli(*base, "--confidence", "0.9")
+    assert sure.returncode == 0, sure.stderr
+    assert "rule sizing.headroom-n-plus-one" in sure.stdout and "rule sizing.confidence-upper-edge" in sure.stdout
+    bare = cli(*base, "--no-headroom")
+    assert bare.returncode == 0 and "rule sizing.headroom-n-plus-one" not in bare.stdout
+    bad = cli(*base, "--confidence", "2")
+    assert bad.returncode == 2 and "--confidence" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
