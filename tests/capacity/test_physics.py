@@ -9,7 +9,7 @@ from collections import defaultdict
 from functools import cache
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from infer_advisor.capacity import pinned_planner
@@ -42,13 +42,14 @@ def _model(name: str):
 GPUS = [g.name for g in gpu_catalog() if g.memory_bandwidth_bytes_per_s and (g.tflops.get("bf16") or g.tflops.get("fp16"))]
 
 
-def _claims(name: str, gpu: str, layout_index: int, lengths: tuple[int, int], itl: float | None):
+def _claims(name: str, gpu: str, layout_index: int, lengths: tuple[int, int], itl: float | None, nodes: int = 1):
     """The options the search would size for this question, each with the rate find_max_rate claims (before the
     search's own physics cap)."""
     model = _model(name)
-    layouts = _layouts(8, 1, PlanRequest(model=name), model.family == "moe")
+    layouts = _layouts(8, nodes, PlanRequest(model=name), model.family == "moe")
     tp, pp, ep = layouts[layout_index % len(layouts)]
-    request = PlanRequest(model=name, rate=10, input_tokens=lengths[0], output_tokens=lengths[1], gpu=gpu,
+    spec = f"{gpu}:8x{nodes}" if nodes > 1 else gpu
+    request = PlanRequest(model=name, rate=10, input_tokens=lengths[0], output_tokens=lengths[1], gpu=spec,
                           tensor_parallel_size=tp, pipeline_parallel_size=pp, enable_expert_parallel=ep or None,
                           itl_p99=itl)
     options, _ = plan_options(request, model, pinned_planner(request, model), lambda note: None)
@@ -68,13 +69,17 @@ def test_no_option_the_search_sizes_breaks_physics(data):
     layout = data.draw(st.integers(0, 31), label="layout")
     lengths = data.draw(st.sampled_from(LENGTHS), label="lengths")
     itl = data.draw(st.sampled_from([None, 0.05, 0.2]), label="itl_p99")
-    for o, model, rs, w in _claims(name, gpu, layout, lengths, itl):
+    nodes = data.draw(st.sampled_from([1, 1, 2]), label="nodes")  # pipeline stages across two nodes too
+    sized = 0
+    for o, model, rs, w in _claims(name, gpu, layout, lengths, itl, nodes):
+        sized += 1
         p = o.plan
         checks = check_claim(model, o.gpu, o.step, o.cfg, quantization=p.quantization.method, dtype=p.dtype,
                              kv_cache_dtype=p.engine.kv_cache_dtype, rate=rs.max_rate, mean_in=w.mean_input,
                              mean_out=w.mean_output)
         broken = violations(checks)
         assert not broken, [(c.name, f"{c.share:.0%}", c.words) for c in broken]
+    event(f"options sized: {min(sized, 1)}")  # 0: the layout does not fit (or is ruled out) on that GPU
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
