@@ -263,10 +263,20 @@ def _summary(rows, by_engine, full) -> dict:
         for key, coeffs in full[e].items():
             mine = [rows[pt.p.id] for pt in group if key in (e, rows[pt.p.id]["key"])]
             out[key] = {"points": len(mine), "sources": len({r["source_id"] for r in mine}), "coefficients": coeffs,
+                        "band_90": band_90([r["in_sample_error"] for r in mine]),
                         "in_sample_median_abs_error": _med([r["in_sample_error"] for r in mine]),
                         "loso_median_abs_error": _med([r.get("loso_error") for r in mine]),
                         "loso_p90_abs_error": _p90([r.get("loso_error") for r in mine])}
     return out
+
+
+def band_90(errors) -> list[float] | None:
+    """5th and 95th percentiles of measured / predicted (= 1 / (1 + error)): where the true figure falls 90% of the time."""
+    ratios = sorted(1 / (1 + e) for e in errors if e is not None and math.isfinite(e) and e > -1)
+    if len(ratios) < 5:
+        return None
+    q = lambda f: ratios[min(len(ratios) - 1, max(0, round(f * (len(ratios) - 1))))]  # noqa: E731
+    return [round(q(0.05), 3), round(q(0.95), 3)]
 
 
 def _overall(rows) -> dict:
@@ -280,7 +290,8 @@ def _overall(rows) -> dict:
 def _write(summary, overall, rows, n_points, n_sources) -> None:
     engines = {k: {"coefficients": s["coefficients"], "points": s["points"], "sources": s["sources"],
                    "loso_median_abs_error": _r(s["loso_median_abs_error"]), "loso_p90_abs_error": _r(s["loso_p90_abs_error"]),
-                   "in_sample_median_abs_error": _r(s["in_sample_median_abs_error"])}
+                   "in_sample_median_abs_error": _r(s["in_sample_median_abs_error"]),
+                   "band_90": s["band_90"], "band_from": "in-sample residuals at freeze" if s["band_90"] else None}
                for k, s in summary.items() if s["coefficients"]}
     fitted = {"generated_by": "benchmarks/speed_fit.py",
               "dataset": f"benchmarks/published/speed_points.yaml ({n_points} points predictable through advise(), {n_sources} sources)",

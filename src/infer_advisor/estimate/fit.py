@@ -131,15 +131,19 @@ def fit_coefficients(base: EngineSpeed, names: Sequence[str],
                      prior_weight: float = PRIOR_WEIGHT) -> dict[str, float]:
     """Coefficient values (4 significant digits) minimising soft-L1 of ``predict_errors`` + the prior penalty.
 
-    The search starts from the stated values (the priors), inside each coefficient's bounds.
+    With a prior (published-data fits) the search starts from the stated values, the priors; without one
+    (``prior_weight=0``: a calibration on the user's own measurements) from the fixed ``START``, so that it does not
+    depend on what an earlier calibration wrote, inside the generic ``BOUNDS`` (a user's own machine may sit outside
+    the range the published engines were seen in). Published-data fits stay inside each coefficient's own bounds.
     """
     names = list(names)
     if not names:
         return {}
-    lo = [bounds_of(base, n)[0] for n in names]
-    hi = [bounds_of(base, n)[1] for n in names]
+    box = [bounds_of(base, n) if prior_weight > 0 else BOUNDS[n] for n in names]  # a calibration: the generic box
+    lo = [b[0] for b in box]
+    hi = [b[1] for b in box]
     stated = [getattr(getattr(base, n, None), "value", None) for n in names]
-    x0 = [min(max(v if v is not None else START[n], lo_), hi_) for n, v, lo_, hi_ in zip(names, stated, lo, hi)]
+    x0 = [min(max(v if (v is not None and prior_weight > 0) else START[n], lo_), hi_) for n, v, lo_, hi_ in zip(names, stated, lo, hi)]
 
     def loss(x: list[float]) -> float:
         values = dict(zip(names, x))

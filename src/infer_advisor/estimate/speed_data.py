@@ -261,6 +261,12 @@ class FittedEngine(BaseModel):
     loso_median_abs_error: float | None = Field(default=None, description="Leave-one-source-out median |relative error|.")
     loso_p90_abs_error: float | None = None
     in_sample_median_abs_error: float | None = None
+    band_90: tuple[float, float] | None = Field(
+        default=None, description="5th-95th percentile of measured / predicted: the in-sample band at freeze, the prospective one after grading.")
+    band_from: str | None = Field(default=None, description="Which errors the band comes from (in-sample at freeze, prospective).")
+    prospective_points: int | None = Field(default=None, description="Points gathered after the freeze, from sources never used.")
+    prospective_median_abs_error: float | None = Field(default=None, description="Median |error| of the frozen profile on them.")
+    prospective_p90_abs_error: float | None = None
 
 
 class FittedFile(BaseModel):
@@ -285,10 +291,10 @@ def _fitted_file() -> FittedFile | None:
     return load_validated(path, FittedFile) if path.exists() else None
 
 
-def _apply_fitted(eng: EngineSpeed, fe: FittedEngine, dataset: str, generated_by: str) -> EngineSpeed:
+def _apply_fitted(eng: EngineSpeed, fe: FittedEngine, dataset: str, generated_by: str, frozen_sha: str | None = None) -> EngineSpeed:
     label = (f"fitted by {generated_by} on {fe.points} published points from {fe.sources} sources ({dataset})"
              + (f"; leave-one-source-out median |error| {fe.loso_median_abs_error:.0%}" if fe.loso_median_abs_error is not None else ""))
-    update: dict = {"fit": fe.model_dump()}
+    update: dict = {"fit": {**(eng.fit or {}), **fe.model_dump(exclude_none=True), "frozen_sha256": frozen_sha}}
     for key, value in fe.coefficients.items():
         if key in FITTED_FIELDS:
             old = getattr(eng, key)
@@ -311,7 +317,7 @@ def engine_speeds(apply_fitted: bool = True) -> EnginesFile:
     engines = dict(base.engines)
     for name, fe in fitted.engines.items():
         if name in engines:
-            engines[name] = _apply_fitted(engines[name], fe, fitted.dataset, fitted.generated_by)
+            engines[name] = _apply_fitted(engines[name], fe, fitted.dataset, fitted.generated_by, fitted.frozen_sha256)
     return base.model_copy(update={"engines": engines})
 
 
@@ -371,7 +377,7 @@ def _resolved(name: str, first: str | None) -> EngineSpeed:
     prof = _with_row(engine_speeds().engines[name], row)
     fitted = _fitted_file()
     fe = fitted.engines.get(profile_key(name, row)) if (fitted and row is not None) else None
-    return _apply_fitted(prof, fe, fitted.dataset, fitted.generated_by) if fe is not None else prof
+    return _apply_fitted(prof, fe, fitted.dataset, fitted.generated_by, fitted.frozen_sha256) if fe is not None else prof
 
 
 def engine_speed(name: str, version: str | None = None) -> EngineSpeed:

@@ -43,6 +43,12 @@ GDDR_PREFIXES = ("gddr", "lpddr", "ddr")  # memory_type values of the GPU catalo
 # Rows per expert a fused-MoE kernel pads to (one tile): the measured torch._grouped_mm pads to 16 (kernels.yaml
 # grouped_gemm note); vLLM's fused_moe uses BLOCK_SIZE_M 16 at small batch (fused_moe.get_default_config).
 MOE_TILE_ROWS = 16
+# Fixed cost per expert a grouped GEMM touches (tile scheduling, per-expert scale and pointer set-up): bf16
+# torch._grouped_mm on the lent H200 over gpt-oss-120b and Qwen3-30B-A3B expert shapes took 142.6 / 224.4 us at
+# 4 / 8 experts touched (gpt-oss) and 78.7 / 111.9 us at 8 / 16 (Qwen3), about 3.3 and 0.75 us more per expert
+# than their bytes at the all-experts bandwidth explain (/work/coord/h200/llamacpp-steps-2026-12-03/moe_gemm.json,
+# committed on main under benchmarks/results/h200/); the geometric mean is used.
+MOE_PER_EXPERT_S = 1.6e-6
 
 
 @dataclass(frozen=True)
@@ -187,7 +193,8 @@ class StepModel:
         padded = touched * max(MOE_TILE_ROWS, math.ceil(per_expert_rows / MOE_TILE_ROWS) * MOE_TILE_ROWS)
         eta = self.grouped_scale * interp_log(self.gemm_table, max(per_expert_rows, 1.0)) * self.expert_compute_scale
         flops = max(rows * self.experts_per_token, padded) * self.expert_flops_per_row / self.experts_per_token
-        return self.grouped_launch + max(nbytes / self.grouped_bw, flops / (eta * self.expert_peak))
+        fixed = self.grouped_launch + touched * MOE_PER_EXPERT_S * (1.0 if self.grouped_launch else 0.0)
+        return fixed + max(nbytes / self.grouped_bw, flops / (eta * self.expert_peak))
 
     def _moe_routing(self, rows: int) -> float:
         """Router top-k, sort/align, permute and combine: small kernels plus the rows x k activations moved twice."""
