@@ -43,12 +43,12 @@ GDDR_PREFIXES = ("gddr", "lpddr", "ddr")  # memory_type values of the GPU catalo
 # Rows per expert a fused-MoE kernel pads to (one tile): the measured torch._grouped_mm pads to 16 (kernels.yaml
 # grouped_gemm note); vLLM's fused_moe uses BLOCK_SIZE_M 16 at small batch (fused_moe.get_default_config).
 MOE_TILE_ROWS = 16
-# Fixed cost per expert a grouped GEMM touches (tile scheduling, per-expert scale and pointer set-up): bf16
-# torch._grouped_mm on the lent H200 over gpt-oss-120b and Qwen3-30B-A3B expert shapes took 142.6 / 224.4 us at
-# 4 / 8 experts touched (gpt-oss) and 78.7 / 111.9 us at 8 / 16 (Qwen3), about 3.3 and 0.75 us more per expert
-# than their bytes at the all-experts bandwidth explain (/work/coord/h200/llamacpp-steps-2026-12-03/moe_gemm.json,
-# committed on main under benchmarks/results/h200/); the geometric mean is used.
-MOE_PER_EXPERT_S = 1.6e-6
+# Grouped-GEMM bandwidth efficiency by routed rows per expert, relative to the measured figure (kernels.yaml
+# grouped_gemm, rows padded to 16): bf16 torch._grouped_mm on the lent H200 over gpt-oss-120b and Qwen3-30B-A3B
+# expert shapes reached 0.51-0.52 of the datasheet bandwidth at ~1 row per touched expert, 0.60 at 4-8 and 0.62-0.64
+# at 64 (eager timings less ~30 us of launch; /work/coord/h200/llamacpp-steps-2026-12-03/moe_gemm.json, committed on
+# main under benchmarks/results/h200/): as fractions of the 64-row figure.
+MOE_BW_BY_ROWS_PER_EXPERT = [(1.0, 0.81), (4.0, 0.94), (8.0, 0.95), (64.0, 1.0)]
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ class StepModel:
     # per layer, per GPU
     dense_bytes: float
     dense_flops_per_row: float
-    gemm_kernels: int
+    gemm_kernels: float
     expert_bytes: float
     experts: int
     experts_per_token: int
@@ -122,6 +122,10 @@ class StepModel:
     window: int | None
     q_width: float
     full_layer_share: float
+    attn_layers_per_stage: float
+    moe_layer_share: float  # layers with routed experts / all layers (hybrid block models: the MoE blocks only)
+    recurrent_layers_per_stage: float
+    state_bytes_per_seq: float  # per GPU, one stage's recurrent layers
     small_kernels: float
     hidden: int
     act_bytes: float
@@ -193,15 +197,15 @@ class StepModel:
         padded = touched * max(MOE_TILE_ROWS, math.ceil(per_expert_rows / MOE_TILE_ROWS) * MOE_TILE_ROWS)
         eta = self.grouped_scale * interp_log(self.gemm_table, max(per_expert_rows, 1.0)) * self.expert_compute_scale
         flops = max(rows * self.experts_per_token, padded) * self.expert_flops_per_row / self.experts_per_token
-        fixed = self.grouped_launch + touched * MOE_PER_EXPERT_S * (1.0 if self.grouped_launch else 0.0)
-        return fixed + max(nbytes / self.grouped_bw, flops / (eta * self.expert_peak))
+        bw = self.grouped_bw * (interp_log(MOE_BW_BY_ROWS_PER_EXPERT, per_expert_rows) if self.grouped_launch else 1.0)
+        return self.grouped_launch * self.moe_layer_share + max(nbytes / bw, flops / (eta * self.expert_peak))
 
     def _moe_routing(self, rows: int) -> float:
         """Router top-k, sort/align, permute and combine: small kernels plus the rows x k activations moved twice."""
         if not self.experts or rows <= 0:
             return 0.0
         moved = 2 * 2 * rows * self.experts_per_token * self.hidden * self.act_bytes
-        return self.moe_routing_kernels * self.small_s + moved / self.small_bw
+        return (self.moe_routing_kernels * self.small_s + moved / self.small_bw) * self.moe_layer_share
 
     def _allreduce(self, nbytes: float, parts: int) -> float:
         """The faster of the latency-optimised (one-shot) all-reduce and the ring, as engines choose."""
@@ -237,13 +241,16 @@ class StepModel:
 
     def _attention(self, decode: int, decode_context: float, window_context: float | None, prefill_tokens: int,
                    prefill_pairs: float, chunks: int) -> tuple[float, float]:
-        """(decode, prefill) attention seconds over one stage's layers."""
+        """(decode, prefill) attention seconds over one stage's attention layers, and the recurrent mixers of hybrid
+        layers (a state per sequence instead of a KV cache; their projections are in the weight GEMMs)."""
         dec = pre = 0.0
         if decode:
             if window_context is None:
                 window_context = min(decode_context, decode * self.window) if self.window else decode_context
             kv = decode_context * self.kv_full_bytes_per_token + window_context * self.kv_window_bytes_per_token
-            dec = self.layers_per_stage * self.attn_launch + kv / self.attn_bw
+            dec = self.attn_layers_per_stage * self.attn_launch + kv / self.attn_bw
+            if self.recurrent_layers_per_stage:  # hybrid Mamba / DeltaNet layers: each sequence's state read and written
+                dec += self.recurrent_layers_per_stage * self.attn_launch + 2 * decode * self.state_bytes_per_seq / self.attn_bw
         if prefill_tokens:
             chunk = prefill_tokens / max(chunks, 1)
             eta = interp_log(self.prefill_attn_table, chunk) * self.prefill_attn_scale
@@ -251,8 +258,8 @@ class StepModel:
             if self.window and self.full_layer_share < 1.0:  # sliding layers attend at most `window` keys per query
                 capped = min(pairs, prefill_tokens * float(self.window))
                 pairs = self.full_layer_share * pairs + (1 - self.full_layer_share) * capped
-            flops = 4 * self.q_width * pairs * self.layers_per_stage
-            pre = self.layers_per_stage * self.attn_launch + flops / (eta * self.attn_peak)
+            flops = 4 * self.q_width * pairs * self.attn_layers_per_stage
+            pre = (self.attn_layers_per_stage + self.recurrent_layers_per_stage) * self.attn_launch + flops / (eta * self.attn_peak)
         return dec, pre
 
     def _head(self, sampled: int, rows: int) -> tuple[float, float, float]:
@@ -387,7 +394,7 @@ def _runs_natively(wk, gpu: GPUInfo | None) -> bool:
 
 def _shapes(model: ModelFacts, quantization: str, dtype: str, kv_cache_dtype: str, tp: int, pp: int) -> dict:
     """Bytes and FLOPs per layer and per GPU (bytes from the memory model), attention widths, head sizes."""
-    from .memory import kv_bytes_per_token_per_gpu, weight_bytes_by_group
+    from .memory import kv_bytes_per_token_per_gpu, recurrent_state_bytes_per_sequence, weight_bytes_by_group
 
     groups = weight_bytes_by_group(model, quantization, dtype, split_experts=True)
     p = model.params
@@ -399,11 +406,22 @@ def _shapes(model: ModelFacts, quantization: str, dtype: str, kv_cache_dtype: st
     kv_b = act_b if kv_cache_dtype == "auto" else dtype_bytes(kv_cache_dtype)
     full_tok, slide_tok = kv_bytes_per_token_per_gpu(model, kv_b, tp, pp)  # per GPU, one stage's layers
     total_kv = model.kv_cache_elements_per_token + model.sliding_kv_elements_per_token
+    counts = model.layer_counts or {}
+    attn_layers = (counts.get("full", 0) + counts.get("sliding", 0)) if counts else layers
+    recurrent = counts.get("mamba", 0) + counts.get("linear", 0)
+    # Nemotron-H style block models (layer_counts has MLP/MoE-only blocks, "none"): each block holds ONE mixer (Mamba2,
+    # attention or the MoE), a Llama layer two (attention + MLP), so half the GEMM and small kernels per block, and the
+    # routed experts live in the "none" blocks only (config.json hybrid_override_pattern, e.g. Nemotron-3-Nano M/E/*)
+    single_mixer = "none" in counts
+    block_share = 0.5 if single_mixer else 1.0
     return dict(
+        moe_layer_share=(counts["none"] / layers) if (single_mixer and moe) else 1.0, block_share=block_share,
+        attn_layers_per_stage=(attn_layers or (0 if recurrent else layers)) / pp, recurrent_layers_per_stage=recurrent / pp,
+        state_bytes_per_seq=recurrent_state_bytes_per_sequence(model, dtype, tp, pp),
         layers_per_stage=math.ceil(layers / pp), pp=pp, tp=tp,
         dense_bytes=groups["linear"] / layers / tp + (0.0 if moe else groups.get("expert_linear", 0.0) / layers / tp),
         dense_flops_per_row=2 * ((p.linear - p.expert_linear) if moe else p.linear) / layers / tp,
-        gemm_kernels=(5 if model.attention == "mla" else 2) + ((1 + (2 if model.num_shared_experts else 0)) if moe else 2),
+        gemm_kernels=((5 if model.attention == "mla" else 2) + ((1 + (2 if model.num_shared_experts else 0)) if moe else 2)) * block_share,
         expert_bytes=groups.get("expert_linear", 0.0) / layers / tp if moe else 0.0, experts=experts, experts_per_token=top_k,
         expert_flops_per_row=2 * top_k * (p.expert_linear / layers / max(experts, 1)) / tp if moe else 0.0,
         kv_full_bytes_per_token=full_tok, kv_window_bytes_per_token=slide_tok, window=model.sliding_window,
@@ -519,10 +537,12 @@ def build_step_model(
     on_gpu = gpu is not None
     if prof.version_range:
         notes.append(f"{engine} speed coefficients for {prof.version_range}")
+    shapes = _shapes(model, quantization, dtype, kv_cache_dtype, tp, pp)
+    block_share = shapes.pop("block_share")
     return StepModel(
-        engine=engine, profile=prof, ceil=ceil, **_shapes(model, quantization, dtype, kv_cache_dtype, tp, pp),
+        engine=engine, profile=prof, ceil=ceil, **shapes,
         moe_routing_kernels=prof.moe_routing_kernels if on_gpu else 0.0,
-        small_kernels=prof.small_kernels_per_layer if on_gpu else 0.0,
+        small_kernels=prof.small_kernels_per_layer * block_share if on_gpu else 0.0,
         **gemms, **_attention_and_links(prof, gpu, ceil, nodes),
         expert_parallel=expert_parallel,
         host_bound=not prof.cuda_graphs and on_gpu, host_launch_s=prof.host_launch_s,
