@@ -25,7 +25,9 @@ def test_plan_speed_is_simulated_with_its_source_and_error():
     plan = advise(model="meta-llama/Llama-3.1-8B", gpu="H100-80GB", concurrency=16, input_tokens=1000, output_tokens=200)
     perf = plan.performance
     assert perf.source == "estimated" and perf.coefficients == "fitted"
-    assert "leave-one-source-out" in perf.accuracy and perf.error_band[0] < 1 < perf.error_band[1]
+    # the headline is the frozen profile's prospective error once graded; before that the fit's own figures, said as such
+    assert any(w in perf.accuracy for w in ("gathered after it was frozen", "leave-one-source-out", "in-sample"))
+    assert perf.error_band[0] < 1 < perf.error_band[1]
     assert perf.ttft_s >= perf.ttft_alone_s > 0 and perf.tpot_s >= perf.tpot_alone_s > 0
     assert perf.e2e_s == pytest.approx(perf.ttft_s + 199 * perf.tpot_s, rel=0.15)
     assert sum(perf.decode_step_terms_s.values()) > 0 and "weights_gemm" in perf.decode_step_terms_s
