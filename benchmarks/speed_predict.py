@@ -79,11 +79,25 @@ def engine_version(p) -> tuple[str | None, str]:
     return version, f"inferred from the source date {when} (release in use then)"
 
 
+EXTRA_DATASETS: list = []  # other point files (a prospective batch) whose sources' dates the version inference may read
+
+
+def use_dataset(dataset) -> None:
+    """Let :func:`engine_version` read the source dates of ``dataset`` (a batch outside speed_points.yaml)."""
+    EXTRA_DATASETS.append(dataset)
+    _source_date.cache_clear()
+
+
 @lru_cache(maxsize=None)
 def _source_date(source_id: str) -> date | None:
     from benchmarks.published.schema import load_dataset
 
-    text = load_dataset().source(source_id).date or ""
+    text = ""
+    for ds in [load_dataset(), *EXTRA_DATASETS]:
+        found = [s for s in ds.sources if s.source_id == source_id]
+        if found:
+            text = found[0].date or ""
+            break
     m = re.search(r"(\d{4})-(\d{2})(?:-(\d{2}))?", text)
     return date(int(m.group(1)), int(m.group(2)), int(m.group(3) or 15)) if m else None
 
@@ -101,8 +115,11 @@ def point_request(p, version: str | None = None) -> dict:
     engine = engine_of(p)
     inp, out = max(int(round(p.input_tokens)), 1), max(int(round(p.output_tokens)), 1)
     kv = "fp8" if (p.kv_cache_dtype or "").startswith("fp8") or (p.kv_cache_dtype is None and modelopt_fp8_kv(p)) else "auto"
+    quant = QUANT_MAP.get(p.quantization, "auto")
+    if quant == "none" and _pre_quantized(p.catalog_model):
+        quant = "auto"  # 'none' on a published quantized checkpoint (gpt-oss's MXFP4 experts) = the checkpoint as shipped
     kw = dict(model=p.catalog_model, model_source="catalog", gpu=f"{p.gpu}:{p.gpu_count}" if p.gpu_count > 1 else p.gpu,
-              engine=engine, quantization=QUANT_MAP.get(p.quantization, "auto"), kv_cache_dtype=kv,
+              engine=engine, quantization=quant, kv_cache_dtype=kv,
               tensor_parallel_size=p.tp, pipeline_parallel_size=p.pp, input_tokens=inp, output_tokens=out,
               context=inp + out)
     if p.dtype in ("bfloat16", "float16"):
@@ -121,6 +138,13 @@ def point_request(p, version: str | None = None) -> dict:
         # trtllm-serve's default max_batch_size (BuildConfig.max_batch_size 2048), above the plan's 256 planning cap
         kw["max_num_seqs"] = max(2048, kw["concurrency"]) if p.mode == "static_batch" else 2048
     return kw
+
+
+@lru_cache(maxsize=None)
+def _pre_quantized(name: str | None) -> bool:
+    from infer_advisor.model_facts import resolve_model
+
+    return bool(name) and resolve_model(name, source="catalog").pre_quantized is not None
 
 
 def _concurrency(p) -> int:

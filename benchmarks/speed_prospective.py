@@ -26,7 +26,7 @@ import yaml
 
 from benchmarks.published.schema import load_dataset
 from benchmarks.speed_fit import FITTED, band_90, canonical_hash
-from benchmarks.speed_predict import engine_of, predict_point
+from benchmarks.speed_predict import engine_of, predict_point, use_dataset
 
 DATACENTER = ("vllm", "sglang", "trtllm")
 
@@ -42,7 +42,9 @@ def predict(batch: Path) -> Path:
     if recomputed != frozen:
         raise SystemExit(f"data/speed/fitted.yaml's coefficients hash to {recomputed}, not the frozen {frozen}: refusing to grade")
     rows = []
-    for p in load_dataset(batch).points:
+    dataset = load_dataset(batch)
+    use_dataset(dataset)
+    for p in dataset.points:
         pred = predict_point(p)
         v = pred.values.get(p.primary_metric)
         measured = p.metrics.value(p.primary_metric)
