@@ -116,8 +116,10 @@ def point_request(p, version: str | None = None) -> dict:
     inp, out = max(int(round(p.input_tokens)), 1), max(int(round(p.output_tokens)), 1)
     kv = "fp8" if (p.kv_cache_dtype or "").startswith("fp8") or (p.kv_cache_dtype is None and modelopt_fp8_kv(p)) else "auto"
     quant = QUANT_MAP.get(p.quantization, "auto")
-    if quant == "none" and _pre_quantized(p.catalog_model):
-        quant = "auto"  # 'none' on a published quantized checkpoint (gpt-oss's MXFP4 experts) = the checkpoint as shipped
+    if quant in ("none", _pre_quantized(p.catalog_model)):
+        # a published quantized checkpoint (gpt-oss's MXFP4 experts, an FP8 checkpoint) labelled 'none' or with its own
+        # format: the user serves the checkpoint as shipped (--quantization auto), not a re-quantization of it
+        quant = "auto" if _pre_quantized(p.catalog_model) else quant
     kw = dict(model=p.catalog_model, model_source="catalog", gpu=f"{p.gpu}:{p.gpu_count}" if p.gpu_count > 1 else p.gpu,
               engine=engine, quantization=quant, kv_cache_dtype=kv,
               tensor_parallel_size=p.tp, pipeline_parallel_size=p.pp, input_tokens=inp, output_tokens=out,
@@ -141,10 +143,11 @@ def point_request(p, version: str | None = None) -> dict:
 
 
 @lru_cache(maxsize=None)
-def _pre_quantized(name: str | None) -> bool:
+def _pre_quantized(name: str | None) -> str | None:
+    """The quantization a catalog model's checkpoint already carries (fp8, mxfp4 ...), else None."""
     from infer_advisor.model_facts import resolve_model
 
-    return bool(name) and resolve_model(name, source="catalog").pre_quantized is not None
+    return resolve_model(name, source="catalog").pre_quantized if name else None
 
 
 def _concurrency(p) -> int:

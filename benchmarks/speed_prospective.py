@@ -95,7 +95,7 @@ def _stats(rows) -> dict:
         return {"points": 0}
     errs.sort()
     return {"points": len(errs), "median_abs_error": round(statistics.median(errs), 4),
-            "p90_abs_error": round(errs[int(0.9 * (len(errs) - 1))], 4)}
+            "p90_abs_error": round(errs[min(len(errs) - 1, math.ceil(0.9 * (len(errs) - 1)))], 4)}
 
 
 def grade(pred_file: Path, write: bool) -> dict:
@@ -145,7 +145,8 @@ def _write_prospective(fitted, rows, out) -> None:
         mine = [r for r in rows if r["engine"] == engine]
         use = mine if len(mine) >= 8 else rows
         st = _stats(use)
-        fe.update({"prospective_points": st["points"], "prospective_median_abs_error": st["median_abs_error"],
+        fe.update({"prospective_profile_sha256": out["profile_sha256"],
+                   "prospective_points": st["points"], "prospective_median_abs_error": st["median_abs_error"],
                    "prospective_p90_abs_error": st["p90_abs_error"],
                    "band_90": band_90([r["error"] for r in use]) or overall_band,
                    "band_from": f"prospective errors of profile {out['profile_sha256'][:12]} on "

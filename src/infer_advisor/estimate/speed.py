@@ -110,11 +110,12 @@ def _accuracy(profile) -> tuple[str, str | None, tuple[float, float] | None]:
                                                 "gemm_scale", "gddr_scale", "moe_scale")}
     fit = profile.fit or {}
     band = tuple(fit["band_90"]) if fit.get("band_90") else None
-    sha = (fit.get("frozen_sha256") or "")[:12]
+    sha = (fit.get("prospective_profile_sha256") or fit.get("frozen_sha256") or "")[:12]
     if "fitted" in kinds and fit.get("prospective_median_abs_error") is not None:
+        refit = "" if fit.get("prospective_profile_sha256") == fit.get("frozen_sha256") else "; these coefficients are its refit on them"
         text = (f"frozen profile {sha} predicted {fit['prospective_points']} published points gathered after it was frozen "
                 f"(sources never used) at median |error| {fit['prospective_median_abs_error']:.0%}, p90 "
-                f"{fit['prospective_p90_abs_error']:.0%} (docs/accuracy.md)")
+                f"{fit['prospective_p90_abs_error']:.0%}{refit} (docs/accuracy.md)")
         return "fitted", text, band
     if "fitted" in kinds and fit.get("loso_median_abs_error") is not None:
         p90 = fit.get("loso_p90_abs_error") or fit["loso_median_abs_error"]
@@ -128,6 +129,18 @@ def _accuracy(profile) -> tuple[str, str | None, tuple[float, float] | None]:
     if kinds <= {"measured"}:
         return "measured", "measured here (calibrated or the H200 kernels)", None
     return "assumed", "not graded: this engine's coefficients are assumed, not fitted to any measurement", None
+
+
+def engine_accuracy(engine: str, version: str | None = None) -> str:
+    """The accuracy line of ``engine``'s speed profile (what plans and sizing reports print)."""
+    from .speed_data import engine_speed
+
+    kind, text, band = _accuracy(engine_speed(engine, version))
+    if kind == "assumed":
+        return (f"{engine}'s speed coefficients are assumed, not fitted: treat throughput and latency as order-of-magnitude "
+                "until calibrated (infer-advisor calibrate).")
+    tail = f"; 90% of true figures within {band[0]:.2f}x-{band[1]:.2f}x the prediction" if band else ""
+    return f"{engine} speed model: {text}{tail}."
 
 
 def estimate_speed(

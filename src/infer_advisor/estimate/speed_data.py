@@ -264,6 +264,7 @@ class FittedEngine(BaseModel):
     band_90: tuple[float, float] | None = Field(
         default=None, description="5th-95th percentile of measured / predicted: the in-sample band at freeze, the prospective one after grading.")
     band_from: str | None = Field(default=None, description="Which errors the band comes from (in-sample at freeze, prospective).")
+    prospective_profile_sha256: str | None = Field(default=None, description="The frozen profile the prospective figures grade.")
     prospective_points: int | None = Field(default=None, description="Points gathered after the freeze, from sources never used.")
     prospective_median_abs_error: float | None = Field(default=None, description="Median |error| of the frozen profile on them.")
     prospective_p90_abs_error: float | None = None
