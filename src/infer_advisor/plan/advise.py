@@ -357,4 +357,5 @@ def _performance(request, model, hw, choice: Choice, concurrency, input_tokens, 
         max_num_seqs=engine.max_num_seqs if engine is not None else None,
         max_num_batched_tokens=(engine.max_num_batched_tokens if engine is not None else None) or request.max_num_batched_tokens,
         replicas=replicas, expert_parallel=bool(request.enable_expert_parallel), prefix_tokens=prefix_tokens,
+        engine_version=engine.version if engine is not None else None,
     )
