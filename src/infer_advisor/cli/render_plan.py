@@ -168,6 +168,12 @@ def speed_explain_lines(perf) -> list[str]:
         terms = sorted(perf.decode_step_terms_s.items(), key=lambda kv: -kv[1])
         out.append(f"one decode step at concurrency {perf.concurrency}: " + ", ".join(
             f"{k} {v * 1000:.2f} ms ({v / total:.0%})" for k, v in terms if v > 0))
+        sources = perf.term_sources or {}
+        for k, v in terms:
+            if v > 0:
+                out.append(f"  {k} {v * 1000:.3f} ms: {sources.get(k, 'no source recorded')}")
+        if "request_overhead" in sources:
+            out.append(f"  per request, into TTFT only: request_overhead {sources['request_overhead']}")
     out.append(f"host overhead per step {perf.overhead_s_per_step * 1000:.2f} ms; decode at "
                f"{perf.decode_fraction_of_bandwidth_ceiling:.0%} of the bandwidth ceiling, prefill at "
                f"{perf.prefill_fraction_of_compute_ceiling:.0%} of the compute ceiling")
