@@ -30,6 +30,7 @@ import yaml
 HERE = Path(__file__).parent
 LOGS = HERE / "published" / "startup_logs.yaml"
 BEFORE = HERE / "published" / "startup_logs_before.json"
+PROSPECTIVE = HERE / "published" / "startup_logs_prospective.json"  # issue-23 logs, predicted by the frozen code of 745df12
 GIB = 2**30
 
 
@@ -64,21 +65,70 @@ def startup_log(entry: dict):
         weights_bytes=gib("weights_gib"), non_torch_bytes=gib("non_torch_gib"), activation_bytes=gib("activation_gib"),
         cuda_graph_bytes=gib("cuda_graph_gib"), kv_cache_bytes=gib("kv_cache_gib"), kv_cache_tokens=m["kv_cache_tokens"],
         max_concurrency=m.get("max_concurrency"), max_num_batched_tokens=entry.get("max_num_batched_tokens"),
-        max_num_seqs=entry.get("max_num_seqs"),
+        max_num_seqs=entry.get("max_num_seqs"), kv_cache_dtype=entry.get("kv_cache_dtype"),
     )
 
 
-def predict(entry: dict, model: str, calibration=None) -> int:
-    from infer_advisor.estimate.memory_calibration import estimate_for_log
+def _calibration_module():
+    try:  # after the issue-19 move
+        from infer_advisor.calibrate import memory_calibration
+    except ImportError:  # the code frozen for the prospective figures (commit 745df12)
+        from infer_advisor.estimate import memory_calibration
+    return memory_calibration
 
-    est = estimate_for_log(startup_log(entry), model=model, gpu=entry["gpu"], engine_version=entry["engine_version"], calibration=calibration)
-    return est.kv_cache_tokens
+
+def version_for(entry: dict) -> str:
+    """The engine version whose memory profile predicts the entry (`profile_version` where none covers its own)."""
+    return entry.get("profile_version") or entry["engine_version"]
+
+
+def estimate(entry: dict, model: str, calibration=None):
+    """The plan's MemoryEstimate for the setup the entry describes (the path `calibrate --from-log` compares)."""
+    est = _calibration_module().estimate_for_log(
+        startup_log(entry), model=model, gpu=entry["gpu"], engine_version=version_for(entry), calibration=calibration
+    )
+    return est
+
+
+def engine_tokens(est) -> int:
+    """The token figure the engine prints: the new field where this code has it, else the plan's capacity."""
+    return getattr(est, "engine_kv_cache_tokens", None) or est.kv_cache_tokens
+
+
+def predict(entry: dict, model: str, calibration=None) -> int:
+    return engine_tokens(estimate(entry, model, calibration))
 
 
 def calibration_from(entry: dict, model: str):
-    from infer_advisor.estimate.memory_calibration import fit_memory_calibration
+    return _calibration_module().fit_memory_calibration(
+        startup_log(entry), source=entry["id"], model=model, gpu=entry["gpu"], engine_version=version_for(entry)
+    )
 
-    return fit_memory_calibration(startup_log(entry), source=entry["id"], model=model, gpu=entry["gpu"], engine_version=entry["engine_version"])
+
+def prediction_record(entry: dict, model: str) -> dict:
+    """What the code on the path predicts for one entry: engine-printed tokens, KV GiB and weights GiB per GPU, outcome."""
+    est = estimate(entry, model)
+    one_request = getattr(est, "engine_starts", None)
+    if one_request is None:  # older code: the engine refuses when one max_model_len request does not fit
+        one_request = est.max_concurrency >= 1
+    return {
+        "kv_cache_tokens": engine_tokens(est), "effective_kv_cache_tokens": est.kv_cache_tokens,
+        "kv_cache_gib": round(est.kv_cache_bytes_per_gpu / GIB, 3), "weights_gib": round(est.weights_bytes_per_gpu / GIB, 3),
+        "outcome": "starts" if one_request else "refused",
+    }
+
+
+def prospective(out: Path) -> int:
+    """Predict every `collected: issue-23` entry with the code on PYTHONPATH and write the figures (run once, frozen code)."""
+    by_id = {e["id"]: e for e in entries()}
+    preds = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, e in by_id.items():
+            if e.get("collected") == "issue-23":
+                preds[i] = prediction_record(e, model_ref(e, by_id, Path(tmp)))
+    out.write_text(json.dumps({"predictions": preds}, indent=2) + "\n")
+    print(f"wrote {out} ({len(preds)} predictions)")
+    return 0
 
 
 def baseline(entry: dict, model: str) -> int:
@@ -96,8 +146,8 @@ def baseline(entry: dict, model: str) -> int:
     return est.kv_cache_tokens
 
 
-def err(pred: int | None, meas: int) -> float | None:
-    return None if pred is None else (pred - meas) / meas * 100
+def err(pred: float | None, meas: float | None) -> float | None:
+    return None if pred is None or not meas or meas <= 0 else (pred - meas) / meas * 100
 
 
 def rows() -> list[dict]:
@@ -174,7 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path, help="also write the rows and the summary as JSON")
     ap.add_argument("--baseline", type=Path, help="write the old code's predictions (old API only) to this JSON file")
+    ap.add_argument("--prospective", type=Path, help="write this code's predictions for the issue-23 logs to this JSON file")
     args = ap.parse_args(argv)
+    if args.prospective:
+        return prospective(args.prospective)
     if args.baseline:
         by_id = {e["id"]: e for e in entries()}
         with tempfile.TemporaryDirectory() as tmp:
