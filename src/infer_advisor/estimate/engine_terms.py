@@ -25,7 +25,7 @@ def budget_bytes(engine, mp, reserve, fixed, gpu_memory_bytes, fraction, on_gpu,
 
 
 def kv_dtype_bytes(mp: EngineMemoryProfile, dtype: str, kv_cache_dtype: str) -> float:
-    if kv_cache_dtype == "fp8":  # the engine's 8-bit KV cache: FP8 E4M3 in vLLM/SGLang/TGI, q8_0 in llama.cpp
+    if kv_cache_dtype in ("fp8", "fp8_e4m3", "fp8_e5m2"):  # the 8-bit KV cache: FP8 in vLLM/SGLang/TGI, q8_0 in llama.cpp
         return dtype_bytes(mp.kv_8bit_dtype)
     if kv_cache_dtype != "auto":
         return dtype_bytes(kv_cache_dtype)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -12,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .._data import format_validation_error, load_validated
 from .._paths import shipped
 from ..engine_memory import EngineSettings, engine_settings, version_note
-from ..errors import RequestError
+from ..errors import DoesNotFitError, InferAdvisorError, RequestError
 from ..estimate.calibration_file import Calibrations
 from ..estimate.formats import weight_format
 from ..hardware.facts import HardwareFacts
@@ -147,6 +149,8 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
     choice = result.choice
     feasible = choice is not None
     reason = suggestion = None
+    if choice is None and request.context and _context_is_the_limit(result):  # the KV cache alone refuses an explicit context
+        raise DoesNotFitError(_context_refusal(model, hw, request, result, w, calibrations))
     if choice is None:
         choice = result.best_effort
         reason = _why_not(model, hw, request, result)
@@ -539,6 +543,40 @@ def _decisions(c: Choice, result, request: PlanRequest, unit: str = "GPU") -> li
             )
         )
     return out
+
+
+def _context_is_the_limit(result) -> bool:
+    """The best plan passed every rule and loads: only the KV cache for the asked context is missing."""
+    best = result.best_effort
+    return result.best_effort_allowed and best is not None and best.memory.kv_cache_tokens > 0
+
+
+def _context_refusal(model: ModelFacts, hw: HardwareFacts, request: PlanRequest, result, w, calibrations) -> str:
+    """One line for an explicit --context that no allowed format, KV dtype or layout keeps: the smallest change that does,
+    tried in order (FP8 weights, FP8 KV cache, twice the GPUs for tensor parallelism), else the longest context that fits."""
+    where = _hw_words(hw)
+    best = result.best_effort.memory if result.best_effort is not None else None
+    longest = min(best.kv_cache_tokens, model.max_position_embeddings) if best is not None else 0
+    rules = load_rules(request.rules)
+    changes: list[tuple[str, PlanRequest, HardwareFacts | None]] = []
+    if request.quantization not in ("auto", "fp8") and not model.pre_quantized:
+        changes.append(("--quantization fp8", request.model_copy(update={"quantization": "fp8"}), hw))
+    if not request.kv_cache_dtype.startswith("fp8"):
+        changes.append(("--kv-cache-dtype fp8", request.model_copy(update={"kv_cache_dtype": "fp8"}), hw))
+    if hw.kind == "gpu" and not request.tensor_parallel_size:
+        from ..hardware import resolve_hardware
+
+        spec = f"{hw.gpu.name}:{hw.gpus_per_node * 2}" + (f"x{hw.nodes}" if hw.nodes > 1 else "")
+        with contextlib.suppress(InferAdvisorError):
+            changes.append((f"--gpu {spec} (tensor parallel over twice the GPUs)", request, resolve_hardware(spec)))
+    for flag, changed, where_to in changes:
+        with contextlib.suppress(InferAdvisorError):
+            if _search(model, where_to, changed, rules, w, None, calibrations).choice is not None:
+                tail = f", or --context {longest:,} or less as asked" if longest else ""
+                return (f"--context {request.context:,} does not fit on {where} as asked; the smallest change that keeps it: "
+                        f"{flag}{tail}.")
+    lower = f"--context {longest:,} or less" if longest else "a GPU with more memory"
+    return f"--context {request.context:,} does not fit on {where} with FP8 weights, an FP8 KV cache or twice the GPUs; use {lower}."
 
 
 def _why_not(model: ModelFacts, hw: HardwareFacts, request: PlanRequest, result) -> str:

@@ -9,7 +9,7 @@ a warning that fewer requests fit at once; failing that, the first that holds on
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..engine_memory import engine_settings
@@ -168,8 +168,7 @@ def search(
             result.forbidden.append(dv)
             continue
         f_d = {**f_e, "dtype": dv.value}
-        kvs = [request.kv_cache_dtype] if request.kv_cache_dtype != "auto" else ["auto", "fp8"]
-        kv_ranked = rank(by["kv_cache_dtype"], "kv_cache_dtype", kvs, f_d, trace, context=ev.value)
+        kv_ranked = _rank_kv(by["kv_cache_dtype"], request, f_d, trace, ev.value)
         kv = kv_ranked[0]
         # An explicitly asked-for context is worth a smaller KV dtype (fp8) before any lowering; the model's
         # default full context is not, so it is lowered first (pass 2b), unless that cuts it hard (below).
@@ -302,9 +301,11 @@ def search(
                 if holds(est):
                     result.choice = Choice(ev, dv, alt, qv, lv, layout, est, context, False, profile, kv_fallback=True)
                     return result
+        strict = bool(request.context)  # an explicit --context is kept (format, KV dtype, layout) or refused, never cut
+
         def pass2(kvv: Verdict, fallback: bool, keep: Choice | None = None) -> Choice | None:
-            """Pass 2a (one request of the full context), then 2b (a lowered context) with KV dtype ``kvv``;
-            with ``keep``, only its weight format and layout (a KV dtype change alone)."""
+            """Pass 2a (one request of the full context), then 2b (a lowered context, never for an explicit --context)
+            with KV dtype ``kvv``; with ``keep``, only its weight format and layout (a KV dtype change alone)."""
             singles = [
                 (qv, lv, layout, estimate(qv, layout, context, sequences=1, kvv=kvv))
                 for qv, lv, layout, _ in estimates
@@ -314,7 +315,7 @@ def search(
                 if holds(single):
                     return Choice(ev, dv, kvv, qv, lv, layout, single, context, False, profile, concurrency_lowered=True,
                                   kv_fallback=fallback)
-            for qv, lv, layout, single in singles:  # pass 2b: only then lower the context
+            for qv, lv, layout, single in ([] if strict else singles):  # pass 2b: only then lower the context
                 floor = min(min_context, context)
                 if single.max_context >= floor:
                     lowered = single.max_context
@@ -333,6 +334,10 @@ def search(
             return None
 
         found = pass2(kv, False)
+        for alt in kv_allowed if (strict and found is None) else []:  # FP8 KV for one request of the asked context
+            found = pass2(alt, True)
+            if found is not None:
+                break
         if found is not None and found.context_lowered and found.context < kv_fallback_fraction * context:
             # Cut hard: a smaller KV dtype the rules allow (fp8 halves the cache) keeps more of the context; the
             # weight format and layout stay as chosen.
@@ -358,8 +363,22 @@ def search(
 
 
 def plan_max_num_seqs(goal: str, concurrency: int, default: int) -> int:
-    """Sequences the engine schedules at once: the engine version's default, or the batch itself for latency plans."""
-    return max(concurrency, 1) if goal == "latency" else default
+    """Sequences the engine schedules at once: the engine version's own default for the GPU (vLLM arg_utils
+    get_batch_defaults), whatever the goal or the expected concurrency; only --max-num-seqs changes it."""
+    return default
+
+
+KV_FAMILY = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}  # the rules judge an fp8 variant as fp8
+
+
+def _rank_kv(rules, request, facts: dict, trace, engine: str) -> list[Verdict]:
+    """KV-cache dtypes in order. Asked for explicitly (``--kv-cache-dtype auto`` included): that one only, auto meaning
+    what the engine does (the model dtype). Left unset: the model dtype, and fp8 only as a fallback that keeps a context."""
+    if "kv_cache_dtype" in request.model_fields_set or request.kv_cache_dtype != "auto":
+        asked = request.kv_cache_dtype
+        ranked = rank(rules, "kv_cache_dtype", [KV_FAMILY.get(asked, asked)], facts, trace, context=engine)
+        return [replace(v, value=asked) for v in ranked]
+    return rank(rules, "kv_cache_dtype", ["auto", "fp8"], facts, trace, context=engine)
 
 
 def _fallback(model, hw, request, by, facts, engine_order, mem_bytes, concurrency, context, request_tokens, input_tokens, tp_sizes) -> Choice | None:
