@@ -156,6 +156,8 @@ def rows() -> list[dict]:
     by_id = {e["id"]: e for e in entries()}
     with tempfile.TemporaryDirectory() as tmp:
         for e in by_id.values():
+            if e.get("collected") == "issue-23":
+                continue  # graded apart: new_rows()
             model = model_ref(e, by_id, Path(tmp))
             meas = e["measured"]["kv_cache_tokens"]
             row = {
@@ -172,6 +174,80 @@ def rows() -> list[dict]:
             row["other_setup"] = others
             out.append(row)
     return out
+
+
+def _full_attention(model: str) -> bool:
+    from infer_advisor.model_facts import resolve_model
+
+    facts = resolve_model(model, source="auto")
+    return set(facts.layer_counts or {"full": 1}) == {"full"} and not facts.sliding_window
+
+
+def new_rows() -> list[dict]:
+    """The issue-23 logs: the frozen code's prospective figures (startup_logs_prospective.json) and this code's."""
+    frozen = json.loads(PROSPECTIVE.read_text())["predictions"]
+    by_id = {e["id"]: e for e in entries()}
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for e in by_id.values():
+            if e.get("collected") != "issue-23":
+                continue
+            model = model_ref(e, by_id, Path(tmp))
+            m = e["measured"]
+            out.append({
+                "id": e["id"], "source": e["source"], "engine": e["engine"], "version": e["engine_version"], "gpu": e["gpu"],
+                "tp": e["tp"], "model": e["model"], "measured_tokens": m["kv_cache_tokens"], "measured_gib": m.get("kv_cache_gib"),
+                "measured_weights_gib": m.get("weights_gib"), "outcome": e.get("outcome", "starts"),
+                "weights_only": bool(e.get("weights_only")), "informed_profile": bool(e.get("informed_profile")),
+                "full_attention": _full_attention(model), "prospective": frozen[e["id"]], "now": prediction_record(e, model),
+            })
+    return out
+
+
+def new_summary(rs: list[dict]) -> dict:
+    kv = [r for r in rs if r["measured_tokens"] > 0]
+    gib = [r for r in rs if r["measured_gib"] and r["measured_gib"] > 0]
+    wts = [r for r in rs if r["measured_weights_gib"]]
+    out: dict = {"new_logs": len(rs), "new_logs_with_kv_tokens": len(kv)}
+    for when in ("prospective", "now"):
+        out[f"median_abs_error_new_tokens_{when}_pct"] = median_abs([err(r[when]["kv_cache_tokens"], r["measured_tokens"]) for r in kv])
+        out[f"median_abs_error_new_tokens_{when}_full_attention_pct"] = median_abs(
+            [err(r[when]["kv_cache_tokens"], r["measured_tokens"]) for r in kv if r["full_attention"]])
+        out[f"median_abs_error_new_gib_{when}_pct"] = median_abs([err(r[when]["kv_cache_gib"], r["measured_gib"]) for r in gib])
+        out[f"max_abs_error_new_weights_{when}_pct"] = max((abs(err(r[when]["weights_gib"], r["measured_weights_gib"])) for r in wts), default=None)
+        out[f"outcomes_right_{when}"] = sum(r[when]["outcome"] == r["outcome"] for r in rs if not r["weights_only"])
+    out["full_attention_logs"] = sum(r["full_attention"] for r in kv)
+    out["logs_with_weights"] = len(wts)
+    return out
+
+
+def new_table(rs: list[dict]) -> str:
+    lines = [
+        "| log | engine | GPU x TP | model | KV tokens logged | prospective (frozen 745df12) | now | KV GiB logged: prospective / now | weights GiB logged: prospective / now | outcome: logged / prospective / now |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rs:
+        t = r["measured_tokens"]
+        p, n = r["prospective"], r["now"]
+
+        def c(pred, meas):  # noqa: ANN001, ANN202
+            e = err(pred, meas)
+            return f"{pred:,}" if e is None else f"{pred:,} ({e:+.1f}%)"
+
+        def g(pred, meas):  # noqa: ANN001, ANN202
+            e = err(pred, meas)
+            return f"{pred:.2f}" if e is None else f"{pred:.2f} ({e:+.1f}%)"
+
+        tok = (f"{t:,}" if t else "-") + (" †" if r["informed_profile"] else "") + ("" if r["full_attention"] else " (hybrid/SWA)")
+        gib = f"{r['measured_gib']}: {g(p['kv_cache_gib'], r['measured_gib'])} / {g(n['kv_cache_gib'], r['measured_gib'])}" if r["measured_gib"] is not None else "-"
+        w = r["measured_weights_gib"]
+        wt = f"{w}: {g(p['weights_gib'], w)} / {g(n['weights_gib'], w)}" if w else "-"
+        lines.append(
+            f"| [{r['id']}]({r['source']}) | {r['engine']} {r['version']} | {r['gpu']} x {r['tp']} | {r['model']} | {tok} | "
+            f"{c(p['kv_cache_tokens'], t) if t else '-'} | {c(n['kv_cache_tokens'], t) if t else '-'} | {gib} | {wt} | "
+            f"{r['outcome']} / {p['outcome']} / {n['outcome']} |"
+        )
+    return "\n".join(lines)
 
 
 def median_abs(values: list[float | None]) -> float | None:
@@ -238,11 +314,15 @@ def main(argv: list[str] | None = None) -> int:
     rs = rows()
     print(table(rs))
     s = summary(rs)
+    new = new_rows()
+    print()
+    print(new_table(new))
+    s.update(new_summary(new))
     print()
     for k, v in s.items():
         print(f"{k}: {v:.1f}" if isinstance(v, float) else f"{k}: {v}")
     if args.json:
-        args.json.write_text(json.dumps({"rows": rs, "summary": s}, indent=2) + "\n")
+        args.json.write_text(json.dumps({"rows": rs, "new_rows": new, "summary": s}, indent=2) + "\n")
     return 0
 
 
