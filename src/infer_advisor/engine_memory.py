@@ -99,6 +99,7 @@ class EngineMemoryProfile(BaseModel):
     activation_scale: float = Field(gt=0, le=10)
     activation_hidden_copies: float | None = Field(default=None, gt=0, description="Override of data/formats.yaml hidden_copies.")
     activation_intermediate_copies: float | None = Field(default=None, gt=0, description="Override of intermediate_copies.")
+    activation_logits_copies: float | None = Field(default=None, gt=0, description="Override of logits_copies (the sampler's fp32 copies per row).")
     activation_split_by_tp: bool = Field(default=True, description="The activation peak per GPU shrinks with TP (False: vLLM's does not).")
     activation_source: str = Field(min_length=8)
     batch_tiers: list[BatchTier] = Field(min_length=1)

@@ -293,7 +293,7 @@ def _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, pro
     intermediate_copies = mp.activation_intermediate_copies or act.intermediate_copies
     split = tp if mp.activation_split_by_tp else 1  # vLLM gathers full-vocab logits on every rank: its peak does not shrink with TP
     per_token = (hidden_copies * model.hidden_size + intermediate_copies * routed * model.intermediate_size / split) * act_b
-    logits_row = model.vocab_size * act.logits_bytes_per_vocab_entry * act.logits_copies / split
+    logits_row = model.vocab_size * act.logits_bytes_per_vocab_entry * (mp.activation_logits_copies or act.logits_copies) / split
     scale = mp.activation_scale
     sources["activation"] = f"estimated x {scale:g} ({mp.label})" if scale != 1 else "estimated"
     if cal is not None and cal.activation_scale:
