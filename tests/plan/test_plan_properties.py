@@ -154,8 +154,8 @@ def check_gates(plan, model, hw, options) -> None:
     if model.family == "moe" or model.pre_quantized in {"compressed-tensors", "gptq", "fp8"}:
         assert engine != "ctranslate2"
     if hw.kind == "cpu":
-        assert engine in {"llama.cpp", "ctranslate2", options.get("engine")}
-        assert quant in {"gguf-q4_k_m", "gguf-q8_0", "gguf-f16", "ct2-int8", "none"}
+        assert engine in {"llama.cpp", "ctranslate2", "mistralrs", options.get("engine")}  # docs/rules.md: CPU -> llama.cpp, then mistral.rs
+        assert quant in {"gguf-q4_k_m", "gguf-q8_0", "gguf-f16", "ct2-int8", "isq-q4k", "isq-q8_0", "none"}
         return
     if dtype == "bfloat16" and nvidia_cc is not None:
         assert nvidia_cc >= 8.0
