@@ -51,7 +51,10 @@ def model_ref(entry: dict, by_id: dict[str, dict], folder: Path) -> str:
 
 def startup_log(entry: dict):
     """The StartupLog the entry's published figures amount to (the type `calibrate --from-log` parses logs into)."""
-    from infer_advisor.estimate.startup_log import StartupLog
+    try:
+        from infer_advisor.calibrate.startup_log import StartupLog
+    except ImportError:  # the code frozen for the prospective figures (commit 745df12)
+        from infer_advisor.estimate.startup_log import StartupLog
 
     m = entry["measured"]
 
@@ -71,7 +74,7 @@ def startup_log(entry: dict):
 
 def _calibration_module():
     try:  # after the issue-19 move
-        from infer_advisor.calibrate import memory_calibration
+        from infer_advisor.calibrate import memory as memory_calibration
     except ImportError:  # the code frozen for the prospective figures (commit 745df12)
         from infer_advisor.estimate import memory_calibration
     return memory_calibration
@@ -133,7 +136,7 @@ def prospective(out: Path) -> int:
 
 def baseline(entry: dict, model: str) -> int:
     """What `plan` predicted before issue 11 (old API only): datasheet memory, engines.yaml's one vLLM profile."""
-    from infer_advisor.engines import engine_profile
+    from infer_advisor.engines.profiles import engine_profile
     from infer_advisor.estimate.memory import estimate_memory
     from infer_advisor.hardware import lookup_gpu
     from infer_advisor.model_facts import resolve_model

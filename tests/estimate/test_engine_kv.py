@@ -2,7 +2,7 @@
 
 import pytest
 
-from infer_advisor.engine_kv_report import kv_report
+from infer_advisor.engines.kv_report import kv_report
 from infer_advisor.estimate.engine_kv import engine_kv_figures
 from infer_advisor.estimate.memory import kv_bytes_per_token_per_gpu
 from infer_advisor.model_facts import resolve_model

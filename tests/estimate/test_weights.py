@@ -2,8 +2,8 @@
 
 import pytest
 
-from infer_advisor.engine_memory import memory_profile
-from infer_advisor.engines import engine_profile
+from infer_advisor.engines.memory import memory_profile
+from infer_advisor.engines.profiles import engine_profile
 from infer_advisor.estimate.memory import estimate_memory
 from infer_advisor.estimate.weights import expert_padding_ratio
 from infer_advisor.model_facts import resolve_model

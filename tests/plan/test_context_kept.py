@@ -4,7 +4,7 @@ import pytest
 
 from infer_advisor import advise
 from infer_advisor.errors import DoesNotFitError
-from infer_advisor.plan.request import PlanRequest
+from infer_advisor.request import PlanRequest
 from infer_advisor.plan.startup import startup_outcome
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..engine_kv_report import KVReport
+from ..engines.kv_report import KVReport
 from ..model_facts.facts import ModelFacts
 
 

@@ -6,7 +6,7 @@ Called by :func:`infer_advisor.estimate.memory.estimate_memory` only (the memory
 
 from __future__ import annotations
 
-from ..engine_memory import EngineMemoryProfile
+from ..engines.memory import EngineMemoryProfile
 from .formats import dtype_bytes
 
 CALIBRATED = "calibrated (log)"

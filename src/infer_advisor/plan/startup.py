@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .request import PlanRequest
+from ..request import PlanRequest
 
 
 class StartupOutcome(BaseModel):
@@ -36,12 +36,12 @@ class StartupOutcome(BaseModel):
 
 def startup_outcome(request: PlanRequest) -> StartupOutcome:
     """Predict the engine's start-up for ``request``'s settings, unchanged (see the module docstring)."""
-    from ..engine_memory import engine_settings
-    from ..engines import engine_profile
+    from ..engines.memory import engine_settings
+    from ..engines.profiles import engine_profile
     from ..estimate.memory import estimate_memory
     from ..hardware import resolve_hardware
     from ..model_facts import resolve_model
-    from .search import prequantized_format
+    from .options import prequantized_format
 
     model = resolve_model(request.model, revision=request.revision, source=request.model_source)
     hw = resolve_hardware(request.gpu)

@@ -1,6 +1,6 @@
 """How an engine version reports its KV cache at start-up and refuses to start (``data/engine_kv_report.yaml``).
 
-    >>> from infer_advisor.engine_kv_report import kv_report
+    >>> from infer_advisor.engines.kv_report import kv_report
     >>> kv_report("vllm", "0.19.0").printed_tokens
     'layer_slots'
     >>> kv_report("vllm", "0.24.0").printed_tokens
@@ -17,8 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._data import load_validated
-from ._paths import shipped
+from .._data import load_validated
+from .._paths import shipped
 
 PrintedTokens = Literal["all_layers", "layer_slots", "concurrency", "pool_tokens"]
 
@@ -38,7 +38,7 @@ class KVReport(BaseModel):
     source: str = Field(min_length=8)
 
     def covers(self, version: str) -> bool:
-        from .engine_memory import version_key
+        from .memory import version_key
 
         v = version_key(version)
         return version_key(self.first) <= v and (self.below is None or v < version_key(self.below))
@@ -65,7 +65,7 @@ _POOL = KVReport(engine="", first="0", below=None, printed_tokens="pool_tokens",
 
 def kv_report(engine: str, version: str | None) -> KVReport:
     """The range of ``engine`` covering ``version`` (newest range beyond them all; the plan's capacity for unknown engines)."""
-    from .engine_memory import version_key
+    from .memory import version_key
 
     ranges = _reports().get(engine)
     if not ranges or not version:
