@@ -122,6 +122,9 @@ class EngineMemoryProfile(BaseModel):
     kv_8bit_dtype: str = Field(default="fp8", description="What --kv-cache-dtype fp8 stores in this engine (data/formats.yaml dtype).")
     block_size: int = Field(gt=0)
     source: str = Field(min_length=8)
+    loads_vision_tower: bool = Field(
+        default=False, description="The engine loads a multimodal checkpoint's vision encoder next to the text model (split over TP)."
+    )
     expert_padding: list[ExpertPadding] = Field(
         default_factory=list, description="Padded expert layouts by weight format; the first whose `below` is above the version applies."
     )

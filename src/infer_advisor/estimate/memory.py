@@ -60,7 +60,7 @@ from ..model_facts.facts import ModelFacts
 from .engine_kv import EngineKV, engine_kv_figures
 from .engine_terms import CALIBRATED, apply_calibrated_overheads, budget_bytes, kv_dtype_bytes, overheads_bytes, profile_batch
 from .formats import dtype_bytes, formats, weight_format
-from .weights import expert_padding_ratio, group_bytes, weight_bytes_by_group, weights_bytes, weights_per_gpu
+from .weights import expert_padding_ratio, group_bytes, vision_tower_params, weight_bytes_by_group, weights_bytes, weights_per_gpu
 
 __all__ = ["MemoryEstimate", "estimate_memory", "kv_bytes_per_token_per_gpu", "weight_bytes_by_group", "weights_bytes"]
 
@@ -264,6 +264,11 @@ def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_byt
     ratio = expert_padding_ratio(model, pad, tp)
     groups = group_bytes(model, quantization, dtype, group_size, checkpoint_bytes)
     per_gpu = weights_per_gpu(group_bytes(model, quantization, dtype, group_size, checkpoint_bytes, ratio), tp, pp)
+    vision = vision_tower_params(model) * dtype_bytes(dtype) if (mp.loads_vision_tower and not checkpoint_bytes) else 0.0
+    if vision:  # the checkpoint's vision encoder, unquantized, sharded over TP (a published size already holds it)
+        groups["other"] += vision
+        per_gpu += vision / tp
+        sources["weights_vision"] = f"vision encoder {vision / 2**30:.2f} GiB from config.json vision_config ({mp.label})"
     if checkpoint_bytes:  # the published repository's stated size, split over the same groups
         sources["weights"] = "published checkpoint"
     if ratio != 1.0:

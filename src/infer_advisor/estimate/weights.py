@@ -92,6 +92,33 @@ def weights_bytes(
     return int(round(total)) if checkpoint_bytes else int(total)
 
 
+def vision_tower_params(model: ModelFacts) -> int:
+    """Parameters of a multimodal checkpoint's vision encoder and projector, from its config.json ``vision_config``
+    (ViT layers: attention 4 h^2, MLP 2 or 3 h x intermediate (gated for silu), biases and norms; patch and position
+    embeddings; a merger / projector to the text width). 0 for a text-only model or an unfamiliar vision config. The
+    model facts count the text decoder only (``multimodal``); engines that serve the checkpoint load both."""
+    v = (model.config or {}).get("vision_config") if model.multimodal else None
+    if not isinstance(v, dict):
+        return 0
+    h = v.get("hidden_size") or v.get("embed_dim")
+    layers = v.get("num_hidden_layers") or v.get("depth")
+    if not isinstance(h, int) or not isinstance(layers, int) or h <= 0 or layers <= 0:
+        return 0
+    inter = v.get("intermediate_size") if isinstance(v.get("intermediate_size"), int) else 4 * h
+    mlp = 3 if str(v.get("hidden_act", "")).lower() in ("silu", "swiglu") else 2
+    per_layer = 4 * h * h + 4 * h + mlp * h * inter + inter + 5 * h
+    patch = v.get("patch_size") if isinstance(v.get("patch_size"), int) else 14
+    channels = v.get("num_channels") or v.get("in_channels") or 3
+    temporal = v.get("temporal_patch_size") if isinstance(v.get("temporal_patch_size"), int) else 1
+    image = v.get("image_size")
+    positions = (image // patch) ** 2 * h if isinstance(image, int) and patch > 0 else 0
+    merge = v.get("spatial_merge_size") if isinstance(v.get("spatial_merge_size"), int) else 1
+    out = v.get("out_hidden_size") if isinstance(v.get("out_hidden_size"), int) else model.hidden_size
+    merged = h * merge * merge
+    projector = merged * merged + merged * out if merge > 1 else h * out
+    return int(layers * per_layer + channels * temporal * patch * patch * h + h + positions + 2 * h + projector)
+
+
 def weights_per_gpu(groups: dict[str, float], tp: int, pp: int) -> float:
     """What one GPU holds: blocks split tp x pp ways, embedding and lm_head vocab-parallel over tp (first/last stage)."""
     blocks = groups["linear"] + groups["other"]
