@@ -43,3 +43,12 @@ def fit_width(console, renderable, *, at_most: int = 1000) -> None:
         return
     need = console.measure(renderable, options=console.options.update_width(at_most)).maximum
     console.width = max(console.width, need)
+
+
+def cell(value: object) -> str:
+    """The one function every table cell and printed line of user-derived text goes through on its way to the
+    terminal: rich markup escaped (``[`` -> ``\\[``), so a value prints as text. Issue 18's sanitiser replaces the
+    body of this function (control characters escaped as well); callers do not change."""
+    from rich.markup import escape
+
+    return escape(str(value))
