@@ -29,6 +29,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="Show every rule considered, grouped by the candidate it was applied to, and the deciding comparison.",
     )
     out.add_argument(
+        "--all",
+        action="store_true",
+        dest="show_all",
+        help="With --rate: list every GPU type searched, also those costing 10x the chosen fleet or more.",
+    )
+    out.add_argument(
         "--emit",
         metavar="KINDS",
         help="Write artifacts: comma-separated script,docker,compose,k8s,readme or 'all' (needs --out).",
@@ -91,7 +97,7 @@ def run(ns: argparse.Namespace) -> int:
     else:
         from .render_plan import print_plan
 
-        print_plan(plan, explain=ns.explain, fmt=fmt)
+        print_plan(plan, explain=ns.explain, fmt=fmt, show_all=ns.show_all)
         for path in written:
             print(f"wrote {path}")
     return 0 if plan.feasible else 1

@@ -1,7 +1,7 @@
 """The default `plan` answer: about fifteen lines a person reads before deciding.
 
 The verdict and the command to run, engine / weights / layout, memory (weights, KV tokens, concurrency), speed with
-its error band, cost when the fleet was sized, the rules that decided something (one line each) and at most three
+its error band, the fleet's cost in the first line when it was sized (the ranking follows: cli/render_capacity.py), the rules that decided something (one line each) and at most three
 warnings that change a decision. Everything else is behind ``--explain`` (cli/render_plan.py) and ``--format json``.
 
     >>> for label, text in brief_rows(plan): print(f"{label:10} {text}")
@@ -50,8 +50,9 @@ def verdict(plan) -> str:
     what = "feasible" if plan.feasible else "NOT feasible"
     if sized:
         c = plan.capacity.chosen
+        cost = f", ${c.cost_per_hour:,.2f}/hour" if c.cost_per_hour is not None else ""
         return (f"{plan.model.name} ({plan.model.source}) at {plan.capacity.rate:g} requests/s: {c.replicas} x "
-                f"{c.gpus_per_replica} {c.gpu} ({what})")
+                f"{c.gpus_per_replica} {c.gpu}{cost} ({what})")
     return f"{plan.model.name} ({plan.model.source}) on {hardware_words(plan)} ({plan.hardware.source}): {what}"
 
 
@@ -114,19 +115,8 @@ def speed_texts(perf) -> list[str]:
     sure = f"{perf.source}, {perf.coefficients or 'assumed'} coefficients" + (f": {perf.accuracy}" if perf.accuracy else "")
     if perf.error_band:
         lo, hi = perf.error_band
-        sure = (f"the true speed is within {lo:.2f}x-{hi:.2f}x of these in 9 cases of 10 ({perf.coefficients or 'assumed'} "
-                f"model, {perf.accuracy or 'no held-out data'})")
+        sure = f"within {lo:.2f}x-{hi:.2f}x of the prediction in 9 cases of 10 ({perf.accuracy or 'no held-out data'})"
     return [line, sure]
-
-
-def _cost_text(capacity) -> str | None:
-    c = capacity.chosen
-    if c is None:
-        return None
-    if c.cost_per_hour is None or c.usd_per_million_output_tokens is None:
-        return f"{c.total_gpus:,} GPUs ({c.replicas} replicas x {c.gpus_per_replica}); no price known"
-    return (f"${c.cost_per_hour:,.2f}/hour for {c.total_gpus:,} GPUs ({c.replicas} x {c.gpus_per_replica}), "
-            f"${c.usd_per_million_output_tokens:.2f} per million output tokens")
 
 
 def deciding_rules(plan) -> list[tuple[str, str, str]]:
@@ -171,17 +161,14 @@ def brief_rows(plan) -> list[Row]:
     rows.append(Row("memory", _memory_text(plan)))
     if plan.performance is not None:
         speed, sure = speed_texts(plan.performance)
-        rows += [Row("speed", speed), Row("how sure", sure)]
-    if plan.capacity is not None:
-        cost = _cost_text(plan.capacity)
-        if cost:
-            rows.append(Row("cost", cost))
+        if plan.capacity is None or plan.capacity.chosen is None:  # sized: the simulated figures are in the sizing rows
+            rows.append(Row("speed", speed))
+        rows.append(Row("how sure", sure))
     for i, (what, rule_ids, reason) in enumerate(deciding_rules(plan)):
         rows.append(Row("decided" if i == 0 else "", f"{what} ({rule_ids}): {reason}", one_line=True))
     shown, more = deciding_warnings(plan)
     for i, w in enumerate(shown):
         rows.append(Row("warning" if i == 0 else "", w))
     more_text = f"{more} more warning{'s' if more != 1 else ''} and " if more else ""
-    rows.append(Row("more", f"--emit all --out DIR writes serve.sh, Dockerfile, compose and Kubernetes files; --explain "
-                            f"shows {more_text}every rule and figure with its source; --format json all of it"))
+    rows.append(Row("more", f"--explain: {more_text}every rule and figure, with sources; --format json; --emit all --out DIR"))
     return rows

@@ -242,11 +242,11 @@ def print_brief(plan, console) -> None:
         console.print(cell(line), soft_wrap=True)
 
 
-def print_plan(plan, explain: bool = False, fmt: str = "table") -> None:
+def print_plan(plan, explain: bool = False, fmt: str = "table", show_all: bool = False) -> None:
     """Print ``plan`` as ``fmt`` ('table' or 'markdown') on stdout: the short answer; with ``explain``, then every
     figure with its source and every rule considered, grouped by decision (each decision's summary line first)."""
     if fmt == "markdown":
-        sys.stdout.write(plan_markdown(plan, explain=explain))
+        sys.stdout.write(plan_markdown(plan, explain=explain, show_all=show_all))
         return
     from rich.table import Table
 
@@ -257,7 +257,7 @@ def print_plan(plan, explain: bool = False, fmt: str = "table") -> None:
     if plan.capacity is not None:
         from .render_capacity import print_capacity
 
-        print_capacity(plan.capacity, console, full=explain)
+        print_capacity(plan.capacity, console, full=explain, show_all=show_all)
     if not explain:
         return
 
@@ -317,14 +317,14 @@ def brief_markdown(plan) -> list[str]:
     return lines
 
 
-def plan_markdown(plan, explain: bool = False) -> str:
+def plan_markdown(plan, explain: bool = False, show_all: bool = False) -> str:
     """The plan as Markdown for a pull request or a ticket: the short answer; with ``explain``, every figure with its
     source, every decision and every rule considered, grouped by decision."""
     lines = brief_markdown(plan)
     if plan.capacity is not None:
         from .render_capacity import capacity_lines
 
-        lines += ["", *capacity_lines(plan.capacity, full=explain)]
+        lines += ["", *capacity_lines(plan.capacity, full=explain, show_all=show_all)]
     if not explain:
         return "\n".join(lines) + "\n"
     lines += ["", "### Every figure and its source", "", *_md_table(["", "value", "source"], summary_rows(plan))]
