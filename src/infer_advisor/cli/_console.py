@@ -45,10 +45,21 @@ def fit_width(console, renderable, *, at_most: int = 1000) -> None:
     console.width = max(console.width, need)
 
 
+def terminal_text(text: str) -> str:
+    """``text`` safe to print on a terminal: every control and format character (ESC, bidi marks) and the Unicode line
+    and paragraph separators (U+2028, U+2029, U+0085) become '?', so a user's value cannot move the cursor or fake a line.
+
+        terminal_text("/tmp/a\x1b[31mred")  # '/tmp/a?[31mred'
+    """
+    import unicodedata
+
+    return "".join("?" if unicodedata.category(ch)[0] == "C" or unicodedata.category(ch) in ("Zl", "Zp") else ch for ch in text)
+
+
 def cell(value: object) -> str:
     """The one function every table cell and printed line of user-derived text goes through on its way to the
-    terminal: rich markup escaped (``[`` -> ``\\[``), so a value prints as text. Issue 18's sanitiser replaces the
-    body of this function (control characters escaped as well); callers do not change."""
+    terminal: control and separator characters made harmless (:func:`terminal_text`), then rich markup escaped
+    (``[`` -> ``\\[``), so a value prints as the text it is."""
     from rich.markup import escape
 
-    return escape(str(value))
+    return escape(terminal_text(str(value)))

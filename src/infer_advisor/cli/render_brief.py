@@ -58,8 +58,9 @@ def verdict(plan) -> str:
 
 def launch_command(plan) -> tuple[str | None, list[str]]:
     """(the engine's command on the host, the `infer-advisor quantize` commands to run first), shell-quoted."""
-    from ..emit.argv import launch_argv, model_ref
     from ..emit.quote import sh_join
+    from ..engines.argv import model_ref
+    from ..engines.launch import launch_argv
     from ..errors import InferAdvisorError
 
     try:
