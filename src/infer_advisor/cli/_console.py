@@ -63,3 +63,9 @@ def cell(value: object) -> str:
     from rich.markup import escape
 
     return escape(terminal_text(str(value)))
+
+
+def md_cell(value: object) -> str:
+    """The one function every Markdown cell and list item goes through: a backslash, a pipe or a line break cannot end
+    the cell, the row or the item."""
+    return terminal_text(str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " "))

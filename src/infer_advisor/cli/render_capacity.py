@@ -142,7 +142,7 @@ def footer_lines(result: CapacityResult) -> list[str]:
 
 def capacity_lines(result: CapacityResult, *, full: bool = False, show_all: bool = False) -> list[str]:
     """Markdown lines: the same content the terminal shows."""
-    from .render_plan import _md_cell
+    from ._console import md_cell as _md_cell
 
     out = ["### Sizing", ""]
     out += [f"- **{_md_cell(label)}**: {_md_cell(text)}" if label else f"  - {_md_cell(text)}"

@@ -300,7 +300,9 @@ def print_plan(plan, explain: bool = False, fmt: str = "table", show_all: bool =
 
 
 def _md_cell(text: str) -> str:
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    from ._console import md_cell
+
+    return md_cell(text)
 
 
 def _md_table(header: list[str], rows) -> list[str]:
