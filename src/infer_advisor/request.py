@@ -35,7 +35,10 @@ class PlanRequest(BaseModel):
     )
     gpu: str = Field(
         default="auto",
-        description="GPUs: 'auto' probes this machine with NVML; or NAME[:COUNT][xNODES] such as 'H100-80GB:8x2', 'T4', 'cpu'.",
+        description="GPUs: 'auto' probes this machine with NVML; or NAME[:COUNT][xNODES] such as 'H100-80GB:8x2', 'T4', 'cpu'; "
+        "or a GPU the catalog lacks, inline with every field (or as a YAML/JSON file of them, PATH[:COUNT]): "
+        "'{name: RTX-3080-Laptop, memory_gib: 16, memory_bandwidth_gb_s: 448, tflops: {fp16: 60, bf16: 60}, "
+        "compute_capability: 8.6, interconnect: pcie, interconnect_gb_s: 16}:2'.",
     )
     goal: Goal = Field(default="throughput", description="What to optimise: latency (batch 1), throughput, or balanced.")
     context: int | None = Field(
