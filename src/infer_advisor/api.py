@@ -35,8 +35,8 @@ def advise(
         >>> plan.render("docker", out="deploy/")          # Dockerfile + README
 
     Args:
-        model: Hub id, local folder or catalog name. Every other :class:`PlanRequest` field is a keyword
-            (``gpu="H100-80GB:8"``, ``goal="latency"``, ``context=8192``, ``rules="my-rules/"`` ...).
+        model: Hub id, local folder or catalog name. Every other :class:`PlanRequest` field is a typed keyword
+            in the signature (``gpu="H100-80GB:8"``, ``goal="latency"``, ``context=8192``, ``rules="my-rules/"`` ...).
         request: a ready :class:`PlanRequest` instead of keywords.
         explain: keep every rule considered (matched or not) in ``plan.explain``.
         model_facts, hardware: pre-resolved facts (skips the model/hardware stages; used by tools and tests).
@@ -61,3 +61,27 @@ def advise(
 
         return sized_plan(request, model_facts, explain, progress=progress)
     return plan_advise(request=request, explain=explain, model_facts=model_facts, hardware=hardware)
+
+
+def _request_signature(fn):
+    """``fn`` with every :class:`PlanRequest` field as a typed keyword in its signature (``inspect.signature``, what
+    IPython, Jupyter and editors that introspect show), derived from the request model so the two cannot drift."""
+    import inspect
+    import typing
+
+    from .request import PlanRequest
+
+    sig = inspect.signature(fn)
+    hints = typing.get_type_hints(PlanRequest)
+    fixed = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    taken = {p.name for p in fixed}
+    fields = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=hints.get(name, f.annotation),
+                          default=f.get_default(call_default_factory=True))
+        for name, f in PlanRequest.model_fields.items() if name not in taken
+    ]
+    fn.__signature__ = sig.replace(parameters=[*fixed, *fields])
+    return fn
+
+
+advise = _request_signature(advise)
