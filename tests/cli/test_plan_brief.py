@@ -77,3 +77,17 @@ def test_markdown_is_the_same_short_answer(capsys, monkeypatch):
     assert md.startswith("## meta-llama/Llama-2-7b-hf (catalog) on 1x A100-80GB (catalog): feasible\n")
     assert "- **run**: vllm serve meta-llama/Llama-2-7b-hf" in md and "| model |" not in md
     assert len(md.splitlines()) <= 20
+
+
+def test_a_worst_case_the_user_never_asked_for_is_said_in_their_terms():
+    """The probe: "not 32 x 131,072" when neither 32 nor 131,072 was asked for."""
+    from infer_advisor import advise
+
+    plan = advise(model="meta-llama/Llama-3.1-70B", gpu="L40S")
+    text = " ".join(plan.warnings)
+    assert "32 x 131,072" not in text
+    assert "max_model_len lowered to 13,632 tokens, below meta-llama/Llama-3.1-70B's full 131,072" in text
+    assert "32 concurrent requests (the throughput goal's default; --concurrency sets it)" in text
+    asked = advise(model="meta-llama/Llama-3.1-70B", gpu="L40S", context=131072, concurrency=4)
+    assert any(w.startswith("--context 131,072 does not fit: max_model_len lowered to 13,632") for w in asked.warnings)
+    assert any("not 4 concurrent requests x 131,072" in w for w in asked.warnings)

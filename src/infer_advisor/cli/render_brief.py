@@ -18,7 +18,7 @@ GiB = 2**30
 MAX_WARNINGS = 3  # issue 25: at most three warnings that change a decision in the default answer
 
 # Warnings that change what the user deploys or can serve, first; the rest are in --explain.
-_DECIDING = ("max_model_len lowered", "do not fit", "calibration", "not found", "refused", "deprecated")
+_DECIDING = ("max_model_len", "does not fit", "do not fit", "calibration", "not found", "refused", "deprecated")
 
 
 @dataclass(frozen=True)
