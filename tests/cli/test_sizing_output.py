@@ -40,7 +40,7 @@ def test_a_ranking_with_runners_up_and_other_gpus_folded():
     assert text["workload"] == "20 requests/s; prompt tokens 2000 (fixed), answer tokens 300 (fixed)"
     assert text["targets"] == "p90 TTFT (time to first token) <= 1 s; p99 ITL (gap between two tokens) <= 60 ms"
     runner = [t for label, t in rows if label == "runner-up"][0]
-    assert "= 40 GPUs, $139.60/hour, 1.43x the cost; one replica sustains" in runner  # why it lost
+    assert "= 40 GPUs, $139.60/hour, 1.43x the cost; 1.50 req/s per replica of 8 GPUs, the chosen 1.50" in runner  # why it lost
     other = [t for label, t in rows if label in ("other GPUs", "")]
     assert other[0] == "A100-80GB: 160 GPUs (20 x 8, TP8 x PP1, none), 2.6x the cost"
     assert "L40S: misses it" in other

@@ -116,7 +116,7 @@ def speed_texts(perf) -> list[str]:
     sure = f"{perf.source}, {perf.coefficients or 'assumed'} coefficients" + (f": {perf.accuracy}" if perf.accuracy else "")
     if perf.error_band:
         lo, hi = perf.error_band
-        sure = f"within {lo:.2f}x-{hi:.2f}x of the prediction in 9 cases of 10 ({perf.accuracy or 'no held-out data'})"
+        sure = f"within {lo:.2f}x-{hi:.2f}x of the prediction in 9 of 10 held-out cases (docs/accuracy.md)"
     return [line, sure]
 
 
@@ -157,15 +157,20 @@ def brief_rows(plan) -> list[Row]:
         rows.append(Row("first", step, command=True))
     if command:
         rows.append(Row("run", command, command=True))
-    rows.append(Row("engine", _engine_text(plan)))
-    rows.append(Row("layout", _layout_text(plan)))
+    sized = plan.capacity is not None and plan.capacity.chosen is not None
+    if not sized:  # sized: the chosen row of the ranking says both
+        rows.append(Row("engine", _engine_text(plan)))
+        rows.append(Row("layout", _layout_text(plan)))
     rows.append(Row("memory", _memory_text(plan)))
     if plan.performance is not None:
         speed, sure = speed_texts(plan.performance)
-        if plan.capacity is None or plan.capacity.chosen is None:  # sized: the simulated figures are in the sizing rows
+        if not sized:  # sized: the simulated figures are in the ranking's rows
             rows.append(Row("speed", speed))
         rows.append(Row("how sure", sure))
-    for i, (what, rule_ids, reason) in enumerate(deciding_rules(plan)):
+    decided = deciding_rules(plan)
+    if sized:  # what the sizing pinned (request.*) is said by its own rows
+        decided = [d for d in decided if not all(r.startswith("request.") for r in d[1].split(", "))]
+    for i, (what, rule_ids, reason) in enumerate(decided):
         rows.append(Row("decided" if i == 0 else "", f"{what} ({rule_ids}): {reason}", one_line=True))
     shown, more = deciding_warnings(plan)
     for i, w in enumerate(shown):

@@ -7,6 +7,8 @@ ITL (the gap between two tokens of one answer; the target is on its p99).
 
 from __future__ import annotations
 
+import re
+
 from ..capacity.result import Candidate, CapacityResult
 from ..capacity.targets import TARGET_METRICS
 
@@ -57,16 +59,37 @@ def _cost_ratio(c: Candidate, chosen: Candidate | None) -> float | None:
 def _why_lost(r: Candidate, chosen: Candidate) -> str:
     ratio = _cost_ratio(r, chosen)
     if ratio is not None:
-        cost = f"{_money(r.cost_per_hour)}/hour, " + (f"{ratio:.2f}x the cost" if ratio > 1.005 else "the same cost (a tie: "
-                                                      "the chosen sustains more per replica)")
+        cost = f"{_money(r.cost_per_hour)}/hour, " + (f"{ratio:.2f}x the cost" if ratio > 1.005 else "the same cost, a tie the sizing rules broke")
     else:
         cost = f"{r.total_gpus:,} GPUs against {chosen.total_gpus:,}"
-    return (f"{_option(r)} = {r.total_gpus:,} GPUs, {cost}; one replica sustains {r.max_rate_per_replica:.2f} req/s "
-            f"on {_gpus(r.gpus_per_replica)}, the chosen {chosen.max_rate_per_replica:.2f} on {chosen.gpus_per_replica}")
+    return (f"{r.replicas} x {r.gpus_per_replica} {r.gpu} ({r.layout}, {r.quantization}, KV {r.kv_cache_dtype}) = "
+            f"{r.total_gpus:,} GPUs, {cost}; {r.max_rate_per_replica:.2f} req/s per replica of {_gpus(r.gpus_per_replica)}, "
+            f"the chosen {chosen.max_rate_per_replica:.2f}")
 
 
 def _gpus(n: int) -> str:
     return f"{n} GPU" + ("" if n == 1 else "s")
+
+
+def _short_words(text: str) -> str:
+    """A target's words as the targets row names them ('p90 time to first token' -> 'p90 TTFT')."""
+    for name, (_, _, words) in TARGET_METRICS.items():
+        text = text.replace(words, _SHORT[name])
+    return text.replace("even at a near-idle load", "even near idle")
+
+
+_RULE = re.compile(r"^(?P<text>.*?)\s*\(rule (?P<rule>[\w.-]+)\)\.?$", re.S)
+
+
+def sizing_choices(result: CapacityResult) -> list[str]:
+    """Each sizing choice that a rule made (``what it did (rule)``); the chosen option's own line is the chosen row
+    already."""
+    out = []
+    for d in result.decisions:
+        m = _RULE.match(d)
+        if m:
+            out.append(f"{m['text']} (rule {m['rule']})")
+    return out
 
 
 def workload_lines(result: CapacityResult) -> list[tuple[str, str]]:
@@ -91,7 +114,7 @@ def other_gpu_lines(result: CapacityResult, *, show_all: bool = False) -> tuple[
             cost = f", {ratio:.1f}x the cost" if ratio is not None else (f", {_money(c.cost_per_hour)}/hour" if c.cost_per_hour else "")
             text = f"{c.gpu}: {c.total_gpus:,} GPUs ({c.replicas} x {c.gpus_per_replica}, {c.layout}, {c.quantization}){cost}"
         else:
-            text = f"{c.gpu}: {c.why_not or 'misses the targets'}"
+            text = f"{c.gpu}: {_short_words(c.why_not or 'misses the targets')}"
         if len(lines) >= MAX_OTHER_GPUS and not show_all:
             hidden_more += 1
             continue
@@ -111,7 +134,11 @@ def summary_rows(result: CapacityResult, *, show_all: bool = False) -> list[tupl
         cost = (f"{_money(c.cost_per_hour)}/hour, ${c.usd_per_million_output_tokens:.2f}/M output tokens"
                 if c.cost_per_hour is not None and c.usd_per_million_output_tokens is not None else "no price known")
         rows.append(("chosen", f"{_option(c)} = {c.total_gpus:,} GPUs, {cost}; {checks or 'no target'} at "
-                               f"{result.rate / max(c.replicas, 1):.2f} req/s per replica (sustains {c.max_rate_per_replica:.2f})"))
+                               f"{result.rate / max(c.replicas, 1):.2f} req/s per replica (of {c.max_rate_per_replica:.2f})"))
+        rows += [("sizing" if i == 0 else "", d) for i, d in enumerate(sizing_choices(result))]
+        if c.physics:
+            rows.append(("physics", "at its peak: " + ", ".join(f"{p.name.replace('_', ' ')} {p.share:.0%}" for p in c.physics)
+                         + " of the limit" + (" (the simulated rate broke a limit and was lowered to it)" if c.physics_capped else "")))
         for r in result.runners_up:
             rows.append(("runner-up", _why_lost(r, c)))
     elif result.binding:
@@ -125,9 +152,9 @@ def summary_rows(result: CapacityResult, *, show_all: bool = False) -> list[tupl
     rows += [("other GPUs" if i == 0 else "", line) for i, line in enumerate(lines)]
     if hidden:
         rows.append(("" if lines else "other GPUs", f"({hidden})"))
-    price = f"; price {c.price.usd_per_gpu_hour:g} USD/GPU-hour ({c.price.source.split(' (http')[0]})" if c and c.price else ""
-    rows.append(("figures", f"simulated continuous batching, {result.candidates_simulated} of {result.candidates_considered} "
-                            f"candidates in {result.search_seconds:.1f} s{price}"))
+    price = f"; ${c.price.usd_per_gpu_hour:g}/GPU-hour, {c.price.source.split(' (http')[0].removeprefix('catalog default: ')}" if (
+        c and c.price) else ""
+    rows.append(("figures", f"simulated (continuous batching){price}"))
     return rows
 
 
@@ -138,6 +165,11 @@ def footer_lines(result: CapacityResult) -> list[str]:
         out.append(f"Accuracy: {result.accuracy}")
     out += [f"Note: {n}" for n in result.notes]
     return out
+
+
+def _in_block(rows: list[tuple[str, str]], n: int, label: str) -> bool:
+    """Row ``n`` continues the block that starts at the last labelled row above it."""
+    return next((lab for lab, _ in reversed(rows[:n]) if lab), None) == label
 
 
 def capacity_lines(result: CapacityResult, *, full: bool = False, show_all: bool = False) -> list[str]:
@@ -163,7 +195,10 @@ def print_capacity(result: CapacityResult, console, *, full: bool = False, show_
     from ._console import cell
 
     room = max(console.width - 11, 30)
-    for label, text in summary_rows(result, show_all=show_all):
+    rows = summary_rows(result, show_all=show_all)
+    for n, (label, text) in enumerate(rows):
+        if label == "sizing" or (label == "" and n and _in_block(rows, n, "sizing")):  # one line each (--explain: whole)
+            text = text if len(text) <= room or full else text[: room - 1] + "…"
         wrapped = textwrap.wrap(text, room, break_on_hyphens=False) or [""]
         style = "bold green" if label == "chosen" else "bold red" if label == "no option" else None
         for i, line in enumerate(wrapped):
