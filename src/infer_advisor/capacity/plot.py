@@ -62,7 +62,7 @@ def figure(result: CapacityResult):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(8, 6.5))
     pts = points(result)
     gpus = sorted({c.gpu for c in result.best_per_gpu} | {p[0] for p in pts})
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -73,11 +73,14 @@ def figure(result: CapacityResult):
         missed = [p for p in mine if not p[3]]
         if not mine:  # asked for, but no option serves the rate: named with why
             why = next((c.why_not for c in result.best_per_gpu if c.gpu == gpu and c.why_not), "no option serves the rate")
-            ax.plot([], [], linestyle="none", marker="x", color=colour, label=f"{gpu}: not drawn ({why})"[:90])
+            why = why if len(why) <= 80 else why[:79] + "…"
+            ax.plot([], [], linestyle="none", marker="x", color=colour, label=f"{gpu}: not drawn ({why})")
             continue
-        ax.scatter([p[1] for p in met], [p[2] for p in met], color=colour, marker="o", label=f"{gpu}: meets targets")
-        ax.scatter([p[1] for p in missed], [p[2] for p in missed], facecolors="none", edgecolors=colour, marker="o",
-                   label=f"{gpu}: misses targets")
+        if met:
+            ax.scatter([p[1] for p in met], [p[2] for p in met], color=colour, marker="o", label=f"{gpu}: meets targets")
+        if missed:
+            ax.scatter([p[1] for p in missed], [p[2] for p in missed], facecolors="none", edgecolors=colour, marker="o",
+                       label=f"{gpu}: misses targets")
     front = pareto(pts)
     if front:
         ax.plot([x for x, _ in front], [y for _, y in front], color="0.3", linestyle="--", linewidth=1, label="front (over the points drawn)")
@@ -100,7 +103,7 @@ def figure(result: CapacityResult):
     ax.set_ylabel("output tokens/s per GPU")
     ax.set_title(f"{result.rate:g} req/s asked: every GPU type searched, each option at the loads simulated", fontsize=9)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)  # below: no point hidden
     fig.tight_layout()
     return fig
 
@@ -114,7 +117,7 @@ def plot_front(result: CapacityResult, path: Path, *, force: bool = False) -> Pa
     fig = figure(result)
     buf = io.BytesIO()
     try:
-        fig.savefig(buf, dpi=120, format="png", metadata={"Title": TITLE})
+        fig.savefig(buf, dpi=120, format="png", metadata={"Title": TITLE}, bbox_inches="tight")  # the legend below too
     finally:
         plt.close(fig)
     from .._output import write_file
