@@ -155,14 +155,18 @@ def brief_rows(plan) -> list[Row]:
     command, first = launch_command(plan) if plan.feasible else (None, [])
     for step in first:
         rows.append(Row("first", step, command=True))
+    if command and plan.parallelism.nodes > 1:
+        rows.append(Row("first", f"a Ray cluster over the {plan.parallelism.nodes} nodes (--emit script writes ray-node.sh "
+                                 "for each node); then, on the head node:"))
     if command:
         rows.append(Row("run", command, command=True))
     sized = plan.capacity is not None and plan.capacity.chosen is not None
     if not sized:  # sized: the chosen row of the ranking says both
         rows.append(Row("engine", _engine_text(plan)))
         rows.append(Row("layout", _layout_text(plan)))
-    rows.append(Row("memory", _memory_text(plan)))
-    if plan.performance is not None:
+    if plan.feasible:  # an infeasible plan's memory and speed describe a deployment that does not run (--explain has them)
+        rows.append(Row("memory", _memory_text(plan)))
+    if plan.performance is not None and plan.feasible:
         speed, sure = speed_texts(plan.performance)
         if not sized:  # sized: the simulated figures are in the ranking's rows
             rows.append(Row("speed", speed))
