@@ -113,13 +113,16 @@ def other_gpu_lines(result: CapacityResult, *, show_all: bool = False) -> tuple[
                 continue
             cost = f", {ratio:.1f}x the cost" if ratio is not None else (f", {_money(c.cost_per_hour)}/hour" if c.cost_per_hour else "")
             text = f"{c.gpu}: {c.total_gpus:,} GPUs ({c.replicas} x {c.gpus_per_replica}, {c.layout}, {c.quantization}){cost}"
+        elif "sizing.fold-absurd-fleets" in (c.why_not or "") and not show_all:  # folded by the sizing rule: past the ratio
+            hidden_cost += 1
+            continue
         else:
             text = f"{c.gpu}: {_short_words(c.why_not or 'misses the targets')}"
         if len(lines) >= MAX_OTHER_GPUS and not show_all:
             hidden_more += 1
             continue
         lines.append(text)
-    parts = ([f"{hidden_cost} costing {HIDE_PAST_COST_RATIO:g}x the chosen fleet or more"] if hidden_cost else []) + (
+    parts = ([f"{hidden_cost} at {HIDE_PAST_COST_RATIO:g}x the chosen fleet or more"] if hidden_cost else []) + (
         [f"{hidden_more} more"] if hidden_more else [])
     hidden = f"{' and '.join(parts)} GPU type{'s' if hidden_cost + hidden_more != 1 else ''} hidden; --all shows them" if parts else None
     return lines, hidden
