@@ -46,7 +46,7 @@ def test_a_ranking_with_runners_up_and_other_gpus_folded():
     assert "L40S: misses it" in other
     assert not any(t.startswith("H200") for t in other)  # a runner-up is not repeated
     assert not any(t.startswith("A40:") for t in other)  # 1,408 GPUs at 43x the cost: hidden
-    assert f"(1 at {HIDE_PAST_COST_RATIO:g}x the chosen fleet or more GPU type hidden; --all shows them)" in other
+    assert f"(GPU types hidden: 1 at {HIDE_PAST_COST_RATIO:g}x the chosen fleet or more; --all shows them)" in other
 
 
 def test_all_shows_the_hidden_gpu_types():

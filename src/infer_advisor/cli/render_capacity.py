@@ -124,7 +124,7 @@ def other_gpu_lines(result: CapacityResult, *, show_all: bool = False) -> tuple[
         lines.append(text)
     parts = ([f"{hidden_cost} at {HIDE_PAST_COST_RATIO:g}x the chosen fleet or more"] if hidden_cost else []) + (
         [f"{hidden_more} more"] if hidden_more else [])
-    hidden = f"{' and '.join(parts)} GPU type{'s' if hidden_cost + hidden_more != 1 else ''} hidden; --all shows them" if parts else None
+    hidden = f"GPU types hidden: {', '.join(parts)}; --all shows them" if parts else None
     return lines, hidden
 
 
