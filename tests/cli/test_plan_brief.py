@@ -91,3 +91,13 @@ def test_a_worst_case_the_user_never_asked_for_is_said_in_their_terms():
     asked = advise(model="meta-llama/Llama-3.1-70B", gpu="L40S", context=131072, concurrency=4)
     assert any(w.startswith("--context 131,072 does not fit: max_model_len lowered to 13,632") for w in asked.warnings)
     assert any("not 4 concurrent requests x 131,072" in w for w in asked.warnings)
+
+
+def test_the_readme_shows_what_the_first_command_prints(capsys, monkeypatch):
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    shown = readme.split("```text\n", 1)[1].split("```", 1)[0]
+    assert _run(capsys, monkeypatch, README_FIRST) == shown, (
+        "README's first example is stale: paste the output of `COLUMNS=100 infer-advisor plan --model "
+        "meta-llama/Llama-2-7b-hf --gpu A100-80GB` into it")
