@@ -33,7 +33,7 @@ def test_no_8b_or_32b_plan_picks_a_pipeline_when_one_gpu_holds_the_model(model, 
 
 
 def test_headroom_and_confidence_add_replicas_and_say_so():
-    base = dict(model="meta-llama/Llama-3.1-8B", rate=40, gpu="H100-80GB", tensor_parallel_size=1, **COMMON)
+    base = dict(model="meta-llama/Llama-3.1-8B", rate=60, gpu="H100-80GB", tensor_parallel_size=1, **COMMON)
     bare = size(**base, headroom=False)
     spare = size(**base)
     sure = size(**base, confidence=0.9)

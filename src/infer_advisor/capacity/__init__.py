@@ -75,14 +75,9 @@ def pinned_planner(request, model_facts):
 
 
 def _accuracy_note(result: CapacityResult) -> str | None:
-    """How far the chosen engine's speed profile has been off on held-out published data."""
+    """How far the chosen engine's speed profile has been off on published data it was not fitted to."""
     if result.chosen is None:
         return None
-    from ..estimate.speed_data import engine_speed
+    from ..estimate.speed import engine_accuracy
 
-    fit = engine_speed(result.chosen.engine).fit
-    if not fit or fit.get("loso_median_abs_error") is None:
-        return (f"{result.chosen.engine}'s speed coefficients are assumed, not fitted: treat throughput and latency as "
-                "order-of-magnitude until calibrated (infer-advisor calibrate).")
-    return (f"{result.chosen.engine} speed model: leave-one-source-out median |error| {fit['loso_median_abs_error']:.0%} "
-            f"(90th percentile {fit['loso_p90_abs_error']:.0%}) on {fit['points']} published points from {fit['sources']} sources.")
+    return engine_accuracy(result.chosen.engine)

@@ -120,8 +120,8 @@ def model_ref(plan: DeploymentPlan) -> ModelRef:
 
 def _kv(plan: DeploymentPlan) -> str | None:
     kv = plan.engine.kv_cache_dtype
-    if kv == "auto":
-        return None
+    if kv == "auto" or (kv == plan.dtype and kv not in engine_facts(plan).kv_cache_dtype):
+        return None  # the engine's auto already stores the model dtype
     table = engine_facts(plan).kv_cache_dtype
     if kv not in table:
         raise EmitError(f"{plan.engine.name} has no '{kv}' KV cache here; plan with --kv-cache-dtype auto.")

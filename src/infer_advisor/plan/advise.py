@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .._data import format_validation_error, load_validated
 from .._paths import shipped
 from ..engines.memory import EngineSettings, engine_settings, version_note
-from ..errors import RequestError
+from ..errors import DoesNotFitError, RequestError
 from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
 from ..rules.evaluate import Trace
@@ -20,6 +20,7 @@ from ..rules.loader import load_rules
 from .facts import base_facts
 from ..request import PlanRequest
 from .decisions import hw_words, plan_decisions, plural, why_not
+from .keep_context import context_is_the_limit, context_refusal
 from .layouts import search
 from .options import Choice
 from .models import DeploymentPlan, MemoryPlan
@@ -128,6 +129,10 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
     choice = result.choice
     feasible = choice is not None
     reason = suggestion = None
+    if choice is None and request.context and context_is_the_limit(result):  # an explicit context is kept or refused
+        raise DoesNotFitError(context_refusal(
+            model, hw, request, result, lambda req, h: _search(model, h, req, rules, _workload(req, model, h.kind), None, calibrations)
+        ))
     if choice is None:
         choice = result.best_effort
         reason = why_not(model, hw, request, result)
@@ -366,4 +371,5 @@ def _performance(request, model, hw, choice: Choice, concurrency, input_tokens, 
         max_num_seqs=engine.max_num_seqs if engine is not None else None,
         max_num_batched_tokens=(engine.max_num_batched_tokens if engine is not None else None) or request.max_num_batched_tokens,
         replicas=replicas, expert_parallel=bool(request.enable_expert_parallel), prefix_tokens=prefix_tokens,
+        engine_version=engine.version if engine is not None else None,
     )

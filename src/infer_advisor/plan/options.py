@@ -116,13 +116,6 @@ def layouts(hw: HardwareFacts, tp_sizes: list[int], request: Any = None, model: 
 
 
 def plan_max_num_seqs(goal: str, concurrency: int, default: int) -> int:
-    """Sequences the engine schedules at once: the engine version's default; for latency plans the batch itself, but
-    never below the floor of rule sizing.latency-goal-keeps-batching (one at a time makes the second user wait)."""
-    if goal != "latency":
-        return default
-    from ..rules.sizing import applies, by_kind
-
-    rule = by_kind("max_num_seqs_floor")
-    if applies(rule, {"goal": goal, "concurrency": concurrency}):
-        return min(default, int(rule.params["floor"]))
-    return max(concurrency, 1)
+    """Sequences the engine schedules at once: the engine version's own default for the GPU (vLLM arg_utils
+    get_batch_defaults), whatever the goal or the expected concurrency; only --max-num-seqs changes it."""
+    return default
