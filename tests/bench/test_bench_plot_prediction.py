@@ -56,7 +56,8 @@ def test_the_figure_draws_measured_points_beside_the_curve_and_band(plan_file):
             labels = ax.get_legend_handles_labels()[1]
             assert "measured (p50)" in labels
             assert any(label.startswith("plan's prediction (estimated") for label in labels)
-            assert any(label.startswith("band: 0.42x-1.58x") for label in labels)
+            lo, hi = curve[0].error_band
+            assert any(label.startswith(f"band: {lo:.2f}x-{hi:.2f}x") for label in labels)
             predicted = next(ln for ln in ax.lines if ln.get_label().startswith("plan's prediction"))
             assert list(predicted.get_ydata()) == pytest.approx([getattr(p, name) * 1000 for p in curve])
             assert any(isinstance(c, PolyCollection) for c in ax.collections)  # the band
