@@ -71,3 +71,13 @@ def test_plan_repr_is_short_and_model_dump_is_whole():
                           "layout='TP1 x PP1, 1 replica', verdict='feasible')")
     assert len(repr(plan)) < 200 and str(plan) == repr(plan)
     assert plan.model_dump()["memory"]["kv_cache_tokens"] == plan.memory.kv_cache_tokens
+
+
+def test_size_signature_has_the_request_fields_too():
+    import inspect
+
+    from infer_advisor import PlanRequest, size
+
+    params = inspect.signature(size).parameters
+    assert set(PlanRequest.model_fields) <= set(params)
+    assert params["rate"].kind is inspect.Parameter.KEYWORD_ONLY and params["ttft_p90"].default is None

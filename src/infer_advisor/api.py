@@ -63,25 +63,11 @@ def advise(
     return plan_advise(request=request, explain=explain, model_facts=model_facts, hardware=hardware)
 
 
-def _request_signature(fn):
-    """``fn`` with every :class:`PlanRequest` field as a typed keyword in its signature (``inspect.signature``, what
-    IPython, Jupyter and editors that introspect show), derived from the request model so the two cannot drift."""
-    import inspect
-    import typing
 
-    from .request import PlanRequest
+def _typed(fn):
+    from .request import with_request_signature
 
-    sig = inspect.signature(fn)
-    hints = typing.get_type_hints(PlanRequest)
-    fixed = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-    taken = {p.name for p in fixed}
-    fields = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=hints.get(name, f.annotation),
-                          default=f.get_default(call_default_factory=True))
-        for name, f in PlanRequest.model_fields.items() if name not in taken
-    ]
-    fn.__signature__ = sig.replace(parameters=[*fixed, *fields])
-    return fn
+    return with_request_signature(fn)
 
 
-advise = _request_signature(advise)
+advise = _typed(advise)

@@ -161,3 +161,23 @@ class PlanRequest(BaseModel):
         if isinstance(value, (str, Path)):
             return [p.strip() for p in str(value).split(",") if p.strip()]
         return value
+
+
+def with_request_signature(fn):
+    """``fn`` (``advise``, ``size``) with every :class:`PlanRequest` field as a typed keyword in its signature (what
+    ``inspect.signature``, IPython, Jupyter and editors that introspect show), derived from the request model so the
+    two cannot drift; ``fn`` still takes them through its ``**options``."""
+    import inspect
+    import typing
+
+    sig = inspect.signature(fn)
+    hints = typing.get_type_hints(PlanRequest)
+    fixed = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    taken = {p.name for p in fixed}
+    fields = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=hints.get(name, f.annotation),
+                          default=f.get_default(call_default_factory=True))
+        for name, f in PlanRequest.model_fields.items() if name not in taken
+    ]
+    fn.__signature__ = sig.replace(parameters=[*fixed, *fields])
+    return fn
