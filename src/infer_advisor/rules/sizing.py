@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._data import load_validated
 from .._paths import shipped
 
-Kind = Literal["search_dimension", "exclude_pipeline", "tie_break", "headroom", "confidence", "flag_fleet", "prefix_cache", "max_num_seqs_floor"]
+Kind = Literal["search_dimension", "exclude_pipeline", "tie_break", "headroom", "confidence", "flag_fleet", "prefix_cache"]
 
 
 class Fixtures(BaseModel):
@@ -84,6 +84,4 @@ def applies(rule: SizingRule, s: dict[str, Any]) -> bool:
         return s["total_gpus"] > p["max_gpus"] or bool(chosen and s["total_gpus"] > p["max_times_chosen"] * chosen)
     if rule.kind == "prefix_cache":
         return bool(s.get("shared_prefix_tokens")) and s["shared_prefix_tokens"] < s["input_tokens"]
-    if rule.kind == "max_num_seqs_floor":
-        return s["goal"] == "latency" and s["concurrency"] < p["floor"]
     raise AssertionError(rule.kind)
