@@ -1,0 +1,87 @@
+"""What `infer-advisor doctor` reads: a start-up log, or the vLLM command line that is about to be run.
+
+    >>> log_from_command("vllm serve meta-llama/Llama-3.1-8B --max-model-len 32768 --gpu-memory-utilization 0.9")
+    StartupLog(engine='vllm', model='meta-llama/Llama-3.1-8B', max_model_len=32768, gpu_memory_utilization=0.9, ...)
+
+A command is recognised by its first words (``vllm serve``, ``python -m vllm.entrypoints...``); its flags are read
+as vLLM's own argument parser spells them (``--max-model-len`` / ``--max_model_len``, ``--flag value`` /
+``--flag=value``; ``-tp`` / ``-pp`` short forms). Flags the memory ledger does not depend on are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from .startup_log import StartupLog
+
+MAX_COMMAND_CHARS = 20_000
+_COMMAND_START = re.compile(r"^\s*(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:vllm\s+serve\b|python3?\s+-m\s+vllm\.entrypoints\.)")
+
+# vLLM flag (dashes) -> (StartupLog field, converter)
+_FLAGS: dict[str, tuple[str, type]] = {
+    "model": ("model", str), "tensor-parallel-size": ("tp", int), "tp": ("tp", int),
+    "pipeline-parallel-size": ("pp", int), "pp": ("pp", int), "max-model-len": ("max_model_len", int),
+    "gpu-memory-utilization": ("gpu_memory_utilization", float), "kv-cache-dtype": ("kv_cache_dtype", str),
+    "max-num-seqs": ("max_num_seqs", int), "max-num-batched-tokens": ("max_num_batched_tokens", int),
+    "dtype": ("dtype", str), "quantization": ("quantization", str), "q": ("quantization", str),
+}
+_BOOL_FLAGS = {"enforce-eager"}
+
+
+def looks_like_command(text: str) -> bool:
+    """True when ``text`` is a vLLM command line rather than a log."""
+    return bool(_COMMAND_START.match(text[:500]))
+
+
+def log_from_command(command: str) -> tuple[StartupLog, set[str]]:
+    """The setup a vLLM command line asks for, as a :class:`StartupLog` with no measured figures, and the boolean
+    flags it sets (``enforce-eager``)."""
+    from ..errors import RequestError
+
+    if len(command) > MAX_COMMAND_CHARS:
+        raise RequestError(f"The command line is longer than {MAX_COMMAND_CHARS:,} characters; pass the vLLM command only.")
+    try:
+        words = shlex.split(command.replace("\\\n", " "))
+    except ValueError as err:
+        raise RequestError(f"Cannot split the command line into words ({err}); check its quotes.") from None
+    log = StartupLog(engine="vllm", command=command.strip()[:2000])
+    flags: set[str] = set()
+    positional = _read_flags(words, log, flags)
+    if log.model is None and positional:
+        log.model = positional[0]
+    if log.model is None:
+        raise RequestError("The command names no model (vllm serve MODEL or --model MODEL).")
+    return log, flags
+
+
+def _read_flags(words: list[str], log: StartupLog, flags: set[str]) -> list[str]:
+    from ..errors import RequestError
+
+    positional: list[str] = []
+    start = words.index("serve") + 1 if "serve" in words else 0
+    i = start
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if not word.startswith("-"):
+            if start:  # after `vllm serve`: the model
+                positional.append(word)
+            continue
+        name, _, value = word.lstrip("-").partition("=")
+        name = name.replace("_", "-")
+        if name in _BOOL_FLAGS:
+            flags.add(name)
+            continue
+        if name not in _FLAGS:
+            continue
+        if not value:
+            if i >= len(words):
+                raise RequestError(f"--{name} needs a value.")
+            value, i = words[i], i + 1
+        field, convert = _FLAGS[name]
+        try:
+            setattr(log, field, convert(value))
+        except ValueError:
+            raise RequestError(f"--{name} {value!r} is not a {convert.__name__}.") from None
+    return positional
