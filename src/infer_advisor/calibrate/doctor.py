@@ -82,10 +82,11 @@ class Diagnosis(BaseModel):
 
 
 def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, engine_version: str | None = None,
-             tp: int | None = None) -> Diagnosis:
-    """Diagnose a start-up log or a vLLM command line (``text``); the options fill what it does not say."""
+             tp: int | None = None, max_model_len: int | None = None, gpu_memory_utilization: float | None = None) -> Diagnosis:
+    """Diagnose a start-up log or a vLLM command line (``text``); the options fill what it does not say (the log's
+    own figures win where it printed them)."""
     from .doctor_input import log_from_command, looks_like_command
-    from .startup_log import parse_startup_log
+    from .startup_log import detect_engine, parse_startup_log
 
     if looks_like_command(text):
         log, flags = log_from_command(text)
@@ -95,12 +96,13 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
         other = _OTHER_ENGINES.get(error.kind.split("_")[0]) if error is not None else None
         if other is not None:
             return _other_engine(text, other, error, parse_startup_log)
-        log = parse_startup_log(text, require_kv=False)
+        log = parse_startup_log(text, "vllm" if detect_engine(text) is None and error is not None else None, require_kv=False)
         flags = {"enforce-eager"} if re.search(r"enforce_eager=True|'enforce_eager': True|--enforce-eager", text) else set()
         _merge_error_figures(log, error)
         kind = "log"
-    if tp:
-        log.tp = tp
+    log.tp = log.tp or tp
+    log.max_model_len = log.max_model_len or max_model_len
+    log.gpu_memory_utilization = log.gpu_memory_utilization or gpu_memory_utilization
     version, version_source = _version(log, engine_version)
     diag = Diagnosis(input_kind=kind, engine=log.engine, engine_version=version, version_source=version_source,
                      generation=log.generation or _generation(log.engine, version), model=model or log.model, gpu=gpu or log.gpu_name,
@@ -187,6 +189,7 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: set[str], *, model, gpu
     except InferAdvisorError as err:
         diag.notes.append(f"Without the memory model: {err}")
         diag.ledger = _logged_only(log)
+        diag.edits = engine_figure_edits(diag.error, log.max_model_len)
         return diag
     diag.gpu = gpu or log.gpu_name
     diag.model = model or log.model
@@ -211,8 +214,23 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: set[str], *, model, gpu
         diag.edits = rank_edits(sc, base)
     if diag.starts and diag.error is not None:
         diag.notes.append("The engine raised this error, but the memory model with the log's figures finds the setup starts: "
-                          "the log lacks the figure that decided it; the edits below are not computed.")
+                          "the log lacks the figure that decided it, so the edits are the engine's own figures only.")
+        diag.edits = engine_figure_edits(diag.error, diag.max_model_len)
     return diag
+
+
+def engine_figure_edits(error: StartupError | None, max_model_len: int | None) -> list[Edit]:
+    """Edits read from the numbers in the engine's own message (no model needed): the longest context it says fits."""
+    if error is None or not max_model_len:
+        return []
+    fits = error.figures.get("estimated_max_model_len") or (error.figures.get("kv_cache_tokens") if error.kind == "max_len_exceeds_kv" else None)
+    if not fits or fits >= max_model_len:
+        return []
+    length = int(fits) - int(fits) % 256 if fits >= 1024 else int(fits)
+    lost = 1 - length / max_model_len
+    return [Edit(change=f"--max-model-len {length}", argv=["--max-model-len", str(length)], starts=True, kv_cache_tokens=int(fits),
+                 max_concurrency=1, max_model_len=length, cost=f"context {max_model_len:,} -> {length:,} tokens ({lost:.0%} shorter); "
+                 "from the engine's own figure in its message", cost_rank=lost)]
 
 
 def _has_figures(log: StartupLog) -> bool:

@@ -124,8 +124,13 @@ def _fit(cal: MemoryCalibration, log: StartupLog, facts, hw) -> MemoryCalibratio
     after = estimate_memory(facts, **setup, calibration=cal)
     measured = _measured_kv_bytes(cal, after)
     if measured is not None and after.accounting == "reserve":
-        cal = cal.model_copy(update={"residual_bytes": int(measured - after.kv_cache_bytes_per_gpu)})
-        after = estimate_memory(facts, **setup, calibration=cal)
+        # the model's KV room is clipped at zero: where it predicted none, one correction leaves a gap; repeat it
+        for _ in range(3):
+            gap = int(measured - after.kv_cache_bytes_per_gpu)
+            if abs(gap) < 2**20:
+                break
+            cal = cal.model_copy(update={"residual_bytes": cal.residual_bytes + gap})
+            after = estimate_memory(facts, **setup, calibration=cal)
     return cal.model_copy(update={"calibrated_kv_cache_tokens": after.kv_cache_tokens})
 
 
