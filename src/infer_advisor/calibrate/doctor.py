@@ -26,6 +26,9 @@ from .startup_errors import StartupError, find_startup_error
 from .startup_log import StartupLog
 
 GIB = 2**30
+# the engine's config line (V0 "enforce_eager=True,"; V1 non-default args "'enforce_eager': True"), not vLLM's advice
+# "set 'enforce_eager=True' or use '--enforce-eager' in the CLI"
+_EAGER = re.compile(r"(?<!')enforce_eager=True(?!')|'enforce_eager': True")
 # vLLM's own messages, filled with the memory model's figures when the error is predicted rather than logged
 # (V0: worker.py / llm_engine.py; V1: v1/core/kv_cache_utils.py; see startup_errors for the versions read)
 _WORDS = {
@@ -97,7 +100,7 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
         if other is not None:
             return _other_engine(text, other, error, parse_startup_log)
         log = parse_startup_log(text, "vllm" if detect_engine(text) is None and error is not None else None, require_kv=False)
-        flags = {"enforce-eager"} if re.search(r"enforce_eager=True|'enforce_eager': True|--enforce-eager", text) else set()
+        flags = {"enforce-eager"} if _EAGER.search(text) else set()
         _merge_error_figures(log, error)
         kind = "log"
     log.tp = log.tp or tp
@@ -184,6 +187,13 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: set[str], *, model, gpu
     from ..errors import InferAdvisorError
     from .memory import fit_memory_calibration, setup_for_log
 
+    missing = [flag for flag, value in (("--gpu NAME", gpu or log.gpu_name), ("--model NAME", model or log.model)) if not value]
+    if missing:
+        diag.notes.append(f"The log does not name the {' or the '.join(m.split()[0][2:] for m in missing)}: pass {' and '.join(missing)} "
+                          "for the memory model's ledger and ranked edits.")
+        diag.ledger = _logged_only(log)
+        diag.edits = engine_figure_edits(diag.error, log.max_model_len)
+        return diag
     try:
         facts, setup = setup_for_log(log, model=model, gpu=gpu, engine_version=version)
     except InferAdvisorError as err:
