@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .doctor_edits import Edit, Scenario, StartRule, rank_edits, room_outside_budget, starts
+from .doctor_edits import Edit, Scenario, StartRule, rank_edits, room_outside_budget, starts, tried_edit
 from .startup_errors import StartupError, find_startup_error
 from .startup_log import StartupLog
 
@@ -81,11 +81,13 @@ class Diagnosis(BaseModel):
     kv_cache_tokens: int | None = None
     max_concurrency: int | None = None
     edits: list[Edit] = Field(default_factory=list, description="Ranked: those that start first, then by cost.")
+    tried: Edit | None = Field(default=None, description="The edit asked for with --try-flags, run through the same model.")
     notes: list[str] = Field(default_factory=list)
 
 
 def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, engine_version: str | None = None,
-             tp: int | None = None, max_model_len: int | None = None, gpu_memory_utilization: float | None = None) -> Diagnosis:
+             tp: int | None = None, max_model_len: int | None = None, gpu_memory_utilization: float | None = None,
+             try_flags: list[str] | None = None) -> Diagnosis:
     """Diagnose a start-up log or a vLLM command line (``text``); the options fill what it does not say (the log's
     own figures win where it printed them)."""
     from .doctor_input import log_from_command, looks_like_command
@@ -115,7 +117,7 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
         diag.notes.append(f"The ledger and edits cover vLLM; for {log.engine} this lists the figures the log printed.")
         diag.ledger = _logged_only(log)
         return diag
-    return _with_model(diag, log, flags, model=model, gpu=gpu, version=version)
+    return _with_model(diag, log, flags, model=model, gpu=gpu, version=version, try_flags=try_flags)
 
 
 _OTHER_ENGINES = {"sglang": "sglang", "tgi": "tgi", "llamacpp": "llama.cpp"}
@@ -183,7 +185,7 @@ def _generation(engine: str, version: str | None) -> Literal["V0", "V1"] | None:
     return "V0" if version_key(version) < (0, 8) else "V1"
 
 
-def _with_model(diag: Diagnosis, log: StartupLog, flags: set[str], *, model, gpu, version) -> Diagnosis:
+def _with_model(diag: Diagnosis, log: StartupLog, flags: set[str], *, model, gpu, version, try_flags=None) -> Diagnosis:
     from ..errors import InferAdvisorError
     from .memory import fit_memory_calibration, setup_for_log
 
@@ -222,6 +224,8 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: set[str], *, model, gpu
         diag.error = _predicted_error(base, setup, diag.generation)
     if not diag.starts:
         diag.edits = rank_edits(sc, base)
+    if try_flags:
+        diag.tried = tried_edit(sc, try_flags)
     if diag.starts and diag.error is not None:
         diag.notes.append("The engine raised this error, but the memory model with the log's figures finds the setup starts: "
                           "the log lacks the figure that decided it, so the edits are the engine's own figures only.")

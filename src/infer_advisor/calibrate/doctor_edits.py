@@ -170,6 +170,40 @@ def tp_edit(sc: Scenario) -> Edit | None:
     return _edit(sc, est, f"--tensor-parallel-size {2 * tp}", ["--tensor-parallel-size", str(2 * tp)], f"{2 * tp} GPUs per replica instead of {tp}", 0.6)
 
 
+_SETUP_KEYS = {"--max-model-len": ("context", int), "--gpu-memory-utilization": ("memory_fraction", float),
+               "--kv-cache-dtype": ("kv_cache_dtype", str), "--max-num-seqs": ("max_num_seqs", int), "--tensor-parallel-size": ("tp", int)}
+
+
+def tried_edit(sc: Scenario, argv: list[str]) -> Edit:
+    """The user's own edit (vLLM flags, e.g. ``['--max-model-len', '20000']``) run through the memory model."""
+    from ..errors import RequestError
+
+    changes, eager, i = {}, False, 0
+    while i < len(argv):
+        flag = argv[i].split("=", 1)[0].replace("_", "-")
+        if flag == "--enforce-eager":
+            eager, i = True, i + 1
+            continue
+        if flag not in _SETUP_KEYS:
+            raise RequestError(f"--try-flags: {flag[:40]!r} is not one of {', '.join(sorted(_SETUP_KEYS))}, --enforce-eager.")
+        value = argv[i].split("=", 1)[1] if "=" in argv[i] else (argv[i + 1] if i + 1 < len(argv) else "")
+        i += 1 if "=" in argv[i] else 2
+        key, convert = _SETUP_KEYS[flag]
+        try:
+            changes[key] = convert(value) if key != "kv_cache_dtype" else ("fp8" if value.startswith("fp8") else "auto")
+        except ValueError:
+            raise RequestError(f"--try-flags: {flag} {value[:40]!r} is not a {convert.__name__}.") from None
+    base_sc = Scenario(sc.facts, {**sc.setup, **changes}, sc.calibration, sc.rule)
+    if eager:
+        eager_sc = Scenario(sc.facts, {**base_sc.setup, "memory": base_sc.setup["memory"].model_copy(update={"cuda_graph_bytes": 0})},
+                            sc.calibration, StartRule(max(sc.rule.min_room_bytes - sc.setup["memory"].cuda_graph_bytes, 0.0), sc.rule.max_budget_bytes))
+        cal = sc.calibration.model_copy(update={"cuda_graph_bytes": 0}) if sc.calibration is not None and sc.calibration.cuda_graph_bytes else None
+        est, base_sc = _estimate(eager_sc, {}, calibration=cal), eager_sc
+    else:
+        est = _estimate(base_sc, {})
+    return _edit(base_sc, est, " ".join(argv), list(argv), "the edit asked for (--try-flags)", 0.0, length=base_sc.setup["context"])
+
+
 def rank_edits(sc: Scenario, base) -> list[Edit]:
     """Every candidate edit, those that start first, then by cost."""
     found = [

@@ -33,6 +33,8 @@ class DoctorOptions(BaseModel):
     tp: int | None = Field(default=None, gt=0, le=1024, description="GPUs per model instance, when the log does not print it.")
     max_model_len: int | None = Field(default=None, gt=0, description="max_model_len of the run, when the log does not print it.")
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1, description="gpu_memory_utilization of the run, when the log does not print it.")
+    try_flags: str | None = Field(default=None, description="An edit of your own to run through the same model, as vLLM flags in quotes "
+                                  "(e.g. '--max-model-len 20000 --kv-cache-dtype fp8').")
     format: Literal["text", "json"] = Field(default="text", description="Output format.")
 
 
@@ -70,7 +72,8 @@ def run(ns: argparse.Namespace) -> int:
     opts = model_from_namespace(DoctorOptions, ns)
     text = _read(ns.source)
     diag = diagnose(text, gpu=opts.gpu, model=opts.model, engine_version=opts.engine_version, tp=opts.tp,
-                    max_model_len=opts.max_model_len, gpu_memory_utilization=opts.gpu_memory_utilization)
+                    max_model_len=opts.max_model_len, gpu_memory_utilization=opts.gpu_memory_utilization,
+                    try_flags=opts.try_flags.split() if opts.try_flags else None)
     if opts.format == "json":
         print(json.dumps(diag.model_dump(mode="json"), indent=2))
     else:

@@ -60,5 +60,9 @@ def print_diagnosis(d) -> None:
         for i, e in enumerate(d.edits, 1):
             t.add_row(str(i), cell(e.change), "yes" if e.starts else "no", f"{e.kv_cache_tokens:,}", str(e.max_concurrency), cell(e.cost))
         console.print(t)
+    if d.tried is not None:
+        e = d.tried
+        console.print(f"--try-flags {cell(e.change)}: {'starts' if e.starts else 'does not start'}; KV {e.kv_cache_tokens:,} tokens, "
+                      f"{e.max_concurrency} request(s) of {e.max_model_len:,} tokens at once")
     for note in d.notes:
         console.print(f"note: {cell(note)}", style="dim")
