@@ -72,7 +72,9 @@ def engine_check(f, diag, edit) -> tuple[bool | None, str]:
     if f.error == "max_len_exceeds_kv" and "kv_cache_tokens" in fig:
         capacity, length = fig["kv_cache_tokens"], f.settings.max_model_len or diag.max_model_len
         if flag == "--max-model-len":
-            return int(value) <= capacity, f"{value} <= printed capacity {capacity:,.0f}"
+            if int(value) <= capacity:
+                return True, f"{value} <= printed capacity {capacity:,.0f}"
+            return _two_logs(f, int(value), capacity, length)
         if flag == "--kv-cache-dtype":
             return 2 * capacity >= length, f"FP8 doubles the 16-bit capacity {capacity:,.0f} -> {2 * capacity:,.0f} vs {length:,}"
         if flag == "--gpu-memory-utilization" and total and "kv_cache_gib" in fig:
@@ -89,6 +91,17 @@ def engine_check(f, diag, edit) -> tuple[bool | None, str]:
             got = avail + (float(value) - u0) * total
             return got >= need, f"{avail / GIB:.2f} + ({value} - {u0}) x {total / GIB:.2f} = {got / GIB:.2f} GiB vs {need / GIB:.2f} needed{note}"
     return None, "the log's figures do not decide it"
+
+
+def _two_logs(f, length: int, capacity: float, logged_length: int) -> tuple[bool | None, str]:
+    """V0 profiles a batch of max_model_len tokens, so the capacity grows as max_model_len shrinks: where the thread
+    prints a second start of the same setup at another length, interpolate the capacity between the two logs."""
+    other = next(((argv, tokens) for fid, argv, tokens, _ in KV_AFTER_FIX if fid == f.id and argv[0] == "--max-model-len"), None)
+    if other is None:
+        return None, f"{length} > printed capacity {capacity:,.0f} (V0's capacity grows as max_model_len shrinks: not decided)"
+    l2, t2 = int(other[0][1]), other[1]
+    got = capacity + (t2 - capacity) * (logged_length - length) / (logged_length - l2)
+    return got >= length, f"capacity interpolated between the thread's two logs ({logged_length:,}: {capacity:,.0f}; {l2:,}: {t2:,}) = {got:,.0f} vs {length:,}"
 
 
 def fix_match(f, edit) -> bool | None:
@@ -118,7 +131,10 @@ def grade(f) -> dict:
     try:
         diag = run_doctor(f)
     except Exception as err:  # noqa: BLE001 - a crash is a result of the grade, reported per entry
-        return {"id": f.id, "held_out": f.held_out, "engine": f.engine, "thread_error": f.error, "crash": f"{type(err).__name__}: {err}"}
+        from infer_advisor.errors import InferAdvisorError
+
+        verdict = "not read" if isinstance(err, InferAdvisorError) else "crash"  # one line and exit 2 for a user
+        return {"id": f.id, "held_out": f.held_out, "engine": f.engine, "thread_error": f.error, "verdict": verdict, "crash": f"{type(err).__name__}: {err}"}
     first = diag.edits[0] if diag.edits else None
     row = {"id": f.id, "held_out": f.held_out, "engine": f.engine, "url": f.url, "thread_error": f.error,
            "doctor_error": diag.error.kind if diag.error else None, "error_logged": diag.error_logged,
@@ -155,6 +171,7 @@ def summary(rows: list[dict], held: bool) -> dict:
         "memory_model_run": sum(1 for r in part if r.get("model_run")),
         "first_edit_starts": verdicts.count("starts"), "first_edit_fails": verdicts.count("fails"),
         "unverifiable": verdicts.count("unverifiable"), "no_edit": verdicts.count("no edit"),
+        "not_read": verdicts.count("not read"), "crash": verdicts.count("crash"),
         "starts_of_graded_pct": round(100 * verdicts.count("starts") / len(graded), 1) if graded else None,
         "ledger_lines_checked": len(ledger), "ledger_within_3pct": sum(1 for c in ledger if abs(c["diff_pct"]) <= 3),
     }

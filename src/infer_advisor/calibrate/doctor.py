@@ -209,7 +209,10 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: set[str], *, model, gpu
         setup["memory"] = setup["memory"].model_copy(update={"cuda_graph_bytes": 0})
     cal = None
     if diag.input_kind == "log" and _has_figures(log):
-        cal = fit_memory_calibration(log, source="doctor input", model=model, gpu=gpu, engine_version=version)
+        try:
+            cal = fit_memory_calibration(log, source="doctor input", model=model, gpu=gpu, engine_version=version)
+        except InferAdvisorError as err:  # figures the model cannot be fitted to (another layout, another checkpoint)
+            diag.notes.append(f"The log's figures were not used to calibrate the model ({err}); the ledger is the model's alone.")
     sc = Scenario(facts, setup, cal)
     base = _estimate(sc)
     sc.rule = _rule(diag.error, base, setup)
@@ -219,6 +222,10 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: set[str], *, model, gpu
     diag.max_model_len = setup["context"]
     diag.kv_cache_tokens, diag.max_concurrency = base.kv_cache_tokens, base.max_concurrency
     diag.ledger = _ledger(base, log, diag.error)
+    residual = cal.for_layout(diag.tp).residual_bytes if cal is not None else 0
+    if residual and "residual" in base.figure_sources:  # what the log's KV says the engine used that no term explains
+        diag.ledger.insert(-1, LedgerLine(term="not explained by the model (from the log's KV figure)", bytes_per_gpu=-residual,
+                                          in_budget=True, source="calibrated (log)"))
     diag.binding = _binding(base, sc.rule, diag.starts, diag.error)
     if diag.error is None and not diag.starts:
         diag.error = _predicted_error(base, setup, diag.generation)
@@ -234,7 +241,13 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: set[str], *, model, gpu
 
 
 def engine_figure_edits(error: StartupError | None, max_model_len: int | None) -> list[Edit]:
-    """Edits read from the numbers in the engine's own message (no model needed): the longest context it says fits."""
+    """Edits read from the engine's own message (no model needed): the longest context it says fits; for an
+    out-of-memory while capturing CUDA graphs, eager mode (the graphs are what the engine allocates after sizing the KV
+    cache, whatever their size; a lower utilization would need the pool's size, which the model gives)."""
+    if error is not None and error.kind == "cuda_oom_graph_capture":
+        return [Edit(change="--enforce-eager", argv=["--enforce-eager"], starts=True, kv_cache_tokens=None, max_concurrency=None,
+                     max_model_len=max_model_len or 0, cost="decode steps without CUDA graphs (slower at small batches); from the "
+                     "engine's own advice in its capture message", cost_rank=0.3)]
     if error is None or not max_model_len:
         return []
     fits = error.figures.get("estimated_max_model_len") or (error.figures.get("kv_cache_tokens") if error.kind == "max_len_exceeds_kv" else None)

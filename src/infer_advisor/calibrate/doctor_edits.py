@@ -37,8 +37,8 @@ class Edit(BaseModel):
     change: str = Field(description="The edit as vLLM flags, e.g. '--max-model-len 23552'.")
     argv: list[str] = Field(description="The flags to add or replace.")
     starts: bool = Field(description="The engine's start-up checks pass with this edit (by the memory model's figures).")
-    kv_cache_tokens: int = Field(description="KV-cache capacity in tokens with the edit.")
-    max_concurrency: int = Field(description="Requests of max_model_len tokens that fit at once with the edit.")
+    kv_cache_tokens: int | None = Field(description="KV-cache capacity in tokens with the edit (None: not known without the model).")
+    max_concurrency: int | None = Field(description="Requests of max_model_len tokens that fit at once with the edit.")
     max_model_len: int
     cost: str = Field(description="What the edit gives up.")
     cost_rank: float = Field(description="Ordering weight (lower first); see the module docstring.")

@@ -58,7 +58,7 @@ def print_diagnosis(d) -> None:
         for name in ("#", "edit", "starts", "KV tokens", "requests at max_model_len", "cost"):
             t.add_column(name, overflow="fold")
         for i, e in enumerate(d.edits, 1):
-            t.add_row(str(i), cell(e.change), "yes" if e.starts else "no", f"{e.kv_cache_tokens:,}", str(e.max_concurrency), cell(e.cost))
+            t.add_row(str(i), cell(e.change), "yes" if e.starts else "no", "?" if e.kv_cache_tokens is None else f"{e.kv_cache_tokens:,}", "?" if e.max_concurrency is None else str(e.max_concurrency), cell(e.cost))
         console.print(t)
     if d.tried is not None:
         e = d.tried
