@@ -83,7 +83,7 @@ def test_a_command_line_is_read_as_the_setup_and_predicted():
     cmd = "vllm serve meta-llama/Llama-3.1-8B --max-model-len=131072 --gpu-memory-utilization 0.9 -tp 1 --enforce-eager"
     assert looks_like_command(cmd)
     log, flags = log_from_command(cmd)
-    assert (log.model, log.max_model_len, log.gpu_memory_utilization, log.tp, flags) == ("meta-llama/Llama-3.1-8B", 131072, 0.9, 1, {"enforce-eager"})
+    assert (log.model, log.max_model_len, log.gpu_memory_utilization, log.tp, flags) == ("meta-llama/Llama-3.1-8B", 131072, 0.9, 1, {"enforce-eager": True})
     d = diagnose(cmd, gpu="L4", engine_version="0.19.0")
     # 131072 tokens x 128 KiB = 16 GiB of KV for one request; an L4 has 22 GiB usable and 15 GiB of weights
     assert d.starts is False and not d.error_logged and d.error.kind in ("kv_needed_exceeds_available", "no_cache_blocks")
@@ -116,3 +116,21 @@ def test_terminal_output_strips_control_characters(tmp_path, capsys):
     main(["doctor", str(log)])
     out = capsys.readouterr().out
     assert "\x1b[31m" not in out and "\u202e" not in out
+
+
+def test_lora_slots_are_read_and_take_their_buffers_out_of_the_kv_cache():
+    """V1 (0.19): the LoRA buffers are allocated at load, so the profile sees them (vllm#14450); 8 slots of rank 128 on
+    Llama-3.1-8B: 8 x 128 x 2,621,440 elements x 2 bytes = 5.0 GiB (hand count in tests/estimate/test_lora.py)."""
+    cmd = "vllm serve meta-llama/Llama-3.1-8B --max-model-len 32768 --enable-lora --max-loras 8 --max-lora-rank 128"
+    _, extras = log_from_command(cmd)
+    assert extras == {"enable-lora": True, "max-loras": 8, "max-lora-rank": 128}
+    d = diagnose(cmd, gpu="L4", engine_version="0.19.0")
+    lora = next(line for line in d.ledger if line.term.startswith("LoRA slots"))
+    assert lora.in_budget and lora.bytes_per_gpu == 8 * 128 * 2_621_440 * 2
+    assert d.starts is False and d.error.kind == "no_cache_blocks"
+    fewer = next(e for e in d.edits if e.argv == ["--max-loras", "1"])
+    assert fewer.kv_cache_tokens > 0
+    log = "INFO non-default args: {'model': 'meta-llama/Llama-3.1-8B', 'enable_lora': True, 'max_loras': 4, 'max_lora_rank': 64}"
+    from infer_advisor.calibrate.doctor_input import extras_from_log
+
+    assert extras_from_log(log) == {"enable-lora": True, "max-loras": 4, "max-lora-rank": 64}

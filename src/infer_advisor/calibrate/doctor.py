@@ -26,9 +26,6 @@ from .startup_errors import StartupError, find_startup_error
 from .startup_log import StartupLog
 
 GIB = 2**30
-# the engine's config line (V0 "enforce_eager=True,"; V1 non-default args "'enforce_eager': True"), not vLLM's advice
-# "set 'enforce_eager=True' or use '--enforce-eager' in the CLI"
-_EAGER = re.compile(r"(?<!')enforce_eager=True(?!')|'enforce_eager': True")
 # vLLM's own messages, filled with the memory model's figures when the error is predicted rather than logged
 # (V0: worker.py / llm_engine.py; V1: v1/core/kv_cache_utils.py; see startup_errors for the versions read)
 _WORDS = {
@@ -90,7 +87,7 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
              try_flags: list[str] | None = None) -> Diagnosis:
     """Diagnose a start-up log or a vLLM command line (``text``); the options fill what it does not say (the log's
     own figures win where it printed them)."""
-    from .doctor_input import log_from_command, looks_like_command
+    from .doctor_input import extras_from_log, log_from_command, looks_like_command
     from .startup_log import detect_engine, parse_startup_log
 
     if looks_like_command(text):
@@ -102,7 +99,7 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
         if other is not None:
             return _other_engine(text, other, error, parse_startup_log)
         log = parse_startup_log(text, "vllm" if detect_engine(text) is None and error is not None else None, require_kv=False)
-        flags = {"enforce-eager"} if _EAGER.search(text) else set()
+        flags = extras_from_log(text)
         _merge_error_figures(log, error)
         kind = "log"
     log.tp = log.tp or tp
@@ -185,7 +182,7 @@ def _generation(engine: str, version: str | None) -> Literal["V0", "V1"] | None:
     return "V0" if version_key(version) < (0, 8) else "V1"
 
 
-def _with_model(diag: Diagnosis, log: StartupLog, flags: set[str], *, model, gpu, version, try_flags=None) -> Diagnosis:
+def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, version, try_flags=None) -> Diagnosis:
     from ..errors import InferAdvisorError
     from .memory import fit_memory_calibration, setup_for_log
 
@@ -205,8 +202,14 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: set[str], *, model, gpu
         return diag
     diag.gpu = gpu or log.gpu_name
     diag.model = model or log.model
-    if "enforce-eager" in flags:
+    if flags.get("enforce-eager"):
         setup["memory"] = setup["memory"].model_copy(update={"cuda_graph_bytes": 0})
+    if flags.get("enable-lora"):
+        from ..engines.lora import lora_profile
+
+        prof = lora_profile("vllm", setup["engine_version"])
+        setup["lora_slots"] = int(flags.get("max-loras") or prof.default_max_loras)
+        setup["lora_rank"] = int(flags.get("max-lora-rank") or prof.default_max_lora_rank)
     cal = None
     if diag.input_kind == "log" and _has_figures(log):
         try:
@@ -297,6 +300,10 @@ def _ledger(est, log: StartupLog, error: StartupError | None) -> list[LedgerLine
     graphs_out = est.outside_budget_bytes_per_gpu.get("cuda_graphs", 0)
     lines.append(LedgerLine(term="CUDA graphs", bytes_per_gpu=graphs_in or graphs_out, in_budget=bool(graphs_in),
                             source=src.get("cuda_graphs", "estimated"), logged_bytes=log.cuda_graph_bytes, line=log.lines.get("cuda_graph_bytes")))
+    lora_in, lora_out = est.overhead_bytes_per_gpu.get("lora", 0), est.outside_budget_bytes_per_gpu.get("lora", 0)
+    if lora_in or lora_out:
+        lines.append(LedgerLine(term="LoRA slots (max_loras x max_lora_rank buffers)", bytes_per_gpu=lora_in or lora_out, in_budget=bool(lora_in),
+                                source=src.get("lora", "estimated")))
     for term in ("cuda_context", "nccl"):
         if est.outside_budget_bytes_per_gpu.get(term):
             lines.append(LedgerLine(term=f"{term.replace('_', ' ')} (outside the budget)", bytes_per_gpu=est.outside_budget_bytes_per_gpu[term],

@@ -161,6 +161,15 @@ def max_num_seqs_edit(sc: Scenario) -> Edit | None:
     return None
 
 
+def lora_edit(sc: Scenario) -> Edit | None:
+    """Fewer LoRA slots on the GPU (adapters beyond them wait in host memory: --max-cpu-loras)."""
+    slots = sc.setup.get("lora_slots", 0)
+    if slots <= 1:
+        return None
+    est = _estimate(sc, {"lora_slots": 1})
+    return _edit(sc, est, "--max-loras 1", ["--max-loras", "1"], f"1 adapter per batch instead of {slots} (others are swapped in)", 0.25)
+
+
 def tp_edit(sc: Scenario) -> Edit | None:
     tp = sc.setup["tp"]
     heads = getattr(sc.facts, "num_attention_heads", 0) or 0
@@ -171,7 +180,8 @@ def tp_edit(sc: Scenario) -> Edit | None:
 
 
 _SETUP_KEYS = {"--max-model-len": ("context", int), "--gpu-memory-utilization": ("memory_fraction", float),
-               "--kv-cache-dtype": ("kv_cache_dtype", str), "--max-num-seqs": ("max_num_seqs", int), "--tensor-parallel-size": ("tp", int)}
+               "--kv-cache-dtype": ("kv_cache_dtype", str), "--max-num-seqs": ("max_num_seqs", int), "--tensor-parallel-size": ("tp", int),
+               "--max-loras": ("lora_slots", int), "--max-lora-rank": ("lora_rank", int)}
 
 
 def tried_edit(sc: Scenario, argv: list[str]) -> Edit:
@@ -207,7 +217,8 @@ def tried_edit(sc: Scenario, argv: list[str]) -> Edit:
 def rank_edits(sc: Scenario, base) -> list[Edit]:
     """Every candidate edit, those that start first, then by cost."""
     found = [
-        utilization_edit(sc, base), max_model_len_edit(sc, base), kv_fp8_edit(sc), max_num_seqs_edit(sc), eager_edit(sc), tp_edit(sc),
+        utilization_edit(sc, base), max_model_len_edit(sc, base), kv_fp8_edit(sc), max_num_seqs_edit(sc), eager_edit(sc), lora_edit(sc),
+        tp_edit(sc),
     ]
     edits = [e for e in found if e is not None]
     return sorted(edits, key=lambda e: (not e.starts, e.cost_rank))

@@ -26,7 +26,25 @@ _FLAGS: dict[str, tuple[str, type]] = {
     "max-num-seqs": ("max_num_seqs", int), "max-num-batched-tokens": ("max_num_batched_tokens", int),
     "dtype": ("dtype", str), "quantization": ("quantization", str), "q": ("quantization", str),
 }
-_BOOL_FLAGS = {"enforce-eager"}
+_BOOL_FLAGS = {"enforce-eager", "enable-lora"}
+_INT_EXTRAS = {"max-loras", "max-lora-rank"}  # read into the extras, not the StartupLog
+# the same settings as a log prints them (V1 "non-default args: {...}", V0 "Namespace(...)" / config lines)
+_LOG_EXTRAS = {
+    "enforce-eager": re.compile(r"(?<!')enforce_eager=True(?!')|'enforce_eager': True"),
+    "enable-lora": re.compile(r"enable_lora=True|'enable_lora': True|lora_config=LoRAConfig"),
+    "max-loras": re.compile(r"\bmax_loras['\"]?[=:]\s*(\d+)"),
+    "max-lora-rank": re.compile(r"\bmax_lora_rank['\"]?[=:]\s*(\d+)"),
+}
+
+
+def extras_from_log(text: str) -> dict[str, int | bool]:
+    """Settings the memory ledger needs beyond the StartupLog's: eager mode and LoRA slots, as the log printed them."""
+    out: dict[str, int | bool] = {}
+    for name, pattern in _LOG_EXTRAS.items():
+        m = pattern.search(text)
+        if m:
+            out[name] = int(m.group(1)) if name in _INT_EXTRAS else True
+    return out
 
 
 def looks_like_command(text: str) -> bool:
@@ -34,9 +52,9 @@ def looks_like_command(text: str) -> bool:
     return bool(_COMMAND_START.match(text[:500]))
 
 
-def log_from_command(command: str) -> tuple[StartupLog, set[str]]:
-    """The setup a vLLM command line asks for, as a :class:`StartupLog` with no measured figures, and the boolean
-    flags it sets (``enforce-eager``)."""
+def log_from_command(command: str) -> tuple[StartupLog, dict[str, int | bool]]:
+    """The setup a vLLM command line asks for, as a :class:`StartupLog` with no measured figures, and the settings
+    the ledger needs beyond it (``enforce-eager``, ``enable-lora``, ``max-loras``, ``max-lora-rank``)."""
     from ..errors import RequestError
 
     if len(command) > MAX_COMMAND_CHARS:
@@ -46,7 +64,7 @@ def log_from_command(command: str) -> tuple[StartupLog, set[str]]:
     except ValueError as err:
         raise RequestError(f"Cannot split the command line into words ({err}); check its quotes.") from None
     log = StartupLog(engine="vllm", command=command.strip()[:2000])
-    flags: set[str] = set()
+    flags: dict[str, int | bool] = {}
     positional = _read_flags(words, log, flags)
     if log.model is None and positional:
         log.model = positional[0]
@@ -55,7 +73,7 @@ def log_from_command(command: str) -> tuple[StartupLog, set[str]]:
     return log, flags
 
 
-def _read_flags(words: list[str], log: StartupLog, flags: set[str]) -> list[str]:
+def _read_flags(words: list[str], log: StartupLog, flags: dict[str, int | bool]) -> list[str]:
     from ..errors import RequestError
 
     positional: list[str] = []
@@ -71,17 +89,20 @@ def _read_flags(words: list[str], log: StartupLog, flags: set[str]) -> list[str]
         name, _, value = word.lstrip("-").partition("=")
         name = name.replace("_", "-")
         if name in _BOOL_FLAGS:
-            flags.add(name)
+            flags[name] = True
             continue
-        if name not in _FLAGS:
+        if name not in _FLAGS and name not in _INT_EXTRAS:
             continue
         if not value:
             if i >= len(words):
                 raise RequestError(f"--{name} needs a value.")
             value, i = words[i], i + 1
-        field, convert = _FLAGS[name]
+        field, convert = _FLAGS.get(name, (None, int))
         try:
-            setattr(log, field, convert(value))
+            if field is None:
+                flags[name] = convert(value)
+            else:
+                setattr(log, field, convert(value))
         except ValueError:
             raise RequestError(f"--{name} {value!r} is not a {convert.__name__}.") from None
     return positional
