@@ -126,6 +126,15 @@ class PlanRequest(BaseModel):
         default=None,
         description="USD per GPU-hour: one number for every GPU, or GPU=PRICE,... (default: the catalog's dated on-demand price).",
     )
+    confidence: float = Field(
+        default=0.5, ge=0.5, le=0.99,
+        description="Sizing: how sure the fleet must be to hold if the speed model is optimistic; above 0.5 each replica's "
+        "rate is divided by the upper edge of the engine's held-out error band (0.9: its 90th-percentile error).",
+    )
+    headroom: bool = Field(
+        default=True, description="Sizing: replicas run at most 85 percent of what each sustains, and the fleet gets one spare "
+        "replica (N+1) (rule sizing.headroom-n-plus-one); --no-headroom sizes to the rate alone.",
+    )
     tensor_parallel_size: int | None = Field(default=None, ge=1, le=1024, description="Pin tensor parallelism (GPUs one layer is split over).")
     pipeline_parallel_size: int | None = Field(default=None, ge=1, le=256, description="Pin pipeline parallelism (stages, within a node or across nodes).")
     replicas: int | None = Field(default=None, ge=1, le=100_000, description="Pin the number of independent replicas (data parallel).")

@@ -58,8 +58,9 @@ def summary_rows(plan) -> list[tuple[str, str, str]]:
     hw_text, hw_detail, hw_src = _hardware(plan)
     unit = "GPU" if plan.hardware.kind == "gpu" else "socket"  # a CPU plan's memory is the host's RAM
     params = f"{m.num_parameters / 1e9:.2f} B params"
-    if m.num_active_parameters != m.num_parameters:
-        params += f" ({m.num_active_parameters / 1e9:.2f} B active)"
+    if m.num_active_parameters != m.num_parameters:  # MoE: per token, without the input embedding (as model cards count)
+        active = m.num_active_parameters_without_embedding or m.num_active_parameters  # a plan.json written before the field
+        params += f" ({active / 1e9:.2f} B active per token)"
     server = f"port {eng.port}" if eng.http_server else "no HTTP server: Python script"
     kv_auto = " (f16)" if eng.kv_cache_dtype == "auto" and eng.name == "llama.cpp" else ""
     src = mem.figure_sources
@@ -167,6 +168,12 @@ def speed_explain_lines(perf) -> list[str]:
         terms = sorted(perf.decode_step_terms_s.items(), key=lambda kv: -kv[1])
         out.append(f"one decode step at concurrency {perf.concurrency}: " + ", ".join(
             f"{k} {v * 1000:.2f} ms ({v / total:.0%})" for k, v in terms if v > 0))
+        sources = perf.term_sources or {}
+        for k, v in terms:
+            if v > 0:
+                out.append(f"  {k} {v * 1000:.3f} ms: {sources.get(k, 'no source recorded')}")
+        if "request_overhead" in sources:
+            out.append(f"  per request, into TTFT only: request_overhead {sources['request_overhead']}")
     out.append(f"host overhead per step {perf.overhead_s_per_step * 1000:.2f} ms; decode at "
                f"{perf.decode_fraction_of_bandwidth_ceiling:.0%} of the bandwidth ceiling, prefill at "
                f"{perf.prefill_fraction_of_compute_ceiling:.0%} of the compute ceiling")

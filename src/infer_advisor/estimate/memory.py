@@ -122,7 +122,8 @@ def _bytes_per_param(fmt, group: str, base: float, group_size: int | None) -> fl
 
 
 def _group_bytes(
-    model: ModelFacts, fmt_name: str, dtype: str, group_size: int | None, checkpoint_bytes: int | None = None
+    model: ModelFacts, fmt_name: str, dtype: str, group_size: int | None, checkpoint_bytes: int | None = None,
+    split_experts: bool = False,
 ) -> dict[str, float]:
     """Bytes of each parameter group (embedding, lm_head, linear, other) in the chosen format; with ``checkpoint_bytes``
     (a published checkpoint's real size) the same groups scaled to add up to it."""
@@ -132,7 +133,7 @@ def _group_bytes(
     p = model.params
     counts = {"embedding": p.embedding, "lm_head": p.lm_head, "linear": p.linear, "other": p.other}
     out: dict[str, float] = {}
-    if expert_fmt is not None or ("expert_linear" in fmt.quantizes and "linear" not in fmt.quantizes):
+    if split_experts or expert_fmt is not None or ("expert_linear" in fmt.quantizes and "linear" not in fmt.quantizes):
         counts["linear"] = p.linear - p.expert_linear  # the routed experts apart (MXFP4 gpt-oss, FP4 DeepSeek-V4 experts)
         counts["expert_linear"] = p.expert_linear
     for group, n in counts.items():
@@ -140,7 +141,7 @@ def _group_bytes(
             out[group] = n * _bytes_per_param(expert_fmt, group, base, None)
         else:
             out[group] = n * _bytes_per_param(fmt, group, base, group_size)
-    if "expert_linear" in out:  # fold back: callers see the four groups
+    if "expert_linear" in out and not split_experts:  # fold back: callers see the four groups
         out["linear"] += out.pop("expert_linear")
     if checkpoint_bytes:
         scale = checkpoint_bytes / sum(out.values())
@@ -150,14 +151,15 @@ def _group_bytes(
 
 def weight_bytes_by_group(
     model: ModelFacts, quantization: str = "none", dtype: str = "bfloat16", group_size: int | None = None,
-    checkpoint_bytes: int | None = None,
+    checkpoint_bytes: int | None = None, split_experts: bool = False,
 ) -> dict[str, float]:
     """Bytes of the whole model's ``embedding``, ``lm_head``, ``linear`` and ``other`` parameters in a weight format
-    (``checkpoint_bytes``: a published checkpoint's real size, split over the same groups).
+    (``checkpoint_bytes``: a published checkpoint's real size, split over the same groups); ``split_experts`` keeps
+    the routed experts' bytes apart as ``expert_linear`` (``linear`` is then the rest).
 
     The speed model reads the bytes a step moves from here, so weights are added up in one place only.
     """
-    return _group_bytes(model, quantization, dtype, group_size, checkpoint_bytes)
+    return _group_bytes(model, quantization, dtype, group_size, checkpoint_bytes, split_experts)
 
 
 def weights_bytes(

@@ -116,5 +116,13 @@ def layouts(hw: HardwareFacts, tp_sizes: list[int], request: Any = None, model: 
 
 
 def plan_max_num_seqs(goal: str, concurrency: int, default: int) -> int:
-    """Sequences the engine schedules at once: the engine version's default, or the batch itself for latency plans."""
-    return max(concurrency, 1) if goal == "latency" else default
+    """Sequences the engine schedules at once: the engine version's default; for latency plans the batch itself, but
+    never below the floor of rule sizing.latency-goal-keeps-batching (one at a time makes the second user wait)."""
+    if goal != "latency":
+        return default
+    from ..rules.sizing import applies, by_kind
+
+    rule = by_kind("max_num_seqs_floor")
+    if applies(rule, {"goal": goal, "concurrency": concurrency}):
+        return min(default, int(rule.params["floor"]))
+    return max(concurrency, 1)
