@@ -5,8 +5,7 @@
     >>> est.kv_cache_tokens, est.fits
 
 Per GPU, under tensor parallelism ``tp`` and pipeline parallelism ``pp``:
-- weights: decoder blocks split ``tp x pp`` ways; the embedding and lm_head split ``tp`` ways and, with
-  ``pp > 1``, held by the first and last stage (the larger of the two counts).
+- weights: decoder blocks split ``tp x pp`` ways; the embedding and lm_head split ``tp`` ways and, with ``pp > 1``, held by the first and last stage (the larger of the two counts).
 - KV cache per token: full-attention layers split over ``pp`` stages and KV heads over ``tp`` ranks (a
   rank holds at least one KV head, so ``tp > kv_heads`` replicates); MLA's latent is replicated on every
   TP rank, as vLLM does. Sliding-window and chunked-attention layers hold at most ``sliding_window`` tokens
