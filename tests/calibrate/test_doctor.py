@@ -88,6 +88,11 @@ def test_a_command_line_is_read_as_the_setup_and_predicted():
     # 131072 tokens x 128 KiB = 16 GiB of KV for one request; an L4 has 22 GiB usable and 15 GiB of weights
     assert d.starts is False and not d.error_logged and d.error.kind in ("kv_needed_exceeds_available", "no_cache_blocks")
     assert d.edits and d.edits[0].starts
+    import shlex
+
+    fixed = shlex.split(d.fixed_command)  # the first edit applied, the rest kept, shell-quoted
+    assert fixed[:3] == ["vllm", "serve", "meta-llama/Llama-3.1-8B"] and fixed.count("--max-model-len") <= 1
+    assert fixed[-len(d.edits[0].argv):] == d.edits[0].argv and "--enforce-eager" in fixed
 
 
 def test_no_model_or_gpu_gives_the_engines_own_figures():

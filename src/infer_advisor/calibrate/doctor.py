@@ -79,6 +79,7 @@ class Diagnosis(BaseModel):
     max_concurrency: int | None = None
     edits: list[Edit] = Field(default_factory=list, description="Ranked: those that start first, then by cost.")
     tried: Edit | None = Field(default=None, description="The edit asked for with --try-flags, run through the same model.")
+    fixed_command: str | None = Field(default=None, description="For a command line: it with the first edit that starts applied (shell-quoted).")
     notes: list[str] = Field(default_factory=list)
 
 
@@ -236,6 +237,11 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
         diag.edits = rank_edits(sc, base)
     if try_flags:
         diag.tried = tried_edit(sc, try_flags)
+    first = next((e for e in diag.edits if e.starts), None)
+    if diag.input_kind == "command" and first is not None and log.command:
+        from .doctor_input import apply_edit
+
+        diag.fixed_command = apply_edit(log.command, first.argv)
     if diag.starts and diag.error is not None:
         diag.notes.append("The engine raised this error, but the memory model with the log's figures finds the setup starts: "
                           "the log lacks the figure that decided it, so the edits are the engine's own figures only.")

@@ -106,3 +106,20 @@ def _read_flags(words: list[str], log: StartupLog, flags: dict[str, int | bool])
         except ValueError:
             raise RequestError(f"--{name} {value!r} is not a {convert.__name__}.") from None
     return positional
+
+
+def apply_edit(command: str, argv: list[str]) -> str:
+    """``command`` with the edit's flags replacing the same flags (``--flag value`` or ``--flag=value``), or appended;
+    quoted for a POSIX shell word by word (shlex), as every emitted command is."""
+    words = shlex.split(command.replace("\\\n", " "))
+    flag = argv[0]
+    names = {flag, flag.replace("-", "_").replace("__", "--", 1)}
+    out, i = [], 0
+    while i < len(words):
+        name = words[i].split("=", 1)[0]
+        if name in names:
+            i += 1 if ("=" in words[i] or len(argv) == 1) else 2
+            continue
+        out.append(words[i])
+        i += 1
+    return shlex.join(out + list(argv))

@@ -60,6 +60,8 @@ def print_diagnosis(d) -> None:
         for i, e in enumerate(d.edits, 1):
             t.add_row(str(i), cell(e.change), "yes" if e.starts else "no", "?" if e.kv_cache_tokens is None else f"{e.kv_cache_tokens:,}", "?" if e.max_concurrency is None else str(e.max_concurrency), cell(e.cost))
         console.print(t)
+    if d.fixed_command:
+        console.print(f"fixed command: {cell(d.fixed_command)}")
     if d.tried is not None:
         e = d.tried
         console.print(f"--try-flags {cell(e.change)}: {'starts' if e.starts else 'does not start'}; KV {e.kv_cache_tokens:,} tokens, "
