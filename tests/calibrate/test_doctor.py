@@ -139,3 +139,16 @@ def test_lora_slots_are_read_and_take_their_buffers_out_of_the_kv_cache():
     from infer_advisor.calibrate.doctor_input import extras_from_log
 
     assert extras_from_log(log) == {"enable-lora": True, "max-loras": 4, "max-lora-rank": 64}
+
+
+def test_other_processes_memory_at_start_is_a_ledger_line_and_a_start_check():
+    """A log made from vLLM 0.11+ format strings: it prints the memory free at start; a budget above it fails ('Free memory on device ... is less than
+    desired GPU memory utilization'). Here 40 of 79.19 GiB are free and 0.9 asks for 71.27 GiB."""
+    log = ("INFO [gpu_worker.py] Free memory on device (40.0/79.19 GiB) on startup. Desired GPU memory utilization is (0.9, 71.27 GiB).\n"
+           "INFO non-default args: {'model': 'meta-llama/Llama-3.1-8B', 'max_model_len': 8192}\nGPU KV cache size: 400,000 tokens")
+    d = diagnose(log, gpu="H100-80GB", model="meta-llama/Llama-3.1-8B", engine_version="0.11.0", max_model_len=8192)
+    other = next(line for line in d.ledger if line.term.startswith("other processes"))
+    assert other.bytes_per_gpu == int((79.19 - 40.0) * GIB) and not other.in_budget
+    assert d.starts is False and d.binding == "other processes"
+    first = d.edits[0]
+    assert first.argv[0] == "--gpu-memory-utilization" and float(first.argv[1]) * 79.19 <= 40.0

@@ -219,13 +219,16 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
             diag.notes.append(f"The log's figures were not used to calibrate the model ({err}); the ledger is the model's alone.")
     sc = Scenario(facts, setup, cal)
     base = _estimate(sc)
-    sc.rule = _rule(diag.error, base, setup)
+    sc.rule = _rule(diag.error, base, setup, flags)
     diag.starts = starts(base, sc.rule)
     diag.gpu_memory_bytes, diag.budget_bytes = base.gpu_memory_bytes, base.budget_bytes_per_gpu
     diag.gpu_memory_utilization = setup["memory_fraction"]
     diag.max_model_len = setup["context"]
     diag.kv_cache_tokens, diag.max_concurrency = base.kv_cache_tokens, base.max_concurrency
     diag.ledger = _ledger(base, log, diag.error)
+    if "free-at-start" in flags and not (diag.error and diag.error.kind == "free_memory_below_utilization"):
+        used = int(flags["total-at-start"] - flags["free-at-start"])
+        diag.ledger.insert(-1, LedgerLine(term="other processes (used at start)", bytes_per_gpu=used, in_budget=False, source="logged"))
     residual = cal.for_layout(diag.tp).residual_bytes if cal is not None else 0
     if residual and "residual" in base.figure_sources:  # what the log's KV says the engine used that no term explains
         diag.ledger.insert(-1, LedgerLine(term="not explained by the model (from the log's KV figure)", bytes_per_gpu=-residual,
@@ -280,10 +283,11 @@ def _estimate(sc: Scenario):
     return estimate_memory(sc.facts, **sc.setup, calibration=cal)
 
 
-def _rule(error: StartupError | None, base, setup: dict) -> StartRule:
-    """What a logged failure adds to the start checks (see doctor_edits)."""
+def _rule(error: StartupError | None, base, setup: dict, flags: dict) -> StartRule:
+    """What a logged failure adds to the start checks (see doctor_edits); vLLM 0.11+ also refuses a budget above the
+    memory free when it started (other processes' memory), which its log prints."""
     if error is None:
-        return StartRule()
+        return StartRule(max_budget_bytes=flags.get("free-at-start"))
     if error.kind == "cuda_oom_graph_capture":
         graph_pool = setup["memory"].cuda_graph_bytes or 0
         return StartRule(min_room_bytes=room_outside_budget(base) + graph_pool)
@@ -323,7 +327,8 @@ def _ledger(est, log: StartupLog, error: StartupError | None) -> list[LedgerLine
 
 
 def _binding(est, rule: StartRule, ok: bool, error: StartupError | None) -> str:
-    if error is not None and error.kind == "free_memory_below_utilization":
+    if (error is not None and error.kind == "free_memory_below_utilization") or (
+            rule.max_budget_bytes is not None and est.budget_bytes_per_gpu > rule.max_budget_bytes):
         return "other processes"
     if room_outside_budget(est) < rule.min_room_bytes:
         return "CUDA graphs"

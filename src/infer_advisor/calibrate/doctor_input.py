@@ -37,13 +37,21 @@ _LOG_EXTRAS = {
 }
 
 
-def extras_from_log(text: str) -> dict[str, int | bool]:
-    """Settings the memory ledger needs beyond the StartupLog's: eager mode and LoRA slots, as the log printed them."""
-    out: dict[str, int | bool] = {}
+# vLLM 0.11+ gpu_worker: "Free memory on device (%s/%s GiB) on startup. ..." (info line and error alike)
+_FREE_AT_START = re.compile(r"Free memory on device \(([\d.]+)/([\d.]+) GiB\) on startup")
+
+
+def extras_from_log(text: str) -> dict[str, float | bool]:
+    """Settings the memory ledger needs beyond the StartupLog's: eager mode, LoRA slots, and the memory free on the
+    device when the engine started (``free-at-start`` / ``total-at-start``, bytes), as the log printed them."""
+    out: dict[str, float | bool] = {}
     for name, pattern in _LOG_EXTRAS.items():
         m = pattern.search(text)
         if m:
             out[name] = int(m.group(1)) if name in _INT_EXTRAS else True
+    m = _FREE_AT_START.search(text)
+    if m:
+        out["free-at-start"], out["total-at-start"] = float(m.group(1)) * 2**30, float(m.group(2)) * 2**30
     return out
 
 
