@@ -16,7 +16,6 @@ the engine is not vLLM, the diagnosis names the error in the engine's words and 
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -233,7 +232,7 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
     if residual and "residual" in base.figure_sources:  # what the log's KV says the engine used that no term explains
         diag.ledger.insert(-1, LedgerLine(term="not explained by the model (from the log's KV figure)", bytes_per_gpu=-residual,
                                           in_budget=True, source="calibrated (log)"))
-    diag.binding = _binding(base, sc.rule, diag.starts, diag.error)
+    diag.binding = _binding(base, sc.rule, diag.error)
     if diag.error is None and not diag.starts:
         diag.error = _predicted_error(base, setup, diag.generation)
     if not diag.starts:
@@ -326,7 +325,7 @@ def _ledger(est, log: StartupLog, error: StartupError | None) -> list[LedgerLine
     return lines
 
 
-def _binding(est, rule: StartRule, ok: bool, error: StartupError | None) -> str:
+def _binding(est, rule: StartRule, error: StartupError | None) -> str:
     if (error is not None and error.kind == "free_memory_below_utilization") or (
             rule.max_budget_bytes is not None and est.budget_bytes_per_gpu > rule.max_budget_bytes):
         return "other processes"
