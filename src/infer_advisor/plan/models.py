@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..engines.lora import LoRASlots
 from ..estimate.memory import MemoryEstimate
 from ..estimate.speed import PerformanceEstimate
 from ..capacity.result import CapacityResult
@@ -100,6 +101,7 @@ class EngineConfig(BaseModel):
         "the Triton model).",
     )
     server_version: str | None = Field(default=None, description="Triton release (yy.mm) whose container ships the engine version.")
+    lora: LoRASlots | None = Field(default=None, description="LoRA adapter slots (--lora-adapters), or None without adapters.")
 
 
 class PublishedCheckpointRef(BaseModel):
