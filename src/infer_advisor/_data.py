@@ -110,7 +110,10 @@ def format_validation_error(err: Any) -> str:
     loc = ".".join(str(p) for p in first.get("loc", ()))
     more = len(err.errors()) - 1
     tail = f" (and {more} more)" if more > 0 else ""
-    return f"{loc}: {first.get('msg')}{tail}"
+    msg = str(first.get("msg")).removeprefix("Value error, ")
+    if first.get("type") == "value_error" and msg.startswith("--"):  # our validators name the option themselves
+        return f"{msg}{tail}"
+    return f"{loc}: {msg}{tail}"
 
 
 def load_validated(path: Path, model: type[T]) -> T:

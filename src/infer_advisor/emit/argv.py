@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import EmitError
 from ..plan.models import DeploymentPlan
+from ..untrusted import refuse_unsafe
 from .facts import emit_facts, engine_facts
 
 Where = Literal["host", "container", "k8s"]
@@ -32,7 +33,6 @@ QUANTIZED_DIR = "models"
 CONTAINER_MODELS = "/models"
 # The file name quantize/gguf_backend.py writes for a GGUF type.
 GGUF_FILE = "model-{type}.gguf"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class ModelRef(BaseModel):
@@ -82,8 +82,7 @@ def model_ref(plan: DeploymentPlan) -> ModelRef:
     local = None
     if plan.model.source == "local":
         local = os.path.abspath(plan.model.path or plan.model.name)
-        if _CONTROL.search(local):
-            raise EmitError(f"Model path {local!r} contains control characters (newline, tab); rename the folder.")
+        refuse_unsafe(local, "Model path", EmitError)
         source = local
     method = _quantize_method(plan)
     if method is not None:

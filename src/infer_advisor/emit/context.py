@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 from pydantic import BaseModel, Field
 
@@ -267,6 +268,31 @@ def _config_files(plan: DeploymentPlan, ref: A.ModelRef) -> list[ConfigFile]:
     return [ConfigFile(name=A.TRTLLM_OPTIONS, text=text, container_dir=A.CONTAINER_CONFIG_DIR)]
 
 
+# An image reference as Docker's distribution/reference grammar writes it: [domain[:port]/]path[:tag][@digest];
+# path components lower-case alphanumerics joined by '.', '_', '__' or dashes.
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+IMAGE_REF = re.compile(
+    rf"^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?{_COMPONENT}(?:/{_COMPONENT})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?(?:@sha256:[a-f0-9]{{64}})?$"
+)
+
+
+def _check_plan_values(plan: DeploymentPlan, *images: str) -> None:
+    """The emit boundary for plans built outside `advise()` (JSON, the Python API): a strict engine version, names
+    without control/separator/bidi characters, and image references Docker accepts, so no value can add a line, a
+    Dockerfile instruction or an invalid FROM."""
+    from ..untrusted import check_version, refuse_unsafe
+
+    check_version(plan.engine.version, "engine version", EmitError)
+    names = [("model name", plan.model.name), ("model path", plan.model.path), ("served model name", plan.engine.served_model_name),
+             *(("GPU name", g.name) for g in plan.hardware.gpus)]
+    for what, value in names:
+        if value:
+            refuse_unsafe(value, what, EmitError)
+    for image in images:
+        if not IMAGE_REF.match(image):
+            raise EmitError(f"{image!r} is not a valid image reference for a Dockerfile FROM or an image: field.")
+
+
 def build_context(plan: DeploymentPlan) -> EmitContext:
     """All template values for ``plan``; raises :class:`~infer_advisor.errors.EmitError` for what cannot be emitted."""
     facts = emit_facts()
@@ -321,6 +347,7 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
         init_download = ["/opt/infer-advisor/entrypoint.sh", "prepare"]
     resident = plan.memory.weights_bytes_per_gpu * max(gpus_per_node, 1) if gpu else plan.memory.total_bytes_per_gpu
     replicas_anywhere = p.replicas > 1 or multi
+    _check_plan_values(plan, platform.image, platform.from_image, f"infer-advisor/{app}:{A.slug(key)}-{e.version}")
     ctx = dict(
         engine=key, engine_display=_display(plan), engine_version=e.version, image=platform.image,
         from_image=platform.from_image, built_image=f"infer-advisor/{app}:{A.slug(key)}-{e.version}",

@@ -157,6 +157,13 @@ def _entry(raw: object, where: str) -> GPUEntry:
 
     if not isinstance(raw, dict):
         raise DataFileError(where, "a GPU description is a mapping of the catalog's fields (see data/gpus.yaml)")
+    from ..untrusted import check_gpu_name
+
+    for key in ("name", "aliases", "nvml_names"):  # names reach artifacts, tables and comments
+        values = raw.get(key)
+        for value in values if isinstance(values, list) else [values]:
+            if isinstance(value, str):
+                check_gpu_name(value, f"{where}: {key}", lambda msg: DataFileError(where, msg.removeprefix(f"{where}: ")))
     try:
         return GPUEntry.model_validate({"source": SPEC_SOURCE, "memory_type": "unknown", **raw})
     except ValidationError as err:

@@ -138,6 +138,32 @@ class PlanRequest(BaseModel):
     )
     max_num_seqs: int | None = Field(default=None, gt=0, le=65536, description="Sequences the engine schedules at once; default: the engine version's own.")
 
+    @field_validator("model", "gpu", "revision", "price_per_gpu_hour")
+    @classmethod
+    def _safe_text(cls, value, info):
+        """Names, specs and revisions hold no control, line-separator or bidi character (they reach artifacts)."""
+        from ..untrusted import refuse_unsafe
+
+        return value if value is None else refuse_unsafe(value, f"--{info.field_name.replace('_', '-')}")
+
+    @field_validator("rules", "lengths_file", "calibration")
+    @classmethod
+    def _safe_paths(cls, value, info):
+        from ..untrusted import refuse_unsafe
+
+        for path in value if isinstance(value, list) else [value]:
+            if path is not None:
+                refuse_unsafe(str(path), f"--{info.field_name.replace('_', '-')}")
+        return value
+
+    @field_validator("engine_version")
+    @classmethod
+    def _version(cls, value):
+        """A strict version ('v0.19.0' is read as '0.19.0'): it becomes an image tag and a comment in artifacts."""
+        from ..untrusted import check_version
+
+        return value if value is None else check_version(value)
+
     @field_validator("calibration", mode="before")
     @classmethod
     def _calibration_list(cls, value):
