@@ -110,11 +110,37 @@ def terminal_text(value: object) -> str:
     return escape(escape_unsafe(str(value)))
 
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+# Markdown that changes structure or reaches out: table pipes, code spans, links/images, raw HTML, escapes.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`|\[\]])")
+# What starts raw HTML (a tag, a comment, a declaration) or an entity; '8.0 < 7.0' stays as it is.
+_HTML_START = re.compile(r"<(?=[A-Za-z/!?])")
+_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
 
 
 def markdown_cell(value: object) -> str:
-    """One markdown table cell: unsafe characters escaped, markdown punctuation backslash-escaped (raw HTML and
-    links become text), so a cell can neither end the row nor the table nor inject markup."""
+    """One markdown cell or list item: unsafe characters (newline and \\r included) escaped visibly, ``| ` [ ] \\``
+    backslash-escaped, and a ``<`` that would open a tag or an ``&`` that would start an entity written as an
+    entity, so text can end neither the cell, the row nor the table, and raw HTML and links become text."""
     text = escape_unsafe(str(value))
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text).replace("&", "&amp;")
+    text = _HTML_START.sub("&lt;", _ENTITY.sub("&amp;", text))
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def printable_lines(text: str) -> str:
+    """``text`` with unsafe characters escaped except the newlines that separate its lines (console output)."""
+    return "\n".join(escape_unsafe(line) for line in text.split("\n"))
+
+
+def safe_table(*args, **kwargs):
+    """A rich ``Table`` whose title, caption and string cells pass :func:`terminal_text` (cells never parse as
+    markup: ``[/]`` in a config.json field is text, not a closing tag)."""
+    from rich.table import Table
+
+    class SafeTable(Table):
+        def add_row(self, *cells, **kw):
+            super().add_row(*(terminal_text(c) if isinstance(c, str) else c for c in cells), **kw)
+
+    for key in ("title", "caption"):
+        if isinstance(kwargs.get(key), str):
+            kwargs[key] = terminal_text(kwargs[key])
+    return SafeTable(*args, **kwargs)

@@ -160,7 +160,7 @@ def _gib(n: int | None) -> str:
 
 def render_table(report: BenchReport):
     """A rich Table of the levels (every figure measured) and, if any, the plan comparison."""
-    from rich.table import Table
+    from ..untrusted import safe_table
 
     md = report.metadata
     mem_label = {
@@ -171,7 +171,7 @@ def render_table(report: BenchReport):
     }[md.memory_source]
     device_column = any(lv.peak_device_memory_bytes is not None for lv in report.levels)
     status = "" if report.complete else " · INCOMPLETE" + (f" ({report.error})" if report.error else "")
-    table = Table(
+    table = safe_table(
         title=f"{md.engine} · {md.model} · {md.device.name}"
         + (" · RANDOM WEIGHTS" if md.random_weights else "")
         + status,
@@ -214,7 +214,7 @@ def render_table(report: BenchReport):
     if opened:
         tables.append(_open_table(report, opened, status))
     if report.comparisons:
-        cmp = Table(title="Plan vs measured", caption="predicted: the plan's estimate; measured: this run.")
+        cmp = safe_table(title="Plan vs measured", caption="predicted: the plan's estimate; measured: this run.")
         for col in ("metric", "conc.", "predicted", "source", "measured", "error %"):
             cmp.add_column(col, justify="right", overflow="fold")
         for c in report.comparisons:
@@ -231,10 +231,10 @@ def render_table(report: BenchReport):
 
 
 def _open_table(report: BenchReport, levels, status: str):
-    from rich.table import Table
+    from ..untrusted import safe_table
 
     md = report.metadata
-    table = Table(
+    table = safe_table(
         title=f"{md.engine} · {md.model} · {md.device.name} · open loop (Poisson arrivals)"
         + (" · RANDOM WEIGHTS" if md.random_weights else "")
         + status,

@@ -19,7 +19,15 @@ def make_console(*, stderr: bool = False):
     exits 141 quietly) instead of rich's own ``SystemExit(1)``, which read as "infeasible plan"."""
     from rich.console import Console
 
+    from ..untrusted import printable_lines
+
     class _Console(Console):
+        def render_str(self, text: str, **kwargs):
+            """Every string printed (a line, a table cell, a title) loses its terminal controls here: ESC, OSC 8
+            links, C1, bidi and \\r are written as visible escapes. Rich markup is escaped where the text is built
+            (:func:`infer_advisor.untrusted.terminal_text`)."""
+            return super().render_str(printable_lines(text), **kwargs)
+
         def on_broken_pipe(self) -> None:
             self.quiet = True
             raise BrokenPipeError

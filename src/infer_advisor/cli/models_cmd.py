@@ -174,12 +174,12 @@ def _add(ns: argparse.Namespace) -> int:
 
 def _print_catalog(report: ModelsReport) -> None:
     from rich import box
-    from rich.table import Table
+    from ..untrusted import safe_table
 
     from ._console import fit_width, make_console
 
     ids = len(report.models) + sum(len(r.variants) for r in report.models)
-    table = Table(
+    table = safe_table(
         title=f"Model catalog by family: {len(report.models)} configs, {ids} Hub ids; params computed from each config.json",
         caption="source: catalog (config.json copied from the Hub; URLs in --json). Variants (+) share their entry's "
         "config. `--family TEXT` lists one family; `infer-advisor models NAME` shows one model.",
@@ -214,10 +214,10 @@ def _print_catalog(report: ModelsReport) -> None:
 
 def _print_facts(facts) -> None:
     from ._console import make_console
-    from rich.table import Table
+    from ..untrusted import safe_table
 
     origin = {"catalog": "catalog config.json", "hub": "Hub config.json", "local": "local config.json"}[facts.source]
-    table = Table(title=f"{facts.name}  (source: {facts.source})")
+    table = safe_table(title=f"{facts.name}  (source: {facts.source})")
     table.add_column("fact")
     table.add_column("value", justify="right")
     table.add_column("from")

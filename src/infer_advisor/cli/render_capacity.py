@@ -67,16 +67,19 @@ def footer_lines(result: CapacityResult) -> list[str]:
 
 def capacity_lines(result: CapacityResult) -> list[str]:
     """Markdown lines: the same content the rich output shows."""
-    head = summary_lines(result)
+    from ..untrusted import markdown_cell as md
+
+    head = [md(ln) for ln in summary_lines(result)]
     out = [f"### {head[0]}", "", *(ln if ln.startswith("- ") else ln + "  " for ln in head[1:]), ""]
     out += ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in _row(cand)) + " |" for cand in result.best_per_gpu]
-    return out + ["", *footer_lines(result)]
+    out += ["| " + " | ".join(md(cell) for cell in _row(cand)) + " |" for cand in result.best_per_gpu]
+    return out + ["", *(md(ln) for ln in footer_lines(result))]
 
 
 def print_capacity(result: CapacityResult, console) -> None:
-    from rich.markup import escape
     from rich.table import Table
+
+    from ..untrusted import terminal_text as escape
 
     head = summary_lines(result)
     console.print(f"[bold]{escape(head[0])}[/bold]")

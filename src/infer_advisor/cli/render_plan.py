@@ -201,9 +201,9 @@ def print_plan(plan, explain: bool = False, fmt: str = "table") -> None:
     if fmt == "markdown":
         sys.stdout.write(plan_markdown(plan, explain=explain))
         return
-    from rich.markup import escape
     from rich.table import Table
 
+    from ..untrusted import terminal_text as escape
     from ._console import make_console
 
     console = make_console()
@@ -255,7 +255,9 @@ def print_plan(plan, explain: bool = False, fmt: str = "table") -> None:
 
 
 def _md_cell(text: str) -> str:
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    from ..untrusted import markdown_cell
+
+    return markdown_cell(text)
 
 
 def _md_table(header: list[str], rows) -> list[str]:
