@@ -20,10 +20,9 @@ def read_structured(path: Path, check: Callable[[Any], Any] | None = None) -> An
     exponentially (a 342-byte "billion laughs" file ran until killed). Parsed YAML is cached as JSON
     (:func:`_cache_path`), but only after ``check`` (the caller's validation, which raises on bad data) passed.
     """
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise DataFileError(str(path), f"cannot read: {err.strerror or err}") from None
+    from .bounded_read import read_bounded
+
+    raw = read_bounded(path, "data")  # regular files only, at most 16 MiB
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -12,15 +12,18 @@ from __future__ import annotations
 def run_from_log(opts, *, model_given: bool) -> int:
     import hashlib
 
-    from ..errors import DataFileError
     from ..estimate.memory_calibration import fit_memory_calibration
     from ..estimate.startup_log import parse_startup_log
 
     path = opts.from_log
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as err:
-        raise DataFileError(str(path), f"cannot read the log: {err.strerror or err}") from None
+    from ..bounded_read import read_text_bounded
+
+    from ..errors import DataFileError
+
+    def cannot(p, why: str) -> DataFileError:
+        return DataFileError(str(p), why.replace("cannot read:", "cannot read the log:"))
+
+    text = read_text_bounded(path, "log", cannot, errors="replace")  # regular files only, at most 64 MiB
     log = parse_startup_log(text, engine=opts.engine)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
     cal = fit_memory_calibration(

@@ -149,9 +149,11 @@ def _kind(path: Path) -> str:
 
     if not path.is_file():
         raise DataFileError(str(path), "calibration file not found; write one with `infer-advisor calibrate`")
+    from ..bounded_read import read_text_bounded
+
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
+        raw = json.loads(read_text_bounded(path, "data"))
+    except UnicodeDecodeError as err:
         raise DataFileError(str(path), f"cannot read: {err}") from None
     except json.JSONDecodeError as err:
         raise DataFileError(str(path), f"not a calibration file: invalid JSON at line {err.lineno}: {err.msg}") from None

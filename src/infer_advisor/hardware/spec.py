@@ -144,7 +144,7 @@ def _custom_spec(spec: str, text: str) -> HardwareSpec | None:
     from .._data import read_structured
 
     path = Path(path_text).expanduser()
-    if not path.is_file():
+    if not path.exists():  # a FIFO or device is refused by read_structured (regular files only), not called missing
         raise HardwareSpecError(spec, f"no GPU description file at {path_text}")
     raw = read_structured(path)
     count, nodes = _counts(spec, counts) if counts else (1, 1)
