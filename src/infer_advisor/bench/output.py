@@ -36,7 +36,8 @@ def file_names(complete: bool) -> tuple[str, str, str, str]:
 def level_rows(report: BenchReport) -> list[dict]:
     rows = []
     for lv in report.levels:
-        row: dict = {"concurrency": lv.concurrency, "num_requests": lv.num_requests, "duration_s": lv.duration_s}
+        row: dict = {"concurrency": lv.concurrency, "num_requests": lv.num_requests,
+                     "failed_requests": lv.failed_requests, "duration_s": lv.duration_s}
         for name in _STATS:
             st = getattr(lv, name)
             for k in ("mean", "p50", "p90", "p99"):
