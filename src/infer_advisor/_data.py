@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -50,10 +51,41 @@ def read_structured(path: Path, check: Callable[[Any], Any] | None = None) -> An
     return data
 
 
+@functools.cache
+def _strict_loader():
+    """The C safe loader, refusing a mapping that repeats a key (YAML keeps the last one without a word)."""
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class StrictLoader(base):  # type: ignore[misc, valid-type]
+        def construct_mapping(self, node, deep=False):
+            seen: set = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    duplicate = key in seen
+                    seen.add(key)
+                except TypeError:  # an unhashable key: the base constructor names it
+                    duplicate = False
+                if duplicate:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r} (each key once)", key_node.start_mark
+                    )
+            return super().construct_mapping(node, deep)
+
+    return StrictLoader
+
+
+def parse_yaml_text(text: str, where: str) -> Any:
+    """Parse YAML ``text`` (aliases and duplicate keys refused); errors name ``where`` and the line."""
+    return _parse_yaml(Path(where), text)
+
+
 def _parse_yaml(path: Path, text: str) -> Any:
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = _strict_loader()
     try:
         if "*" in text:  # an alias needs a '*': only then look at the events
             for event in yaml.parse(text, Loader=loader):

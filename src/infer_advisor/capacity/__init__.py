@@ -33,6 +33,9 @@ def size(model: str | None = None, *, progress=None, **options: Any) -> Capacity
     from ..errors import RequestError
     from ..plan.request import PlanRequest
 
+    from ..plan.request import check_api_arguments
+
+    check_api_arguments(None, model, options, None, None, progress)
     if model is not None:
         options["model"] = model
     try:

@@ -147,7 +147,15 @@ def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callabl
     options: list[Option] = []
     refused: list[Candidate] = []
     moe = model.family == "moe"
-    for gpu, per_node, nodes in _gpu_types(request):
+    types = _gpu_types(request)
+    if isinstance(overrides, dict):  # a price for a GPU type not searched would be silently unused
+        unused = sorted(set(overrides) - {g.name for g, _, _ in types})
+        if unused:
+            from ..errors import RequestError
+
+            raise RequestError(f"--price-per-gpu-hour names {', '.join(unused)}, which --gpu {request.gpu} does not "
+                               "search; price only the GPU types asked for (or use --gpu any).")
+    for gpu, per_node, nodes in types:
         price = price_for(gpu.name, overrides)
         for tp, pp, ep in _layouts(per_node, nodes, request, moe):
             hw = HardwareFacts(kind="gpu", gpus=[gpu] * min(per_node, tp * pp), nodes=max(1, math.ceil(tp * pp / per_node)),

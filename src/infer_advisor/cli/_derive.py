@@ -97,4 +97,4 @@ def model_from_namespace(model: type[BaseModel], ns: argparse.Namespace, **extra
         loc = ".".join(str(p) for p in first.get("loc", ()))
         opt = "--" + loc.replace("_", "-") if loc else "input"
         msg = str(first.get("msg")).removeprefix("Value error, ")
-        raise RequestError(msg if msg.startswith(opt + " ") else f"{opt}: {msg}") from None
+        raise RequestError(msg if msg.startswith(opt + " ") or msg.startswith("--") else f"{opt}: {msg}") from None

@@ -128,14 +128,12 @@ def _custom_spec(spec: str, text: str) -> HardwareSpec | None:
         body, _, counts = text.rpartition("}")
         if len(text) > MAX_INLINE_SPEC:
             raise HardwareSpecError(spec[:60] + "...", f"an inline GPU description has at most {MAX_INLINE_SPEC} characters")
-        if "&" in body or "*" in body:
-            raise HardwareSpecError(spec, "YAML anchors and aliases are not allowed in a GPU description")
-        import yaml
+        from .._data import parse_yaml_text
 
-        try:
-            raw = yaml.load(body + "}", Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
-        except yaml.YAMLError as err:
-            raise HardwareSpecError(spec, f"not a YAML mapping ({getattr(err, 'problem', err)})") from None
+        try:  # aliases and duplicate keys refused by the parser (a name may hold '&' or '*')
+            raw = parse_yaml_text(body + "}", "--gpu")
+        except DataFileError as err:
+            raise HardwareSpecError(spec, f"not a YAML mapping ({err.problem})") from None
         count, nodes = _counts(spec, counts.removeprefix(":")) if counts.strip() else (1, 1)
         return HardwareSpec(kind="gpu", name=None, count=count, nodes=nodes, entry=_entry(raw, "--gpu"))
     path_text, _, counts = text.partition(":") if re.search(r"\.(ya?ml|json):", text) else (text, "", "")
@@ -146,7 +144,7 @@ def _custom_spec(spec: str, text: str) -> HardwareSpec | None:
     path = Path(path_text).expanduser()
     if not path.exists():  # a FIFO or device is refused by read_structured (regular files only), not called missing
         raise HardwareSpecError(spec, f"no GPU description file at {path_text}")
-    raw = read_structured(path)
+    raw = read_structured(path, check=lambda data: _entry(data, str(path)))  # the cache keeps only valid files
     count, nodes = _counts(spec, counts) if counts else (1, 1)
     return HardwareSpec(kind="gpu", name=None, count=count, nodes=nodes, entry=_entry(raw, str(path)))
 

@@ -35,7 +35,7 @@ from .models import (
     RuleTrace,
     SpeculativePlan,
 )
-from .request import PlanRequest
+from .request import PlanRequest, check_api_arguments, refuse_unused
 from .search import Choice, plan_max_num_seqs, search
 
 
@@ -95,6 +95,7 @@ def advise(
     An impossible request returns a plan with ``feasible=False``, the reason and a ``suggestion``;
     bad input raises an :class:`~infer_advisor.errors.InferAdvisorError` subclass.
     """
+    check_api_arguments(request, model, options, model_facts, hardware, progress)
     if request is None:
         if model is not None:
             options["model"] = model
@@ -102,6 +103,8 @@ def advise(
             request = PlanRequest(**options)
         except ValidationError as err:
             raise RequestError(format_validation_error(err)) from None
+    if hardware is None and model_facts is None:  # a user's request (sizing plans its options with resolved facts)
+        refuse_unused(request)
     if model_facts is None:
         from ..model_facts import resolve_model
 
