@@ -10,6 +10,7 @@ with the dice. Every trial is kept: they are the candidate's points on the laten
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 from ..estimate.step_time import StepModel
@@ -59,8 +60,9 @@ def _at(step: StepModel, workload: Workload, cfg: SchedulerConfig, rate: float, 
 
 
 def find_max_rate(step: StepModel, workload: Workload, cfg: SchedulerConfig, targets: LatencyTargets, *,
-                  seed: int = 0, requests: int = TRIAL_REQUESTS) -> RateSearch:
-    """Highest Poisson rate one replica sustains with every target met (and its queue not growing)."""
+                  seed: int = 0, requests: int = TRIAL_REQUESTS, deadline: float | None = None) -> RateSearch:
+    """Highest Poisson rate one replica sustains with every target met (and its queue not growing). Past
+    ``deadline`` (time.monotonic()) the bisection stops at the highest rate shown to hold so far (a lower bound)."""
     est = analytic_rate(step, cfg, workload.mean_input, workload.mean_output)
     out = RateSearch(max_rate=0.0, estimate=est)
     if est <= 0:
@@ -90,7 +92,7 @@ def find_max_rate(step: StepModel, workload: Workload, cfg: SchedulerConfig, tar
         out.capacity = hi.requests_per_s
     a, b = math.log(lo_rate), math.log(top)
     for _ in range(BISECTIONS):
-        if b - a <= PRECISION:
+        if b - a <= PRECISION or (deadline is not None and time.monotonic() > deadline):
             break
         mid = math.exp((a + b) / 2)
         res = _at(step, workload, cfg, mid, requests, seed)

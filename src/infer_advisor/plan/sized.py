@@ -23,9 +23,14 @@ def sized_plan(request, model: ModelFacts, explain: bool, progress: Any = None):
         fallback = max(planned, key=lambda c: c.max_rate_per_replica, default=None)
     target = chosen or fallback
     if target is None:
-        why = "; ".join(f"{c.gpu} {c.layout}: {c.why_not}" for c in result.best_per_gpu[:4]) or "no GPU type could be planned"
+        why = "; ".join(f"{c.gpu} {c.layout}: {c.why_not}" for c in result.best_per_gpu[:3]) or "no GPU type could be planned"
+        if len(why) > 600:  # one readable line, not several KB
+            why = why[:600].rsplit(" ", 1)[0] + " ..."
         from ..errors import RequestError
 
+        budget = next((n for n in result.notes if n.startswith("time budget")), None)
+        if budget:
+            raise RequestError(f"No option found for {model.name} within the search's {budget}. Searched so far: {why}.")
         raise RequestError(f"No GPU type searched can serve {model.name}: {why}.")
     gpr = target.gpus_per_replica
     replicas = max(target.replicas, 1)
