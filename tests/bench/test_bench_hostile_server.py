@@ -163,7 +163,7 @@ def test_warm_up_prompts_differ_from_measured_prompts():
 
 def test_a_drip_fed_model_list_is_bounded(monkeypatch):
     """A /v1/models answer sent one byte a second never tripped the read timeout: the check has a total deadline."""
-    from infer_advisor.bench.engines import openai_engine
+    from infer_advisor.bench.backends import openai_engine
     from infer_advisor.errors import BenchmarkError
 
     real = openai_engine.constant

@@ -1,6 +1,6 @@
 """Probe (issue 18, searches): a sizing search answers within its time budget with the best found so far and names
 what it did not search (DeepSeek-V3 `--gpu any --rate 3` took 72 s). The budget is lowered here to keep the test
-short; the shipped one is capacity.search.SEARCH_BUDGET_S (25 s, under the 30 s bound)."""
+short; the shipped one is capacity.sizing.SEARCH_BUDGET_S (25 s, under the 30 s bound)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def _env(monkeypatch, tmp_path):
 
 
 def test_shipped_budget_is_under_thirty_seconds():
-    from infer_advisor.capacity import search
+    from infer_advisor.capacity import sizing as search
 
     assert 0 < search.SEARCH_BUDGET_S <= 25
 
@@ -27,7 +27,7 @@ def test_shipped_budget_is_under_thirty_seconds():
     ["plan", "--model", "meta-llama/Llama-3.1-405B", "--gpu", "any", "--rate", "1000000"],
 ])  # fmt: skip
 def test_a_long_search_stops_at_its_budget_and_says_so(args, monkeypatch):
-    from infer_advisor.capacity import search
+    from infer_advisor.capacity import sizing as search
 
     monkeypatch.setattr(search, "SEARCH_BUDGET_S", 2.0)
     start = time.monotonic()

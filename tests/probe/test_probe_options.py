@@ -82,7 +82,7 @@ def test_upper_case_rule_files_are_read(tmp_path):
 def test_python_api_wrong_types_raise_project_errors():
     from infer_advisor import advise, size
     from infer_advisor.errors import InferAdvisorError
-    from infer_advisor.plan.request import PlanRequest
+    from infer_advisor.request import PlanRequest
 
     plan = advise(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB")
     calls = [

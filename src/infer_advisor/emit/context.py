@@ -8,21 +8,22 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
 from pydantic import BaseModel, Field
 
-from .. import __version__
+from .._version import __version__
 from ..errors import EmitError
+from .boundary import check_plan_values
 from ..estimate.formats import dtype_bytes
 from ..plan.models import DeploymentPlan
-from . import argv as A
-from . import triton as T
-from ..triton import triton_facts, triton_release
-from .facts import emit_facts, emit_key
+from ..engines import argv as A
+from ..engines import triton_launch as T
+from ..engines.triton import triton_facts, triton_release
+from ..engines.launch_facts import emit_facts, emit_key
 from .templating import render_template, template_name
 from .platform import Platform, platform_for
-from .prepare import PrepareStep, prepare_steps
+from ..engines.launch import launch_argv, prepare_steps
+from ..engines.prepare import PrepareStep
 from .quote import sh_join, sh_quote
 
 _GIB = 2**30
@@ -268,31 +269,6 @@ def _config_files(plan: DeploymentPlan, ref: A.ModelRef) -> list[ConfigFile]:
     return [ConfigFile(name=A.TRTLLM_OPTIONS, text=text, container_dir=A.CONTAINER_CONFIG_DIR)]
 
 
-# An image reference as Docker's distribution/reference grammar writes it: [domain[:port]/]path[:tag][@digest];
-# path components lower-case alphanumerics joined by '.', '_', '__' or dashes.
-_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-IMAGE_REF = re.compile(
-    rf"^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?{_COMPONENT}(?:/{_COMPONENT})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?(?:@sha256:[a-f0-9]{{64}})?$"
-)
-
-
-def _check_plan_values(plan: DeploymentPlan, *images: str) -> None:
-    """The emit boundary for plans built outside `advise()` (JSON, the Python API): a strict engine version, names
-    without control/separator/bidi characters, and image references Docker accepts, so no value can add a line, a
-    Dockerfile instruction or an invalid FROM."""
-    from ..untrusted import check_version, refuse_unsafe
-
-    check_version(plan.engine.version, "engine version", EmitError)
-    names = [("model name", plan.model.name), ("model path", plan.model.path), ("served model name", plan.engine.served_model_name),
-             *(("GPU name", g.name) for g in plan.hardware.gpus)]
-    for what, value in names:
-        if value:
-            refuse_unsafe(value, what, EmitError)
-    for image in images:
-        if not IMAGE_REF.match(image):
-            raise EmitError(f"{image!r} is not a valid image reference for a Dockerfile FROM or an image: field.")
-
-
 def build_context(plan: DeploymentPlan) -> EmitContext:
     """All template values for ``plan``; raises :class:`~infer_advisor.errors.EmitError` for what cannot be emitted."""
     facts = emit_facts()
@@ -302,8 +278,7 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
         raise EmitError(f"No templates for engine '{key}'. Known: {', '.join(facts.engines)}.")
     if e.name == "ctranslate2" and p.tensor_parallel_size * p.pipeline_parallel_size > 1:
         raise EmitError("CTranslate2 tensor parallelism needs an MPI launch, which is not emitted; plan on one GPU.")
-    ef = facts.engines[key]
-    triton = e.server == "triton"
+    ef, triton = facts.engines[key], e.server == "triton"
     gpu = plan.hardware.kind == "gpu"
     ref = T.model_ref(A.model_ref(plan)) if triton else A.model_ref(plan)
     app = _app_name(plan)
@@ -311,9 +286,9 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
     data_parallel = A.local_replicas(plan) > 1 and e.name in A.DATA_PARALLEL_ENGINES
     gpus_per_node = per_replica * (A.local_replicas(plan) if data_parallel else 1)
     platform = platform_for(plan, gpus_per_node)
-    argv_host = A.launch_argv(plan, ref, "host")
-    argv_container = A.launch_argv(plan, ref, "container")
-    argv_k8s = A.launch_argv(plan, ref, "k8s")
+    argv_host = launch_argv(plan, ref, "host")
+    argv_container = launch_argv(plan, ref, "container")
+    argv_k8s = launch_argv(plan, ref, "k8s")
     groups = _replica_groups(plan, per_replica, argv_host, argv_container)
     ports = [NamedPort(name=x.name, port=x.port) for x in T.ports()] if triton else [NamedPort(name="http", port=e.port or 0)]
     health_url = f"http://localhost:{e.port}{e.health_path}" if e.http_server and e.health_path else None
@@ -347,7 +322,7 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
         init_download = ["/opt/infer-advisor/entrypoint.sh", "prepare"]
     resident = plan.memory.weights_bytes_per_gpu * max(gpus_per_node, 1) if gpu else plan.memory.total_bytes_per_gpu
     replicas_anywhere = p.replicas > 1 or multi
-    _check_plan_values(plan, platform.image, platform.from_image, f"infer-advisor/{app}:{A.slug(key)}-{e.version}")
+    check_plan_values(plan, platform.image, platform.from_image, f"infer-advisor/{app}:{A.slug(key)}-{e.version}")
     ctx = dict(
         engine=key, engine_display=_display(plan), engine_version=e.version, image=platform.image,
         from_image=platform.from_image, built_image=f"infer-advisor/{app}:{A.slug(key)}-{e.version}",
@@ -415,7 +390,7 @@ def _compose_services(
 
 
 def _display(plan: DeploymentPlan) -> str:
-    from ..engines import engine_profile
+    from ..engines.profiles import engine_profile
 
     if plan.engine.server == "triton":
         return f"Triton Inference Server {plan.engine.server_version} with TensorRT-LLM"

@@ -27,6 +27,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import DataFileError, HardwareSpecError, UnknownGPUError
+from ..request import searches_gpu_types  # noqa: F401 - one definition, used by the request's checks too
 from .catalog import GPUEntry, find_entry, suggest_names
 
 # Longest inline GPU description accepted (a full entry is about 300 characters).
@@ -166,9 +167,3 @@ def _entry(raw: object, where: str) -> GPUEntry:
         return GPUEntry.model_validate({"source": SPEC_SOURCE, "memory_type": "unknown", **raw})
     except ValidationError as err:
         raise DataFileError(where, format_validation_error(err)) from None
-
-
-def searches_gpu_types(spec: str) -> bool:
-    """True for ``--gpu any`` or a comma list of GPU names (an inline YAML spec also has commas, inside braces)."""
-    spec = spec.strip()
-    return spec.lower() == "any" or ("," in spec and not spec.startswith("{"))

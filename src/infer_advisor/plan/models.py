@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..estimate.memory import MemoryEstimate
 from ..estimate.speed import PerformanceEstimate
 from ..capacity.result import CapacityResult
-from .request import PlanRequest
+from ..request import PlanRequest
 
 SCHEMA_VERSION = "1"
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .calibrate import CalibrationPoint
+    from ..estimate.calibration import CalibrationPoint
 
 # Our own benchmark script's output: strict types, extra keys (raw step times, versions ...) ignored.
 _STRICT = ConfigDict(extra="ignore", strict=True, defer_build=True)
@@ -89,7 +89,7 @@ def points_from_file(path: Path) -> tuple[list[CalibrationPoint], str | None, st
 
 
 def _from_measure(path: Path, raw: dict):
-    from .calibrate import CalibrationPoint
+    from ..estimate.calibration import CalibrationPoint
 
     data = MeasureFile.model_validate(raw)
     pts = []
@@ -112,7 +112,7 @@ def _from_measure(path: Path, raw: dict):
 def _from_bench(path: Path, raw: dict):
     from ..bench.report import BenchReport
     from ..errors import DataFileError
-    from .calibrate import CalibrationPoint
+    from ..estimate.calibration import CalibrationPoint
 
     rep = BenchReport.model_validate(raw)
     if not rep.complete:

@@ -14,13 +14,17 @@ templates only print it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, Field
 
-from ..plan.models import DeploymentPlan
-from ..triton import triton_facts, triton_release
+from .triton import triton_facts, triton_release
 from . import argv as A
-from .facts import engine_facts
+from .launch_facts import engine_facts
 from .prepare import PrepareStep
+
+if TYPE_CHECKING:  # the plan is read, never built here (engines sit below plan; see tests/test_import_graph.py)
+    from ..plan.models import DeploymentPlan
 
 # The model repository beside the artifacts (host) and inside the built image.
 MODEL_REPOSITORY = "model_repository"

@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._data import load_validated
-from ._paths import shipped
+from .._data import load_validated
+from .._paths import shipped
 
 EngineName = Literal[
     "vllm", "sglang", "tgi", "ctranslate2", "llama.cpp", "transformers", "trtllm", "mlc", "exllamav2", "mistralrs"
@@ -30,6 +30,10 @@ class EngineProfile(BaseModel):
 
     name: str = ""
     display: str
+    alternative: str | None = Field(default=None, description="The engine a plan names as the other good choice.")
+    served_model_name: str | None = Field(
+        default=None, description="The model name the server answers to whatever the model; None: the model's own name."
+    )
     version: str = Field(description="Engine version the templates and flags target.")
     image: str = Field(description="Official container image, pinned (never latest).")
     http_server: bool
@@ -86,7 +90,7 @@ def engine_profiles() -> dict[str, EngineProfile]:
 
 
 def engine_profile(name: str) -> EngineProfile:
-    from .errors import RequestError, close_matches
+    from ..errors import RequestError, close_matches
 
     profiles = engine_profiles()
     if name not in profiles:

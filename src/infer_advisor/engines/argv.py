@@ -1,8 +1,10 @@
 """Plan -> argument lists: one function per engine, the only place engine flags are decided.
 
     >>> ref = model_ref(plan)
-    >>> launch_argv(plan, ref, "host")
-    ['vllm', 'serve', 'meta-llama/Llama-2-7b-hf', '--tensor-parallel-size', '1', ...]
+    >>> vllm_flags(plan, ref.host)
+    ['--tensor-parallel-size', '1', ...]
+
+``launch.py`` puts the engine's command in front of these flags (``launch_argv``).
 
 Templates receive these lists and only loop over them; every value is quoted for its target by a filter.
 """
@@ -12,14 +14,16 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Literal
+from typing import Literal, TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from ..errors import EmitError
-from ..plan.models import DeploymentPlan
 from ..untrusted import refuse_unsafe
-from .facts import emit_facts, engine_facts
+from .launch_facts import engine_facts
+
+if TYPE_CHECKING:  # the plan is read, never built here (engines sit below plan; see tests/test_import_graph.py)
+    from ..plan.models import DeploymentPlan
 
 Where = Literal["host", "container", "k8s"]
 
@@ -341,7 +345,7 @@ def mistralrs_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> 
     return argv
 
 
-_FLAGS = {
+FLAGS = {
     "vllm": vllm_flags,
     "sglang": sglang_flags,
     "tgi": tgi_flags,
@@ -374,28 +378,6 @@ def with_port(argv: list[str], port: int) -> list[str]:
         if word in ("--port", "-p"):
             out[i + 1] = str(port)
     return out
-
-
-def launch_argv(plan: DeploymentPlan, ref: ModelRef, where: Where) -> list[str]:
-    """The full command (executable + flags) that starts the plan's engine on the host, in its container, or in a
-    Kubernetes pod (``k8s``: one replica per pod, so no in-process data parallelism)."""
-    name = plan.engine.name
-    if name not in _FLAGS:
-        raise EmitError(f"No argument builder for engine '{name}'.")
-    if plan.parallelism.nodes > 1 and name != "vllm":
-        raise EmitError(f"Multi-node artifacts are emitted for vLLM (Ray) only, not {name}; plan with --engine vllm.")
-    if plan.engine.server == "triton":  # the engine's settings live in the model repository (model.yaml)
-        from .triton import tritonserver_argv
-
-        return tritonserver_argv(plan, where)
-    facts = emit_facts().engines[name]
-    command = facts.host_command if where == "host" else facts.container_command
-    model = ref.host if where == "host" else ref.container
-    if facts.builds_image:  # MLC / ExLlamaV2 serve the folder their own conversion step writes
-        from .prepare import prepared_model
-
-        model = prepared_model(plan, ref, where)
-    return [*command, *_FLAGS[name](plan, model, where)]
 
 
 def ray_head_argv() -> list[str]:

@@ -17,115 +17,16 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-SCHEMA_VERSION = 2
-
-
-class CalibrationPoint(BaseModel):
-    """One measured batch size of one model."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    model: str = Field(description="Catalog name or path of the model measured.")
-    batch: int = Field(gt=0, description="Sequences decoded together (bench concurrency).")
-    input_tokens: int = Field(gt=0)
-    output_tokens: int = Field(gt=0)
-    ttft_s: float = Field(gt=0, description="Measured time to first token (prefill of the batch + sampling).")
-    tpot_s: float = Field(gt=0, description="Measured time per decode step (median).")
-    peak_memory_bytes: int | None = Field(default=None, description="Measured peak device memory, if recorded.")
-    origin: str = Field(description="Which file and tool measured it.")
-    dtype: str | None = Field(default=None, description="Weights dtype of this point (default: the calibration's).")
-    mode: Literal["static", "closed_loop"] = Field(
-        default="static", description="static: all `batch` requests start together; closed_loop: `batch` clients back to back (bench)."
-    )
-    tp: int = Field(default=1, ge=1, le=64, description="Tensor-parallel GPUs the model ran on.")
-
-
-class Calibration(BaseModel):
-    """A fitted speed profile: what `infer-advisor calibrate --out FILE` writes and `--calibration FILE` reads.
-
-    Bounds are plausibility limits (a file outside them is refused on load, see estimate/calibration_file.py):
-    bandwidth up to 1 PB/s, compute up to 1 EFLOP/s, efficiencies from 0.1% to 100%, overheads under 10 s.
-    """
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    schema_version: Literal[2] = SCHEMA_VERSION
-    kind: Literal["speed"] = Field(default="speed", description="Calibration kind (shared header, estimate/calibration_file.py).")
-    engine: str = Field(min_length=1)
-    engine_version: str | None = Field(default=None, description="Engine version measured (shared header).")
-    tp: int = Field(default=1, ge=1, le=1024, description="GPUs per model instance measured (shared header).")
-    quantization: str
-    dtype: str
-    gpu: str = Field(min_length=1, description="GPU the points were measured on (catalog name), or 'cpu'.")
-    coefficients: dict[str, float] = Field(
-        min_length=1, description="Fitted step-time coefficients of the engine (names as in data/speed/engines.yaml)."
-    )
-    max_num_seqs: int | None = Field(default=None, gt=0, description="Sequences the engine scheduled at once when measured (slots).")
-    fit_median_abs_error: dict[str, float] = Field(default_factory=dict, description="Median |relative error| of the fit, per metric.")
-    points: list[CalibrationPoint] = Field(min_length=1)
-    command: str = Field(description="The command that produced the points and this fit.")
-    created_at: str
-
-    @field_validator("coefficients")
-    @classmethod
-    def _known(cls, value: dict[str, float]) -> dict[str, float]:
-        from .fit import BOUNDS
-
-        for name, v in value.items():
-            if name not in BOUNDS:
-                raise ValueError(f"unknown coefficient {name!r} (known: {', '.join(BOUNDS)})")
-            lo, hi = BOUNDS[name]
-            if not (lo <= v <= hi):
-                raise ValueError(f"{name} = {v} is outside the plausible range {lo}..{hi}")
-        return value
-
-    def header(self):
-        """The shared calibration header (estimate/calibration_file.py) of this file."""
-        from .calibration_file import CalibrationHeader
-
-        return CalibrationHeader(kind="speed", engine=self.engine, engine_version=self.engine_version, gpu=self.gpu, tp=self.tp,
-                                 created=self.created_at, source=self.command)
-
-    def write(self, path: Path, *, force: bool = False) -> Path:
-        """Write this calibration as JSON; an existing file is replaced only with ``force`` and only if it is a
-        calibration infer-advisor wrote (see estimate/calibration_file.py and infer_advisor/_output.py)."""
-        from .calibration_file import write_calibration
-
-        return write_calibration(path, self, force=force)
-
-
-def load_calibration(path: Path) -> Calibration:
-    """Read and validate a calibration file; a bad file raises DataFileError (exit 2 in the CLI)."""
-    from ..errors import DataFileError
-    from .calibration_file import validate
-
-    path = Path(path)
-    if not path.is_file():
-        raise DataFileError(str(path), "calibration file not found; write one with `infer-advisor calibrate --engine E --out FILE`")
-    if path.suffix != ".json":
-        raise DataFileError(str(path), "a calibration file is the .json that `infer-advisor calibrate --out` writes")
-    try:
-        import json
-
-        old = json.loads(path.read_text(encoding="utf-8")).get("schema_version") == 1
-    except (OSError, ValueError, AttributeError, RecursionError):
-        old = False
-    if old:
-        raise DataFileError(str(path), "a speed calibration from an older infer-advisor (efficiency profile, no step-time "
-                                       "coefficients): rerun `infer-advisor calibrate` to make a new one")
-    return validate(path, Calibration)
+from ..estimate.calibration import Calibration, CalibrationPoint
 
 
 # ---------------------------------------------------------------- reading measurements
 
 
 def points_from_file(path: Path) -> tuple[list[CalibrationPoint], str | None, str | None]:
-    """Points from a bench.json or a measure_transformers JSON (validated: see calibrate_inputs.py)."""
-    from .calibrate_inputs import points_from_file as read
+    """Points from a bench.json or a measure_transformers JSON (validated: see calibrate/inputs.py)."""
+    from .inputs import points_from_file as read
 
     return read(path)
 
@@ -148,10 +49,10 @@ def _identifiable(profile, on_gpu: bool, moe: bool) -> list[str]:
 def predict_point(point: CalibrationPoint, model, hw, profile, *, engine: str, quantization: str, dtype: str,
                   max_num_seqs: int | None = None) -> tuple[float, float]:
     """(TTFT, time per output token) the simulator predicts for one measured point (the plan's own path)."""
-    from ..engines import engine_profile
+    from ..engines.profiles import engine_profile
     from ..simulate import LengthSpec, SchedulerConfig, Workload, simulate
-    from .memory import estimate_memory
-    from .step_time import build_step_model
+    from ..estimate.memory import estimate_memory
+    from ..estimate.step_time import build_step_model
 
     gpu = hw.gpu if hw.kind == "gpu" else None
     dt = point.dtype or dtype
@@ -183,8 +84,8 @@ def fit_calibration(
 
     from ..errors import RequestError
     from ..model_facts import resolve_model
-    from .fit import fit_coefficients
-    from .speed_data import engine_speeds
+    from ..estimate.fit import fit_coefficients
+    from ..estimate.speed_data import engine_speeds
 
     if hw.kind == "gpu" and hw.gpu is None:
         raise RequestError("calibrate: pass --gpu NAME (the GPU the points were measured on).")
@@ -210,7 +111,7 @@ def fit_calibration(
         return out
 
     values = fit_coefficients(base, names, errors, iters=80)
-    from .fit import with_coefficients
+    from ..estimate.fit import with_coefficients
 
     errs = errors(with_coefficients(base, values))
     ttft_err = [abs(e) for e in errs[0::2] if e is not None]

@@ -21,79 +21,9 @@ A plan that uses the file marks those figures ``calibrated (log)``.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
-
-from .calibration_file import CalibrationHeader
+from ..estimate.calibration import MemoryCalibration
 from .startup_log import StartupLog
-
-GIB = 2**30
-TIB = 2**40
-
-
-class MemoryCalibration(BaseModel):
-    """A memory calibration (kind ``memory``); bounds are plausibility limits checked on load."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    schema_version: Literal[1] = 1
-    kind: Literal["memory"] = "memory"
-    engine: str = Field(min_length=1)
-    engine_version: str | None = None
-    gpu: str = Field(min_length=1, description="GPU of the log (catalog name).")
-    tp: int = Field(default=1, ge=1, le=1024, description="GPUs per model instance in the log (tensor x pipeline parallel).")
-    created: str
-    source: str = Field(min_length=1, description="The log file the figures were read from.")
-    command: str | None = Field(default=None, description="The engine's command line or arguments, as the log printed them.")
-    model: str | None = Field(default=None, description="The model of the log (catalog name, Hub id or folder).")
-    max_model_len: int | None = Field(default=None, ge=1, le=100_000_000)
-    gpu_memory_bytes: int | None = Field(default=None, gt=2**28, le=4 * TIB, description="Total the engine budgeted on.")
-    memory_fraction: float | None = Field(default=None, gt=0, le=1)
-    weights_bytes: int | None = Field(default=None, gt=0, le=4 * TIB, description="Weights per GPU, as logged.")
-    non_torch_bytes: int | None = Field(default=None, ge=0, le=128 * GIB)
-    activation_bytes: int | None = Field(default=None, ge=0, le=1024 * GIB)
-    cuda_graph_bytes: int | None = Field(default=None, ge=0, le=128 * GIB)
-    kv_cache_bytes: int | None = Field(default=None, ge=0, le=4 * TIB, description="KV cache per GPU, as logged.")
-    kv_cache_tokens: int | None = Field(default=None, ge=0, le=10**10)
-    max_concurrency: float | None = Field(default=None, ge=0, le=10**7)
-    activation_scale: float | None = Field(default=None, ge=0.01, le=50, description="Measured activation / the formula's.")
-    residual_bytes: int = Field(default=0, ge=-128 * GIB, le=128 * GIB, description="Logged KV minus the calibrated prediction.")
-    predicted_kv_cache_tokens: int | None = Field(default=None, ge=0, description="The plan's figure for the logged setup before calibration.")
-    calibrated_kv_cache_tokens: int | None = Field(default=None, ge=0, description="... and after.")
-    lines: dict[str, str] = Field(default_factory=dict, description="The log line behind each figure.")
-
-    _path: str = PrivateAttr(default="")
-
-    @property
-    def header(self) -> CalibrationHeader:
-        return CalibrationHeader(kind="memory", engine=self.engine, engine_version=self.engine_version, gpu=self.gpu,
-                                 tp=self.tp, created=self.created, source=self.source)
-
-    @property
-    def path(self) -> str:
-        return self._path or self.source
-
-    def for_layout(self, gpus: int) -> MemoryCalibration:
-        """The figures that apply to a layout of ``gpus`` GPUs per instance (TP-specific ones only at the log's size)."""
-        if gpus == self.tp:
-            return self
-        return self.model_copy(update={"non_torch_bytes": None, "residual_bytes": 0, "weights_bytes": None})
-
-    def write(self, path: Path, *, force: bool = False) -> Path:
-        """Write this calibration as JSON through the shared output writer (``force`` replaces only a calibration)."""
-        from .calibration_file import write_calibration
-
-        return write_calibration(path, self, force=force)
-
-
-def load_memory_calibration(path: Path) -> MemoryCalibration:
-    from .calibration_file import validate
-
-    cal = validate(Path(path), MemoryCalibration)
-    cal._path = str(path)
-    return cal
 
 
 def fit_memory_calibration(
@@ -160,7 +90,7 @@ def estimate_for_log(
     settings), with ``calibration`` applied if given: what `calibrate --from-log` and benchmarks/memory_logs.py compare."""
     from ..hardware import resolve_hardware
     from ..model_facts import resolve_model
-    from .memory import estimate_memory
+    from ..estimate.memory import estimate_memory
 
     hw = resolve_hardware(gpu or log.gpu_name)
     facts = resolve_model(model or log.model, source="auto")
@@ -174,7 +104,7 @@ def estimate_for_log(
 
 
 def _fit(cal: MemoryCalibration, log: StartupLog, facts, hw) -> MemoryCalibration:
-    from .memory import estimate_memory
+    from ..estimate.memory import estimate_memory
 
     setup = _logged_setup(cal, log, facts, hw)
     before = estimate_memory(facts, **setup)
@@ -207,8 +137,8 @@ def _measured_kv_bytes(cal: MemoryCalibration, est) -> float | None:
 
 def _logged_setup(cal: MemoryCalibration, log: StartupLog, facts, hw) -> dict:
     """estimate_memory arguments for the setup the log describes (log figures first, then the engine's defaults)."""
-    from ..engine_memory import engine_settings
-    from ..engines import engine_profile
+    from ..engines.memory import engine_settings
+    from ..engines.profiles import engine_profile
 
     settings = engine_settings(cal.engine, cal.engine_version, hw.gpu, tp=log.tp or 1, pp=log.pp or 1)
     dtype = {"float16": "float16", "half": "float16", "bfloat16": "bfloat16", "float32": "float32"}.get(
@@ -229,7 +159,7 @@ def _logged_setup(cal: MemoryCalibration, log: StartupLog, facts, hw) -> dict:
 
 
 def _quantization(facts, log: StartupLog) -> str:
-    from ..plan.search import prequantized_format
+    from ..plan.options import prequantized_format
 
     if facts.pre_quantized:
         return prequantized_format(facts) or "none"
@@ -247,7 +177,7 @@ def _quantization(facts, log: StartupLog) -> str:
 
 def _gguf_format(facts, log: StartupLog) -> str:
     """The GGUF type whose size is closest to the logged model buffer (the log names the file type only in metadata)."""
-    from .memory import weights_bytes
+    from ..estimate.memory import weights_bytes
 
     if not log.weights_bytes:
         return "gguf-f16"

@@ -1,4 +1,6 @@
-"""Engines the benchmark drives. Each is imported only when chosen (torch, ctranslate2, vllm, httpx are heavy)."""
+"""Benchmark backends: how `bench` drives each engine (in process, or an OpenAI-compatible server). Engine facts
+(images, flags, memory) live in `infer_advisor.engines`; these only run and time it. Each is imported only when
+chosen (torch, ctranslate2, vllm, httpx are heavy)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Steps an engine needs before it can serve, for engines whose own tools convert the weights (MLC LLM, ExLlamaV2).
 
-    >>> [s.argv[:2] for s in prepare_steps(plan, ref, "host")]
+    >>> [s.argv[:2] for s in mlc_steps(plan, ref, "host")]
     [['hf', 'download'], ['mlc_llm', 'convert_weight'], ['mlc_llm', 'gen_config'], ['mlc_llm', 'compile']]
 
 Each step names the file it creates; the launch script and the container entrypoint skip a step whose file exists, so
@@ -10,11 +10,15 @@ output folder; in containers they live under the engine's cache folder (a volume
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, Field
 
-from ..plan.models import DeploymentPlan
 from .argv import ModelRef, Where, slug, user_value
-from .facts import emit_facts, engine_facts
+from .launch_facts import emit_facts, engine_facts
+
+if TYPE_CHECKING:  # the plan is read, never built here (engines sit below plan; see tests/test_import_graph.py)
+    from ..plan.models import DeploymentPlan
 
 
 # The Hugging Face CLI in the engine images the Dockerfiles build (its own venv, so its pins never meet the engine's).
@@ -59,19 +63,7 @@ def prepared_model(plan: DeploymentPlan, ref: ModelRef, where: Where) -> str:
     return _source(plan, ref, where)[1]
 
 
-def prepare_steps(plan: DeploymentPlan, ref: ModelRef, where: Where) -> list[PrepareStep]:
-    if plan.engine.server == "triton":  # the image build installs the model code; on the host serve.sh does
-        from .triton import HOST_SOURCE, MODEL_REPOSITORY, model_code_steps
-
-        return model_code_steps(plan, HOST_SOURCE, MODEL_REPOSITORY) if where == "host" else []
-    if plan.engine.name == "mlc":
-        return _mlc(plan, ref, where)
-    if plan.engine.name == "exllamav2":
-        return _exllamav2(plan, ref, where)
-    return []
-
-
-def _mlc(plan: DeploymentPlan, ref: ModelRef, where: Where) -> list[PrepareStep]:
+def mlc_steps(plan: DeploymentPlan, ref: ModelRef, where: Where) -> list[PrepareStep]:
     """mlc_llm convert_weight, gen_config and compile (MLC LLM v0.20.0 CLI)."""
     steps, source = _source(plan, ref, where)
     out = prepared_model(plan, ref, where)
@@ -107,7 +99,7 @@ def _mlc(plan: DeploymentPlan, ref: ModelRef, where: Where) -> list[PrepareStep]
     return steps
 
 
-def _exllamav2(plan: DeploymentPlan, ref: ModelRef, where: Where) -> list[PrepareStep]:
+def exllamav2_steps(plan: DeploymentPlan, ref: ModelRef, where: Where) -> list[PrepareStep]:
     """Download, then convert to EXL2 with exllamav2's own converter (exllamav2 0.3.2, conversion/convert_exl2.py)."""
     steps, source = _source(plan, ref, where)
     if plan.quantization.method != "exl2":

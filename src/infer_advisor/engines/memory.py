@@ -1,6 +1,6 @@
 """Engine memory profiles by version (``data/engine_memory.yaml``): how an engine sizes its KV cache at start-up.
 
-    >>> from infer_advisor.engine_memory import memory_profile, batch_defaults
+    >>> from infer_advisor.engines.memory import memory_profile, batch_defaults
     >>> prof = memory_profile("vllm", "0.7.3")
     >>> prof.label, prof.activation_tokens, prof.cuda_graphs_in_budget
     ('vLLM 0.6.4-0.7 (V0, memory_profiling)', 'max_model_len', False)
@@ -21,9 +21,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._data import load_validated
-from ._paths import shipped
-from .engines import EngineProfile, engine_profile
+from .._data import load_validated
+from .._paths import shipped
+from .profiles import EngineProfile, engine_profile
 
 GIB = 2**30
 MIB = 2**20
@@ -142,7 +142,7 @@ def version_key(version: str) -> tuple[int, ...]:
             break
         parts.append(int(m.group()))
     if not parts:
-        from .errors import RequestError
+        from ..errors import RequestError
 
         raise RequestError(f"Engine version '{version}' is not a version number (e.g. 0.8.5, 3.3.6, b7200).")
     return tuple(parts)
@@ -179,7 +179,7 @@ def memory_profile(engine: str, version: str | None = None) -> EngineMemoryProfi
     A version newer than every range gets the newest range (the plan warns, see :func:`version_note`); an older
     one is refused with the versions that are covered.
     """
-    from .errors import RequestError
+    from ..errors import RequestError
 
     base = engine_profile(engine)
     ranges = memory_profiles().get(engine)
@@ -289,7 +289,7 @@ def engine_settings(engine: str, version: str | None, gpu, *, tp: int = 1, pp: i
     tokens, seqs = batch_defaults(prof, usable_memory_bytes=usable, device_name=name, compute_capability=capability)
     driver = getattr(gpu, "driver_memory_bytes", None) if gpu is not None else None
     if gpu is not None and driver is None and usable:
-        from .hardware.catalog import catalog
+        from ..hardware.catalog import catalog
 
         # CUDA keeps a reserve below the driver's total; HIP on AMD does not (the catalog's AMD totals are HIP's own)
         driver = usable + (catalog().cuda_reserve_mib * MIB if getattr(gpu, "vendor", "nvidia") == "nvidia" else 0)

@@ -13,8 +13,8 @@ from functools import cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._data import load_validated
-from ._paths import shipped
+from .._data import load_validated
+from .._paths import shipped
 
 
 class TritonRelease(BaseModel):
@@ -64,7 +64,7 @@ def triton_facts() -> TritonFacts:
 
 def triton_release(engine_version: str) -> TritonRelease:
     """The Triton release for a TensorRT-LLM version; an unknown version is one line naming the known ones."""
-    from .errors import RequestError
+    from ..errors import RequestError
 
     facts = triton_facts()
     if engine_version not in facts.releases:

@@ -142,14 +142,14 @@ class PlanRequest(BaseModel):
     @classmethod
     def _safe_text(cls, value, info):
         """Names, specs and revisions hold no control, line-separator or bidi character (they reach artifacts)."""
-        from ..untrusted import refuse_unsafe
+        from .untrusted import refuse_unsafe
 
         return value if value is None else refuse_unsafe(value, f"--{info.field_name.replace('_', '-')}")
 
     @field_validator("rules", "lengths_file", "calibration")
     @classmethod
     def _safe_paths(cls, value, info):
-        from ..untrusted import refuse_unsafe
+        from .untrusted import refuse_unsafe
 
         for path in value if isinstance(value, list) else [value]:
             if path is not None:
@@ -168,8 +168,6 @@ class PlanRequest(BaseModel):
     @model_validator(mode="after")
     def _gpu_list_without_counts(self):
         """A list of GPU types takes no counts (they were dropped without a word)."""
-        from ..hardware.spec import searches_gpu_types
-
         if searches_gpu_types(self.gpu) and ":" in self.gpu:
             raise ValueError(f"--gpu {self.gpu}: a list of GPU types takes names only (the sizing chooses the count); "
                              "pin one type and count with --gpu NAME:COUNT.")
@@ -179,7 +177,7 @@ class PlanRequest(BaseModel):
     @classmethod
     def _version(cls, value):
         """A strict version ('v0.19.0' is read as '0.19.0'): it becomes an image tag and a comment in artifacts."""
-        from ..untrusted import check_version
+        from .untrusted import check_version
 
         return value if value is None else check_version(value)
 
@@ -197,9 +195,7 @@ class PlanRequest(BaseModel):
 def check_api_arguments(request, model, options, model_facts, hardware, progress) -> None:
     """The Python API's arguments, checked like the CLI's: a wrong type is a RequestError, never an AttributeError,
     and an argument that would be ignored (``model`` or keywords beside ``request``) is refused."""
-    from ..errors import RequestError
-    from ..hardware.facts import HardwareFacts
-    from ..model_facts.facts import ModelFacts
+    from .errors import RequestError
 
     if request is not None and not isinstance(request, PlanRequest):
         raise RequestError(f"request must be a PlanRequest, not {type(request).__name__}; pass options as keywords "
@@ -211,16 +207,15 @@ def check_api_arguments(request, model, options, model_facts, hardware, progress
         raise RequestError(f"model must be a string (a Hub id, a folder or a catalog name), not {type(model).__name__}.")
     if progress is not None and not callable(progress):
         raise RequestError(f"progress must be a callable that takes a line, not {type(progress).__name__}.")
-    if model_facts is not None and not isinstance(model_facts, ModelFacts):
-        raise RequestError(f"model_facts must be ModelFacts, not {type(model_facts).__name__}.")
-    if hardware is not None and not isinstance(hardware, HardwareFacts):
-        raise RequestError(f"hardware must be HardwareFacts, not {type(hardware).__name__}.")
+    for name, value, kind in (("model_facts", model_facts, "ModelFacts"), ("hardware", hardware, "HardwareFacts")):
+        if value is not None and type(value).__name__ != kind:  # the classes sit in stages above this module
+            raise RequestError(f"{name} must be {kind}, not {type(value).__name__}.")
 
 
 def refuse_unused(request: PlanRequest) -> None:
     """Options that only sizing reads are refused without ``rate``: every option is used or refused, never accepted
     and ignored (called where a user's request enters, not on the sizing search's own per-option copies)."""
-    from ..errors import RequestError
+    from .errors import RequestError
 
     if request.rate is not None:
         return
@@ -234,3 +229,9 @@ def refuse_unused(request: PlanRequest) -> None:
     if given:
         flag = "--" + given[0].replace("_", "-")
         raise RequestError(f"{flag} is used only when sizing a fleet: add --rate REQUESTS_PER_S (or drop {flag}).")
+
+
+def searches_gpu_types(spec: str) -> bool:
+    """True for ``--gpu any`` or a comma list of GPU names (an inline YAML spec also has commas, inside braces)."""
+    spec = spec.strip()
+    return spec.lower() == "any" or ("," in spec and not spec.startswith("{"))

@@ -12,8 +12,8 @@ NODE_GPUS = 8  # GPUs of one node; replicas beyond it are further nodes (Kuberne
 def sized_plan(request, model: ModelFacts, explain: bool, progress: Any = None):
     """The plan of the cheapest option meeting the targets, with ``plan.capacity``; infeasible, with the binding
     target, when none does."""
-    from ..capacity import size_request
-    from .advise import advise
+    from . import size_request
+    from ..plan.advise import advise
 
     result = size_request(request, model, progress=progress)
     chosen = result.chosen

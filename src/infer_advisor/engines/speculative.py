@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._data import load_validated
-from ._paths import shipped
+from .._data import load_validated
+from .._paths import shipped
 
 
 class DraftPair(BaseModel):
