@@ -50,6 +50,8 @@ FIGURES = {
     "kv_cache_bytes", "kv_cache_tokens", "kv_blocks", "max_concurrency",
 }
 LINE_CHARS = 300
+# Figures a single start-up prints one value of: a second, different value means two runs were concatenated.
+_ONE_VALUE = {"engine_version", "kv_cache_tokens", "kv_blocks", "gpu_name", "max_model_len"}
 # Longest stretch of a line a pattern is tried on: vLLM's "Initializing a V1 LLM engine ... with config:" line, the
 # longest one read, is ~3,000 characters. With at most _TRIES_PER_LINE attempts per line, parsing is linear in the
 # log's size whatever it holds (the old whole-text searches backtracked: 1.1 MB of "llama_kv_cache" took 169 s).
@@ -193,14 +195,32 @@ class _Reader:
         """Set ``key`` from the first match of ``pattern`` (on a line without ``skip_lines``), unless already set."""
         if getattr(self.log, key) is not None:
             return None
-        for m, line in self.find.matches(pattern, flags, anchor):
+        found = self.find.matches(pattern, flags, anchor)
+        for m, line in found:
             if skip_lines and skip_lines in line:
                 continue
-            setattr(self.log, key, convert(m.group(group)))
+            value = convert(m.group(group))
+            setattr(self.log, key, value)
             if key in FIGURES:
                 self.log.lines[key] = line[:LINE_CHARS]
+            if key in _ONE_VALUE:
+                self._refuse_second_value(key, value, line, found, group, convert, skip_lines)
             return m
         return None
+
+    def _refuse_second_value(self, key, value, line, rest, group, convert, skip_lines) -> None:
+        """Two different values of a figure that has one per start-up: the log holds two runs (or another GPU's)."""
+        from ..errors import RequestError
+
+        for m, other in rest:
+            if skip_lines and skip_lines in other:
+                continue
+            second = convert(m.group(group))
+            if second != value:
+                raise RequestError(
+                    f"The log gives two different {key} values ({value!r} in '{line[:80]}' and {second!r} in "
+                    f"'{other[:80]}'): it holds more than one start-up; pass the log of one run."
+                )
 
 
 def _gib(s: str) -> int:

@@ -25,6 +25,7 @@ def run_from_log(opts, *, model_given: bool) -> int:
 
     text = read_text_bounded(path, "log", cannot, errors="replace")  # regular files only, at most 64 MiB
     log = parse_startup_log(text, engine=opts.engine)
+    _check_gpu(log, opts.gpu)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
     cal = fit_memory_calibration(
         log, source=f"{path.name} (sha256 {digest})", model=opts.model[0] if model_given else None,
@@ -44,3 +45,17 @@ def run_from_log(opts, *, model_given: bool) -> int:
     )
     print(f"; the plan predicted {before:,}{pct(before)} before, {after:,}{pct(after)} with it." if before is not None and after is not None else ".")
     return 0
+
+
+def _check_gpu(log, gpu: str) -> None:
+    """A log that names a GPU other than --gpu is refused: the calibration would be filed under the wrong GPU."""
+    from ..errors import RequestError
+    from ..hardware.catalog import find_entry, match_probed_name
+
+    if not log.gpu_name or not gpu or gpu == "auto":
+        return
+    logged, _ = match_probed_name(log.gpu_name)
+    asked = find_entry(gpu.split(":")[0])
+    if logged is not None and asked is not None and logged.name != asked.name:
+        raise RequestError(f"The log ran on {log.gpu_name} ({logged.name}) but --gpu is {asked.name}; "
+                           f"pass --gpu {logged.name} (or the log of a {asked.name} run).")
