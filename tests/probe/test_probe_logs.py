@@ -35,3 +35,25 @@ def test_a_log_from_another_gpu_is_refused(tmp_path):
     outcome = run_cli(args)
     check(outcome, args)
     assert outcome.code == 2 and "RTX-4090" in outcome.err and "H100-80GB" in outcome.err, outcome.err
+
+
+def test_calibrations_differing_only_in_case_or_v_prefix_are_one_setup(tmp_path):
+    import json
+
+    log = LOGS / "vllm_v0_0.6.4_rtx3090_llama31_8b.log"
+    first = tmp_path / "a.json"
+    args = ["calibrate", "--from-log", str(log), "--gpu", "RTX-3090", "--out", str(first)]
+    outcome = run_cli(args)
+    check(outcome, args)
+    assert outcome.code == 0, outcome.err
+    raw = json.loads(first.read_text())
+    raw["gpu"] = raw["gpu"].lower()
+    if raw.get("engine_version"):
+        raw["engine_version"] = "v" + raw["engine_version"]
+    second = tmp_path / "b.json"
+    second.write_text(json.dumps(raw))
+    args = ["plan", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "RTX-3090", "--engine", "vllm", "--engine-version",
+            json.loads(first.read_text()).get("engine_version") or "0.6.4", "--calibration", f"{first},{second}"]
+    outcome = run_cli(args)
+    check(outcome, args)
+    assert outcome.code == 2 and "second memory calibration" in outcome.err, outcome.err

@@ -99,3 +99,15 @@ def test_python_api_wrong_types_raise_project_errors():
         with pytest.raises(InferAdvisorError):
             call()
             pytest.fail(f"call {i} raised nothing")
+
+
+def test_trace_arrival_times_are_named_as_unused(tmp_path):
+    """docs/capacity.md said --lengths-file arrival times were used; sizing assumes Poisson: the result says so."""
+    import json
+
+    from infer_advisor import size
+
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(json.dumps({"input_tokens": 300, "output_tokens": 100, "arrival_s": i * 0.5}) + "\n" for i in range(40)))
+    result = size(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB", rate=2, lengths_file=str(trace))
+    assert any("arrival_s times are not used" in n for n in result.notes)

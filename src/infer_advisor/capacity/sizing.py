@@ -277,6 +277,12 @@ def search(request, model: ModelFacts, plan_fn: Callable, *, progress: Callable[
     targets = targets_from(request)
     w = workload_from(request, model)
     rate = request.rate
+    if request.lengths_file is not None:
+        from ..simulate.workload import read_trace
+
+        if any(a is not None for _, _, a in read_trace(request.lengths_file)):  # parsed once, cached
+            notes.append(f"{request.lengths_file}: arrival_s times are not used; sizing assumes Poisson arrivals at "
+                         f"--rate {rate:g} with the file's lengths")
     deadline = t0 + SEARCH_BUDGET_S
     options, refused = plan_options(request, model, plan_fn, notes.append, deadline)
     unsimulated: dict[str, int] = {}
