@@ -26,6 +26,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -177,7 +178,8 @@ def remove_leftovers(out: Path) -> list[Path]:
     removed = []
     for staging in candidates:
         if staging.name.endswith(".tmp") and not staging.is_dir():
-            _remove_stale_temp(staging, fcntl)
+            if _OUR_TEMP.search(staging.name):  # mkstemp's '-XXXXXXXX.tmp': a user's '.infer-advisor.partial-x.tmp' stays
+                _remove_stale_temp(staging, fcntl)
             continue
         try:
             fd = os.open(staging / MARKER, os.O_RDONLY)
@@ -196,6 +198,8 @@ def remove_leftovers(out: Path) -> list[Path]:
     return removed
 
 
+# The tail tempfile.mkstemp gives our temp files (_locked_temp: PREFIX + name + '-' + 8 random characters + '.tmp').
+_OUR_TEMP = re.compile(r"-[a-z0-9_]{8}\.tmp$")
 _TEMP_GRACE_S = 10.0  # a temp file younger than this may be one whose writer has not locked it yet
 
 

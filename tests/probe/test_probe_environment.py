@@ -72,3 +72,13 @@ def test_python_warnings_are_one_line_each(tmp_path):
     assert r.returncode == 0, r.stderr
     lines = r.stderr.strip().splitlines()
     assert lines and all(line.startswith("warning: ") for line in lines), r.stderr
+
+
+def test_force_keeps_a_user_file_named_like_a_staging_temp(tmp_path):
+    out = tmp_path / "out"
+    assert _cli([*PLAN, "--emit", "script", "--out", str(out)], tmp_path).returncode == 0
+    mine = out / ".infer-advisor.partial-notes.tmp"
+    mine.write_text("mine")
+    os.utime(mine, (1, 1))  # old, unlocked: what a killed writer's temp file looks like
+    assert _cli([*PLAN, "--emit", "script", "--out", str(out), "--force"], tmp_path).returncode == 0
+    assert mine.read_text() == "mine"
