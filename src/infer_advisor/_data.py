@@ -105,14 +105,37 @@ def _parse_yaml(path: Path, text: str) -> Any:
         raise DataFileError(str(path), "nested too deeply to be a data file") from None
 
 
+# The parser's rules (aliases, duplicate keys refused) are part of the cache key: a file cached before a rule was
+# added is parsed again. Files above CACHE_MAX_BYTES are not cached; the folder keeps at most CACHE_MAX_FILES.
+PARSER_RULES = "strict-2"
+CACHE_MAX_BYTES = 4 * 2**20
+CACHE_MAX_FILES = 256
+
+
 def _cache_path(path: Path, text: str) -> Path | None:
     """Parsed YAML is kept as JSON under the cache folder, keyed by the file's content (JSON parses ~20x faster)."""
     import hashlib
 
     from .constants import cache_dir
 
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+    if len(text) > CACHE_MAX_BYTES:
+        return None
+    digest = hashlib.sha256(f"{PARSER_RULES}\n{text}".encode()).hexdigest()[:24]
     return cache_dir() / "parsed-yaml" / f"{digest}.json"
+
+
+def _evict(folder: Path) -> None:
+    """Keep the newest CACHE_MAX_FILES entries (the cache never grew smaller before)."""
+    import os
+
+    with contextlib.suppress(OSError):
+        entries = [e for e in os.scandir(folder) if e.name.endswith(".json")]
+        if len(entries) <= CACHE_MAX_FILES:
+            return
+        entries.sort(key=lambda e: e.stat().st_mtime)
+        for entry in entries[: len(entries) - CACHE_MAX_FILES]:
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
 
 
 def _write_cache(target: Path, data: Any) -> None:
@@ -127,6 +150,7 @@ def _write_cache(target: Path, data: Any) -> None:
             json.dump(data, fh)
         os.replace(tmp, target)
         tmp = None
+        _evict(target.parent)
     except (OSError, TypeError, ValueError, RecursionError):
         pass  # a read-only or full cache folder only costs speed
     finally:

@@ -142,3 +142,25 @@ def test_log_parsing_is_linear_on_adversarial_lines(monkeypatch):
                     took = time.perf_counter() - start
                     worst = max(worst, (took, f"{pattern!r} tail {tail!r} sep {sep!r} {engine}"))
     assert worst[0] < max(1.0, 20 * base), f"{worst[0]:.2f} s (benign 1 MB log: {base:.3f} s) for {worst[1]}"
+
+
+def test_the_parsed_yaml_cache_is_bounded(tmp_path, monkeypatch):
+    """The cache kept every file parsed (a 40 MB bad --gpu file added 41.9 MB) and never evicted."""
+    from infer_advisor import _data
+
+    monkeypatch.setenv("INFER_ADVISOR_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(_data, "CACHE_MAX_FILES", 3)
+    for i in range(8):
+        path = tmp_path / f"f{i}.yaml"
+        path.write_text(f"a: {i}\nb: [1, 2]\n")
+        assert _data.read_structured(path) == {"a": i, "b": [1, 2]}
+    assert len(list((tmp_path / "cache" / "parsed-yaml").glob("*.json"))) <= 3
+    big = tmp_path / "big.yaml"
+    big.write_text("x: " + "y" * (_data.CACHE_MAX_BYTES + 10) + "\n")
+    before = set((tmp_path / "cache" / "parsed-yaml").glob("*.json"))
+    _data.read_structured(big)
+    assert set((tmp_path / "cache" / "parsed-yaml").glob("*.json")) <= before | set()  # not cached
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("a: 1\na: 2\n")
+    with pytest.raises(ValueError, match="duplicate key"):
+        _data.read_structured(dup)
