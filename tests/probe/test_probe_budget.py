@@ -40,3 +40,14 @@ def test_a_long_search_stops_at_its_budget_and_says_so(args, monkeypatch):
     assert "not planned" in text or "not simulated" in text
     if outcome.code == 2:
         assert len(outcome.err) < 2000  # one readable line, not several KB
+
+
+def test_a_replica_never_claims_more_than_it_completed():
+    """`plan --rate 200` on B200 pinned TP1 claimed 257.9 req/s per replica while the replica completed ~60 at that
+    load: the widened trial passed its targets only because it ended before its queue grew."""
+    from infer_advisor import size
+
+    result = size(model="meta-llama/Llama-3.1-8B", gpu="B200", tensor_parallel_size=1, rate=200)
+    chosen = result.chosen
+    assert chosen is not None and chosen.max_rate_per_replica < 100, chosen.max_rate_per_replica
+    assert chosen.replicas >= 3
