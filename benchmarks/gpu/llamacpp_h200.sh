@@ -19,7 +19,8 @@ PHASE="${1:-steps}"
 MODEL="${MODEL:-meta-llama/Llama-3.1-8B}"
 IN_TOK="${IN_TOK:-1000}"
 OUT_TOK="${OUT_TOK:-200}"
-RATES="${RATES:-0.5,1,1.5,2,2.5}"
+PLAN_IN="${PLAN_IN:-1137}"  # the bench's 1000 synthetic words are 1,137 Llama-3 tokens (call 1: server usage)
+FRACTIONS="${FRACTIONS:-0.3,0.6,0.85,1.1,1.4}"  # levels as fractions of the predicted highest sustainable rate
 OUT="${OUT:-/tmp/out}"
 W=/tmp/lc
 REPO="$(pwd)"
@@ -27,6 +28,7 @@ mkdir -p "$OUT" "$W/res"
 exec > >(tee -a "$OUT/log.txt") 2>&1
 T0=$(date +%s)
 say() { echo "[$(( $(date +%s) - T0 ))s] $*"; }
+trap 'tar czf "$OUT/results.tar.gz" -C "$W" res 2>/dev/null' EXIT  # what was measured comes back even if cut short
 
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH="/tmp/site:$REPO/src:$REPO" HF_HUB_OFFLINE=1
@@ -36,8 +38,8 @@ nproc; python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.ge
 
 say "unpack + configure + build (background); GGUF written meanwhile"
 tar xzf .gpu/llama.cpp-src.tar.gz -C "$W"
-TARGETS="llama-server llama-batched-bench"
-[ "$PHASE" = steps ] && TARGETS="$TARGETS llama-quantize"
+TARGETS="llama-server"
+[ "$PHASE" = steps ] && TARGETS="$TARGETS llama-batched-bench llama-quantize"
 # shellcheck disable=SC2086  # TARGETS is a list of words
 ( cmake -S "$W/llama.cpp" -B "$W/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
@@ -55,7 +57,7 @@ export PATH="$W/build/bin:$PATH"
 start_server() {  # the plan's own serve.sh, the GGUF put where it expects it
   local deploy="$1"; shift
   rm -rf "$deploy"
-  IA plan --model "$MODEL" --gpu H200 --engine llama.cpp --quantization gguf-f16 --input-tokens "$IN_TOK" \
+  IA plan --model "$MODEL" --gpu H200 --engine llama.cpp --quantization gguf-f16 --input-tokens "$PLAN_IN" \
      --output-tokens "$OUT_TOK" "$@" --emit script --out "$deploy" >"$W/res/plan-$(basename "$deploy").txt" 2>&1
   local gguf; gguf=$(grep -o 'models/[^ ]*\.gguf' "$deploy/serve.sh" | head -1)
   mkdir -p "$deploy/$(dirname "$gguf")"; ln -sf "$W/model-f16.gguf" "$deploy/$gguf"
@@ -89,15 +91,17 @@ if [ "$PHASE" = steps ]; then
   say "MoE grouped GEMMs"
   [ $(( $(date +%s) - T0 )) -lt 520 ] && timeout 60 python3 benchmarks/gpu/moe_gemm.py --out "$W/res/moe_gemm.json"
 else
-  say "plan predictions, written before the first request"
-  IA plan --model "$MODEL" --gpu H200 --engine llama.cpp --quantization gguf-f16 --input-tokens "$IN_TOK" \
-     --output-tokens "$OUT_TOK" --rate 1 --format json >"$W/res/plan-prediction.json" 2>"$W/res/plan-prediction.err"
-  start_server "$W/deploy-open" --rate 1
-  timeout 330 python3 -m infer_advisor.cli bench --engine openai --url http://127.0.0.1:8080 --model "$MODEL" \
-    --input-tokens "$IN_TOK" --output-tokens "$OUT_TOK" --request-rate "$RATES" --num-prompts 60 --max-duration 45 \
+  say "plan predictions for every level, written before the first request"
+  PYTHONPATH="$PYTHONPATH" python3 benchmarks/gpu/predict_levels.py --model "$MODEL" --input-tokens "$PLAN_IN" \
+    --output-tokens "$OUT_TOK" --fractions "$FRACTIONS" --out "$W/res/predictions.json" | tee "$W/res/predictions.txt"
+  RATES=$(python3 -c "import json; print(','.join(f'{r:.3g}' for r in json.load(open('$W/res/predictions.json'))['rates']))")
+  cp "$W/res/predictions.json" "$OUT/predictions.json"
+  say "levels: $RATES"
+  start_server "$W/deploy-open" --rate 1 --no-headroom
+  timeout 250 python3 -m infer_advisor.cli bench --engine openai --url http://127.0.0.1:8080 --model "$MODEL" \
+    --input-tokens "$IN_TOK" --output-tokens "$OUT_TOK" --request-rate "$RATES" --num-prompts 80 --max-duration 35 \
     --ignore-eos --out "$W/res/open" --json >"$W/res/open.json" 2>"$W/res/open.err"
   tail -8 "$W/res/open.err"
   stop_server
 fi
 say "done"
-tar czf "$OUT/results.tar.gz" -C "$W" res

@@ -47,7 +47,7 @@ def test_a_replica_never_claims_more_than_it_completed():
     load: the widened trial passed its targets only because it ended before its queue grew."""
     from infer_advisor import size
 
-    result = size(model="meta-llama/Llama-3.1-8B", gpu="B200", tensor_parallel_size=1, rate=200)
+    result = size(model="meta-llama/Llama-3.1-8B", gpu="B200", tensor_parallel_size=1, rate=200, quantization="none")
     chosen = result.chosen
     assert chosen is not None and chosen.max_rate_per_replica < 100, chosen.max_rate_per_replica
     assert chosen.replicas >= 3

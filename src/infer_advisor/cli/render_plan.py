@@ -58,8 +58,9 @@ def summary_rows(plan) -> list[tuple[str, str, str]]:
     hw_text, hw_detail, hw_src = _hardware(plan)
     unit = "GPU" if plan.hardware.kind == "gpu" else "socket"  # a CPU plan's memory is the host's RAM
     params = f"{m.num_parameters / 1e9:.2f} B params"
-    if m.num_active_parameters != m.num_parameters:
-        params += f" ({m.num_active_parameters / 1e9:.2f} B active)"
+    if m.num_active_parameters != m.num_parameters:  # MoE: per token, without the input embedding (as model cards count)
+        active = m.num_active_parameters_without_embedding or m.num_active_parameters  # a plan.json written before the field
+        params += f" ({active / 1e9:.2f} B active per token)"
     server = f"port {eng.port}" if eng.http_server else "no HTTP server: Python script"
     kv_auto = " (f16)" if eng.kv_cache_dtype == "auto" and eng.name == "llama.cpp" else ""
     src = mem.figure_sources
@@ -104,6 +105,7 @@ def summary_rows(plan) -> list[tuple[str, str, str]]:
             f"{_requests(mem.max_concurrency)} of {eng.max_model_len:,} tokens",
             mem.source,
         ),
+        *_engine_kv_rows(eng, mem),
         (
             f"reserved per {unit}" if mem.accounting != "peak" else f"peak per {unit}",
             f"{_gib(mem.total_bytes_per_gpu)} of {_gib(mem.gpu_memory_bytes)}",
@@ -124,6 +126,16 @@ def summary_rows(plan) -> list[tuple[str, str, str]]:
     if perf is not None:
         rows += speed_rows(perf)
     return rows
+
+
+def _engine_kv_rows(eng, mem) -> list[tuple[str, str, str]]:
+    """What the engine's own start-up log will print (its token count differs from the effective one on hybrid models)."""
+    if mem.engine_kv_cache_tokens is None:
+        return []
+    text = f"{mem.engine_kv_cache_tokens:,} tokens, max concurrency {mem.engine_max_concurrency:.2f}x for {eng.max_model_len:,} tokens"
+    if mem.engine_starts is False:
+        text = "refuses to start: " + (mem.engine_refusal or "no memory left for the KV cache")
+    return [(f"{eng.name} {eng.version} log will print", text, f"engine_kv_report ({mem.engine_kv_rule})")]
 
 
 def speed_rows(perf) -> list[tuple[str, str, str]]:
@@ -167,6 +179,12 @@ def speed_explain_lines(perf) -> list[str]:
         terms = sorted(perf.decode_step_terms_s.items(), key=lambda kv: -kv[1])
         out.append(f"one decode step at concurrency {perf.concurrency}: " + ", ".join(
             f"{k} {v * 1000:.2f} ms ({v / total:.0%})" for k, v in terms if v > 0))
+        sources = perf.term_sources or {}
+        for k, v in terms:
+            if v > 0:
+                out.append(f"  {k} {v * 1000:.3f} ms: {sources.get(k, 'no source recorded')}")
+        if "request_overhead" in sources:
+            out.append(f"  per request, into TTFT only: request_overhead {sources['request_overhead']}")
     out.append(f"host overhead per step {perf.overhead_s_per_step * 1000:.2f} ms; decode at "
                f"{perf.decode_fraction_of_bandwidth_ceiling:.0%} of the bandwidth ceiling, prefill at "
                f"{perf.prefill_fraction_of_compute_ceiling:.0%} of the compute ceiling")

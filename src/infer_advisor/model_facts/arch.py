@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
+from . import mimo_v2
 from .arch_tables import (
     EXPERT_KEYS,
     INDEXER_TYPES,
@@ -213,6 +214,8 @@ class Arch:
             return dict(Counter(m for m, _ in self._nemotron_pattern()))
         if self.model_type == "deepseek_v4":
             return self._v4_mixers()
+        if self.model_type == mimo_v2.MODEL_TYPE:
+            return mimo_v2.mixer_counts(self)
         if self.model_type == "falcon_h1":  # every layer runs attention and a Mamba-2 mixer side by side
             return {"full": n, "mamba": n}
         if self.model_type == "granitemoehybrid" and self._explicit_layer_types() is None:
@@ -319,6 +322,8 @@ class Arch:
             return dict(Counter(m for _, m in self._nemotron_pattern()))
         if not self.num_experts:
             return {"dense": n}
+        if self.model_type == mimo_v2.MODEL_TYPE:
+            return mimo_v2.mlp_counts(self)
         if self.model_type in ("qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5_moe_text"):
             step = self.int("decoder_sparse_step", 1, minimum=1)
             only = self.get("mlp_only_layers", []) or []

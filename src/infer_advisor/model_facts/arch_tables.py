@@ -75,7 +75,7 @@ EXPERT_KEYS = {
     "gemma4_text": "num_experts",
     "granitemoehybrid": "num_local_experts",
 }
-MOE_TYPES = (*EXPERT_KEYS, "deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "deepseek_v4", "nemotron_h")
+MOE_TYPES = (*EXPERT_KEYS, "deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "deepseek_v4", "nemotron_h", "mimo_v2_flash")
 # Model types with multi-head latent attention (DeepSeek-V2's q/kv low-rank projections and compressed KV latent).
 MLA_TYPES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa")
 # Model types with DeepSeek sparse attention's lightning indexer on (some of) their MLA layers.

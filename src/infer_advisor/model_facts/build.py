@@ -127,6 +127,7 @@ def facts_from_config(
         attention=attention,
         num_parameters=counts.total,
         num_active_parameters=counts.active,
+        num_active_parameters_without_embedding=counts.active_non_embedding,
         params=counts.breakdown,
         num_layers=arch.layers,
         hidden_size=arch.hidden,

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+from . import mimo_v2
 from .arch import Arch
 from .params import attention_geometry, linear_attention_dims, mamba_dims
 
@@ -23,6 +24,9 @@ class KVCounts:
 def _kv_per_layer(a: Arch, mixer: str) -> int:
     if a.is_mla:  # the compressed latent plus the shared rope key, stored once
         return a.int("kv_lora_rank") + a.int("qk_rope_head_dim")
+    if a.model_type == mimo_v2.MODEL_TYPE:  # k and v of different widths
+        kv_heads, hd, v_hd = mimo_v2.attention_geometry(a, mixer)
+        return kv_heads * (hd + v_hd)
     kv_heads, hd, _ = attention_geometry(a, mixer)
     return 2 * kv_heads * hd
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ModelConfigError
+from . import mimo_v2
 from .arch import Arch
 from .facts import ParamBreakdown
 
@@ -60,7 +61,8 @@ class Block:
 class Counts:
     breakdown: ParamBreakdown
     total: int
-    active: int
+    active: int  # parameters a token touches, the input embedding included
+    active_non_embedding: int  # the same without the input embedding (a row lookup), as model cards count
 
 
 def _gated_mlp(hidden: int, inter: int, bias: bool = False) -> Block:
@@ -94,6 +96,8 @@ def _attention(a: Arch, mixer: str) -> Block:
         return _mla_attention(a)
     if a.model_type == "deepseek_v4":
         return _v4_attention(a, mixer)
+    if a.model_type == mimo_v2.MODEL_TYPE:
+        return _mimo_attention(a, mixer)
     h = a.hidden
     kv_heads, hd, k_eq_v = attention_geometry(a, mixer)
     q, kv = a.heads * hd, kv_heads * hd
@@ -111,6 +115,15 @@ def _attention(a: Arch, mixer: str) -> Block:
     if a.model_type == "gpt_oss":  # one learned attention-sink logit per head
         other += a.heads
     return Block(linear, other)
+
+
+def _mimo_attention(a: Arch, mixer: str) -> Block:
+    """MiMo-V2-Flash: q/k of head_dim, v of v_head_dim, o from heads x v_head_dim; sinks on sliding layers."""
+    h, n = a.hidden, a.heads
+    kv_heads, hd, v_hd = mimo_v2.attention_geometry(a, mixer)
+    linear = h * n * hd + h * kv_heads * hd + h * kv_heads * v_hd + n * v_hd * h
+    bias = (n * hd + kv_heads * hd + kv_heads * v_hd) if a.flag("attention_bias") else 0  # o_proj has none
+    return Block(linear, bias + (n if mimo_v2.has_sinks(a, mixer) else 0))
 
 
 def _mla_attention(a: Arch) -> Block:
@@ -306,6 +319,12 @@ def _dense_mlp(a: Arch) -> Block:
     return _gated_mlp(h, a.intermediate, bias=a.flag("mlp_bias"))  # Granite 4's shared MLP: input_linear 2I + output
 
 
+def _routed_expert_other(a: Arch) -> int:
+    """Non-Linear parameters that belong to ONE routed expert (gpt-oss: the gate_up and down biases); a token touches
+    only those of its top-k experts."""
+    return 2 * a.expert_intermediate + a.hidden if a.model_type == "gpt_oss" else 0
+
+
 def _moe_mlp(a: Arch) -> tuple[Block, int, int]:
     """(block, routed-expert linear params, routed-expert linear params active per token) of one MoE layer."""
     h, e, k, inter = a.hidden, a.num_experts, a.experts_per_token, a.expert_intermediate
@@ -315,7 +334,7 @@ def _moe_mlp(a: Arch) -> tuple[Block, int, int]:
     block = Block(linear=e * per_expert + 2 * h * latent, other=e * h)  # experts (+ latent projections) + router
     t = a.model_type
     if t == "gpt_oss":  # biases on gate_up and down of every expert; the router has a bias
-        block = block + Block(other=e * (2 * inter + h) + e)
+        block = block + Block(other=e * _routed_expert_other(a) + e)
     elif t in ("qwen2_moe", "qwen3_next", "qwen3_5_moe_text") and a.shared_experts:
         # one shared MLP, scaled by a sigmoid gate (hidden -> 1)
         block = block + _gated_mlp(h, a.int("shared_expert_intermediate_size")) + Block(other=h)
@@ -356,7 +375,7 @@ def count_parameters(a: Arch) -> Counts:
     for mixer, n in a.mixer_counts().items():
         body = body + _mixer(a, mixer) * n
     body = body + _indexer(a) * a.indexer_layers() if a.indexer_layers() else body
-    expert = expert_active = 0
+    expert = expert_active = idle_other = 0
     for mlp, n in a.mlp_counts().items():
         if mlp == "dense":
             body = body + _dense_mlp(a) * n
@@ -365,6 +384,7 @@ def count_parameters(a: Arch) -> Counts:
             body = body + block * n
             expert += exp * n
             expert_active += exp_active * n
+            idle_other += (a.num_experts - a.experts_per_token) * _routed_expert_other(a) * n  # biases of experts not routed to
     final_norm = (2 * a.hidden) if a.model_type == "falcon" else a.hidden  # Falcon: LayerNorm with bias
     if a.model_type == "deepseek_v4":  # the hyper-connection head that collapses the hc_mult streams (hc_fn, hc_base, hc_scale)
         m = a.int("hc_mult", minimum=1)
@@ -374,4 +394,6 @@ def count_parameters(a: Arch) -> Counts:
         embedding=embedding, lm_head=lm_head, linear=body.linear, other=other, expert_linear=expert
     )
     total = embedding + lm_head + body.linear + other
-    return Counts(breakdown=breakdown, total=total, active=total - expert + expert_active)
+    active = total - expert + expert_active - idle_other
+    # Tied embeddings: the one matrix is still multiplied as lm_head, so nothing is left out.
+    return Counts(breakdown=breakdown, total=total, active=active, active_non_embedding=active - (0 if a.tied else embedding))

@@ -226,6 +226,7 @@ def model_summary(model: ModelFacts) -> ModelSummary:
     return ModelSummary(
         name=model.name, source=model.source, architecture=model.architecture, family=model.family,
         num_parameters=model.num_parameters, num_active_parameters=model.num_active_parameters,
+        num_active_parameters_without_embedding=model.num_active_parameters_without_embedding,
         max_position_embeddings=model.max_position_embeddings, torch_dtype=model.torch_dtype,
         pre_quantized=model.pre_quantized, path=model.name if model.source == "local" else None, model_type=model.model_type,
     )

@@ -5,7 +5,9 @@
     >>> reqs = w.requests(count=500, seed=0)
 
 Lengths are integers >= 1, capped at ``max_tokens`` when given. A trace file is JSONL with one object per
-request: ``{"input_tokens": N, "output_tokens": M}`` and optionally ``"arrival_s": T``.
+request: ``{"input_tokens": N, "output_tokens": M}`` and optionally ``"arrival_s": T`` and ``"cached_tokens": C`` (prompt
+tokens a prefix cache serves, e.g. a conversation's earlier turns). ``cached_prefix_tokens`` applies to every request
+(a shared system prompt). The simulator prefills only the uncached part of each prompt.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ class Workload(BaseModel):
     rate: float | None = Field(default=None, gt=0, le=1e6, description="Requests per second (poisson).")
     concurrency: int | None = Field(default=None, gt=0, le=100_000, description="Clients (closed loop).")
     max_tokens: int | None = Field(default=None, gt=0, description="Cap on input + output per request (the deployment's context).")
+    cached_prefix_tokens: int = Field(default=0, ge=0, description="Prompt tokens every request finds in the prefix cache.")
 
     @model_validator(mode="after")
     def _complete(self) -> Workload:
@@ -94,11 +97,15 @@ class Workload(BaseModel):
         """``count`` (input, output) pairs: sampled, or the trace's in order (cycled when shorter)."""
         if self.trace is not None:
             rows = read_trace(self.trace)
-            pairs = [(r[0], r[1]) for r in rows]
+            pairs = [(self._uncached(r[0], r[3]), r[1]) for r in rows]
             return [self._cap(*pairs[i % len(pairs)]) for i in range(count)]
         rng = random.Random(seed)
         assert self.input_tokens and self.output_tokens
-        return [self._cap(self.input_tokens.sample(rng), self.output_tokens.sample(rng)) for _ in range(count)]
+        return [self._cap(self._uncached(self.input_tokens.sample(rng), 0), self.output_tokens.sample(rng)) for _ in range(count)]
+
+    def _uncached(self, prompt: int, cached: int) -> int:
+        """Prompt tokens left to prefill after the prefix cache: at least one (the engine recomputes the last token)."""
+        return max(1, prompt - max(cached, self.cached_prefix_tokens))
 
     def _cap(self, i: int, o: int) -> tuple[int, int]:
         if self.max_tokens and i + o > self.max_tokens:
@@ -126,8 +133,8 @@ class Workload(BaseModel):
     def mean_input(self) -> float:
         if self.trace is not None:
             rows = read_trace(self.trace)
-            return sum(r[0] for r in rows) / len(rows)
-        return self.input_tokens.mean  # type: ignore[union-attr]
+            return sum(self._uncached(r[0], r[3]) for r in rows) / len(rows)
+        return max(1.0, self.input_tokens.mean - self.cached_prefix_tokens)  # type: ignore[union-attr]
 
     @property
     def mean_output(self) -> float:
@@ -143,9 +150,9 @@ MAX_TRACE_ROWS = 1_000_000
 MAX_TRACE_TOKENS = 10_000_000
 
 
-def read_trace(path: Path) -> list[tuple[int, int, float | None]]:
-    """(input, output, arrival or None) per line of a JSONL trace; bad lines raise one RequestError naming the line.
-    Parsed once per file version (path, size, mtime): the sizing search asks for it many times."""
+def read_trace(path: Path) -> list[tuple[int, int, float | None, int]]:
+    """(input, output, arrival or None, cached tokens) per line of a JSONL trace; bad lines raise one RequestError
+    naming the line. Parsed once per file version (path, size, mtime, inode): the sizing search asks many times."""
     try:
         st = os.stat(path)
         key = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
@@ -154,20 +161,20 @@ def read_trace(path: Path) -> list[tuple[int, int, float | None]]:
     return list(_read_trace_cached(key, path))
 
 
-def _length(value, what: str, where: str) -> int:
+def _count(value, what: str, where: str, low: int, high: int) -> int:
     from ..errors import RequestError
 
-    if type(value) is not int or not 1 <= value <= MAX_TRACE_TOKENS:  # no bools, no "512", no 1e30
-        raise RequestError(f"{where}: {what} must be an integer from 1 to {MAX_TRACE_TOKENS:,}, got {json.dumps(value)[:40]}.")
+    if type(value) is not int or not low <= value <= high:  # no bools, no "512", no 1e30
+        raise RequestError(f"{where}: {what} must be an integer from {low} to {high:,}, got {json.dumps(value)[:40]}.")
     return value
 
 
 @functools.lru_cache(maxsize=4)
-def _read_trace_cached(key: tuple, path: Path) -> tuple[tuple[int, int, float | None], ...]:
+def _read_trace_cached(key: tuple, path: Path) -> tuple[tuple[int, int, float | None, int], ...]:
     from ..bounded_read import bounded_lines
     from ..errors import RequestError
 
-    rows: list[tuple[int, int, float | None]] = []
+    rows: list[tuple[int, int, float | None, int]] = []
     try:
         for n, line in enumerate(bounded_lines(path, "trace", lambda p, why: RequestError(f"trace {p}: {why}.")), 1):
             if not line.strip():
@@ -180,14 +187,15 @@ def _read_trace_cached(key: tuple, path: Path) -> tuple[tuple[int, int, float | 
             except (ValueError, RecursionError):
                 obj = None
             if not isinstance(obj, dict) or "input_tokens" not in obj or "output_tokens" not in obj:
-                raise RequestError(
-                    f"{where}: expected a JSON object with integer input_tokens and output_tokens (and optional arrival_s)."
-                )
-            i, o = _length(obj["input_tokens"], "input_tokens", where), _length(obj["output_tokens"], "output_tokens", where)
+                raise RequestError(f"{where}: expected a JSON object with integer input_tokens and output_tokens (and "
+                                   "optional arrival_s, cached_tokens).")
+            i = _count(obj["input_tokens"], "input_tokens", where, 1, MAX_TRACE_TOKENS)
+            o = _count(obj["output_tokens"], "output_tokens", where, 1, MAX_TRACE_TOKENS)
+            c = _count(obj.get("cached_tokens", 0), "cached_tokens", where, 0, i)
             a = obj.get("arrival_s")
             if a is not None and (type(a) not in (int, float) or not math.isfinite(a) or a < 0):
                 raise RequestError(f"{where}: arrival_s must be a finite number of seconds >= 0.")
-            rows.append((i, o, None if a is None else float(a)))
+            rows.append((i, o, None if a is None else float(a), c))
     except UnicodeDecodeError:
         raise RequestError(f"{path} is not UTF-8 text (expected JSONL).") from None
     if not rows:
