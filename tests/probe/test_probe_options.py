@@ -111,3 +111,17 @@ def test_trace_arrival_times_are_named_as_unused(tmp_path):
     trace.write_text("".join(json.dumps({"input_tokens": 300, "output_tokens": 100, "arrival_s": i * 0.5}) + "\n" for i in range(40)))
     result = size(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB", rate=2, lengths_file=str(trace))
     assert any("arrival_s times are not used" in n for n in result.notes)
+
+
+def test_upper_case_gpu_file_with_a_count(tmp_path):
+    spec = tmp_path / "UP.YAML"
+    spec.write_text("name: UpGPU\nmemory_gib: 80\nmemory_bandwidth_gb_s: 2000\ntflops: {bf16: 300, fp16: 300}\n"
+                    "compute_capability: 8.0\ninterconnect: pcie\ninterconnect_gb_s: 32\n")
+    args = ["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", f"{spec}:2", "--format", "json"]
+    outcome = run_cli(args)
+    check(outcome, args)
+    assert outcome.code == 0 and '"UpGPU"' in outcome.out, outcome.err
+
+
+def test_plot_errors_name_plot_not_out():
+    _refused([*PLAN, "--rate", "1", "--plot", "/proc/x.png"], "choose another --plot")

@@ -76,7 +76,7 @@ def run(ns: argparse.Namespace) -> int:
         from ..capacity.plot import is_front_png, require_matplotlib
 
         require_matplotlib()
-        check_file(ns.plot, force=ns.force, ours=is_front_png)  # refused now, not after the search
+        check_file(ns.plot, force=ns.force, ours=is_front_png, option="--plot")  # refused now, not after the search
     if getattr(ns, "startup_check", False):
         return _startup_check(request, fmt)
     kinds = None

@@ -137,7 +137,7 @@ def _custom_spec(spec: str, text: str) -> HardwareSpec | None:
             raise HardwareSpecError(spec, f"not a YAML mapping ({err.problem})") from None
         count, nodes = _counts(spec, counts.removeprefix(":")) if counts.strip() else (1, 1)
         return HardwareSpec(kind="gpu", name=None, count=count, nodes=nodes, entry=_entry(raw, "--gpu"))
-    path_text, _, counts = text.partition(":") if re.search(r"\.(ya?ml|json):", text) else (text, "", "")
+    path_text, _, counts = text.partition(":") if re.search(r"\.(ya?ml|json):", text, re.IGNORECASE) else (text, "", "")
     if not re.search(r"\.(ya?ml|json)$", path_text, re.IGNORECASE):
         return None
     from .._data import read_structured
