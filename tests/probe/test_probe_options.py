@@ -125,3 +125,14 @@ def test_upper_case_gpu_file_with_a_count(tmp_path):
 
 def test_plot_errors_name_plot_not_out():
     _refused([*PLAN, "--rate", "1", "--plot", "/proc/x.png"], "choose another --plot")
+
+
+def test_a_described_gpu_can_be_sized(tmp_path):
+    """`--gpu '{...}' --rate` answered "Unknown GPU 'MyGPU'": the final plan looked the GPU up by name."""
+    import json
+
+    args = ["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", GPU + ":2", "--rate", "5", "--format", "json"]
+    outcome = run_cli(args)
+    check(outcome, args)
+    assert outcome.code in (0, 1), outcome.err
+    assert json.loads(outcome.out)["hardware"]["gpus"][0]["name"] == "MyGPU"
