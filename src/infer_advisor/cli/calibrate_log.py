@@ -38,9 +38,11 @@ def run_from_log(opts, *, model_given: bool) -> int:
     def pct(x):  # noqa: ANN001, ANN202
         return f" ({(x - logged) / logged * 100:+.1f}%)" if logged and x is not None else ""
 
-    print(
+    from ..untrusted import escape_unsafe
+
+    print(escape_unsafe(
         f"{opts.out}: memory calibration for {cal.header.setup()} from {path.name}: KV cache {logged:,} tokens logged"
-        if logged else f"{opts.out}: memory calibration for {cal.header.setup()} from {path.name}",
+        if logged else f"{opts.out}: memory calibration for {cal.header.setup()} from {path.name}"),
         end="",
     )
     print(f"; the plan predicted {before:,}{pct(before)} before, {after:,}{pct(after)} with it." if before is not None and after is not None else ".")

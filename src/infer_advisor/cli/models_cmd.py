@@ -177,13 +177,16 @@ def _add(ns: argparse.Namespace) -> int:
         Path(ns.config), ns.model_id, family=ns.family or "", aliases=ns.alias, variants=ns.variant,
         source=ns.config_source, retrieved_from=ns.retrieved_from, catalog_dir=ns.catalog_dir, force=ns.force,
     )
-    print(
+    from ..untrusted import escape_unsafe
+
+    print(escape_unsafe(
         f"added {entry.name} ({facts.architecture}): {facts.num_parameters:,} parameters "
         f"({facts.num_active_parameters_without_embedding:,} active per token without the input embedding), "
         f"{facts.num_layers} layers {dict(facts.layer_counts)}, "
         f"context {facts.max_position_embeddings:,}"
-    )
-    from ._console import make_console, terminal_text
+    ))
+    from ..untrusted import escape_unsafe as terminal_text  # the one sanitiser (markup=False below)
+    from ._console import make_console
 
     # The folder comes from the user (--catalog-dir, INFER_ADVISOR_HOME): through the terminal escaper, printed as text
     where = terminal_text(str(entry_path(entry.name, ns.catalog_dir or user_folder())))

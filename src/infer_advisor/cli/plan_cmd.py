@@ -100,8 +100,10 @@ def run(ns: argparse.Namespace) -> int:
         from .render_plan import print_plan
 
         print_plan(plan, explain=ns.explain, fmt=fmt)
+        from ..untrusted import escape_unsafe
+
         for path in written:
-            print(f"wrote {path}")
+            print(escape_unsafe(f"wrote {path}"))
     return 0 if plan.feasible else 1
 
 
