@@ -51,3 +51,26 @@ def fit_width(console, renderable, *, at_most: int = 1000) -> None:
         return
     need = console.measure(renderable, options=console.options.update_width(at_most)).maximum
     console.width = max(console.width, need)
+
+
+def terminal_text(text: str) -> str:
+    """``text`` for a plain (markup-free) terminal line: control, separator and bidi characters written as visible
+    escapes. One implementation: :func:`infer_advisor.untrusted.escape_unsafe`."""
+    from ..untrusted import escape_unsafe
+
+    return escape_unsafe(str(text))
+
+
+def cell(value: object) -> str:
+    """The one function every table cell and printed line of user-derived text goes through on its way to the
+    terminal (:func:`infer_advisor.untrusted.terminal_text`: unsafe characters escaped, then rich markup)."""
+    from ..untrusted import terminal_text as escape
+
+    return escape(value)
+
+
+def md_cell(value: object) -> str:
+    """The one function every Markdown cell and list item goes through (:func:`infer_advisor.untrusted.markdown_cell`)."""
+    from ..untrusted import markdown_cell
+
+    return markdown_cell(value)
