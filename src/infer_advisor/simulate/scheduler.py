@@ -11,6 +11,10 @@ Each step, in this order (vLLM's V1 scheduler: running requests first, then new 
 
 The step lasts ``step_model.seconds(shape)``; tokens appear at its end. Decoding requests are kept as running
 sums (their KV context grows by one per step), so a step costs O(log n) whatever the batch size.
+
+:func:`run` is the loop; :class:`_Scheduler` holds its state and one method per part of a step: admission
+(``take_arrivals``, ``_admit``), preemption (``preempt_for_decodes``), chunked-prefill packing (``pack``) and
+accounting (``account_step``, ``account_decode_stretch``, ``finish_decodes``, ``advance_prefills``).
 """
 
 from __future__ import annotations
@@ -80,185 +84,233 @@ def run(
     log = RunLog(requests=reqs)
     if not reqs:
         return log
-    capacity = kv_capacity_tokens
-    budget_max = max(max_num_batched_tokens, 1)
-    frag = (block_size - 1) / 2.0  # mean unused tail of a request's last KV block (none with per-token cells, block 1)
-
-    arrivals = deque(sorted(reqs, key=lambda r: r.arrival)) if closed_loop_clients is None else deque(reqs)
-    waiting: deque[_Req] = deque()
-    prefilling: list[_Req] = []
-    running_order: list[_Req] = []  # admission order of running requests (prefill or decode)
-    decode_heap: list[tuple[int, int]] = []  # (finish_step, idx)
-    n_dec = 0
-    dec_sum = 0  # sum of (decode_base - decode_start) over decoding requests: context at step j is dec_sum + n_dec * j
-    kv_prefill = 0  # KV tokens held by requests in prefill
-    reserved = 0  # reserve_full: KV tokens reserved by running requests (prompt + output each)
-    t = 0.0
-    j = 0
-
-    if closed_loop_clients is not None:
-        for _ in range(min(closed_loop_clients, len(arrivals))):
-            r = arrivals.popleft()
-            r.arrival = 0.0
-            waiting.append(r)
-
-    def release(r: _Req) -> None:
-        nonlocal kv_prefill, n_dec, dec_sum, reserved
-        reserved -= r.kv_reserved
-        r.kv_reserved = 0
-        if r.state == "prefill":
-            kv_prefill -= r.done
-            prefilling.remove(r)
-        elif r.state == "decode":
-            n_dec -= 1
-            dec_sum -= r.decode_base - r.decode_start
-        running_order.remove(r)
-
+    s = _Scheduler(step, reqs, log, max_num_seqs=max_num_seqs, budget_max=max(max_num_batched_tokens, 1),
+                   capacity=kv_capacity_tokens, frag=(block_size - 1) / 2.0, closed_loop=closed_loop_clients,
+                   reserve_full=reserve_full)
+    s.start(closed_loop_clients)
     while True:
-        if closed_loop_clients is None:
-            while arrivals and arrivals[0].arrival <= t:
-                waiting.append(arrivals.popleft())
-        running = len(running_order)
-        if not running and not waiting:
-            if closed_loop_clients is None and arrivals:
-                t = arrivals[0].arrival
+        s.take_arrivals()
+        if not s.running_order and not s.waiting:
+            if s.closed_loop is None and s.arrivals:
+                s.t = s.arrivals[0].arrival
                 continue
             break
-        if j >= max_steps:
+        if s.j >= max_steps:
             log.aborted = f"stopped after {max_steps} steps"
             break
+        budget = s.preempt_for_decodes()
+        chunks, kv_used = s.pack(budget)
+        if log.aborted:
+            break
+        if not s.n_dec and not chunks:
+            if s.closed_loop is None and s.arrivals:
+                s.t = max(s.t, s.arrivals[0].arrival)
+                continue
+            log.aborted = "no request can be scheduled (KV cache too small for the next request)"
+            break
+        if chunks:
+            s.account_step(chunks, kv_used)
+        else:
+            s.account_decode_stretch(kv_used)
+        s.finish_decodes()
+        s.advance_prefills(chunks)
+        s.j += 1
+    log.end_time = s.t
+    # tokens produced by decodes are implied: a finished request produced its whole output
+    return log
 
-        budget = budget_max - n_dec
-        kv_decode = dec_sum + n_dec * j
-        # decodes need one more KV slot each: preempt the newest running request until they fit
-        while (not reserve_full and n_dec and kv_decode + n_dec + kv_prefill + frag * len(running_order) > capacity
-               and len(running_order) > 1):
-            victim = running_order[-1]
+
+class _Scheduler:
+    """The loop's state: queues, running sums of the decoding requests, the clock (``t``) and the step index (``j``).
+
+    Decoding requests are kept as running sums: the KV context of all of them at step ``j`` is
+    ``dec_sum + n_dec * j``, so a step costs O(log n) whatever the batch size.
+    """
+
+    def __init__(self, step: StepModel, reqs: list[_Req], log: RunLog, *, max_num_seqs: int, budget_max: int,
+                 capacity: int, frag: float, closed_loop: int | None, reserve_full: bool) -> None:
+        self.step, self.reqs, self.log = step, reqs, log
+        self.max_num_seqs, self.budget_max, self.capacity = max_num_seqs, budget_max, capacity
+        self.frag = frag  # mean unused tail of a request's last KV block (none with per-token cells, block 1)
+        self.closed_loop, self.reserve_full = closed_loop, reserve_full
+        self.arrivals = deque(sorted(reqs, key=lambda r: r.arrival)) if closed_loop is None else deque(reqs)
+        self.waiting: deque[_Req] = deque()
+        self.prefilling: list[_Req] = []
+        self.running_order: list[_Req] = []  # admission order of running requests (prefill or decode)
+        self.decode_heap: list[tuple[int, int]] = []  # (finish_step, idx)
+        self.n_dec = 0
+        self.dec_sum = 0  # sum of (decode_base - decode_start) over decoding requests
+        self.kv_prefill = 0  # KV tokens held by requests in prefill
+        self.reserved = 0  # reserve_full: KV tokens reserved by running requests (prompt + output each)
+        self.t = 0.0
+        self.j = 0
+
+    # ---------------------------------------------------------------- admission
+    def start(self, clients: int | None) -> None:
+        if clients is not None:
+            for _ in range(min(clients, len(self.arrivals))):
+                r = self.arrivals.popleft()
+                r.arrival = 0.0
+                self.waiting.append(r)
+
+    def take_arrivals(self) -> None:
+        if self.closed_loop is None:
+            while self.arrivals and self.arrivals[0].arrival <= self.t:
+                self.waiting.append(self.arrivals.popleft())
+
+    def _next_client(self) -> None:
+        """Closed loop: a finished request's client sends its next one now."""
+        if self.closed_loop is not None and self.arrivals:
+            nxt = self.arrivals.popleft()
+            nxt.arrival = self.t
+            self.waiting.append(nxt)
+
+    def _admit(self, chunks: list[tuple[_Req, int]], budget: int, kv_used: float) -> tuple[int, float]:
+        """Waiting requests, first come first served, while the budget, ``max_num_seqs`` and the KV cache allow
+        (the head of the queue blocks the rest)."""
+        while self.waiting and budget > 0 and len(self.running_order) < self.max_num_seqs:
+            r = self.waiting[0]
+            c = min(r.prompt, budget)
+            need = (self.reserved + r.prompt + r.output - r.produced) if self.reserve_full else (kv_used + c)
+            if need + self.frag * (len(self.running_order) + 1) > self.capacity:
+                if not self.running_order and r.prompt + 1 > self.capacity:
+                    self.log.aborted = f"a request of {r.prompt} prompt tokens does not fit in a KV cache of {self.capacity} tokens"
+                break
+            self.waiting.popleft()
+            if self.reserve_full:
+                r.kv_reserved = r.prompt + r.output - r.produced
+                self.reserved += r.kv_reserved
+            r.state = "prefill"
+            r.admitted = self.t if r.admitted is None else r.admitted
+            self.prefilling.append(r)
+            self.running_order.append(r)
+            chunks.append((r, c))
+            budget -= c
+            kv_used += c
+        return budget, kv_used
+
+    # ---------------------------------------------------------------- preemption
+    def _release(self, r: _Req) -> None:
+        self.reserved -= r.kv_reserved
+        r.kv_reserved = 0
+        if r.state == "prefill":
+            self.kv_prefill -= r.done
+            self.prefilling.remove(r)
+        elif r.state == "decode":
+            self.n_dec -= 1
+            self.dec_sum -= r.decode_base - r.decode_start
+        self.running_order.remove(r)
+
+    def preempt_for_decodes(self) -> int:
+        """Decodes need one more KV slot each: preempt the newest running request (recomputed later: its prompt and
+        the tokens it produced are prefilled again) until they fit. Returns the token budget left for prefill."""
+        kv_decode = self.dec_sum + self.n_dec * self.j
+        while (not self.reserve_full and self.n_dec
+               and kv_decode + self.n_dec + self.kv_prefill + self.frag * len(self.running_order) > self.capacity
+               and len(self.running_order) > 1):
+            victim = self.running_order[-1]
             was_decode = victim.state == "decode"
-            release(victim)
+            self._release(victim)
             victim.prompt = victim.prompt + victim.produced if was_decode else victim.prompt
             victim.output -= victim.produced if was_decode else 0
             victim.produced = 0
             victim.done = 0
             victim.state = "waiting"
             victim.preemptions += 1
-            log.preemptions += 1
-            waiting.appendleft(victim)
-            budget = budget_max - n_dec
-            kv_decode = dec_sum + n_dec * j
+            self.log.preemptions += 1
+            self.waiting.appendleft(victim)
+            kv_decode = self.dec_sum + self.n_dec * self.j
+        return self.budget_max - self.n_dec
+
+    # ---------------------------------------------------------------- chunked-prefill packing
+    def pack(self, budget: int) -> tuple[list[tuple[_Req, int]], float]:
+        """This step's prefill chunks: requests part-way through their prompt first, ``min(left, budget)``, then newly
+        admitted ones; and the KV tokens in use once they are scheduled."""
         chunks: list[tuple[_Req, int]] = []
-        for r in prefilling:
+        for r in self.prefilling:
             if budget <= 0:
                 break
             c = min(r.prompt - r.done, budget)
             chunks.append((r, c))
             budget -= c
-        kv_used = kv_decode + n_dec + kv_prefill + sum(c for _, c in chunks)
-        while waiting and budget > 0 and len(running_order) < max_num_seqs:
-            r = waiting[0]
-            c = min(r.prompt, budget)
-            need = (reserved + r.prompt + r.output - r.produced) if reserve_full else (kv_used + c)
-            if need + frag * (len(running_order) + 1) > capacity:
-                if not running_order and r.prompt + 1 > capacity:
-                    log.aborted = f"a request of {r.prompt} prompt tokens does not fit in a KV cache of {capacity} tokens"
-                break
-            waiting.popleft()
-            if reserve_full:
-                r.kv_reserved = r.prompt + r.output - r.produced
-                reserved += r.kv_reserved
-            r.state = "prefill"
-            r.admitted = t if r.admitted is None else r.admitted
-            prefilling.append(r)
-            running_order.append(r)
-            chunks.append((r, c))
-            budget -= c
-            kv_used += c
-        if log.aborted:
-            break
-        if not n_dec and not chunks:
-            if closed_loop_clients is None and arrivals:
-                t = max(t, arrivals[0].arrival)
-                continue
-            log.aborted = "no request can be scheduled (KV cache too small for the next request)"
-            break
+        kv_used = self.dec_sum + self.n_dec * self.j + self.n_dec + self.kv_prefill + sum(c for _, c in chunks)
+        budget, kv_used = self._admit(chunks, budget, kv_used)
+        return chunks, kv_used
 
+    # ---------------------------------------------------------------- accounting
+    def _record(self, dt: float, decodes: int, rows: int, count: int, kv: int) -> None:
+        log = self.log
+        log.step_starts.append(self.t)
+        log.step_durations.append(dt)
+        log.step_decodes.append(decodes)
+        log.step_rows.append(rows)
+        log.step_counts.append(count)
+        log.max_kv_tokens = max(log.max_kv_tokens, kv)
+
+    def account_decode_stretch(self, kv_used: float) -> None:
+        """A stretch of decode-only steps: nothing changes the batch until the next finish, the next arrival
+        (admissible or not, it is looked at a step later at most) or the KV cache filling up. The step time is
+        linear in the KV context, which grows by n_dec per step, so k steps take k x the mean of the first and last."""
+        n_dec, j = self.n_dec, self.j
+        k = self.decode_heap[0][0] - j + 1 if self.decode_heap else 1
+        dt0 = self.step.decode_seconds(n_dec, float(self.dec_sum + n_dec * j))
+        if self.closed_loop is None and self.arrivals and (len(self.running_order) < self.max_num_seqs):
+            k = min(k, max(1, int((self.arrivals[0].arrival - self.t) / dt0) + 1))
+        if not self.reserve_full:
+            room = self.capacity - (self.dec_sum + n_dec * j + self.kv_prefill + self.frag * len(self.running_order))
+            k = max(1, min(k, int(room // max(n_dec, 1))))
+        dt1 = self.step.decode_seconds(n_dec, float(self.dec_sum + n_dec * (j + k - 1))) if k > 1 else dt0
+        dt = (dt0 + dt1) / 2
+        self._record(dt, n_dec * k, n_dec, k, int(kv_used + n_dec * (k - 1)))
+        self.t += dt * k
+        self.j += k - 1
+
+    def account_step(self, chunks: list[tuple[_Req, int]], kv_used: float) -> None:
+        """One step with prefill chunks (and the decodes): its time from the step model."""
         p_tokens = sum(c for _, c in chunks)
-        if not chunks:
-            # A stretch of decode-only steps: nothing changes the batch until the next finish, the next arrival
-            # (admissible or not, it is looked at a step later at most) or the KV cache filling up. The step time is
-            # linear in the KV context, which grows by n_dec per step, so k steps take k x the mean of the first and last.
-            k = decode_heap[0][0] - j + 1 if decode_heap else 1
-            dt0 = step.decode_seconds(n_dec, float(dec_sum + n_dec * j))
-            if closed_loop_clients is None and arrivals and (len(running_order) < max_num_seqs):
-                k = min(k, max(1, int((arrivals[0].arrival - t) / dt0) + 1))
-            if not reserve_full:
-                room = capacity - (kv_decode + kv_prefill + frag * len(running_order))
-                k = max(1, min(k, int(room // max(n_dec, 1))))
-            dt1 = step.decode_seconds(n_dec, float(dec_sum + n_dec * (j + k - 1))) if k > 1 else dt0
-            dt = (dt0 + dt1) / 2
-            log.step_starts.append(t)
-            log.step_durations.append(dt)
-            log.step_decodes.append(n_dec * k)
-            log.step_rows.append(n_dec)
-            log.step_counts.append(k)
-            log.max_kv_tokens = max(log.max_kv_tokens, int(kv_used + n_dec * (k - 1)))
-            t += dt * k
-            j += k - 1
-        else:
-            pairs = sum(c * (r.done + (c + 1) / 2) for r, c in chunks)
-            completes = sum(1 for r, c in chunks if r.done + c >= r.prompt)
-            dt = step.step_seconds(n_dec, float(dec_sum + n_dec * j), p_tokens, pairs, len(chunks), completes)
-            log.step_starts.append(t)
-            log.step_durations.append(dt)
-            log.step_decodes.append(n_dec)
-            log.step_rows.append(n_dec + p_tokens)
-            log.step_counts.append(1)
-            log.max_kv_tokens = max(log.max_kv_tokens, int(kv_used))
-            t += dt
+        pairs = sum(c * (r.done + (c + 1) / 2) for r, c in chunks)
+        completes = sum(1 for r, c in chunks if r.done + c >= r.prompt)
+        dt = self.step.step_seconds(self.n_dec, float(self.dec_sum + self.n_dec * self.j), p_tokens, pairs, len(chunks), completes)
+        self._record(dt, self.n_dec, self.n_dec + p_tokens, 1, int(kv_used))
+        self.t += dt
 
-        # decodes: one token each; those that reach their length finish now
-        while decode_heap and decode_heap[0][0] <= j:
-            _, idx = heapq.heappop(decode_heap)
-            r = reqs[idx]
-            if r.state != "decode" or r.finish_step != j:
+    def finish_decodes(self) -> None:
+        """Decodes: one token each; those that reach their length finish now."""
+        while self.decode_heap and self.decode_heap[0][0] <= self.j:
+            _, idx = heapq.heappop(self.decode_heap)
+            r = self.reqs[idx]
+            if r.state != "decode" or r.finish_step != self.j:
                 continue  # preempted since it was pushed
-            release(r)
+            self._release(r)
             r.produced = r.output
             r.state = "finished"
-            r.finish = t
-            if closed_loop_clients is not None and arrivals:
-                nxt = arrivals.popleft()
-                nxt.arrival = t
-                waiting.append(nxt)
-        # prefill chunks
+            r.finish = self.t
+            self._next_client()
+
+    def advance_prefills(self, chunks: list[tuple[_Req, int]]) -> None:
+        """Prefill chunks: a prompt done gives its first token; then it decodes, or finishes if that was its last."""
         for r, c in chunks:
             r.done += c
-            kv_prefill += c
-            if r.done >= r.prompt:
-                kv_prefill -= r.done
-                prefilling.remove(r)
-                r.produced += 1
-                if r.first_token is None:
-                    r.first_token = t
-                if r.produced >= r.output:
-                    running_order.remove(r)
-                    reserved -= r.kv_reserved
-                    r.kv_reserved = 0
-                    r.state = "finished"
-                    r.finish = t
-                    if closed_loop_clients is not None and arrivals:
-                        nxt = arrivals.popleft()
-                        nxt.arrival = t
-                        waiting.append(nxt)
-                    continue
-                r.state = "decode"
-                r.decode_start = j + 1
-                r.decode_base = r.prompt + 1
-                r.finish_step = j + (r.output - r.produced)
-                n_dec += 1
-                dec_sum += r.decode_base - r.decode_start
-                heapq.heappush(decode_heap, (r.finish_step, r.idx))
-        j += 1
-    log.end_time = t
-    # tokens produced by decodes are implied: a finished request produced its whole output
-    return log
+            self.kv_prefill += c
+            if r.done < r.prompt:
+                continue
+            self.kv_prefill -= r.done
+            self.prefilling.remove(r)
+            r.produced += 1
+            if r.first_token is None:
+                r.first_token = self.t
+            if r.produced >= r.output:
+                self.running_order.remove(r)
+                self.reserved -= r.kv_reserved
+                r.kv_reserved = 0
+                r.state = "finished"
+                r.finish = self.t
+                self._next_client()
+                continue
+            r.state = "decode"
+            r.decode_start = self.j + 1
+            r.decode_base = r.prompt + 1
+            r.finish_step = self.j + (r.output - r.produced)
+            self.n_dec += 1
+            self.dec_sum += r.decode_base - r.decode_start
+            heapq.heappush(self.decode_heap, (r.finish_step, r.idx))
