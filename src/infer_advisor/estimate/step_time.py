@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from ..hardware.facts import GPUInfo
 from ..model_facts.facts import ModelFacts
 from .speed_data import EngineSpeed, engine_speed, interp_log
-from .step_terms import Ceilings, attention_and_links, device_ceilings, gemm_efficiencies, layer_shapes, term_sources
+from .step_inputs import Ceilings, attention_and_links, device_ceilings, gemm_efficiencies, shapes, term_sources
 
 # Rows per expert a fused-MoE kernel pads to (one tile): the measured torch._grouped_mm pads to 16 (kernels.yaml
 # grouped_gemm note); vLLM's fused_moe uses BLOCK_SIZE_M 16 at small batch (fused_moe.get_default_config).
@@ -328,6 +328,9 @@ class StepModel:
         return self.seconds(s) / self.pp
 
 
+# ---------------------------------------------------------------- building a StepModel (inputs: estimate/step_inputs.py)
+
+
 def build_step_model(
     model: ModelFacts,
     *,
@@ -352,10 +355,10 @@ def build_step_model(
     on_gpu = gpu is not None
     if prof.version_range:
         notes.append(f"{engine} speed coefficients for {prof.version_range}")
-    shapes = layer_shapes(model, quantization, dtype, kv_cache_dtype, tp, pp)
-    block_share = shapes.pop("block_share")
+    layer_facts = shapes(model, quantization, dtype, kv_cache_dtype, tp, pp)
+    block_share = layer_facts.pop("block_share")
     return StepModel(
-        engine=engine, profile=prof, ceil=ceil, **shapes,
+        engine=engine, profile=prof, ceil=ceil, **layer_facts,
         moe_routing_kernels=prof.moe_routing_kernels if on_gpu else 0.0,
         small_kernels=prof.small_kernels_per_layer * block_share if on_gpu else 0.0,
         **gemms, **attention_and_links(prof, gpu, ceil, nodes),

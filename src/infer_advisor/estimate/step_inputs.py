@@ -1,6 +1,9 @@
-"""The inputs of a step-time model (``step_time.py``): the device's ceilings, the weight kernel a quantization runs
-on, the per-layer shapes (bytes, FLOPs, KV), the GEMM and attention efficiencies on this device, the links, and where
-each term came from. ``build_step_model`` assembles a :class:`~.step_time.StepModel` from them."""
+"""The inputs of one step model: the device's ceilings, the bytes and FLOPs of a layer, the kernel classes and
+efficiencies an engine runs on this GPU, the links, and where each term's coefficients come from.
+
+Split from ``estimate/step_time.py`` (which holds the operators and ``build_step_model``) so each stays small; nothing
+here computes a step's time.
+"""
 
 from __future__ import annotations
 
@@ -25,7 +28,6 @@ class Ceilings:
     link: str
     gddr: bool
     source: str
-
 
 
 def device_ceilings(gpu: GPUInfo | None, *, cpu_cores: int | None, dtype: str) -> Ceilings:
@@ -53,7 +55,6 @@ def device_ceilings(gpu: GPUInfo | None, *, cpu_cores: int | None, dtype: str) -
     )
 
 
-
 def weight_kernel(profile: EngineSpeed, quantization: str, gpu: GPUInfo | None, table: dict[str, str] | None = None):
     """(name, class) of the kernels a weight format runs on this GPU, following fallbacks the GPU needs."""
     data = engine_speeds()
@@ -69,7 +70,6 @@ def weight_kernel(profile: EngineSpeed, quantization: str, gpu: GPUInfo | None, 
         return name, wk
 
 
-
 def runs_natively(wk, gpu: GPUInfo | None) -> bool:
     if gpu is None or not wk.needs_compute_capability:
         return gpu is not None or not wk.needs_compute_capability
@@ -78,8 +78,7 @@ def runs_natively(wk, gpu: GPUInfo | None) -> bool:
     return gpu.compute_capability >= wk.needs_compute_capability
 
 
-
-def layer_shapes(model: ModelFacts, quantization: str, dtype: str, kv_cache_dtype: str, tp: int, pp: int) -> dict:
+def shapes(model: ModelFacts, quantization: str, dtype: str, kv_cache_dtype: str, tp: int, pp: int) -> dict:
     """Bytes and FLOPs per layer and per GPU (bytes from the memory model), attention widths, head sizes."""
     from .memory import kv_bytes_per_token_per_gpu, recurrent_state_bytes_per_sequence, weight_bytes_by_group
 
@@ -120,7 +119,6 @@ def layer_shapes(model: ModelFacts, quantization: str, dtype: str, kv_cache_dtyp
     )
 
 
-
 def gemm_efficiencies(prof: EngineSpeed, quantization: str, gpu: GPUInfo | None, ceil: Ceilings, notes: list[str]) -> dict:
     """Weight, expert and lm_head kernels: the measured curves x the kernel class x the engine's (fitted) scales."""
     k = kernels()
@@ -157,7 +155,6 @@ def gemm_efficiencies(prof: EngineSpeed, quantization: str, gpu: GPUInfo | None,
     ), f"weights: {wk_name} ({wk.source}); experts: {ek_name} ({ek.source})"
 
 
-
 def attention_and_links(prof: EngineSpeed, gpu: GPUInfo | None, ceil: Ceilings, nodes: int) -> dict:
     """Attention kernels (measured x the engine's scales), small kernels, and the interconnect's all-reduce figures."""
     k = kernels()
@@ -181,7 +178,6 @@ def attention_and_links(prof: EngineSpeed, gpu: GPUInfo | None, ceil: Ceilings, 
         pp_link_bw=(net.bus_efficiency * 50e9) if net else ((link.bus_efficiency * ceil.link_bandwidth) if link else 1e12),
         pp_latency=(net.allreduce_latency_s if net else (link.allreduce_latency_s if link else 0.0)),
     )
-
 
 
 def term_sources(prof: EngineSpeed, ceil: Ceilings, weights: str) -> dict[str, str]:
