@@ -174,7 +174,7 @@ def plan_point(p):
     except RequestError as err:
         if version is None or "older than" not in str(err):
             raise
-    from infer_advisor.engine_memory import memory_profiles
+    from infer_advisor.engines.memory import memory_profiles
 
     oldest = min((r.first for r in memory_profiles()[engine_of(p)]), key=lambda v: tuple(int(x) for x in re.findall(r"\d+", v)))
     kw = point_request(p, oldest)

@@ -11,17 +11,18 @@ import math
 
 from pydantic import BaseModel, Field
 
-from .. import __version__
+from .._version import __version__
 from ..errors import EmitError
 from ..estimate.formats import dtype_bytes
 from ..plan.models import DeploymentPlan
-from . import argv as A
-from . import triton as T
-from ..triton import triton_facts, triton_release
-from .facts import emit_facts, emit_key
+from ..engines import argv as A
+from ..engines import triton_launch as T
+from ..engines.triton import triton_facts, triton_release
+from ..engines.launch_facts import emit_facts, emit_key
 from .templating import render_template, template_name
 from .platform import Platform, platform_for
-from .prepare import PrepareStep, prepare_steps
+from ..engines.launch import launch_argv, prepare_steps
+from ..engines.prepare import PrepareStep
 from .quote import sh_join, sh_quote
 
 _GIB = 2**30
@@ -285,9 +286,9 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
     data_parallel = A.local_replicas(plan) > 1 and e.name in A.DATA_PARALLEL_ENGINES
     gpus_per_node = per_replica * (A.local_replicas(plan) if data_parallel else 1)
     platform = platform_for(plan, gpus_per_node)
-    argv_host = A.launch_argv(plan, ref, "host")
-    argv_container = A.launch_argv(plan, ref, "container")
-    argv_k8s = A.launch_argv(plan, ref, "k8s")
+    argv_host = launch_argv(plan, ref, "host")
+    argv_container = launch_argv(plan, ref, "container")
+    argv_k8s = launch_argv(plan, ref, "k8s")
     groups = _replica_groups(plan, per_replica, argv_host, argv_container)
     ports = [NamedPort(name=x.name, port=x.port) for x in T.ports()] if triton else [NamedPort(name="http", port=e.port or 0)]
     health_url = f"http://localhost:{e.port}{e.health_path}" if e.http_server and e.health_path else None
@@ -388,7 +389,7 @@ def _compose_services(
 
 
 def _display(plan: DeploymentPlan) -> str:
-    from ..engines import engine_profile
+    from ..engines.profiles import engine_profile
 
     if plan.engine.server == "triton":
         return f"Triton Inference Server {plan.engine.server_version} with TensorRT-LLM"

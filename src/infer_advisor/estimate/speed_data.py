@@ -166,7 +166,7 @@ class SpeedVersion(BaseModel):
     coefficients: dict[str, Coefficient] = Field(default_factory=dict)
 
     def covers(self, version: str) -> bool:
-        from ..engine_memory import version_key
+        from ..engines.memory import version_key
 
         v = version_key(version)
         return version_key(self.first) <= v and (self.below is None or v < version_key(self.below))
@@ -331,7 +331,7 @@ def version_row(profile: EngineSpeed, version: str | None) -> SpeedVersion | Non
     for row in profile.versions:
         if row.covers(version):
             return row
-    from ..engine_memory import version_key
+    from ..engines.memory import version_key
 
     return profile.versions[-1] if version_key(version) >= version_key(profile.versions[-1].first) else profile.versions[0]
 
