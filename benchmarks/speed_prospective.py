@@ -145,7 +145,9 @@ def _write_prospective(fitted, rows, out) -> None:
         mine = [r for r in rows if r["engine"] == engine]
         use = mine if len(mine) >= 8 else rows
         st = _stats(use)
-        fe.update({"prospective_profile_sha256": out["profile_sha256"],
+        fe.update({"prospective_scope": f"published {engine}" if len(mine) >= 8 else
+                   f"published (all engines; {len(mine)} {engine})",
+                   "prospective_profile_sha256": out["profile_sha256"],
                    "prospective_points": st["points"], "prospective_median_abs_error": st["median_abs_error"],
                    "prospective_p90_abs_error": st["p90_abs_error"],
                    "band_90": band_90([r["error"] for r in use]) or overall_band,
