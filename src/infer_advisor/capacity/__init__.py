@@ -54,16 +54,24 @@ def size_request(request, model_facts=None, *, progress=None) -> CapacityResult:
 
         model_facts = resolve_model(request.model, revision=request.revision, source=request.model_source)
 
-    def plan_fn(hw, tp, pp, ep):
+    plan_fn = pinned_planner(request, model_facts)
+    result = search(request, model_facts, plan_fn, progress=progress)
+    return result.model_copy(update={"accuracy": _accuracy_note(result)})
+
+
+def pinned_planner(request, model_facts):
+    """``plan_fn(hw, tp, pp, ep, **pins)``: the ordinary planner for one replica with its layout and GPU pinned (and any
+    other request field in ``pins``, e.g. ``quantization="fp8"``)."""
+
+    def plan_fn(hw, tp, pp, ep, **pins):
         from ..plan.advise import advise
 
         pinned = request.model_copy(update={"rate": None, "tensor_parallel_size": tp, "pipeline_parallel_size": pp,
-                                            "enable_expert_parallel": ep or None, "replicas": 1,
+                                            "enable_expert_parallel": ep or None, "replicas": 1, **pins,
                                             "gpu": f"{hw.gpu.name}:{hw.gpus_per_node}" + (f"x{hw.nodes}" if hw.nodes > 1 else "")})
-        return advise(request=pinned, model_facts=model_facts, hardware=hw)
+        return advise(request=pinned, model_facts=model_facts, hardware=hw, speed=False)  # the search simulates it
 
-    result = search(request, model_facts, plan_fn, progress=progress)
-    return result.model_copy(update={"accuracy": _accuracy_note(result)})
+    return plan_fn
 
 
 def _accuracy_note(result: CapacityResult) -> str | None:

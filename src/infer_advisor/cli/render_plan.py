@@ -105,6 +105,7 @@ def summary_rows(plan) -> list[tuple[str, str, str]]:
             f"{_requests(mem.max_concurrency)} of {eng.max_model_len:,} tokens",
             mem.source,
         ),
+        *_engine_kv_rows(eng, mem),
         (
             f"reserved per {unit}" if mem.accounting != "peak" else f"peak per {unit}",
             f"{_gib(mem.total_bytes_per_gpu)} of {_gib(mem.gpu_memory_bytes)}",
@@ -125,6 +126,16 @@ def summary_rows(plan) -> list[tuple[str, str, str]]:
     if perf is not None:
         rows += speed_rows(perf)
     return rows
+
+
+def _engine_kv_rows(eng, mem) -> list[tuple[str, str, str]]:
+    """What the engine's own start-up log will print (its token count differs from the effective one on hybrid models)."""
+    if mem.engine_kv_cache_tokens is None:
+        return []
+    text = f"{mem.engine_kv_cache_tokens:,} tokens, max concurrency {mem.engine_max_concurrency:.2f}x for {eng.max_model_len:,} tokens"
+    if mem.engine_starts is False:
+        text = "refuses to start: " + (mem.engine_refusal or "no memory left for the KV cache")
+    return [(f"{eng.name} {eng.version} log will print", text, f"engine_kv_report ({mem.engine_kv_rule})")]
 
 
 def speed_rows(perf) -> list[tuple[str, str, str]]:

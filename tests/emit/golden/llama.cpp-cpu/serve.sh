@@ -24,6 +24,7 @@ exec llama-server \
   -m models/llama-3-1-8b-gguf-q4_k_m/model-q4_k_m.gguf \
   -c 8192 \
   --parallel 1 \
+  --cache-ram 0 \
   --alias meta-llama/Llama-3.1-8B \
   --host 0.0.0.0 \
   --port 8080

@@ -25,6 +25,8 @@ exec llama-server \
   -c 16384 \
   --parallel 4 \
   -ngl 999 \
+  --kv-unified \
+  --cache-ram 0 \
   --alias meta-llama/Llama-2-7b-hf \
   --host 0.0.0.0 \
   --port 8080
