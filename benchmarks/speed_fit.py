@@ -198,6 +198,7 @@ def main() -> int:
     ap.add_argument("--loso", action="store_true", help="Also grade leave-one-source-out (refits per held-out source).")
     ap.add_argument("--engines", default="", help="Comma-separated engines to fit (default: all with points).")
     ap.add_argument("--data", action="append", default=[], help="Extra point files (same schema) to fit on as well.")
+    ap.add_argument("--reverse", action="store_true", help="--loso: hold the sources out in reverse order (a second process).")
     ap.add_argument("--coefficients-from", type=Path,
                     help="Take the full fit from this fitted.yaml instead of refitting (e.g. to grade it leave-one-source-out).")
     ap.add_argument("--report", type=Path, help="Write the per-point report (JSON) here, without touching data/speed/fitted.yaml.")
@@ -226,7 +227,7 @@ def main() -> int:
     if args.loso:
         global PARTIAL
         PARTIAL = args.report
-        _loso(pts, by_engine, engines, rows, t0, full)
+        _loso(pts, by_engine, engines, rows, t0, full, args.reverse)
     summary = _summary(rows, by_engine, full)
     for k, s in summary.items():
         print(f"{k:16s} points {s['points']:3d} sources {s['sources']:2d} in-sample {s['in_sample_median_abs_error'] or 0:6.1%} "
@@ -252,10 +253,10 @@ def _rows(pts, by_engine, full) -> dict:
     return rows
 
 
-def _loso(pts, by_engine, engines, rows, t0, full) -> None:
+def _loso(pts, by_engine, engines, rows, t0, full, reverse: bool = False) -> None:
     """Refit each engine without one source (from the priors, as the full fit, with LOSO_ITERS iterations), predict that
     source. With ``--report`` the rows so far are written after every source (a long run can be read while it runs)."""
-    for s in sorted({pt.p.source_id for pt in pts}):
+    for s in sorted({pt.p.source_id for pt in pts}, reverse=reverse):
         held = [pt for pt in pts if pt.p.source_id == s]
         for e in sorted({engine_of(pt.p) for pt in held} & set(engines)):
             train = [pt for pt in by_engine[e] if pt.p.source_id != s]
