@@ -46,6 +46,8 @@ class GPUEntry(BaseModel):
     memory_bandwidth_gb_s: PositiveFloat
     tflops: dict[Dtype, PositiveFloat] = Field(min_length=1)
     compute_capability: float = Field(ge=0)
+    gfx_arch: str | None = Field(default=None, description="AMD GPU architecture (gfx942 = MI300X/MI325X): what ROCm engines gate kernels on.")
+    gfx_arch_source: str | None = None
     interconnect: Literal["nvlink", "pcie", "infinity-fabric"]
     interconnect_gb_s: PositiveFloat
     notes: str | None = None
@@ -95,6 +97,7 @@ class GPUEntry(BaseModel):
             usable_memory_bytes=usable,
             usable_memory_source=usable_source,
             compute_capability=self.compute_capability,
+            gfx_arch=self.gfx_arch,
             memory_bandwidth_bytes_per_s=self.memory_bandwidth_gb_s * GB,
             tflops=dict(self.tflops),
             interconnect=self.interconnect,

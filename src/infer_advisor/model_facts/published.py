@@ -29,6 +29,10 @@ class PublishedCheckpoint(BaseModel):
     repo: str = Field(description="Hub id of the quantized repository.")
     method: str = Field(description="Weight format it is in (data/formats.yaml key, e.g. awq, fp8, gguf-q4_k_m).")
     file: str | None = Field(default=None, description="GGUF quant tag for `llama-server -hf REPO:TAG`.")
+    format: str | None = Field(
+        default=None, description="Checkpoint format as engines detect it (data/formats_by_platform.yaml key); required for fp8, "
+        "whose repositories come as ModelOpt, compressed-tensors or plain fp8 exports.",
+    )
     size_bytes: int | None = Field(
         default=None, gt=0, description="Bytes of weights: the safetensors index total_size, or the file size the model card states."
     )
@@ -43,6 +47,8 @@ class PublishedCheckpoint(BaseModel):
     def _size_has_a_source(self) -> PublishedCheckpoint:
         if self.size_bytes is not None and not self.size_source:
             raise ValueError(f"{self.repo}: size_bytes needs size_source (where the size was read)")
+        if self.method == "fp8" and self.format is None:
+            raise ValueError(f"{self.repo}: an fp8 checkpoint needs `format` (modelopt-fp8, compressed-tensors, fp8-tensor or quark)")
         return self
 
 

@@ -36,7 +36,7 @@ from .models import (
     SpeculativePlan,
 )
 from .request import PlanRequest
-from .search import Choice, plan_max_num_seqs, search
+from .search import Choice, _where, plan_max_num_seqs, search
 
 
 class Defaults(BaseModel):
@@ -207,7 +207,7 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
         ),
         hardware=_hardware_summary(hw),
         engine=engine_cfg,
-        quantization=_quantization(model, choice, decisions),
+        quantization=_quantization(model, choice, decisions, _where(choice.profile.name, request, choice.engine.value, hw)),
         dtype=choice.dtype.value,
         parallelism=Parallelism(
             tensor_parallel_size=choice.layout.tp,
@@ -282,7 +282,7 @@ def _hardware_summary(hw: HardwareFacts) -> HardwareSummary:
                 name=g.name, memory_bytes=g.memory_bytes, compute_capability=g.compute_capability,
                 memory_bandwidth_bytes_per_s=g.memory_bandwidth_bytes_per_s, interconnect=g.interconnect, source=g.source,
                 vendor=g.vendor, product_names=_product_names(g),
-                usable_memory_bytes=g.usable_memory_bytes, usable_memory_source=g.usable_memory_source,
+                usable_memory_bytes=g.usable_memory_bytes, usable_memory_source=g.usable_memory_source, gfx_arch=g.gfx_arch,
             )
             for g in hw.gpus
         ],
@@ -425,11 +425,11 @@ def _calibration_warnings(request: PlanRequest, hw: HardwareFacts, c: Choice, se
     return out
 
 
-def _quantization(model: ModelFacts, c: Choice, decisions: list[Decision] | None = None) -> QuantizationPlan:
+def _quantization(model: ModelFacts, c: Choice, decisions: list[Decision] | None = None, where: dict | None = None) -> QuantizationPlan:
     method = c.quantization.value
     fmt = weight_format(method)
     pre = model.pre_quantized is not None
-    published = _published(model, method) if not pre and method not in {"none", "ct2-int8"} else None
+    published = _published(model, method, where or {}) if not pre and method not in {"none", "ct2-int8"} else None
     # Let vLLM/SGLang detect pre-quantized and published checkpoints (they pick awq_marlin/gptq_marlin themselves);
     # pass --quantization only for on-the-fly methods.
     flag = method if (method in {"fp8"} and not pre and not published and c.profile.name in {"vllm", "sglang"}) else None
@@ -450,19 +450,21 @@ def _quantization(model: ModelFacts, c: Choice, decisions: list[Decision] | None
     )
 
 
-def _published(model: ModelFacts, method: str) -> PublishedCheckpointRef | None:
-    """A published checkpoint of ``model`` in ``method``: the data file first, then (online, Hub models) the Hub."""
-    from ..model_facts.published import find_published, hub_quantized
+def _published(model: ModelFacts, method: str, where: dict) -> PublishedCheckpointRef | None:
+    """A published checkpoint of ``model`` in ``method`` that the engine loads on the plan's platform: the data file
+    first (plan/checkpoint.py), then (online, Hub models) the Hub."""
+    from ..model_facts.published import hub_quantized
+    from .checkpoint import format_of, pick_published
 
     if model.source == "local":
         return None
-    found = find_published(model.name, method)
+    found = pick_published(model, method, **where) if where else None
     if found is None and model.source == "hub":
         found = hub_quantized(model.name, method)
     if found is None:
         return None
     return PublishedCheckpointRef(
-        repo=found.repo, method=found.method, file=found.file, size_bytes=found.size_bytes, size_source=found.size_source,
+        repo=found.repo, method=found.method, file=found.file, format=format_of(found), size_bytes=found.size_bytes, size_source=found.size_source,
         source=found.source,
     )
 

@@ -18,7 +18,7 @@ from ..estimate.formats import weight_format
 from ..estimate.memory import MemoryEstimate, estimate_memory
 from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
-from ..model_facts.published import checkpoint_bytes_for
+from .checkpoint import pick_published, platform_of, refusal
 from ..rules.evaluate import Trace, Verdict, judge, rank
 from ..rules.schema import Rule
 from ..speculative import DraftPair, draft_for
@@ -204,6 +204,10 @@ def search(
             if qv.value not in profile.quantizations:
                 result.rejected.append(f"{profile.display} cannot load weights in format '{qv.value}'")
                 continue
+            refused = refusal(model, qv.value, **_where(profile.name, request, ev.value, hw))
+            if refused is not None:  # data/formats_by_platform.yaml: the engine's own source says it cannot load it here
+                result.rejected.append(f"{refused.why} ({refused.source})")
+                continue
             fmt = weight_format(qv.value)
             f_q = {**f_k, "quantization": qv.value, "quant.group_size": fmt.group_size, "quant.bits": fmt.bits}
             for layout in layouts(hw, tp_sizes, request, model):
@@ -257,7 +261,7 @@ def search(
                 gpu_memory_source=mem_source,
                 engine_version=settings.version,
                 # a published checkpoint the plan would serve, at its stated size (the same lookup advise makes)
-                checkpoint_bytes=checkpoint_bytes_for(model.name, model.source, model.pre_quantized is not None, qv.value),
+                checkpoint_bytes=_published_bytes(model, qv.value, profile.name, request, ev.value, hw),
             )
 
         def holds(est: MemoryEstimate) -> bool:  # fits, and one request of the whole context fits its KV cache
@@ -385,3 +389,20 @@ def _fallback(model, hw, request, by, facts, engine_order, mem_bytes, concurrenc
         )
         return Choice(ev, dv, kv, qv, Verdict(value=str(layout), allowed=False), layout, est, context, False, profile)
     return None
+
+
+def _where(engine: str, request: Any, engine_value: str, hw: HardwareFacts) -> dict:
+    """Engine, platform, version and GPU architecture: what the compatibility table is asked with."""
+    gpu = hw.gpu if hw.kind == "gpu" else None
+    return dict(
+        engine=engine, platform=platform_of(hw.kind, gpu.vendor if gpu else None),
+        version=request.engine_version if request.engine == engine_value else None,
+        compute_capability=gpu.compute_capability if gpu is not None and gpu.vendor == "nvidia" else None,
+        gfx=gpu.gfx_arch if gpu is not None else None,
+    )
+
+
+def _published_bytes(model: ModelFacts, method: str, engine: str, request: Any, engine_value: str, hw: HardwareFacts) -> int | None:
+    """The stated size of the published checkpoint the plan would serve (the same pick advise makes), if stated."""
+    ckpt = pick_published(model, method, **_where(engine, request, engine_value, hw))
+    return ckpt.size_bytes if ckpt is not None else None
