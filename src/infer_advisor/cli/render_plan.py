@@ -22,7 +22,8 @@ def _hardware(plan) -> tuple[str, str, str]:
         g = hw.gpus[0]
         text = f"{hw.gpus_per_node}x {g.name}" + (f" x {hw.nodes} nodes" if hw.nodes > 1 else "")
         usable = f" ({_gib(g.usable_memory_bytes)} usable)" if g.usable_memory_bytes else ""
-        detail = f"{_gib(g.memory_bytes)}{usable}, {g.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, CC {g.compute_capability}, {g.interconnect}"
+        arch = f"{g.gfx_arch or 'AMD'} (ROCm)" if g.vendor == "amd" else f"CC {g.compute_capability}"
+        detail = f"{_gib(g.memory_bytes)}{usable}, {g.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, {arch}, {g.interconnect}"
         return text, detail, g.source
     return "CPU", f"{hw.cpu_cores} cores, {_gib(hw.cpu_memory_bytes or 0)} RAM", hw.source
 

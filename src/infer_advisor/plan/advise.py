@@ -160,6 +160,10 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
         warnings.append(note)
     speed_file = calibrations.speed[0][0] if calibrations and calibrations.speed else None
     engine_cfg = _engine_config(request, model, choice, concurrency, settings)
+    if hw.kind == "gpu" and hw.gpu is not None and hw.gpu.vendor == "amd":  # the ROCm build, at the planned version
+        rocm = choice.profile.rocm_image_by_gpu.get(hw.gpu.name) or choice.profile.rocm_image
+        if rocm:
+            engine_cfg.image = rocm.replace(choice.profile.version, settings.version)
     replicas = _replicas(request, hw, choice)
     prefix = request.shared_prefix_tokens if (request.shared_prefix_tokens and _prefix_caching(request, choice).enabled) else 0
     perf = _performance(request, model, hw, choice, concurrency, input_tokens, output_tokens, speed_file,

@@ -1,0 +1,86 @@
+"""What an operator's artifacts download and how long they give the server to come up, from the plan's own bytes.
+
+    >>> budget = startup_budget(plan, downloads=True)
+    >>> budget.seconds, budget.words
+    (1650, 'start-up allowance 1650 s = 240 s to start, compile and capture graphs + 65.2 GiB read at 500 MB/s ...')
+
+The checkpoint is counted in its stored format: a published or pre-quantized checkpoint at the size the memory model
+gives it (its stated size where the catalog has one), a checkpoint the engine quantizes while loading (or that a
+quantize/convert step reads) at its unquantized size. Constants live in data/emit.yaml with their sources.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, Field
+
+from ..estimate.formats import dtype_bytes
+from ..plan.models import DeploymentPlan
+from .facts import emit_facts
+
+_GIB = 2**30
+
+
+class StartupBudget(BaseModel):
+    """How long a server may take to answer its health check, and the arithmetic behind it."""
+
+    seconds: int
+    words: str = Field(description="The arithmetic, for comments and the README.")
+    load_seconds: float
+    download_seconds: float
+
+
+def stored_bytes(plan: DeploymentPlan) -> tuple[float, str]:
+    """Bytes of the checkpoint that is downloaded and read, and where the figure comes from."""
+    q, m = plan.quantization, plan.memory
+    published = q.published_checkpoint
+    if published is not None and published.size_bytes:
+        return float(published.size_bytes), f"published checkpoint {published.repo} ({published.size_source})"
+    reads_unquantized = (
+        q.engine_flag is not None or q.needs_quantize_step or q.converter is not None or plan.engine.name == "mistralrs"
+    ) and not q.pre_quantized and published is None
+    if reads_unquantized and q.method != "none":
+        dtype = plan.model.torch_dtype if plan.model.torch_dtype in ("float16", "bfloat16", "float32") else "bfloat16"
+        return plan.model.num_parameters * dtype_bytes(dtype), f"estimated: {plan.model.num_parameters / 1e9:.1f} B parameters in {dtype}"
+    what = published.repo if published is not None else plan.model.name
+    return float(m.weights_bytes), f"estimated by the memory model: {what} in {q.method if q.method != 'none' else plan.dtype} weights"
+
+
+def startup_budget(plan: DeploymentPlan, *, downloads: bool) -> StartupBudget:
+    """Start-up allowance: base + load (+ download when ``downloads``), never under the floor; --startup-timeout wins."""
+    facts = emit_facts()
+    r = plan.request
+    if r.startup_timeout:
+        return StartupBudget(seconds=r.startup_timeout, words=f"start-up allowance {r.startup_timeout} s (--startup-timeout)",
+                             load_seconds=0, download_seconds=0)
+    size, _ = stored_bytes(plan)
+    load = size / (facts.load_speed_mb_s * 1e6)
+    speed = r.download_speed or facts.download_speed_mb_s
+    download = size / (speed * 1e6) if downloads else 0.0
+    total = facts.startup_seconds_base + load + download
+    seconds = max(math.ceil(total), facts.startup_floor_seconds)
+    words = (
+        f"start-up allowance {seconds} s = {facts.startup_seconds_base} s to start, compile and capture graphs + "
+        f"{size / _GIB:.1f} GiB read at {facts.load_speed_mb_s:g} MB/s ({load:.0f} s)"
+    )
+    if downloads:
+        speed_words = f"{speed:g} MB/s (--download-speed)" if r.download_speed else (
+            f"an assumed {speed:g} MB/s (not measured; set --download-speed or --startup-timeout)"
+        )
+        words += f" + the download at {speed_words} ({download:.0f} s)"
+    if seconds > math.ceil(total):
+        words += f"; raised to the {facts.startup_floor_seconds} s floor"
+    return StartupBudget(seconds=seconds, words=words, load_seconds=load, download_seconds=download)
+
+
+def download_args(plan: DeploymentPlan) -> list[str]:
+    """``hf download`` filters for the files a safetensors engine loads (no original/, metal/, .pth or GGUF copies)."""
+    facts = emit_facts()
+    return [*(x for p in facts.download_include for x in ("--include", p)), *(x for p in facts.download_exclude for x in ("--exclude", p))]
+
+
+def served_repo(plan: DeploymentPlan) -> str:
+    """The Hub repository the engine loads: the published checkpoint when the plan serves one, else the model."""
+    published = plan.quantization.published_checkpoint
+    return published.repo if published is not None else plan.model.name
