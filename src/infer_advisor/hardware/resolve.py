@@ -47,7 +47,15 @@ def resolve_hardware(spec: str = "auto", *, probe: Callable[[], ProbeResult] | N
     """
     parsed = parse_spec(spec)
     if parsed.kind == "auto":
-        return facts_from_probe((probe or probe_nvml)())
+        if probe is not None:
+            return facts_from_probe(probe())
+        found = probe_nvml()
+        if not found.ok or not found.devices:  # no NVIDIA GPU: ask the AMD seam (amd-smi / rocm-smi)
+            from .probe_amd import probe_amd
+
+            amd = probe_amd()
+            found = amd if amd.ok else found.model_copy(update={"error": f"{found.error}; {amd.error}"})
+        return facts_from_probe(found)
     if parsed.kind == "cpu":
         return HardwareFacts(kind="cpu", cpu=probe_cpu(), source="probe", spec="cpu")
     notes: list[str] = []
@@ -124,7 +132,7 @@ def facts_from_probe(result: ProbeResult) -> HardwareFacts:
             cpu=probe_cpu(),
             source="probe",
             spec="auto",
-            notes=[f"No NVIDIA GPU found ({reason}); describing this machine's CPU instead."],
+            notes=[f"No GPU found ({reason}); describing this machine's CPU instead."],
             driver_version=result.driver_version,
         )
     first = result.devices[0].name
@@ -189,7 +197,8 @@ def _gpu_from_record(record: DeviceRecord, entry: GPUEntry | None, notes: list[s
     sources["usable_memory_bytes"] = "probe"
     return GPUInfo(
         name=entry.name if entry is not None else record.name,
-        vendor=entry.vendor if entry is not None else "nvidia",
+        vendor=entry.vendor if entry is not None else record.vendor,
+        gfx_arch=record.gfx_arch or (base.gfx_arch if base else None),
         memory_bytes=pick("memory_bytes", record.memory_total_bytes, None),
         free_memory_bytes=record.memory_free_bytes,
         driver_memory_bytes=record.memory_total_bytes,
@@ -224,6 +233,8 @@ def probed_usable_memory(record: DeviceRecord, entry: GPUEntry | None) -> tuple[
     """
     from .catalog import MIB
 
+    if record.vendor == "amd":  # HIP keeps no driver reserve out of the total (gpus.yaml MI300X cuda_memory_source)
+        return record.memory_total_bytes, "probe: amd-smi/rocm-smi VRAM total (HIP keeps no reserve out of it)"
     reserve = entry.cuda_reserve_bytes() if entry is not None else catalog().cuda_reserve_mib * MIB
     whose = f"{entry.name}'s" if entry is not None and entry.driver_memory_mib and entry.cuda_memory_gib else "the catalog's default"
     return max(record.memory_total_bytes - reserve, 0), (
