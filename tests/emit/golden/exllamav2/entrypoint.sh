@@ -8,7 +8,7 @@
 # context: max_model_len 8192, 1 sequences at once
 # memory per GPU (estimated): 6.7 GiB of 23.5 GiB, weights 5.2 GiB, KV cache 146156 tokens
 # prefix caching: on by default in ExLlamaV2 (TabbyAPI); the artifacts keep it on
-# start-up allowance 621 s = 300 s to start, load and capture graphs + a 15.0 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
+# start-up allowance 594 s = 240 s to start, compile and capture graphs + 15.0 GiB read at 500 MB/s (32 s) + the download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout) (321 s)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
 set -euo pipefail
 # Hugging Face Hub high-performance downloads (hf_xet); the cache is /root/.cache/huggingface.
