@@ -194,3 +194,12 @@ def test_finding7_official_fp8_checkpoint_is_served():
         assert plan.quantization.published_checkpoint.repo == "Qwen/Qwen3-32B-FP8"
         assert plan.quantization.engine_flag is None  # nothing quantized on the fly
         assert "Qwen/Qwen3-32B-FP8" in render(plan, "script")["serve.sh"]
+
+
+@pytest.mark.parametrize("model, engine, quantization, words", [
+    ("meta-llama/Llama-3.1-8B-Instruct", "tgi", "awq", "tgi 3.3.6 on ROCm does not load awq checkpoints"),
+    ("openai/gpt-oss-120b", "sglang", "auto", "loads mxfp4 only on gfx950 (this GPU: gfx942)"),
+])
+def test_finding1_a_format_the_engine_cannot_load_on_rocm_is_refused_with_the_engines_reason(model, engine, quantization, words):
+    plan = _advise(model, "MI300X", engine=engine, quantization=quantization)
+    assert not plan.feasible and words in plan.infeasible_reason

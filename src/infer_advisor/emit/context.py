@@ -102,6 +102,7 @@ class EmitContext(BaseModel):
     rdma: bool = Field(default=False, description="Multi-node with --network rdma: InfiniBand devices, IPC_LOCK and the RDMA resource.")
     download_bytes: int = Field(default=0, description="Bytes of the checkpoint downloaded and read, in its stored format.")
     served_repo: str = Field(default="", description="The Hub repository the engine loads (and the artifacts download).")
+    host_download: list[str] | None = Field(default=None, description="hf download of the served repository, for the README.")
     ray_head_argv: list[str]
     ray_worker_argv: list[str] = Field(description="With HEAD_ADDRESS as the placeholder for the head's address.")
     ray_port: int
@@ -323,6 +324,7 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
         local_replicas=A.local_replicas(plan),
         multi_node=multi, multi_node_env=MULTI_NODE_ENV, rdma_resource=facts.rdma_resource,
         rdma=multi and plan.request.network == "rdma", download_bytes=int(checkpoint_bytes), served_repo=served_repo(plan),
+        host_download=[*init_download[:2], *init_download[2:]] if init_download and init_download[:2] == ["hf", "download"] else None,
         ray_head_argv=A.ray_head_argv(), ray_worker_argv=A.ray_worker_argv("HEAD_ADDRESS"), ray_port=A.RAY_PORT,
         ray_wait=wait, leader_script=leader, lws_worker_script=worker,
         compose_services=_compose_services(e.http_server, multi, groups, e.port, ef.builds_image, ports), cache_dir=ef.cache_dir,

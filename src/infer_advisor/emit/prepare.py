@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from ..plan.models import DeploymentPlan
 from .argv import ModelRef, Where, slug, user_value
 from .facts import emit_facts, engine_facts
+from .startup import download_args
 
 
 # The Hugging Face CLI in the engine images the Dockerfiles build (its own venv, so its pins never meet the engine's).
@@ -42,7 +43,8 @@ def _source(plan: DeploymentPlan, ref: ModelRef, where: Where) -> tuple[list[Pre
     folder = f"{_base(plan, where)}/hf/{_name(plan)}"
     step = PrepareStep(
         creates=f"{folder}/config.json",
-        argv=["hf" if where == "host" else HF_CLI, "download", plan.model.name, *user_value(plan, "--local-dir", folder)],
+        argv=["hf" if where == "host" else HF_CLI, "download", plan.model.name, *download_args(plan),
+              *user_value(plan, "--local-dir", folder)],
         what=f"download {plan.model.name} from the Hugging Face Hub (hf_xet high-performance mode)",
     )
     return [step], folder

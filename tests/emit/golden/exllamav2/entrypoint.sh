@@ -18,6 +18,35 @@ export HF_XET_HIGH_PERFORMANCE="${HF_XET_HIGH_PERFORMANCE:-1}"
 # 1. download meta-llama/Llama-3.1-8B from the Hugging Face Hub (hf_xet high-performance mode)
 if [ ! -e /root/.cache/huggingface/hf/llama-3-1-8b/config.json ]; then
   /opt/hf/bin/hf download meta-llama/Llama-3.1-8B \
+    --include '*.safetensors' \
+    --include '*.safetensors.index.json' \
+    --include config.json \
+    --include generation_config.json \
+    --include hf_quant_config.json \
+    --include quantization_config.json \
+    --include quant_config.json \
+    --include tokenizer.json \
+    --include tokenizer_config.json \
+    --include tokenizer.model \
+    --include special_tokens_map.json \
+    --include '*.tiktoken' \
+    --include vocab.json \
+    --include merges.txt \
+    --include chat_template.jinja \
+    --include chat_template.json \
+    --include preprocessor_config.json \
+    --include processor_config.json \
+    --include '*.py' \
+    --exclude 'original/*' \
+    --exclude 'metal/*' \
+    --exclude '*.pth' \
+    --exclude '*.pt' \
+    --exclude '*.bin' \
+    --exclude '*.gguf' \
+    --exclude '*.onnx' \
+    --exclude '*.msgpack' \
+    --exclude '*.h5' \
+    --exclude '*.ot' \
     --local-dir=/root/.cache/huggingface/hf/llama-3-1-8b
 fi
 # 2. convert to EXL2 at 4.0 bits per weight (measurement + quantization on this GPU)

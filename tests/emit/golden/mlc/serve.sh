@@ -19,6 +19,35 @@ export HF_XET_HIGH_PERFORMANCE="${HF_XET_HIGH_PERFORMANCE:-1}"
 # 1. download meta-llama/Llama-3.1-8B from the Hugging Face Hub (hf_xet high-performance mode)
 if [ ! -e ./hf/llama-3-1-8b/config.json ]; then
   hf download meta-llama/Llama-3.1-8B \
+    --include '*.safetensors' \
+    --include '*.safetensors.index.json' \
+    --include config.json \
+    --include generation_config.json \
+    --include hf_quant_config.json \
+    --include quantization_config.json \
+    --include quant_config.json \
+    --include tokenizer.json \
+    --include tokenizer_config.json \
+    --include tokenizer.model \
+    --include special_tokens_map.json \
+    --include '*.tiktoken' \
+    --include vocab.json \
+    --include merges.txt \
+    --include chat_template.jinja \
+    --include chat_template.json \
+    --include preprocessor_config.json \
+    --include processor_config.json \
+    --include '*.py' \
+    --exclude 'original/*' \
+    --exclude 'metal/*' \
+    --exclude '*.pth' \
+    --exclude '*.pt' \
+    --exclude '*.bin' \
+    --exclude '*.gguf' \
+    --exclude '*.onnx' \
+    --exclude '*.msgpack' \
+    --exclude '*.h5' \
+    --exclude '*.ot' \
     --local-dir=./hf/llama-3-1-8b
 fi
 # 2. convert the weights to MLC q4f16_1
