@@ -37,8 +37,11 @@ def stored_bytes(plan: DeploymentPlan) -> tuple[float, str]:
     published = q.published_checkpoint
     if published is not None and published.size_bytes:
         return float(published.size_bytes), f"published checkpoint {published.repo} ({published.size_source})"
+    # FP8 quantized while loading (vLLM/SGLang --quantization fp8, TGI --quantize fp8), a quantize or convert step, or
+    # mistral.rs in-situ quantization: the unquantized checkpoint is what is downloaded and read
     reads_unquantized = (
-        q.engine_flag is not None or q.needs_quantize_step or q.converter is not None or plan.engine.name == "mistralrs"
+        q.engine_flag is not None or q.method == "fp8" or q.needs_quantize_step or q.converter is not None
+        or plan.engine.name == "mistralrs"
     ) and not q.pre_quantized and published is None
     if reads_unquantized and q.method != "none":
         dtype = plan.model.torch_dtype if plan.model.torch_dtype in ("float16", "bfloat16", "float32") else "bfloat16"
