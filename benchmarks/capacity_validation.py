@@ -53,7 +53,7 @@ ENGINE, QUANT, DTYPE = "llama.cpp", "gguf-f16", "float16"
 
 def scheduler_config():
     """llama-server's scheduling limits as the simulator sees them (slots own n_ctx / parallel cells each)."""
-    from infer_advisor.engines import engine_profile
+    from infer_advisor.engines.profiles import engine_profile
     from infer_advisor.simulate import SchedulerConfig
 
     return SchedulerConfig(max_num_seqs=SLOTS, max_num_batched_tokens=BATCH, kv_capacity_tokens=SLOTS * CTX_PER_SLOT,
@@ -62,7 +62,7 @@ def scheduler_config():
 
 def calibrated_step(calibration: Path, model_dir: Path):
     """The step-time model `plan` builds for this model on this CPU, with the calibration's coefficients."""
-    from infer_advisor.estimate.calibrate import load_calibration
+    from infer_advisor.estimate.calibration import load_calibration
     from infer_advisor.estimate.fit import with_coefficients
     from infer_advisor.estimate.speed_data import engine_speeds
     from infer_advisor.estimate.step_time import build_step_model

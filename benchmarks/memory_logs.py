@@ -50,7 +50,7 @@ def model_ref(entry: dict, by_id: dict[str, dict], folder: Path) -> str:
 
 def startup_log(entry: dict):
     """The StartupLog the entry's published figures amount to (the type `calibrate --from-log` parses logs into)."""
-    from infer_advisor.estimate.startup_log import StartupLog
+    from infer_advisor.calibrate.startup_log import StartupLog
 
     m = entry["measured"]
 
@@ -69,21 +69,21 @@ def startup_log(entry: dict):
 
 
 def predict(entry: dict, model: str, calibration=None) -> int:
-    from infer_advisor.estimate.memory_calibration import estimate_for_log
+    from infer_advisor.calibrate.memory import estimate_for_log
 
     est = estimate_for_log(startup_log(entry), model=model, gpu=entry["gpu"], engine_version=entry["engine_version"], calibration=calibration)
     return est.kv_cache_tokens
 
 
 def calibration_from(entry: dict, model: str):
-    from infer_advisor.estimate.memory_calibration import fit_memory_calibration
+    from infer_advisor.calibrate.memory import fit_memory_calibration
 
     return fit_memory_calibration(startup_log(entry), source=entry["id"], model=model, gpu=entry["gpu"], engine_version=entry["engine_version"])
 
 
 def baseline(entry: dict, model: str) -> int:
     """What `plan` predicted before issue 11 (old API only): datasheet memory, engines.yaml's one vLLM profile."""
-    from infer_advisor.engines import engine_profile
+    from infer_advisor.engines.profiles import engine_profile
     from infer_advisor.estimate.memory import estimate_memory
     from infer_advisor.hardware import lookup_gpu
     from infer_advisor.model_facts import resolve_model

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from infer_advisor.engines import engine_profiles
+from infer_advisor.engines.profiles import engine_profiles
 from infer_advisor.estimate.memory import estimate_memory
 from infer_advisor.estimate.speed_data import EngineSpeed
 from infer_advisor.estimate.step_time import build_step_model

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from infer_advisor.checkpoint_formats import FormatsByPlatform, checkpoint_format, formats_by_platform, loadable
-from infer_advisor.engines import engine_profile
+from infer_advisor.engines.checkpoint_formats import FormatsByPlatform, checkpoint_format, formats_by_platform, loadable
+from infer_advisor.engines.profiles import engine_profile
 
 ENGINES = ("vllm", "sglang", "tgi", "llama.cpp", "trtllm")
 

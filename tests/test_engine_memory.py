@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from infer_advisor import advise
-from infer_advisor.engine_memory import (
+from infer_advisor.engines.memory import (
     batch_defaults,
     default_memory_fraction,
     engine_settings,
@@ -14,7 +14,7 @@ from infer_advisor.engine_memory import (
     version_key,
     version_note,
 )
-from infer_advisor.engines import engine_profiles
+from infer_advisor.engines.profiles import engine_profiles
 from infer_advisor.errors import RequestError
 from infer_advisor.hardware import resolve_hardware
 

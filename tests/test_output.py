@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from infer_advisor._output import MANIFEST, claim_folder, read_manifest, staged, write_file
+from infer_advisor._output import MANIFEST, read_manifest, write_file
+from infer_advisor._output_folders import claim_folder, staged
 from infer_advisor.errors import InferAdvisorError, OutputExistsError, OutputPathError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -222,7 +223,7 @@ def test_concurrent_bench_claims_and_calibration_files(tmp_path):
 _CHILD = textwrap.dedent(
     """
     import sys, time
-    from infer_advisor._output import staged
+    from infer_advisor._output_folders import staged
     with staged(sys.argv[1], force=False, kind="quantize") as work:
         (work / "model.bin").write_bytes(b"half")
         print("staging", flush=True)

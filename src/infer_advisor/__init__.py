@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 _LAZY = {
-    "advise": "infer_advisor.plan",
+    "advise": "infer_advisor.api",
     "DeploymentPlan": "infer_advisor.plan",
-    "PlanRequest": "infer_advisor.plan",
+    "PlanRequest": "infer_advisor.request",
     "resolve_model": "infer_advisor.model_facts",
     "ModelFacts": "infer_advisor.model_facts",
     "resolve_hardware": "infer_advisor.hardware",
@@ -58,7 +58,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .errors import *  # noqa: F403
     from .hardware import HardwareFacts, resolve_hardware
     from .model_facts import ModelFacts, resolve_model
-    from .plan import DeploymentPlan, PlanRequest, advise
+    from .api import advise
+    from .plan import DeploymentPlan
+    from .request import PlanRequest
     from .quantize import quantize
 
 

@@ -6,6 +6,9 @@ infer_advisor's own variables:
 - ``INFER_ADVISOR_OFFLINE``: ``1`` never touches the network (as does ``HF_HUB_OFFLINE=1``).
 - ``INFER_ADVISOR_NO_NVML``: ``1`` skips the NVML probe (treat the machine as having no GPU driver).
 - ``INFER_ADVISOR_DEBUG``: ``1`` shows the traceback of an unexpected error (as ``--debug`` does).
+- ``INFER_ADVISOR_HOME``: the user's own data folder (default ``$XDG_DATA_HOME/infer_advisor``, else
+  ``~/.local/share/infer_advisor``); ``infer-advisor models add`` writes the user catalog under ``models/`` there, outside
+  the installed package, so a reinstall or upgrade keeps it.
 
 Hugging Face's own: ``HF_ENDPOINT``, ``HF_TOKEN``, ``HF_HUB_OFFLINE`` are honoured as huggingface_hub does.
 """
@@ -50,3 +53,18 @@ def cache_dir() -> Path:
         return Path(root)
     xdg = os.environ.get("XDG_CACHE_HOME")
     return (Path(xdg) if xdg else Path.home() / ".cache") / "infer_advisor"
+
+
+def data_home() -> Path:
+    """The user's infer_advisor data folder: ``INFER_ADVISOR_HOME``, else the XDG data dir (``$XDG_DATA_HOME`` or
+    ``~/.local/share``) + ``infer_advisor``. Never inside the installed package."""
+    root = os.environ.get("INFER_ADVISOR_HOME")
+    if root:
+        return Path(root).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".local" / "share") / "infer_advisor"
+
+
+def user_catalog_dir() -> Path:
+    """Where `infer-advisor models add` writes and the catalog loader reads the user's own model entries."""
+    return data_home() / "models"

@@ -32,7 +32,7 @@ def test_openai_stream_against_llama_cpp_server(llama_server, tmp_path):
         assert s.streamed_chunks == OUT_TOKENS
         assert s.token_count_source == "streamed-chunks"  # llama-cpp-python sends no usage in a stream
     # The server's own usage for the same requests (non-streamed, same body) agrees with what was counted.
-    from infer_advisor.bench.engines.openai_engine import OpenAIEngine
+    from infer_advisor.bench.backends.openai_engine import OpenAIEngine
     from infer_advisor.bench.request import BenchRequest
     from infer_advisor.bench.workload import resolve_workload
 

@@ -91,7 +91,7 @@ def test_folder_with_config_but_no_weights_is_one_line(tmp_path, capsys):
 
 def test_every_level_is_warmed_up_at_its_own_concurrency(tiny_llama, monkeypatch):
     """issue 13: warming up once at batch 1 left every larger batch on a cold caching allocator."""
-    from infer_advisor.bench.engines.transformers_engine import TransformersEngine
+    from infer_advisor.bench.backends.transformers_engine import TransformersEngine
 
     calls: list[tuple[int, int]] = []
     real = TransformersEngine.run_level
@@ -137,7 +137,7 @@ def test_the_table_in_a_pipe_keeps_every_digit(tiny_llama, tmp_path, capsys, mon
 
 _SLOW_BENCH = """
 import sys, time
-from infer_advisor.bench.engines import transformers_engine
+from infer_advisor.bench.backends import transformers_engine
 from infer_advisor.cli import main
 
 real = transformers_engine.TransformersEngine.run_level

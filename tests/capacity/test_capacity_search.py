@@ -11,7 +11,7 @@ import pytest
 
 from infer_advisor import size
 from infer_advisor.errors import RequestError
-from infer_advisor.plan import advise
+from infer_advisor import advise
 
 MODEL_7B = "meta-llama/Llama-2-7b-hf"
 COMMON = dict(input_tokens=1000, output_tokens=200, ttft_p90=1.0, itl_p99=0.1)
@@ -124,7 +124,7 @@ def test_seven_b_on_eight_gpus_is_eight_replicas_and_the_deployment_counts_them(
 def test_data_parallel_size_pins_the_replicas_of_one_engine():
     plan = advise(model=MODEL_7B, gpu="H100-80GB:8", data_parallel_size=4)
     assert plan.parallelism.replicas == 4 and plan.parallelism.data_parallel_size == 4
-    from infer_advisor.emit.argv import vllm_flags
+    from infer_advisor.engines.argv import vllm_flags
 
     flags = vllm_flags(plan, MODEL_7B)
     assert flags[flags.index("--data-parallel-size") + 1] == "4"
@@ -137,7 +137,7 @@ def test_data_parallel_size_pins_the_replicas_of_one_engine():
 def test_expert_parallel_reaches_the_engine_flags():
     plan = advise(model="mistralai/Mixtral-8x7B-v0.1", gpu="H100-80GB:4", enable_expert_parallel=True)
     assert plan.parallelism.expert_parallel
-    from infer_advisor.emit.argv import vllm_flags
+    from infer_advisor.engines.argv import vllm_flags
 
     assert "--enable-expert-parallel" in vllm_flags(plan, "mistralai/Mixtral-8x7B-v0.1")
     with pytest.raises(RequestError, match="mixture-of-experts"):
@@ -217,11 +217,11 @@ def test_the_sustainable_rate_stays_below_what_an_overloaded_replica_completes()
     """A few hundred simulated requests just past capacity end before the queue breaks a target: the search caps the
     rate at 95% of the throughput an overloaded trial completed (the PP2 lanes made this 3x TP1 before)."""
     from infer_advisor.capacity.evaluate import UTILISATION, find_max_rate, operating_point
-    from infer_advisor.capacity.search import targets_from, workload_from
+    from infer_advisor.capacity.sizing import targets_from, workload_from
     from infer_advisor.estimate.step_time import build_step_model
     from infer_advisor.hardware import lookup_gpu
     from infer_advisor.model_facts import resolve_model
-    from infer_advisor.plan.request import PlanRequest
+    from infer_advisor.request import PlanRequest
     from infer_advisor.simulate import SchedulerConfig
 
     model = resolve_model("meta-llama/Llama-3.1-8B")

@@ -43,7 +43,7 @@ def test_plan_does_not_import_heavy_modules():
 
 
 def test_every_request_field_is_documented():
-    from infer_advisor.plan.request import PlanRequest
+    from infer_advisor.request import PlanRequest
 
     missing = [name for name, f in PlanRequest.model_fields.items() if not f.description]
     assert missing == []

@@ -11,7 +11,7 @@ from infer_advisor.model_facts.build import facts_from_config  # noqa: E402
 from infer_advisor.model_facts.catalog import find_entry  # noqa: E402
 from infer_advisor.plan.advise import _plan  # noqa: E402
 from infer_advisor.plan.models import DeploymentPlan  # noqa: E402
-from infer_advisor.plan.request import PlanRequest  # noqa: E402
+from infer_advisor.request import PlanRequest  # noqa: E402
 
 
 def catalog_facts(model: str):

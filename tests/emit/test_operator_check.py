@@ -14,10 +14,10 @@ import re
 import pytest
 import yaml
 
-from infer_advisor.checkpoint_formats import loadable
+from infer_advisor.engines.checkpoint_formats import loadable
 from infer_advisor.emit import render
 from infer_advisor.emit.context import build_context
-from infer_advisor.emit.facts import emit_facts
+from infer_advisor.engines.launch_facts import emit_facts
 from infer_advisor.plan.checkpoint import platform_of
 
 from tests.emit.plans import GOLDEN, make_plan
@@ -141,9 +141,9 @@ def test_finding3_download_patterns_skip_duplicate_formats():
     """huggingface_hub's own filter (the one `hf download --include/--exclude` applies) on the repositories' file lists."""
     from huggingface_hub.utils import filter_repo_objects
 
-    from infer_advisor.emit.startup import download_args
+    from infer_advisor.engines.launch_facts import download_args
 
-    args = download_args(make_plan())
+    args = download_args()
     include = [args[i + 1] for i, a in enumerate(args) if a == "--include"]
     exclude = [args[i + 1] for i, a in enumerate(args) if a == "--exclude"]
     llama = ["config.json", "generation_config.json", "model-00001-of-00004.safetensors", "model.safetensors.index.json",

@@ -121,7 +121,7 @@ def test_vllm_accepts_emitted_flags(case, vllm_py, tmp_path):
         assert result["data_parallel_size"] == 4
     if case == "small-token-budget":
         assert result["max_num_seqs"] <= result["max_num_batched_tokens"] == 512
-    from infer_advisor.emit.argv import local_replicas
+    from infer_advisor.engines.argv import local_replicas
 
     assert result["data_parallel_size"] == local_replicas(plan)
 

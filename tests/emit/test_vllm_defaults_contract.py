@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from infer_advisor.engine_memory import batch_defaults, memory_profile
+from infer_advisor.engines.memory import batch_defaults, memory_profile
 from infer_advisor.hardware import gpu_catalog
 from infer_advisor.hardware.catalog import find_entry
 

@@ -9,7 +9,8 @@ import yaml
 
 from infer_advisor.cli import main
 from infer_advisor.errors import DataFileError
-from infer_advisor.estimate.calibrate import Calibration, CalibrationPoint, fit_calibration, load_calibration, points_from_file, predict_point
+from infer_advisor.calibrate.speed import fit_calibration, points_from_file, predict_point
+from infer_advisor.estimate.calibration import Calibration, CalibrationPoint, load_calibration
 from infer_advisor.estimate.fit import with_coefficients
 from infer_advisor.estimate.speed_data import engine_speeds
 from infer_advisor.hardware import resolve_hardware

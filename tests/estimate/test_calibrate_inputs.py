@@ -158,7 +158,7 @@ def test_help_shows_real_defaults(capsys):
 def test_open_loop_levels_are_not_fitted_as_batch_sizes(tmp_path):
     """bench --request-rate levels carry the most requests seen in flight as `concurrency`: not a closed-loop batch."""
     from infer_advisor.bench.metrics import open_level_result
-    from infer_advisor.estimate.calibrate_inputs import points_from_file
+    from infer_advisor.calibrate.inputs import points_from_file
 
     raw = _bench()
     samples = [

@@ -2,8 +2,8 @@
 
 import pytest
 
-from infer_advisor.engine_memory import memory_profile
-from infer_advisor.engines import engine_profile
+from infer_advisor.engines.memory import memory_profile
+from infer_advisor.engines.profiles import engine_profile
 from infer_advisor.estimate.memory import estimate_memory, kv_bytes_per_token_per_gpu, weights_bytes
 from infer_advisor.model_facts import resolve_model
 
@@ -143,7 +143,7 @@ def test_tensorrt_llm_reserve_free_accounting_with_its_engines_yaml_profile(llam
 
 def test_draft_head_is_added_to_calibrated_target_weights(llama2_7b):
     """A start-up log's weights figure replaces the target model's weights; a speculative draft head is on top of it."""
-    from infer_advisor.estimate.memory_calibration import MemoryCalibration
+    from infer_advisor.estimate.calibration import MemoryCalibration
 
     vllm = engine_profile("vllm")
     cal = MemoryCalibration(engine="vllm", engine_version="0.33.0", gpu="H100-80GB", created="-", source="test.log",

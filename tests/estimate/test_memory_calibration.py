@@ -9,9 +9,10 @@ import pytest
 
 from infer_advisor import advise
 from infer_advisor.errors import CalibrationMismatchError, DataFileError, RequestError
-from infer_advisor.estimate.calibration_file import CalibrationHeader, check_applies, load_calibrations
-from infer_advisor.estimate.memory_calibration import estimate_for_log, fit_memory_calibration, load_memory_calibration
-from infer_advisor.estimate.startup_log import GIB, parse_startup_log
+from infer_advisor.estimate.calibration import load_calibrations, load_memory_calibration
+from infer_advisor.estimate.calibration_file import CalibrationHeader, check_applies
+from infer_advisor.calibrate.memory import estimate_for_log, fit_memory_calibration
+from infer_advisor.calibrate.startup_log import GIB, parse_startup_log
 
 LOGS = Path(__file__).parent / "logs"
 

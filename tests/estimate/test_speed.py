@@ -9,7 +9,7 @@ import pytest
 from infer_advisor import advise
 from infer_advisor.cli import main
 from infer_advisor.errors import DataFileError
-from infer_advisor.estimate.calibrate import Calibration, CalibrationPoint
+from infer_advisor.estimate.calibration import Calibration, CalibrationPoint
 
 
 def _calibration_file(tmp_path, gpu="H200", engine="transformers", **coefficients):
@@ -92,7 +92,7 @@ def test_missing_calibration_file_exits_2(tmp_path, capsys):
 
 
 def test_plan_path_imports_no_numpy_or_torch():
-    code = ("import sys, infer_advisor.estimate.speed, infer_advisor.estimate.calibrate, infer_advisor.simulate; "
+    code = ("import sys, infer_advisor.estimate.speed, infer_advisor.calibrate.speed, infer_advisor.simulate; "
             "from infer_advisor import advise; advise(model='meta-llama/Llama-2-7b-hf', gpu='A100-80GB'); "
             "print('numpy' in sys.modules, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
@@ -103,7 +103,7 @@ def test_a_calibration_applies_on_the_profile_it_was_fitted_on(tmp_path):
     """calibrate fits on the stated profile (engine_speeds(apply_fitted=False)); the plan applies its coefficients on the
     same one. On the published-fit profile, llama.cpp's fitted prefill_attention_scale (0.3, not the stated 0.8) changed
     the prefill a CPU calibration predicts from what the fit had matched to the measurements."""
-    from infer_advisor.estimate.calibrate import predict_point
+    from infer_advisor.calibrate.speed import predict_point
     from infer_advisor.estimate.fit import with_coefficients
     from infer_advisor.estimate.speed import _calibrated_profile
     from infer_advisor.estimate.speed_data import engine_speed, engine_speeds

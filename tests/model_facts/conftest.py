@@ -1,6 +1,7 @@
 """Fixtures for the model-facts tests: an isolated cache, no Hub unless a test serves one, and a fake Hub.
 
-Every test starts offline (``HF_HUB_OFFLINE=1``) with no token and its own ``INFER_ADVISOR_CACHE``, and the
+Every test starts offline (``HF_HUB_OFFLINE=1``) with no token and its own ``INFER_ADVISOR_CACHE`` and
+``INFER_ADVISOR_HOME`` (an empty user catalog), and the
 in-process reachability cache is cleared, so no test touches the network by accident.
 """
 
@@ -21,6 +22,7 @@ def _isolated(monkeypatch, tmp_path):
     from infer_advisor.model_facts import hub
 
     monkeypatch.setenv("INFER_ADVISOR_CACHE", str(tmp_path / "ia-cache"))
+    monkeypatch.setenv("INFER_ADVISOR_HOME", str(tmp_path / "ia-home"))  # `models add` writes the user catalog here
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv("INFER_ADVISOR_OFFLINE", raising=False)
     monkeypatch.delenv("HF_TOKEN", raising=False)

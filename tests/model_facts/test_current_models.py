@@ -9,7 +9,7 @@ import pytest
 
 from infer_advisor import advise
 from infer_advisor.cli import main
-from infer_advisor.engines import engine_profile
+from infer_advisor.engines.profiles import engine_profile
 from infer_advisor.errors import ModelNotFoundError
 from infer_advisor.estimate.memory import estimate_memory, weights_bytes
 from infer_advisor.model_facts import resolve_model

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from infer_advisor.engines import engine_profile
+from infer_advisor.engines.profiles import engine_profile
 from infer_advisor.estimate.memory import estimate_memory, weights_bytes
 from infer_advisor.model_facts import facts_from_config, resolve_model
 

@@ -12,7 +12,7 @@ import warnings
 import pytest
 
 from infer_advisor.model_facts import facts_from_config
-from infer_advisor.model_facts.arch import _SAME_AS as SAME_AS
+from infer_advisor.model_facts.arch_tables import SAME_AS
 from infer_advisor.model_facts.catalog import load_catalog
 from tests.model_facts.test_new_architectures import FALCON_H1, GRANITE
 

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from infer_advisor import advise
-from infer_advisor.engines import engine_profile
+from infer_advisor.engines.profiles import engine_profile
 from infer_advisor.estimate.memory import estimate_memory, weight_bytes_by_group, weights_bytes
 from infer_advisor.model_facts import resolve_model
 from infer_advisor.model_facts.catalog import find_entry
@@ -125,7 +125,7 @@ def test_a_stated_size_is_the_weights_figure_source_unless_a_log_measured_the_we
     """Merge of the published-checkpoint term with main's figure sources: the plan's weights row reads
     figure_sources['weights'], so the stated size says "published checkpoint" there; a memory calibration that
     logged the weights per GPU still wins for the per-GPU figure ("calibrated (log)")."""
-    from infer_advisor.estimate.memory_calibration import MemoryCalibration
+    from infer_advisor.estimate.calibration import MemoryCalibration
 
     m = resolve_model("meta-llama/Llama-2-70b-chat-hf", source="catalog")
     size = find_published(m.name, "gptq").size_bytes

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from infer_advisor.engines import engine_profile
+from infer_advisor.engines.profiles import engine_profile
 from infer_advisor.errors import RequestError
 from infer_advisor.estimate import estimate_memory
 from infer_advisor.hardware import gpu_catalog

@@ -105,7 +105,7 @@ _CALIBRATE_CHILD = textwrap.dedent(
     import sys, time
     from pathlib import Path
     from infer_advisor.cli import main
-    from infer_advisor.estimate import calibrate, calibrate_inputs  # imported and warm before the race
+    from infer_advisor.calibrate import inputs, speed  # imported and warm before the race
     go = Path(sys.argv[2])
     while not go.exists():
         time.sleep(0.001)

@@ -15,7 +15,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from infer_advisor.plan.facts import CANDIDATE_FACTS, base_facts  # noqa: E402
-from infer_advisor.plan.request import PlanRequest  # noqa: E402
+from infer_advisor.request import PlanRequest  # noqa: E402
 from infer_advisor.rules.loader import load_rules  # noqa: E402
 from tests.plan.planning import catalog_model, hardware  # noqa: E402
 

@@ -17,7 +17,7 @@ import yaml
 
 from infer_advisor.plan.advise import defaults
 from infer_advisor.plan.facts import base_facts
-from infer_advisor.plan.request import PlanRequest
+from infer_advisor.request import PlanRequest
 from infer_advisor.rules.evaluate import judge
 from infer_advisor.rules.loader import load_rules
 from tests.plan.planning import catalog_model, hardware

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..errors import RequestError
 from .compare import compare, load_plan, plan_concurrency
 from .memory import AllocatorPeak, PeakMemory
@@ -66,13 +66,13 @@ class Runner:
         started = _now()
         notes: list[str] = []
         if req.out is not None:  # before the engine loads and long before the first request
-            from .._output import claim_folder
+            from .._output_folders import claim_folder
 
             self.folder = claim_folder(req.out, force=req.force, kind="bench")
             self.plot = plotting_available()
             if not self.plot:
                 notes.append(MISSING_PLOT_NOTE)
-        from .engines import load_engine
+        from .backends import load_engine
 
         self._check_lengths(_config_context(req), str(req.model))  # from config.json, before loading anything
         engine = load_engine(req)

@@ -7,7 +7,7 @@
 
 `infer-advisor plan --rate ...` runs the same search and prints the chosen plan with the per-GPU table. Each
 candidate replica is planned by the planner with its layout pinned (rules and the memory model decide engine,
-weights and what fits), simulated by ``simulate`` on the step-time model, and priced; see ``capacity.search``.
+weights and what fits), simulated by ``simulate`` on the step-time model, and priced; see ``capacity.sizing``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ __all__ = ["Binding", "Candidate", "CapacityResult", "FrontPoint", "LatencyTarge
 def size(model: str | None = None, *, progress=None, **options: Any) -> CapacityResult:
     """Search GPU types and layouts for the cheapest fleet serving ``rate`` requests/s within the latency targets.
 
-    Takes the fields of :class:`~infer_advisor.plan.request.PlanRequest` as keywords (``rate`` is required;
+    Takes the fields of :class:`~infer_advisor.request.PlanRequest` as keywords (``rate`` is required;
     ``gpu="any"`` or ``"H100-80GB,L40S"`` searches GPU types; ``ttft_p90``/``ttft_p99``/``itl_p99``/``e2e_p90``
     are targets in seconds; ``price_per_gpu_hour`` overrides the catalog prices).
     """
@@ -31,7 +31,7 @@ def size(model: str | None = None, *, progress=None, **options: Any) -> Capacity
 
     from .._data import format_validation_error
     from ..errors import RequestError
-    from ..plan.request import PlanRequest
+    from ..request import PlanRequest
 
     if model is not None:
         options["model"] = model
@@ -45,7 +45,7 @@ def size(model: str | None = None, *, progress=None, **options: Any) -> Capacity
 def size_request(request, model_facts=None, *, progress=None) -> CapacityResult:
     """:func:`size` for a ready :class:`PlanRequest` (and optionally resolved model facts)."""
     from ..errors import RequestError
-    from .search import search
+    from .sizing import search
 
     if not request.rate:
         raise RequestError("sizing needs --rate (requests per second the deployment must serve).")

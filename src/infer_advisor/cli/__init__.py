@@ -43,7 +43,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _top_parser() -> argparse.ArgumentParser:
-    from .. import __version__
+    from .._version import __version__
 
     parser = _Parser(
         prog="infer-advisor",

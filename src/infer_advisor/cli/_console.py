@@ -43,3 +43,15 @@ def fit_width(console, renderable, *, at_most: int = 1000) -> None:
         return
     need = console.measure(renderable, options=console.options.update_width(at_most)).maximum
     console.width = max(console.width, need)
+
+
+def terminal_text(text: str) -> str:
+    """``text`` safe to print on a terminal: every control and format character (ESC, bidi marks) and the Unicode line
+    and paragraph separators (U+2028, U+2029, U+0085) become '?', so a user's value cannot move the cursor or fake a line.
+
+        terminal_text("/tmp/a\x1b[31mred")  # '/tmp/a?[31mred'
+    """
+    import unicodedata
+
+    return "".join("?" if unicodedata.category(ch)[0] == "C" or unicodedata.category(ch) in ("Zl", "Zp") else ch for ch in text)
+

@@ -8,7 +8,7 @@ start-up log into a memory calibration (--from-log).
     infer-advisor calibrate --from-log vllm-startup.log --gpu H100-80GB --out h100-vllm-memory.json
     infer-advisor plan --model ... --engine vllm --calibration h100-vllm-memory.json,h200-transformers.json
 
-The file is a :class:`~infer_advisor.estimate.calibrate.Calibration` (JSON): the engine's fitted step-time
+The file is a :class:`~infer_advisor.estimate.calibration.Calibration` (JSON): the engine's fitted step-time
 coefficients, the raw points and the command that produced them.
 """
 
@@ -73,7 +73,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _measure(opts: CalibrateOptions, command: str):
     from ..bench import BenchRequest, run_bench
-    from ..estimate.calibrate import CalibrationPoint
+    from ..estimate.calibration import CalibrationPoint
 
     points: list[CalibrationPoint] = []
     gpu_name, dtype = None, None
@@ -113,7 +113,7 @@ def _command_line(ns: argparse.Namespace) -> str:
 def run(ns: argparse.Namespace) -> int:
     from .._output import check_file
     from ..errors import RequestError
-    from ..estimate.calibrate import fit_calibration, points_from_file
+    from ..calibrate.speed import fit_calibration, points_from_file
     from ..estimate.calibration_file import is_calibration_file
     from ..hardware import resolve_hardware
     from ._derive import model_from_namespace

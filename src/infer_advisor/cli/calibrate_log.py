@@ -13,8 +13,8 @@ def run_from_log(opts, *, model_given: bool) -> int:
     import hashlib
 
     from ..errors import DataFileError
-    from ..estimate.memory_calibration import fit_memory_calibration
-    from ..estimate.startup_log import parse_startup_log
+    from ..calibrate.memory import fit_memory_calibration
+    from ..calibrate.startup_log import parse_startup_log
 
     path = opts.from_log
     try:

@@ -55,13 +55,20 @@ class CatalogRow(BaseModel):
     variants: list[str] = Field(default_factory=list, description="Other Hub ids sized by the same config.")
     architecture: str = Field(description="config.json architectures[0].")
     params_billions: float = Field(description="Total parameters in billions (computed from the catalog config).")
-    active_params_billions: float = Field(description="Parameters per token in billions (MoE: routed top-k only).")
+    active_params_billions: float = Field(
+        description="Parameters per token in billions (MoE: routed top-k only), the input embedding included."
+    )
     context: int = Field(description="max_position_embeddings from the catalog config.")
     pre_quantized: str | None = Field(default=None, description="Quantization already in the checkpoint, if any.")
     source: str = Field(description="URL of the config.json the catalog entry was copied from.")
     model_type: str = Field(default="", description="The model type it is sized as (config.json model_type).")
     weight_format: str | None = Field(
         default=None, description="Weight format of a pre-quantized checkpoint (data/formats.yaml key), else None."
+    )
+    active_params_billions_without_embedding: float = Field(
+        default=0.0,
+        description="Parameters per token in billions without the input embedding, as model cards count "
+        "(gpt-oss-120b 5.13).",
     )
 
 
@@ -78,8 +85,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     parser.description = (
         "List the embedded model catalog by family, show one model's facts, or `add CONFIG.json --id OWNER/NAME` "
-        "a model to the catalog (validates the config, computes its counts, writes data/models/OWNER--NAME.json "
-        "and the name index)."
+        "a model to your catalog (validates the config, computes its counts, writes OWNER--NAME.json and the name index "
+        "in the user catalog folder, $INFER_ADVISOR_HOME/models or the XDG data dir, which a reinstall keeps)."
     )
     parser.add_argument("name", nargs="?", default=None, help=ModelsOptions.model_fields["name"].description)
     parser.add_argument("config", nargs="?", default=None, help="With `add`: the config.json to add.")
@@ -93,7 +100,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add.add_argument("--variant", action="append", default=[], help="Another Hub id with the same config, ID[=KIND] (repeatable).")
     add.add_argument("--config-source", dest="config_source", help="URL of the published config.json (default: its Hub URL).")
     add.add_argument("--retrieved-from", dest="retrieved_from", help="Where this copy was read, when not the Hub.")
-    add.add_argument("--catalog-dir", dest="catalog_dir", type=Path, help="Catalog folder (default: the shipped data/models).")
+    add.add_argument(
+        "--catalog-dir", dest="catalog_dir", type=Path,
+        help="Catalog folder to write (default: the user catalog folder, $INFER_ADVISOR_HOME/models, else "
+        "$XDG_DATA_HOME/infer_advisor/models or ~/.local/share/infer_advisor/models).",
+    )
     add.add_argument("--force", action="store_true", help="Replace an existing entry of the same id.")
     field = ModelsOptions.model_fields["json_output"]
     parser.add_argument("--json", dest="json_output", action="store_true", help=field.description)
@@ -120,6 +131,7 @@ def catalog_report() -> ModelsReport:
                 source=entry.source,
                 model_type=f.model_type,
                 weight_format=f.weight_format,
+                active_params_billions_without_embedding=round(f.num_active_parameters_without_embedding / BILLION, 2),
             )
         )
     return ModelsReport(models=rows)
@@ -157,6 +169,7 @@ def run(ns: argparse.Namespace) -> int:
 def _add(ns: argparse.Namespace) -> int:
     from ..errors import RequestError
     from ..model_facts.add import add_model
+    from ..model_facts.catalog import entry_path, user_folder
 
     if ns.config is None:
         raise RequestError("usage: infer-advisor models add CONFIG.json --id OWNER/NAME")
@@ -166,9 +179,15 @@ def _add(ns: argparse.Namespace) -> int:
     )
     print(
         f"added {entry.name} ({facts.architecture}): {facts.num_parameters:,} parameters "
-        f"({facts.num_active_parameters:,} active), {facts.num_layers} layers {dict(facts.layer_counts)}, "
+        f"({facts.num_active_parameters_without_embedding:,} active per token without the input embedding), "
+        f"{facts.num_layers} layers {dict(facts.layer_counts)}, "
         f"context {facts.max_position_embeddings:,}"
     )
+    from ._console import make_console, terminal_text
+
+    # The folder comes from the user (--catalog-dir, INFER_ADVISOR_HOME): through the terminal escaper, printed as text
+    where = terminal_text(str(entry_path(entry.name, ns.catalog_dir or user_folder())))
+    make_console().print(f"wrote {where}", markup=False, soft_wrap=True)
     return 0
 
 
@@ -181,8 +200,8 @@ def _print_catalog(report: ModelsReport) -> None:
     ids = len(report.models) + sum(len(r.variants) for r in report.models)
     table = Table(
         title=f"Model catalog by family: {len(report.models)} configs, {ids} Hub ids; params computed from each config.json",
-        caption="source: catalog (config.json copied from the Hub; URLs in --json). Variants (+) share their entry's "
-        "config. `--family TEXT` lists one family; `infer-advisor models NAME` shows one model.",
+        caption="source: catalog (config.json copied from the Hub; URLs in --json). active B: parameters per token "
+        "without the input embedding, as model cards count. Variants (+) share their entry's config. `--family TEXT` lists one family; `infer-advisor models NAME` shows one model.",
         box=box.SIMPLE_HEAD,
     )
     table.add_column("family", no_wrap=True)
@@ -202,7 +221,7 @@ def _print_catalog(report: ModelsReport) -> None:
             names,
             r.model_type,
             f"{r.params_billions:.2f}",
-            f"{r.active_params_billions:.2f}",
+            f"{r.active_params_billions_without_embedding:.2f}",
             f"{r.context:,}",
             r.weight_format or r.pre_quantized or "-",
         )
@@ -226,7 +245,11 @@ def _print_facts(facts) -> None:
         ("architecture", facts.architecture, origin),
         ("model_type / family / attention", f"{facts.model_type} / {facts.family} / {facts.attention}", origin),
         ("parameters", f"{facts.num_parameters:,}", computed),
-        ("active parameters / token", f"{facts.num_active_parameters:,}", computed),
+        (
+            "active parameters / token",
+            f"{facts.num_active_parameters_without_embedding:,} ({facts.num_active_parameters:,} with the input embedding)",
+            computed,
+        ),
         ("  embedding / lm_head", f"{facts.params.embedding:,} / {facts.params.lm_head:,}", computed),
         (
             "  linear (experts) / other",
@@ -266,7 +289,12 @@ def _print_facts(facts) -> None:
         )
     rows.append(("dtype", facts.torch_dtype, origin))
     if facts.pre_quantized:
-        rows.append(("pre-quantized", facts.pre_quantized, f"{origin} quantization_config"))
+        # The weight format names what the bytes are (nvidia/DeepSeek-V4-*-NVFP4 say quant_method fp8 but store NVFP4
+        # experts: fp8-block-nvfp4-experts); quant_method alone would call them fp8.
+        value = facts.weight_format or facts.pre_quantized
+        if facts.weight_format and facts.weight_format != facts.pre_quantized:
+            value += f" (quant_method {facts.pre_quantized})"
+        rows.append(("pre-quantized weights", value, f"{origin} quantization_config"))
     if facts.safetensors:
         st = facts.safetensors
         rows.append(

@@ -10,7 +10,7 @@ HELP = "Recommend engine, quantization, dtype and parallelism; emit launch artif
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from ..plan.request import PlanRequest
+    from ..request import PlanRequest
     from ._derive import add_model_arguments
 
     add_model_arguments(parser, PlanRequest)
@@ -47,8 +47,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(ns: argparse.Namespace) -> int:
     from ..errors import RequestError
-    from ..plan import advise
-    from ..plan.request import PlanRequest
+    from ..api import advise
+    from ..request import PlanRequest
     from ._derive import model_from_namespace
 
     request = model_from_namespace(PlanRequest, ns)

@@ -59,8 +59,9 @@ def summary_rows(plan) -> list[tuple[str, str, str]]:
     hw_text, hw_detail, hw_src = _hardware(plan)
     unit = "GPU" if plan.hardware.kind == "gpu" else "socket"  # a CPU plan's memory is the host's RAM
     params = f"{m.num_parameters / 1e9:.2f} B params"
-    if m.num_active_parameters != m.num_parameters:
-        params += f" ({m.num_active_parameters / 1e9:.2f} B active)"
+    if m.num_active_parameters != m.num_parameters:  # MoE: per token, without the input embedding (as model cards count)
+        active = m.num_active_parameters_without_embedding or m.num_active_parameters  # a plan.json written before the field
+        params += f" ({active / 1e9:.2f} B active per token)"
     server = f"port {eng.port}" if eng.http_server else "no HTTP server: Python script"
     kv_auto = " (f16)" if eng.kv_cache_dtype == "auto" and eng.name == "llama.cpp" else ""
     src = mem.figure_sources

@@ -8,7 +8,7 @@ import json
 HELP = "Print the JSON Schema of the plan (or another result) model."
 _MODELS = {
     "plan": ("infer_advisor.plan.models", "DeploymentPlan"),
-    "request": ("infer_advisor.plan.request", "PlanRequest"),
+    "request": ("infer_advisor.request", "PlanRequest"),
     "model-facts": ("infer_advisor.model_facts.facts", "ModelFacts"),
     "hardware": ("infer_advisor.hardware.facts", "HardwareFacts"),
     "rules": ("infer_advisor.rules.schema", "RuleFile"),

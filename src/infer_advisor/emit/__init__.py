@@ -91,7 +91,7 @@ def render(
     if not plan.feasible:
         hint = f" Try {plan.suggestion}." if plan.suggestion else ""
         raise EmitError(f"The plan is not feasible ({plan.infeasible_reason}); nothing was written.{hint}")
-    from .facts import engine_facts
+    from ..engines.launch_facts import engine_facts
 
     ctx = build_context(plan)
     wanted = _files_for(kinds, ctx.http_server, ctx.multi_node, ctx.builds_image, engine_facts(plan).entrypoint_script)
@@ -120,7 +120,7 @@ def _render_one(name: str, plan, ctx, filename: str, kinds: list[str], names: li
     role = "container" if filename in _CONTAINER_SCRIPTS else "host"
     argv = ctx.argv_container if role == "container" else ctx.argv_host
     model = ctx.ref.container if role == "container" else ctx.ref.host
-    from .facts import emit_facts
+    from ..engines.launch_facts import emit_facts
 
     facts = emit_facts().engines[ctx.engine]
     command_len = len(facts.container_command if role == "container" else facts.host_command)

@@ -11,18 +11,20 @@ import math
 
 from pydantic import BaseModel, Field
 
-from .. import __version__
+from .._version import __version__
 from ..errors import EmitError
 from ..plan.models import DeploymentPlan
-from . import argv as A
-from . import triton as T
-from ..triton import triton_facts, triton_release
-from .facts import emit_facts, emit_key
+from ..engines import argv as A
+from ..engines import triton_launch as T
+from ..engines.triton import triton_facts, triton_release
+from ..engines.launch_facts import emit_facts, emit_key
 from .templating import render_template, template_name
 from .platform import Platform, platform_for
-from .prepare import PrepareStep, prepare_steps
+from ..engines.launch import launch_argv, prepare_steps
+from ..engines.prepare import PrepareStep
 from .quote import sh_join, sh_quote
-from .startup import download_args, served_repo, startup_budget, stored_bytes
+from ..engines.launch_facts import download_args
+from .startup import served_repo, startup_budget, stored_bytes
 
 _GIB = 2**30
 # Label values and resource names are DNS-1123 labels: at most 63 characters (Kubernetes object names docs).
@@ -201,10 +203,31 @@ def _csv_field(field: str) -> str:
     return '"' + field.replace('"', '""') + '"' if any(c in field for c in ',"') else field
 
 
+def _download_and_startup(plan: DeploymentPlan, ef, ref: A.ModelRef, prepare_container: list[PrepareStep]) -> dict:
+    """What is downloaded (the served repository, only the files the engine loads) and the start-up allowances: with
+    the download for serve.sh, Docker and compose, without it for a pod whose init container downloaded first."""
+    # Images whose entrypoint.sh prepares (MLC, ExLlamaV2) download in it; the others fill the cache with the hub CLI.
+    needs_download = (ef.download.command is not None and ref.mount_source is None and plan.engine.http_server
+                      and not (ef.builds_image and ef.entrypoint_script))
+    init_download = _init_download(plan, ef.download.command) if needs_download else None
+    if prepare_container:  # the init container runs the entrypoint's prepare steps (download, conversion)
+        init_download = ["/opt/infer-advisor/entrypoint.sh", "prepare"]
+    budget = startup_budget(plan, downloads=ref.mount_source is None)
+    k8s_budget = startup_budget(plan, downloads=False) if init_download else budget
+    period = emit_facts().probe_period_seconds
+    return dict(
+        download_bytes=int(stored_bytes(plan)[0]), served_repo=served_repo(plan), init_download=init_download,
+        host_download=init_download if init_download and init_download[:2] == ["hf", "download"] else None,
+        startup_seconds=budget.seconds, startup_assumption=budget.words,
+        k8s_startup_seconds=k8s_budget.seconds, k8s_startup_assumption=k8s_budget.words,
+        probe_period=period, startup_failures=math.ceil(k8s_budget.seconds / period),
+    )
+
+
 def _init_download(plan: DeploymentPlan, command: list[str]) -> list[str]:
     """The init container's download: the served repository only, and (hf download) only the files the engine loads."""
     argv = [*command, served_repo(plan)]
-    return [*argv, *download_args(plan)] if command[:2] == ["hf", "download"] else argv
+    return [*argv, *download_args()] if command[:2] == ["hf", "download"] else argv
 
 
 def _replica_groups(plan: DeploymentPlan, per_replica: int, host: list[str], container: list[str]) -> list[ReplicaGroup]:
@@ -275,14 +298,12 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
     data_parallel = A.local_replicas(plan) > 1 and e.name in A.DATA_PARALLEL_ENGINES
     gpus_per_node = per_replica * (A.local_replicas(plan) if data_parallel else 1)
     platform = platform_for(plan, gpus_per_node)
-    argv_host = A.launch_argv(plan, ref, "host")
-    argv_container = A.launch_argv(plan, ref, "container")
-    argv_k8s = A.launch_argv(plan, ref, "k8s")
+    argv_host = launch_argv(plan, ref, "host")
+    argv_container = launch_argv(plan, ref, "container")
+    argv_k8s = launch_argv(plan, ref, "k8s")
     groups = _replica_groups(plan, per_replica, argv_host, argv_container)
     ports = [NamedPort(name=x.name, port=x.port) for x in T.ports()] if triton else [NamedPort(name="http", port=e.port or 0)]
     health_url = f"http://localhost:{e.port}{e.health_path}" if e.http_server and e.health_path else None
-    period = facts.probe_period_seconds
-    checkpoint_bytes, _ = stored_bytes(plan)
     multi = p.nodes > 1
     wait = (
         f'until [ "$(python3 -c \'import ray; ray.init(address="auto", logging_level="ERROR"); '
@@ -302,16 +323,7 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
         else sh_join([*argv_host[:2], "--prompt", "Hello, my name is"])
     )
     prepare_container = prepare_steps(plan, ref, "container")
-    # Images whose entrypoint.sh prepares (MLC, ExLlamaV2) download in it; the others fill the cache with the hub CLI.
-    needs_download = (ef.download.command is not None and ref.mount_source is None and e.http_server
-                      and not (ef.builds_image and ef.entrypoint_script))
-    init_download = _init_download(plan, ef.download.command) if needs_download else None
-    if prepare_container:  # the init container runs the entrypoint's prepare steps (download, conversion)
-        init_download = ["/opt/infer-advisor/entrypoint.sh", "prepare"]
-    # serve.sh, Docker and compose download at start; a Kubernetes init container downloads before the probe starts
-    budget, budget_cached = startup_budget(plan, downloads=ref.mount_source is None), startup_budget(plan, downloads=False)
-    startup, startup_words = budget.seconds, budget.words
-    k8s_budget = budget_cached if init_download else budget
+    fetch = _download_and_startup(plan, ef, ref, prepare_container)
     resident = plan.memory.weights_bytes_per_gpu * max(gpus_per_node, 1) if gpu else plan.memory.total_bytes_per_gpu
     replicas_anywhere = p.replicas > 1 or multi
     ctx = dict(
@@ -323,18 +335,15 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
         gpus_per_node=gpus_per_node, gpus_per_pod=per_replica, nodes=p.nodes, replicas=p.replicas, replica_groups=groups,
         local_replicas=A.local_replicas(plan),
         multi_node=multi, multi_node_env=MULTI_NODE_ENV, rdma_resource=facts.rdma_resource,
-        rdma=multi and plan.request.network == "rdma", download_bytes=int(checkpoint_bytes), served_repo=served_repo(plan),
-        host_download=[*init_download[:2], *init_download[2:]] if init_download and init_download[:2] == ["hf", "download"] else None,
+        rdma=multi and plan.request.network == "rdma", **fetch,
         ray_head_argv=A.ray_head_argv(), ray_worker_argv=A.ray_worker_argv("HEAD_ADDRESS"), ray_port=A.RAY_PORT,
         ray_wait=wait, leader_script=leader, lws_worker_script=worker,
         compose_services=_compose_services(e.http_server, multi, groups, e.port, ef.builds_image, ports), cache_dir=ef.cache_dir,
-        cache_storage=_storage(checkpoint_bytes * (3 if prepare_container else 1)), models_storage=_storage(plan.memory.weights_bytes),
+        cache_storage=_storage(fetch["download_bytes"] * (3 if prepare_container else 1)),
+        models_storage=_storage(plan.memory.weights_bytes),
         cache_access_mode="ReadWriteMany" if replicas_anywhere else "ReadWriteOnce",
-        download_env=dict(ef.download.env), init_download=init_download,
+        download_env=dict(ef.download.env),
         prepare_host=prepare_steps(plan, ref, "host"), prepare_container=prepare_container, config_files=_config_files(plan, ref),
-        startup_seconds=startup, startup_assumption=startup_words,
-        k8s_startup_seconds=k8s_budget.seconds, k8s_startup_assumption=k8s_budget.words,
-        probe_period=period, startup_failures=math.ceil(k8s_budget.seconds / period),
         k8s_cpu_request=str(max(facts.k8s_cpu_per_gpu * max(per_replica, 1), 1)),
         k8s_memory_request=f"{math.ceil(resident / max(A.local_replicas(plan), 1) / _GIB) + facts.k8s_memory_base_gib}Gi",
         quantize_lines=[sh_join(s) for s in ref.quantize_steps], request_path=request_path, request_line=request_line,
@@ -345,7 +354,7 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
         pip_packages=facts.pip_packages.get(e.name, []), pip_find_links=facts.pip_find_links.get(e.name),
         apt_packages=facts.apt_packages.get(e.name, []), tabbyapi_git=facts.tabbyapi_git, hf_cli_package=facts.hf_cli_package,
         device="cuda" if gpu else "cpu", max_new_tokens=plan.request.output_tokens or DEFAULT_NEW_TOKENS,
-        max_batch=e.max_num_seqs, summary=_summary(plan, gpus_per_node, startup_words), warnings=list(plan.warnings),
+        max_batch=e.max_num_seqs, summary=_summary(plan, gpus_per_node, fetch["startup_assumption"]), warnings=list(plan.warnings),
     )
     ctx["docker_run"] = _docker_run(ctx, ctx["built_image"])
     values = [*argv_host, *argv_container, str(ref.host), str(ref.container), *(x for step in ref.quantize_steps for x in step)]
@@ -383,7 +392,7 @@ def _compose_services(
 
 
 def _display(plan: DeploymentPlan) -> str:
-    from ..engines import engine_profile
+    from ..engines.profiles import engine_profile
 
     if plan.engine.server == "triton":
         return f"Triton Inference Server {plan.engine.server_version} with TensorRT-LLM"

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import EmitError
 from ..plan.models import DeploymentPlan
-from .facts import emit_facts, engine_facts
+from ..engines.launch_facts import emit_facts, engine_facts
 
 # Kubernetes extended resources of the vendors' device plugins (NVIDIA k8s-device-plugin, ROCm k8s-device-plugin).
 GPU_RESOURCES = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}
@@ -49,7 +49,7 @@ def _sm_image(template: str, sms: list[int], compute_capability: float, engine: 
 
 def _at_version(plan: DeploymentPlan, image: str) -> str:
     """``image`` (tagged with the pinned engine version) at the version the plan is for (``--engine-version``)."""
-    from ..engines import engine_profile
+    from ..engines.profiles import engine_profile
 
     pinned, wanted = engine_profile(plan.engine.name).version, plan.engine.version
     return image.replace(pinned, wanted) if wanted != pinned else image
@@ -62,7 +62,7 @@ def _image(plan: DeploymentPlan, vendor: str) -> str:
         return e.image
     gpu = plan.hardware.gpus[0]
     if vendor == "amd":
-        from ..engines import engine_profile
+        from ..engines.profiles import engine_profile
 
         profile = engine_profile(e.name)
         image = profile.rocm_image_by_gpu.get(gpu.name) or profile.rocm_image

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from ..estimate.formats import dtype_bytes
 from ..plan.models import DeploymentPlan
-from .facts import emit_facts
+from ..engines.launch_facts import download_args, emit_facts
 
 _GIB = 2**30
 
@@ -75,12 +75,6 @@ def startup_budget(plan: DeploymentPlan, *, downloads: bool) -> StartupBudget:
     if seconds > math.ceil(total):
         words += f"; raised to the {facts.startup_floor_seconds} s floor"
     return StartupBudget(seconds=seconds, words=words, load_seconds=load, download_seconds=download)
-
-
-def download_args(plan: DeploymentPlan) -> list[str]:
-    """``hf download`` filters for the files a safetensors engine loads (no original/, metal/, .pth or GGUF copies)."""
-    facts = emit_facts()
-    return [*(x for p in facts.download_include for x in ("--include", p)), *(x for p in facts.download_exclude for x in ("--exclude", p))]
 
 
 def served_repo(plan: DeploymentPlan) -> str:

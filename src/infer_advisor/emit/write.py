@@ -1,14 +1,14 @@
 """Write rendered files as an output folder, through the shared writer (infer_advisor/_output.py).
 
 A new folder appears in one rename; an existing one is refused unless empty, or (``force``) unless it holds only
-files infer-advisor wrote (its manifest), which are then replaced. See :func:`infer_advisor._output.staged`.
+files infer-advisor wrote (its manifest), which are then replaced. See :func:`infer_advisor._output_folders.staged`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from .._output import staged
+from .._output_folders import staged
 
 # Files a launch script must be able to run directly.
 _EXECUTABLE_SUFFIXES = (".sh", ".py")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,7 +26,7 @@ CalibrationKind = Literal["memory", "speed"]
 class CalibrationHeader(BaseModel):
     """What every calibration says about where it was made (the mismatch check reads only this)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, defer_build=True)
 
     kind: CalibrationKind
     engine: str = Field(min_length=1, description="Engine measured (vllm, sglang, llama.cpp, transformers, ...).")
@@ -86,65 +85,7 @@ def reject_non_finite(raw: Any, where: str = "") -> str | None:
     return None
 
 
-@dataclass
-class Calibrations:
-    """The calibration files a plan was given, sorted by kind."""
-
-    memory: list[Any] = field(default_factory=list)  # MemoryCalibration, with .path set
-    speed: list[tuple[Path, Any]] = field(default_factory=list)  # (path, estimate.calibrate.Calibration)
-
-    def memory_for(self, engine: str, engine_version: str | None, gpu: str | None, gpus: int, *, strict: bool = True):
-        """The memory calibration for this engine version x GPU, preferring one made at ``gpus`` GPUs per instance.
-
-        ``strict=False`` (``--calibration-mismatch warn``) also takes one of the same engine made for another version
-        or GPU; made on another GPU, its total memory is not used (the plan's GPU keeps its own).
-        """
-        from ..hardware.catalog import normalize
-
-        if gpu is None:
-            return None
-
-        def same_gpu(c) -> bool:  # noqa: ANN001
-            return normalize(c.header.gpu) == normalize(gpu)
-
-        def same_version(c) -> bool:  # noqa: ANN001
-            return not c.header.engine_version or not engine_version or c.header.engine_version == engine_version
-
-        ours = [c for c in self.memory if c.header.engine == engine]
-        matching = [c for c in ours if same_gpu(c) and same_version(c)] or ([] if strict else ours)
-        exact = [c for c in matching if c.header.tp == gpus]
-        cal = (exact or matching or [None])[0]
-        if cal is not None and not same_gpu(cal):
-            cal = cal.model_copy(update={"gpu_memory_bytes": None})
-        return cal
-
-
-def load_calibrations(paths: list[Path]) -> Calibrations:
-    """Read, validate and sort calibration files by ``kind``; two memory files for one setup are refused."""
-    from ..errors import DataFileError
-    from .calibrate import load_calibration
-    from .memory_calibration import load_memory_calibration
-
-    out = Calibrations()
-    seen: dict[tuple, Path] = {}
-    for path in paths:
-        path = Path(path)
-        kind = _kind(path)
-        if kind == "memory":
-            cal = load_memory_calibration(path)
-            key = (cal.header.engine, cal.header.engine_version, cal.header.gpu, cal.header.tp)
-            if key in seen:
-                raise DataFileError(str(path), f"a second memory calibration for {cal.header.setup()} (the first is {seen[key]}); pass one")
-            seen[key] = path
-            out.memory.append(cal)
-        else:
-            out.speed.append((path, load_calibration(path)))
-    if len(out.speed) > 1:
-        raise DataFileError(str(out.speed[1][0]), "a second speed calibration; pass one speed and any memory calibrations")
-    return out
-
-
-def _kind(path: Path) -> str:
+def calibration_kind(path: Path) -> str:
     from ..errors import DataFileError
 
     if not path.is_file():

@@ -25,7 +25,7 @@ Per GPU, under tensor parallelism ``tp`` and pipeline parallelism ``pp``:
 - activation peak over ``max_num_batched_tokens`` tokens (or a whole batch's prompts for engines without
   chunked prefill), plus fp32 logits for the sampled rows.
 - overheads from the engine's memory profile for its version (``data/engine_memory.yaml``, see
-  :mod:`infer_advisor.engine_memory`): the CUDA context, other non-torch memory, communication buffers under
+  :mod:`infer_advisor.engines.memory`): the CUDA context, other non-torch memory, communication buffers under
   TP/PP (by interconnect), CUDA graphs. Each is counted in the KV budget only where that engine version counts
   it (vLLM V0 and V1 before 0.20 capture CUDA graphs after sizing the KV cache; 0.33 takes NCCL out of the
   budget; SGLang keeps activations and graphs in its 1 - mem_fraction_static headroom).
@@ -53,13 +53,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..engine_memory import EngineMemoryProfile, memory_profile, profile_from_engine
-from ..engines import EngineProfile
+from ..engines.memory import EngineMemoryProfile, memory_profile, profile_from_engine
+from ..engines.profiles import EngineProfile
 from ..model_facts.facts import ModelFacts
 from .formats import dtype_bytes, formats, weight_format
 
 if TYPE_CHECKING:
-    from .memory_calibration import MemoryCalibration
+    from .calibration import MemoryCalibration
 
 CALIBRATED = "calibrated (log)"
 
@@ -238,7 +238,7 @@ def estimate_memory(
 
     ``memory``: the engine version's memory profile (default: the profile of ``engine`` at its pinned version);
     ``max_num_batched_tokens`` / ``max_num_seqs``: the engine's settings (default: the profile's first tier, i.e.
-    the caller resolves per-GPU defaults with :func:`infer_advisor.engine_memory.batch_defaults`);
+    the caller resolves per-GPU defaults with :func:`infer_advisor.engines.memory.batch_defaults`);
     ``interconnect``: nvlink or pcie (communication buffers under TP); ``calibration``: a memory calibration
     already matched to this engine version, GPU and layout.
     """
@@ -388,7 +388,7 @@ def estimate_memory(
 
 
 def _default_profile(engine: EngineProfile) -> EngineMemoryProfile:
-    from ..engines import engine_profiles
+    from ..engines.profiles import engine_profiles
 
     if engine.name in engine_profiles() and engine_profiles()[engine.name] == engine:
         return memory_profile(engine.name)

@@ -80,7 +80,7 @@ def _calibrated_profile(path: Path, engine: str, gpu: str | None):
     stated 0.8 a CPU calibration was fitted with).
     """
     from ..errors import DataFileError
-    from .calibrate import load_calibration
+    from .calibration import load_calibration
     from .fit import with_coefficients
     from .speed_data import engine_speeds
 

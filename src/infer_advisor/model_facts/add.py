@@ -3,7 +3,9 @@
     entry, facts = add_model(Path("config.json"), "Qwen/Qwen3-32B", family="Qwen3")
 
 This is what ``infer-advisor models add CONFIG.json --id ID`` runs; the catalog stays data (one JSON file per
-model plus ``_index.json``), never code.
+model plus ``_index.json``), never code. By default it writes the USER catalog folder
+(:func:`infer_advisor.constants.user_catalog_dir`: ``$INFER_ADVISOR_HOME/models``, else the XDG data dir), outside the
+installed package, so a reinstall keeps it; the catalog loader reads it beside the shipped entries.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from ..errors import DataFileError, ModelConfigError, OutputPathError, RequestError
 from .build import facts_from_config
-from .catalog import INDEX_FILE, CatalogEntry, Variant, build_index, entry_path, folder
+from .catalog import INDEX_FILE, CatalogEntry, Variant, build_index, clear_caches, entry_path, folder, user_folder
 from .facts import ModelFacts
 from .jsonfile import load_json
 
@@ -47,8 +49,8 @@ def add_model(
         model_id: the Hub id; default: ``_name_or_path`` in the config.
         variants: other Hub ids with the same config, each ``ID`` or ``ID=KIND`` (kind: instruct, base, ...).
         source: URL of the published config.json (default: the Hub URL of ``model_id``).
-        catalog_dir: where the catalog lives (default: the shipped ``data/models``).
-        force: replace an existing entry of the same id.
+        catalog_dir: the catalog folder to write (default: the user catalog folder, ``user_folder()``).
+        force: replace an existing entry of the same id (in a user folder: also stand in for a shipped entry).
     """
     config = load_json(config_path)
     if not isinstance(config, dict):
@@ -67,7 +69,9 @@ def add_model(
         retrieved_from=retrieved_from,
         config=config,
     )
-    where = catalog_dir or folder()
+    where = catalog_dir or user_folder()
+    if where is None:
+        raise RequestError("no home folder to keep your catalog in: set INFER_ADVISOR_HOME or pass --catalog-dir")
     try:
         where.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -83,10 +87,28 @@ def add_model(
         clash = [k for k in (n.lower() for n in entry.names()) if index.get(k) != target.name]
         if clash:
             raise RequestError(f"name(s) {', '.join(clash[:3])} already belong to another catalog entry")
+        _check_shipped_names(entry, where, force)
         # The config verbatim (json keeps Infinity, e.g. Nemotron-H's time_step_limit; pydantic's JSON mode would null it).
         _write_json(target, {**entry.model_dump(mode="json", exclude={"config"}), "config": config})
         _write_json(where / INDEX_FILE, {"_comment": _INDEX_COMMENT, "names": index})
+    clear_caches()
     return entry, facts
+
+
+def _check_shipped_names(entry: CatalogEntry, where: Path, force: bool) -> None:
+    """A user entry may not take a shipped entry's name by accident (the user's entries win a lookup); ``--force``
+    says it is meant."""
+    if force or where.resolve() == folder().resolve():
+        return
+    from .catalog import _index
+
+    shipped = _index()
+    taken = [n for n in dict.fromkeys(k.lower() for k in entry.names()) if n in shipped]
+    if taken:
+        raise RequestError(
+            f"name(s) {', '.join(taken[:3])} belong to the shipped catalog ({shipped[taken[0]]}); "
+            "pass --force to use your config under that name"
+        )
 
 
 _INDEX_COMMENT = (

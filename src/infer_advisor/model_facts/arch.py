@@ -18,109 +18,29 @@ arithmetically, so a config claiming 10^9 layers costs nothing before it is refu
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
-from .._paths import shipped
-from ..errors import DataFileError, ModelConfigError, UnsupportedArchitectureError
-
-# Multimodal wrappers whose language model is described by ``text_config``: wrapper model_type -> text model_type.
-_TEXT_MODEL_TYPES = {
-    "gemma3": "gemma3_text",
-    "gemma4": "gemma4_text",
-    "llama4": "llama4_text",
-    "qwen3_5": "qwen3_5_text",
-    "qwen3_5_moe": "qwen3_5_moe_text",
-    "mistral3": "mistral",
-    "kimi_k25": "deepseek_v3",
-    "qwen3_vl": "qwen3_vl_text",
-    "qwen3_vl_moe": "qwen3_vl_moe_text",
-    "qwen2_5_vl": "qwen2_5_vl_text",
-}
-# Model types sized exactly as another one (same modules in transformers / the original modeling code).
-# kimi_k2: Kimi K2 ships DeepseekV3ForCausalLM with model_type 'kimi_k2' (its config.json `architectures`).
-# qwen3_vl_text / qwen3_vl_moe_text: Qwen3-VL's language model has Qwen3's / Qwen3-MoE's modules (q/k norms, the same MLP and
-# experts; transformers models/qwen3_vl, qwen3_vl_moe modeling files): only the rotary embedding (M-RoPE) differs.
-# qwen2_5_vl (its first config.json files keep the text fields at the top level, later ones in text_config) and
-# qwen2_5_vl_text: Qwen2.5-VL's language model has Qwen2's modules (q/k/v bias, no o bias; transformers
-# models/qwen2_5_vl modeling file), M-RoPE aside.
-_SAME_AS = {
-    "kimi_k2": "deepseek_v3",
-    "ministral3": "mistral",
-    "qwen3_vl_text": "qwen3",
-    "qwen3_vl_moe_text": "qwen3_moe",
-    "qwen2_5_vl": "qwen2",
-    "qwen2_5_vl_text": "qwen2",
-}
-# Qwen families whose windowed layers are those from max_window_layers on, when use_sliding_window is set.
-_QWEN_TYPES = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe")
-# Names used in `layer_types` lists -> mixer kind. "indexed_attention" / "deepseek_sparse_attention": full attention with a
-# DSA indexer (GLM-5, transformers' remap of the legacy name); the indexer is counted per layer by Arch.indexer_layers.
-_LAYER_TYPE_NAMES = {
-    "full_attention": "full",
-    "attention": "full",
-    "sliding_attention": "sliding",
-    "chunked_attention": "chunked",
-    "linear_attention": "linear",
-    "mamba": "mamba",
-    "indexed_attention": "full",
-    "deepseek_sparse_attention": "full",
-}
-# Model types whose "linear_attention" layers are Mamba-2 mixers (transformers remaps the legacy "mamba" to
-# "linear_attention": configuration_utils._LEGACY_LAYER_TYPE_REMAP; GraniteMoeHybridDecoderLayer builds a Mamba layer).
-_MAMBA_LINEAR_TYPES = ("granitemoehybrid",)
-# DeepSeek-V4 layer kinds (configuration_deepseek_v4.py _COMPRESS_RATIO_TO_LAYER_TYPE: compress ratio 0, 4, 128) -> mixer kind:
-# sliding window only, compressed sparse attention (CSA, with a lightning indexer), heavily compressed attention (HCA).
-_V4_LAYER_TYPES = {"sliding_attention": "sliding", "compressed_sparse_attention": "csa", "heavily_compressed_attention": "hca"}
-_V4_RATIOS = {0: "sliding_attention", 4: "compressed_sparse_attention", 128: "heavily_compressed_attention"}
-# Nemotron-H hybrid_override_pattern characters -> (mixer, mlp) of that layer (transformers NemotronHConfig).
-_NEMOTRON_PATTERN = {"M": ("mamba", "none"), "*": ("full", "none"), "-": ("none", "dense"), "E": ("none", "moe")}
-# routed-expert count key per model type (the rest use n_routed_experts, as DeepSeek does).
-_EXPERT_KEYS = {
-    "mixtral": "num_local_experts",
-    "gpt_oss": "num_local_experts",
-    "llama4_text": "num_local_experts",
-    "minimax_m2": "num_local_experts",
-    "qwen2_moe": "num_experts",
-    "qwen3_moe": "num_experts",
-    "qwen3_next": "num_experts",
-    "qwen3_5_moe_text": "num_experts",
-    "gemma4_text": "num_experts",
-    "granitemoehybrid": "num_local_experts",
-}
-_MOE_TYPES = (*_EXPERT_KEYS, "deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "deepseek_v4", "nemotron_h")
-# Model types with multi-head latent attention (DeepSeek-V2's q/kv low-rank projections and compressed KV latent).
-MLA_TYPES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa")
-# Model types with DeepSeek sparse attention's lightning indexer on (some of) their MLA layers.
-INDEXER_TYPES = ("deepseek_v32", "glm_moe_dsa")
-MIXERS = ("full", "sliding", "chunked", "linear", "mamba", "csa", "hca", "none")
-
-
-@cache
-def type_defaults() -> dict[str, dict[str, Any]]:
-    """The per-model_type defaults table (``data/models/_defaults.json``), loaded once."""
-    return {k: v for k, v in _read_table("_defaults.json").items() if not k.startswith("_")}
-
-
-@cache
-def limits() -> dict[str, Any]:
-    """Sane upper bounds of sizing fields (``data/models/_limits.json``)."""
-    return _read_table("_limits.json")
-
-
-def _read_table(name: str) -> dict[str, Any]:
-    path = shipped("data") / "models" / name
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise DataFileError(str(path), f"cannot read: {err}") from None
-
-
-def supported_model_types() -> list[str]:
-    return sorted({*type_defaults(), *_SAME_AS})
+from ..errors import ModelConfigError, UnsupportedArchitectureError
+from . import mimo_v2
+from .arch_tables import (
+    EXPERT_KEYS,
+    INDEXER_TYPES,
+    LAYER_TYPE_NAMES,
+    MAMBA_LINEAR_TYPES,
+    MLA_TYPES,
+    MOE_TYPES,
+    NEMOTRON_PATTERN,
+    QWEN_TYPES,
+    SAME_AS,
+    TEXT_MODEL_TYPES,
+    V4_LAYER_TYPES,
+    V4_RATIOS,
+    limits,
+    supported_model_types,
+    type_defaults,
+)
 
 
 @dataclass(frozen=True)
@@ -215,13 +135,13 @@ class Arch:
 
     @property
     def num_experts(self) -> int:
-        if self.model_type not in _MOE_TYPES:
+        if self.model_type not in MOE_TYPES:
             return 0
         if self.model_type == "gemma4_text" and not self.flag("enable_moe_block"):
             return 0
         if self.model_type == "nemotron_h" and not self.mlp_counts().get("moe"):
             return 0
-        return self.int(_EXPERT_KEYS.get(self.model_type, "n_routed_experts"), 0)
+        return self.int(EXPERT_KEYS.get(self.model_type, "n_routed_experts"), 0)
 
     @property
     def experts_per_token(self) -> int:
@@ -256,7 +176,7 @@ class Arch:
     # ------------------------------------------------------------------ layer types
     def _explicit_layer_types(self) -> list[str] | None:
         types = self.raw.get("layer_types")
-        if types is None and self.model_type in _MAMBA_LINEAR_TYPES:  # Granite's older spelling
+        if types is None and self.model_type in MAMBA_LINEAR_TYPES:  # Granite's older spelling
             types = self.raw.get("layers_block_type")
         if types is None:
             return None
@@ -264,10 +184,10 @@ class Arch:
             raise ModelConfigError(self.where, f"'layer_types' must list one type per layer ({self.layers})")
         out = []
         for t in types:
-            if t not in _LAYER_TYPE_NAMES:
+            if t not in LAYER_TYPE_NAMES:
                 raise ModelConfigError(self.where, f"unknown layer type {_short(t)} in 'layer_types'")
-            kind = _LAYER_TYPE_NAMES[t]
-            out.append("mamba" if kind == "linear" and self.model_type in _MAMBA_LINEAR_TYPES else kind)
+            kind = LAYER_TYPE_NAMES[t]
+            out.append("mamba" if kind == "linear" and self.model_type in MAMBA_LINEAR_TYPES else kind)
         return out
 
     def _nemotron_pattern(self) -> list[tuple[str, str]]:
@@ -276,11 +196,11 @@ class Arch:
         if pattern is None and isinstance(blocks, list):  # the newer spelling of the same pattern
             names = {"mamba": "M", "attention": "*", "full_attention": "*", "mlp": "-", "moe": "E"}
             pattern = "".join(names.get(b, "?") if isinstance(b, str) else "?" for b in blocks)
-        if not isinstance(pattern, str) or len(pattern) != self.layers or set(pattern) - set(_NEMOTRON_PATTERN):
+        if not isinstance(pattern, str) or len(pattern) != self.layers or set(pattern) - set(NEMOTRON_PATTERN):
             raise ModelConfigError(
                 self.where, f"'hybrid_override_pattern' must have one of M, *, -, E per layer ({self.layers})"
             )
-        return [_NEMOTRON_PATTERN[c] for c in pattern]
+        return [NEMOTRON_PATTERN[c] for c in pattern]
 
     def mixer_counts(self) -> dict[str, int]:
         """Layers per token-mixer kind: full, sliding, chunked (attention), linear (gated DeltaNet), mamba, none."""
@@ -294,6 +214,8 @@ class Arch:
             return dict(Counter(m for m, _ in self._nemotron_pattern()))
         if self.model_type == "deepseek_v4":
             return self._v4_mixers()
+        if self.model_type == mimo_v2.MODEL_TYPE:
+            return mimo_v2.mixer_counts(self)
         if self.model_type == "falcon_h1":  # every layer runs attention and a Mamba-2 mixer side by side
             return {"full": n, "mamba": n}
         if self.model_type == "granitemoehybrid" and self._explicit_layer_types() is None:
@@ -327,7 +249,7 @@ class Arch:
         elif self.model_type == "gemma3_text":
             pattern = self.int("sliding_window_pattern", 6, minimum=1)
             sliding = n - n // pattern
-        elif self.model_type in _QWEN_TYPES:
+        elif self.model_type in QWEN_TYPES:
             sliding = max(n - self.int("max_window_layers", n), 0)
         elif self.model_type in ("mistral", "mixtral", "phi3"):
             sliding = n
@@ -342,15 +264,15 @@ class Arch:
         names = self.raw.get("layer_types")
         if names is None and self.raw.get("compress_ratios") is not None:
             ratios = self.raw["compress_ratios"]
-            if not isinstance(ratios, list) or len(ratios) < n or any(r not in _V4_RATIOS for r in ratios[:n]):
+            if not isinstance(ratios, list) or len(ratios) < n or any(r not in V4_RATIOS for r in ratios[:n]):
                 raise ModelConfigError(self.where, f"'compress_ratios' must give 0, 4 or 128 for each of the {n} layers")
-            names = [_V4_RATIOS[r] for r in ratios[:n]]
+            names = [V4_RATIOS[r] for r in ratios[:n]]
         if names is None:  # configuration_deepseek_v4.py: 2 HCA layers, then CSA and HCA alternating
             csa = max(n - 2, 0) // 2
             return {k: v for k, v in {"hca": n - csa, "csa": csa}.items() if v}
-        if not isinstance(names, list) or len(names) < n or any(t not in _V4_LAYER_TYPES for t in names[:n]):
+        if not isinstance(names, list) or len(names) < n or any(t not in V4_LAYER_TYPES for t in names[:n]):
             raise ModelConfigError(self.where, f"'layer_types' must name a DeepSeek-V4 attention kind for each of the {n} layers")
-        return dict(Counter(_V4_LAYER_TYPES[t] for t in names[:n]))
+        return dict(Counter(V4_LAYER_TYPES[t] for t in names[:n]))
 
     def compress_rate(self, kind: str) -> int:
         """Source tokens per compressed KV entry of a DeepSeek-V4 ``csa`` or ``hca`` layer."""
@@ -400,6 +322,8 @@ class Arch:
             return dict(Counter(m for _, m in self._nemotron_pattern()))
         if not self.num_experts:
             return {"dense": n}
+        if self.model_type == mimo_v2.MODEL_TYPE:
+            return mimo_v2.mlp_counts(self)
         if self.model_type in ("qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5_moe_text"):
             step = self.int("decoder_sparse_step", 1, minimum=1)
             only = self.get("mlp_only_layers", []) or []
@@ -424,7 +348,7 @@ class Arch:
 
     @property
     def sliding_window(self) -> int | None:
-        if self.model_type in _QWEN_TYPES and not self.flag("use_sliding_window"):
+        if self.model_type in QWEN_TYPES and not self.flag("use_sliding_window"):
             return None
         if self.model_type in ("falcon_h1", "granitemoehybrid"):  # no sliding-window attention in these models
             return None
@@ -457,7 +381,7 @@ def read_arch(config: dict[str, Any], *, where: str, name: str = "") -> Arch:
     multimodal = False
     if isinstance(config.get("text_config"), dict):
         text = dict(config["text_config"])
-        text.setdefault("model_type", _TEXT_MODEL_TYPES.get(model_type, model_type))
+        text.setdefault("model_type", TEXT_MODEL_TYPES.get(model_type, model_type))
         # Qwen3-VL keeps tie_word_embeddings at the top level; its ForConditionalGeneration ties by that value.
         for key in ("quantization_config", "torch_dtype", "dtype", "tie_word_embeddings"):
             if key in config and key not in text:
@@ -466,7 +390,7 @@ def read_arch(config: dict[str, Any], *, where: str, name: str = "") -> Arch:
         model_type = text["model_type"] if isinstance(text["model_type"], str) else ""
     elif isinstance(config.get("vision_config"), dict):  # a vision tower beside top-level text fields (Qwen2.5-VL's first configs)
         multimodal = True
-    model_type = _SAME_AS.get(model_type, model_type)
+    model_type = SAME_AS.get(model_type, model_type)
     table = type_defaults()
     if model_type not in table:
         raise UnsupportedArchitectureError(name or where, architecture or model_type, supported_model_types())

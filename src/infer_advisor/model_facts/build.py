@@ -10,7 +10,8 @@ from typing import Any
 from ..errors import ModelConfigError
 from .arch import read_arch
 from .facts import ModelFacts, ModelSource, PreQuantization, SafetensorsSummary
-from .params import count_parameters, kv_cache_elements, recurrent_state_elements
+from .kv_elements import kv_cache_elements, recurrent_state_elements
+from .params import count_parameters
 
 # quantization_config.quant_method values -> ModelFacts.pre_quantized. Source: the quant_method strings
 # transformers' quantizers register (transformers/utils/quantization_config.py, QuantizationMethod).
@@ -126,6 +127,7 @@ def facts_from_config(
         attention=attention,
         num_parameters=counts.total,
         num_active_parameters=counts.active,
+        num_active_parameters_without_embedding=counts.active_non_embedding,
         params=counts.breakdown,
         num_layers=arch.layers,
         hidden_size=arch.hidden,

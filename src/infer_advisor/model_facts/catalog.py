@@ -9,6 +9,10 @@ architecture numbers (Instruct / base / reasoning releases): they resolve to thi
 so ANY exact name reads the index and one file; only fuzzy lookups ("did you mean") read every file.
 ``infer-advisor models add`` keeps the index in step, and a test fails when it drifts.
 
+The user's own entries (``infer-advisor models add``) live in the user catalog folder,
+:func:`infer_advisor.constants.user_catalog_dir` (``$INFER_ADVISOR_HOME/models``, else the XDG data dir), with an
+index of their own; they are read beside the shipped ones and win over a shipped entry of the same name.
+
     entry = find_entry("llama-2-7b")       # CatalogEntry or None
     entry.name, entry.config["hidden_size"]
 """
@@ -24,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._data import format_validation_error
 from .._paths import shipped
+from ..constants import user_catalog_dir
 from ..errors import DataFileError
 
 INDEX_FILE = "_index.json"
@@ -76,29 +81,80 @@ class CatalogEntry(BaseModel):
 
 
 def folder() -> Path:
+    """The shipped catalog (inside the package)."""
     return shipped("data") / "models"
+
+
+def user_folder() -> Path | None:
+    """The user's catalog folder (read at use time: ``INFER_ADVISOR_HOME`` may change between calls); None when no
+    home folder can be determined and ``INFER_ADVISOR_HOME`` is unset (then there is no user catalog to read)."""
+    try:
+        return user_catalog_dir()
+    except (RuntimeError, KeyError):  # Path.home() without HOME and without a passwd entry
+        return None
 
 
 def entry_path(name: str, where: Path | None = None) -> Path:
     return (where or folder()) / (name.replace("/", "--") + ".json")
 
 
-@cache
+def _stamp(where: Path | None) -> tuple[str, int] | None:
+    """(folder, index mtime) of a user catalog folder, None when it has no index: the cache key of its contents."""
+    if where is None:
+        return None
+    try:
+        return str(where), (where / INDEX_FILE).stat().st_mtime_ns
+    except OSError:
+        return None
+
+
 def load_catalog() -> tuple[CatalogEntry, ...]:
-    """Every catalog entry, sorted by name; read once per process."""
-    entries = [_read_one(path) for path in sorted(folder().glob("*.json")) if not path.name.startswith("_")]
-    return tuple(sorted(entries, key=lambda e: e.name.lower()))
+    """Every catalog entry (shipped, then the user's, which win by name), sorted by name; read once per state."""
+    return _load_catalog(_stamp(user_folder()))
 
 
 @cache
+def _load_catalog(user: tuple[str, int] | None) -> tuple[CatalogEntry, ...]:
+    entries = {e.name: e for e in _read_folder(folder())}
+    if user is not None:
+        entries.update({e.name: e for e in _read_folder(Path(user[0]))})
+    return tuple(sorted(entries.values(), key=lambda e: e.name.lower()))
+
+
+def _read_folder(where: Path) -> list[CatalogEntry]:
+    return [_read_one(path) for path in sorted(where.glob("*.json")) if not path.name.startswith(("_", "."))]
+
+
 def _index() -> dict[str, str]:
-    """lower-cased name -> catalog file name (from _index.json)."""
-    path = folder() / INDEX_FILE
+    """lower-cased name -> catalog file name of the shipped catalog (from its _index.json)."""
+    return _read_index(folder() / INDEX_FILE, None)
+
+
+@cache
+def _read_index(path: Path, _mtime: int | None) -> dict[str, str]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
+        names = data["names"]
+        if not isinstance(names, dict):
+            raise ValueError("'names' is not an object")
+    except (OSError, ValueError, KeyError, TypeError) as err:
         raise DataFileError(str(path), f"cannot read the catalog index: {err}") from None
-    return data["names"]
+    return names
+
+
+def _user_index() -> tuple[Path, dict[str, str]] | None:
+    stamp = _stamp(user_folder())
+    if stamp is None:
+        return None
+    where = Path(stamp[0])
+    return where, _read_index(where / INDEX_FILE, stamp[1])
+
+
+def clear_caches() -> None:
+    """Forget what was read (after `models add` rewrote a catalog folder in this process)."""
+    _load_catalog.cache_clear()
+    _read_index.cache_clear()
+    _read_one.cache_clear()
 
 
 def build_index(entries: list[CatalogEntry] | tuple[CatalogEntry, ...]) -> dict[str, str]:
@@ -130,9 +186,12 @@ def find_entry(name: str) -> CatalogEntry | None:
     key = name.strip().lower()
     if not key or len(key) > 256:
         return None
-    index = _index()
-    file = index.get(key) or (index.get(key.split("/")[-1]) if key.count("/") == 1 else None)
-    return _read_one(folder() / file) if file else None
+    user = _user_index()
+    for where, index in ((user[0], user[1]) if user else (None, {}), (folder(), _index())):
+        file = index.get(key) or (index.get(key.split("/")[-1]) if key.count("/") == 1 else None)
+        if isinstance(file, str) and where is not None and "/" not in file and "\\" not in file:
+            return _read_one(where / file)
+    return None
 
 
 def catalog_names() -> list[str]:
@@ -141,5 +200,6 @@ def catalog_names() -> list[str]:
 
 
 def lookup_names() -> list[str]:
-    """Every name the catalog answers to (for suggestions), from the index alone."""
-    return list(_index())
+    """Every name the catalog answers to (for suggestions), from the indexes alone."""
+    user = _user_index()
+    return list({**_index(), **(user[1] if user else {})})

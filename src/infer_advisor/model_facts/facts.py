@@ -60,7 +60,10 @@ class ModelFacts(BaseModel):
     family: Literal["dense", "moe"] = Field(default="dense", description="moe when the MLPs have routed experts.")
     attention: Literal["mha", "gqa", "mqa", "mla"] = Field(description="Attention layout.")
     num_parameters: int = Field(description="Total parameters, computed analytically from config.json.")
-    num_active_parameters: int = Field(description="Parameters touched per token (MoE: only the routed experts).")
+    num_active_parameters: int = Field(
+        description="Parameters touched per token (MoE: only the routed experts), the input embedding included; "
+        "see `num_active_parameters_without_embedding` for the count model cards give."
+    )
     params: ParamBreakdown = Field(description="num_parameters split by how quantizers treat them.")
     num_layers: int = Field(description="Decoder layers (config num_hidden_layers; MTP layers not included).")
     hidden_size: int = Field(description="Model width (config hidden_size).")
@@ -135,6 +138,11 @@ class ModelFacts(BaseModel):
         default=None,
         description="The weight format (data/formats.yaml key) of a pre-quantized checkpoint, from quantization_config: "
         "e.g. fp8-block (DeepSeek FP8 with 128x128 block scales), mxfp4-experts (gpt-oss), nvfp4.",
+    )
+    num_active_parameters_without_embedding: int = Field(
+        default=0,
+        description="Parameters touched per token without the input embedding (a row lookup, no arithmetic), as model "
+        "cards count them: gpt-oss-120b 5.13 B, gpt-oss-20b 3.61 B. lm_head counts (tied or not: it is a matmul).",
     )
     config: dict[str, Any] = Field(
         default_factory=dict,

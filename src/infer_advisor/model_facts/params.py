@@ -1,4 +1,5 @@
-"""Analytic parameter, KV-cache and recurrent-state counts from a config, equal to what transformers builds.
+"""Analytic parameter counts from a config, equal to what transformers builds (KV-cache and recurrent-state
+element counts: ``kv_elements.py``).
 
 One function per piece of a decoder layer (token mixer: attention, MLA, gated DeltaNet, Mamba-2; MLP: dense
 or routed experts); :func:`count_parameters` multiplies each by the number of layers of that TYPE
@@ -20,11 +21,10 @@ transformers builds" means:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from fractions import Fraction
 
 from ..errors import ModelConfigError
+from . import mimo_v2
 from .arch import Arch
 from .facts import ParamBreakdown
 
@@ -61,7 +61,8 @@ class Block:
 class Counts:
     breakdown: ParamBreakdown
     total: int
-    active: int
+    active: int  # parameters a token touches, the input embedding included
+    active_non_embedding: int  # the same without the input embedding (a row lookup), as model cards count
 
 
 def _gated_mlp(hidden: int, inter: int, bias: bool = False) -> Block:
@@ -77,7 +78,7 @@ def _plain_mlp(hidden: int, inter: int) -> Block:
 # ---------------------------------------------------------------------- token mixers
 
 
-def _attention_geometry(a: Arch, mixer: str) -> tuple[int, int, bool]:
+def attention_geometry(a: Arch, mixer: str) -> tuple[int, int, bool]:
     """(kv heads, head_dim, k and v share one projection) of an attention layer of kind ``mixer``."""
     if a.model_type == "gemma4_text" and mixer == "full":
         return (
@@ -95,8 +96,10 @@ def _attention(a: Arch, mixer: str) -> Block:
         return _mla_attention(a)
     if a.model_type == "deepseek_v4":
         return _v4_attention(a, mixer)
+    if a.model_type == mimo_v2.MODEL_TYPE:
+        return _mimo_attention(a, mixer)
     h = a.hidden
-    kv_heads, hd, k_eq_v = _attention_geometry(a, mixer)
+    kv_heads, hd, k_eq_v = attention_geometry(a, mixer)
     q, kv = a.heads * hd, kv_heads * hd
     q_out = 2 * q if a.model_type in _GATED_Q_TYPES and a.flag("attn_output_gate", True) else q
     linear = h * q_out + (1 if k_eq_v else 2) * h * kv + q * h
@@ -112,6 +115,15 @@ def _attention(a: Arch, mixer: str) -> Block:
     if a.model_type == "gpt_oss":  # one learned attention-sink logit per head
         other += a.heads
     return Block(linear, other)
+
+
+def _mimo_attention(a: Arch, mixer: str) -> Block:
+    """MiMo-V2-Flash: q/k of head_dim, v of v_head_dim, o from heads x v_head_dim; sinks on sliding layers."""
+    h, n = a.hidden, a.heads
+    kv_heads, hd, v_hd = mimo_v2.attention_geometry(a, mixer)
+    linear = h * n * hd + h * kv_heads * hd + h * kv_heads * v_hd + n * v_hd * h
+    bias = (n * hd + kv_heads * hd + kv_heads * v_hd) if a.flag("attention_bias") else 0  # o_proj has none
+    return Block(linear, bias + (n if mimo_v2.has_sinks(a, mixer) else 0))
 
 
 def _mla_attention(a: Arch) -> Block:
@@ -307,6 +319,12 @@ def _dense_mlp(a: Arch) -> Block:
     return _gated_mlp(h, a.intermediate, bias=a.flag("mlp_bias"))  # Granite 4's shared MLP: input_linear 2I + output
 
 
+def _routed_expert_other(a: Arch) -> int:
+    """Non-Linear parameters that belong to ONE routed expert (gpt-oss: the gate_up and down biases); a token touches
+    only those of its top-k experts."""
+    return 2 * a.expert_intermediate + a.hidden if a.model_type == "gpt_oss" else 0
+
+
 def _moe_mlp(a: Arch) -> tuple[Block, int, int]:
     """(block, routed-expert linear params, routed-expert linear params active per token) of one MoE layer."""
     h, e, k, inter = a.hidden, a.num_experts, a.experts_per_token, a.expert_intermediate
@@ -316,7 +334,7 @@ def _moe_mlp(a: Arch) -> tuple[Block, int, int]:
     block = Block(linear=e * per_expert + 2 * h * latent, other=e * h)  # experts (+ latent projections) + router
     t = a.model_type
     if t == "gpt_oss":  # biases on gate_up and down of every expert; the router has a bias
-        block = block + Block(other=e * (2 * inter + h) + e)
+        block = block + Block(other=e * _routed_expert_other(a) + e)
     elif t in ("qwen2_moe", "qwen3_next", "qwen3_5_moe_text") and a.shared_experts:
         # one shared MLP, scaled by a sigmoid gate (hidden -> 1)
         block = block + _gated_mlp(h, a.int("shared_expert_intermediate_size")) + Block(other=h)
@@ -357,7 +375,7 @@ def count_parameters(a: Arch) -> Counts:
     for mixer, n in a.mixer_counts().items():
         body = body + _mixer(a, mixer) * n
     body = body + _indexer(a) * a.indexer_layers() if a.indexer_layers() else body
-    expert = expert_active = 0
+    expert = expert_active = idle_other = 0
     for mlp, n in a.mlp_counts().items():
         if mlp == "dense":
             body = body + _dense_mlp(a) * n
@@ -366,6 +384,7 @@ def count_parameters(a: Arch) -> Counts:
             body = body + block * n
             expert += exp * n
             expert_active += exp_active * n
+            idle_other += (a.num_experts - a.experts_per_token) * _routed_expert_other(a) * n  # biases of experts not routed to
     final_norm = (2 * a.hidden) if a.model_type == "falcon" else a.hidden  # Falcon: LayerNorm with bias
     if a.model_type == "deepseek_v4":  # the hyper-connection head that collapses the hc_mult streams (hc_fn, hc_base, hc_scale)
         m = a.int("hc_mult", minimum=1)
@@ -375,100 +394,6 @@ def count_parameters(a: Arch) -> Counts:
         embedding=embedding, lm_head=lm_head, linear=body.linear, other=other, expert_linear=expert
     )
     total = embedding + lm_head + body.linear + other
-    return Counts(breakdown=breakdown, total=total, active=total - expert + expert_active)
-
-
-# ---------------------------------------------------------------------- KV cache and recurrent state
-
-
-@dataclass(frozen=True)
-class KVCounts:
-    full: int  # elements per token over full-attention layers
-    sliding: int  # elements per token over local (sliding-window or chunked) layers
-    window: int | None
-    uniform_window: bool  # every layer uses the same window (counted in ``full``)
-    local_kind: str | None = None  # 'sliding' or 'chunked'
-
-
-def _kv_per_layer(a: Arch, mixer: str) -> int:
-    if a.is_mla:  # the compressed latent plus the shared rope key, stored once
-        return a.int("kv_lora_rank") + a.int("qk_rope_head_dim")
-    kv_heads, hd, _ = _attention_geometry(a, mixer)
-    return 2 * kv_heads * hd
-
-
-def _v4_kv(a: Arch) -> KVCounts:
-    """DeepSeek-V4 (transformers DeepseekV4HCACache / CSACache): every layer keeps its last ``sliding_window`` tokens of
-    the one shared K=V head (head_dim, stored once); CSA layers add one compressed entry of head_dim plus one indexer
-    key of index_head_dim per ``compress_rate_csa`` tokens, HCA layers one entry of head_dim per ``compress_rate_hca``
-    tokens. The compressed entries grow with the context: per token that is a fraction, rounded up to whole elements."""
-    counts, hd = a.mixer_counts(), a.head_dim
-    grow = Fraction(0)
-    if counts.get("csa"):
-        grow += Fraction(counts["csa"] * (hd + a.int("index_head_dim", minimum=1)), a.compress_rate("csa"))
-    if counts.get("hca"):
-        grow += Fraction(counts["hca"] * hd, a.compress_rate("hca"))
-    return KVCounts(
-        full=math.ceil(grow), sliding=a.layers * hd, window=a.sliding_window, uniform_window=False, local_kind="sliding"
-    )
-
-
-def kv_cache_elements(a: Arch) -> KVCounts:
-    """KV-cache elements per token, as vLLM stores them.
-
-    Standard attention: 2 (K and V) x kv_heads x head_dim per layer. MLA (DeepSeek): the compressed latent
-    plus the shared rope key, ``kv_lora_rank + qk_rope_head_dim`` per layer, stored once (no factor 2).
-    Linear-attention and Mamba layers hold no per-token KV (see :func:`recurrent_state_elements`).
-
-    A model whose EVERY layer uses the same sliding window (Mistral-7B-v0.1: 4096, Phi-3-mini-4k: 2047) is
-    counted as full attention, an upper bound: vLLM may free blocks outside the window, but llama.cpp,
-    CTranslate2 and TGI keep the whole context, and a plan must fit on each engine it may pick. Mixed models
-    (Gemma 2/3/4, gpt-oss, Qwen with use_sliding_window) report their window layers in ``sliding``; Llama 4's
-    chunked-attention layers (each token attends within its chunk of ``attention_chunk_size``) likewise.
-    """
-    if a.model_type == "deepseek_v4":
-        return _v4_kv(a)
-    counts = a.mixer_counts()
-    full_layers = counts.get("full", 0)
-    local = "chunked" if counts.get("chunked") else ("sliding" if counts.get("sliding") else None)
-    local_layers = counts.get(local, 0) if local else 0
-    attention_layers = full_layers + local_layers
-    window = a.local_window
-    full = full_layers * _kv_per_layer(a, "full") if full_layers else 0
-    full += a.indexer_layers() * (a.int("index_head_dim", minimum=1) if a.indexer_layers() else 0)  # DSA indexer keys
-    sliding = local_layers * _kv_per_layer(a, local) if local_layers else 0
-    if local == "sliding" and local_layers == attention_layers and local_layers == a.layers:
-        return KVCounts(full=sliding, sliding=0, window=window, uniform_window=True, local_kind=local)
-    return KVCounts(full=full, sliding=sliding, window=window, uniform_window=False, local_kind=local)
-
-
-@dataclass(frozen=True)
-class StateCounts:
-    """Recurrent state per SEQUENCE (not per token) over the Mamba and linear-attention layers."""
-
-    conv: int  # convolution window elements, held in the model dtype
-    ssm: int  # SSM / delta-rule state elements, held in ``ssm_dtype``
-    ssm_dtype: str | None  # config's mamba_ssm_cache_dtype / mamba_ssm_dtype (None: the model dtype)
-    layers: int
-
-
-def recurrent_state_elements(a: Arch) -> StateCounts:
-    """Per-sequence state as vLLM's MambaSpec allocates it: conv state ``(kernel - 1) x channels`` and SSM state
-    ``heads x head_dim x state`` (Mamba-2) or ``value_heads x key_dim x value_dim`` (gated DeltaNet), per layer."""
-    counts = a.mixer_counts()
-    conv = ssm = 0
-    if counts.get("mamba"):
-        d = mamba_dims(a)
-        conv += counts["mamba"] * (d.kernel - 1) * d.conv_channels
-        ssm += counts["mamba"] * d.heads * d.head_dim * d.state
-    if counts.get("linear"):
-        d2 = linear_attention_dims(a)
-        conv += counts["linear"] * (d2.kernel - 1) * d2.conv_channels
-        ssm += counts["linear"] * d2.value_heads * d2.key_dim * d2.value_dim
-    dtype = a.get("mamba_ssm_cache_dtype") or a.get("mamba_ssm_dtype")
-    return StateCounts(
-        conv=conv,
-        ssm=ssm,
-        ssm_dtype=dtype if isinstance(dtype, str) else None,
-        layers=counts.get("mamba", 0) + counts.get("linear", 0),
-    )
+    active = total - expert + expert_active - idle_other
+    # Tied embeddings: the one matrix is still multiplied as lm_head, so nothing is left out.
+    return Counts(breakdown=breakdown, total=total, active=active, active_non_embedding=active - (0 if a.tied else embedding))

@@ -2,6 +2,6 @@
 
 from .advise import advise
 from .models import DeploymentPlan
-from .request import PlanRequest
+from ..request import PlanRequest
 
 __all__ = ["DeploymentPlan", "PlanRequest", "advise"]

@@ -11,7 +11,9 @@ model (:func:`infer_advisor.estimate.memory.weights_bytes`) or stated by the pub
 
 from __future__ import annotations
 
-from ..checkpoint_formats import Answer, checkpoint_format, loadable, preference
+from typing import Any
+
+from ..engines.checkpoint_formats import Answer, checkpoint_format, loadable, preference
 from ..model_facts.facts import ModelFacts
 from ..model_facts.published import PublishedCheckpoint, published
 
@@ -92,3 +94,20 @@ def refusal(
         return None
     answer = loadable(engine, platform, fmt, version=version, compute_capability=compute_capability, gfx=gfx)
     return answer if answer is not None and not answer.loads else None
+
+
+def where(engine: str, request: Any, engine_value: str, hw: Any) -> dict:
+    """Engine, platform, version and GPU architecture of a plan: what the compatibility table is asked with."""
+    gpu = hw.gpu if hw.kind == "gpu" else None
+    return dict(
+        engine=engine, platform=platform_of(hw.kind, gpu.vendor if gpu else None),
+        version=request.engine_version if request.engine == engine_value else None,
+        compute_capability=gpu.compute_capability if gpu is not None and gpu.vendor == "nvidia" else None,
+        gfx=gpu.gfx_arch if gpu is not None else None,
+    )
+
+
+def published_bytes(model: ModelFacts, method: str, **where_: Any) -> int | None:
+    """The stated size of the published checkpoint the plan would serve (the same pick the plan makes), if stated."""
+    ckpt = pick_published(model, method, **where_)
+    return ckpt.size_bytes if ckpt is not None else None

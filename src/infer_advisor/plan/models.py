@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..estimate.memory import MemoryEstimate
 from ..estimate.speed import PerformanceEstimate
 from ..capacity.result import CapacityResult
-from .request import PlanRequest
+from ..request import PlanRequest
 
 SCHEMA_VERSION = "1"
 
@@ -29,6 +29,9 @@ class ModelSummary(BaseModel):
     num_parameters: int
     num_active_parameters: int
     max_position_embeddings: int
+    num_active_parameters_without_embedding: int = Field(
+        default=0, description="Parameters per token without the input embedding, as model cards count them."
+    )
     torch_dtype: str
     pre_quantized: str | None = None
     path: str | None = Field(default=None, description="Local directory when the model was read from disk.")

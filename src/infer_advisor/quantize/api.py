@@ -84,7 +84,8 @@ def _refuse_overwriting_source(out: Path, source: Path) -> None:
 def run_request(request: QuantizeRequest, *, summary: bool = True) -> QuantizeResult:
     """:func:`quantize` for an already validated :class:`QuantizeRequest` (the CLI prints the summary itself)."""
     from .._output import check_output as check_out_path
-    from .._output import output_path, staged
+    from .._output import output_path
+    from .._output_folders import staged
     spec = resolve_method(
         request.method, request.backend, group_size=request.group_size, num_samples=request.num_samples
     )

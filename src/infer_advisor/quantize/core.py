@@ -19,15 +19,6 @@ _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 
 
-def human_bytes(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"  # pragma: no cover
-
-
 def weight_bytes(folder: Path) -> int:
     """Bytes of the weight files (safetensors, bin, gguf, pt) under ``folder``."""
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and p.suffix in _WEIGHT_SUFFIXES)

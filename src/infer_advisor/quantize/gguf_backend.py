@@ -241,6 +241,30 @@ def _read_json(path: Path) -> dict:
         raise ModelConfigError(str(path), f"invalid JSON at line {err.lineno}: {err.msg}") from None
 
 
+def _load_without_repacking(llama_cpp: Any, path: Path, *, logits_all: bool):
+    """``llama_cpp.Llama`` with llama.cpp's extra CPU buffer types (weight repacking, AMX) turned off.
+
+    llama.cpp as vendored in llama-cpp-python 0.3.36 (commit 0c1e570) segfaults in ``llama_decode`` when it repacks
+    quantized weights on a CPU with AVX-512 and AMX (seen on this project's 2-core Xeon VM, amx_tile + avx512f:
+    Q8_0 and Q4_K_M crash, f16 runs; ``llama-server --no-repack`` runs the same file). The quick check is about the
+    file, not CPU kernels, so it loads with ``use_extra_bufts = False``, the setting ``--no-repack`` makes.
+    ``Llama`` takes no such argument: its model parameters come from ``llama_model_default_params()``, wrapped here.
+    """
+    lib = llama_cpp.llama_cpp
+    defaults = lib.llama_model_default_params
+
+    def without_repacking():
+        params = defaults()
+        params.use_extra_bufts = False
+        return params
+
+    lib.llama_model_default_params = without_repacking
+    try:
+        return llama_cpp.Llama(model_path=str(path), n_ctx=512, logits_all=logits_all, verbose=False, seed=0)
+    finally:
+        lib.llama_model_default_params = defaults
+
+
 def check(model_dir: Path, spec: Any, *, prompt: str, max_new_tokens: int, eval_texts: list[str] | None):
     """Load the GGUF with llama.cpp (llama-cpp-python), generate greedily; perplexity over ``eval_texts``."""
     import math
@@ -252,7 +276,7 @@ def check(model_dir: Path, spec: Any, *, prompt: str, max_new_tokens: int, eval_
     except ImportError:
         return QuickCheck(status="skipped", loaded=False, detail="llama-cpp-python is not installed (extra 'llamacpp')")
     path = next(Path(model_dir).glob("*.gguf"))
-    llm = llama_cpp.Llama(model_path=str(path), n_ctx=512, logits_all=bool(eval_texts), verbose=False, seed=0)
+    llm = _load_without_repacking(llama_cpp, path, logits_all=bool(eval_texts))
     ids = llm.tokenize(prompt.encode(), add_bos=True)
     out: list[int] = []
     for token in llm.generate(ids, top_k=1, temp=0.0, reset=True):

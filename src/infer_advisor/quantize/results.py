@@ -91,7 +91,7 @@ class QuantizeResult(BaseModel):
 
     def summary(self) -> str:
         """One line: sizes, ratio and time, each marked as measured."""
-        from .core import human_bytes
+        from ..formatting import human_bytes
 
         return (
             f"{self.method} ({self.backend}): {human_bytes(self.input_bytes)} -> {human_bytes(self.output_bytes)} "

@@ -164,7 +164,7 @@ def decision_options(decides: str) -> tuple[str, ...]:
     (fp8-block, mxfp4-experts, nvfp4, ...) is judged by the same rules although it is never asked for."""
     from typing import get_args
 
-    from ..plan.request import DTypeChoice, EngineChoice, KVDTypeChoice, QuantChoice
+    from ..request import DTypeChoice, EngineChoice, KVDTypeChoice, QuantChoice
 
     choice = {"engine": EngineChoice, "dtype": DTypeChoice, "kv_cache_dtype": KVDTypeChoice, "quantization": QuantChoice}
     values = get_args(choice[decides])

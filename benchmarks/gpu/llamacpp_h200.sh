@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# llama.cpp's CUDA server on the lent H200: build, a random-weight GGUF of a catalog model, step times, a real server.
+#
+#   run (device tool), carry [".gpu", ".whl"]:  bash benchmarks/gpu/llamacpp_h200.sh steps      # call 1
+#                                               bash benchmarks/gpu/llamacpp_h200.sh openloop   # call 2
+#
+# .gpu/ holds llama.cpp's source as vendored in the llama-cpp-python 0.3.36 sdist (docs, models, tests and benches
+# left out: `tar czf .gpu/llama.cpp-src.tar.gz --exclude=...`) and models/ggml-vocab-llama-bpe.gguf from the same
+# sdist (Llama 3's tokenizer); .whl/ holds pydantic's wheels for the machine's Python 3.12 (the project itself
+# travels as the working tree). Everything measured lands in $OUT (results.tar.gz, log.txt) with the commands.
+#
+# steps:    llama-batched-bench over prompt lengths x parallel sequences (prefill and decode step times at each batch),
+#           f16 and Q4_K_M; the plan's own emitted serve.sh started on the GGUF and the project's `bench` closed loop
+#           at concurrency 1 and 4 (batch-1 TTFT, the per-request cost, batch-1 decode); grouped MoE GEMMs in torch.
+# openloop: the plan's own emitted serve.sh and `bench --request-rate` Poisson levels, from light load to past
+#           saturation; the plan's predictions for the same levels are written before the first request is sent.
+set -uo pipefail
+PHASE="${1:-steps}"
+MODEL="${MODEL:-meta-llama/Llama-3.1-8B}"
+IN_TOK="${IN_TOK:-1000}"
+OUT_TOK="${OUT_TOK:-200}"
+PLAN_IN="${PLAN_IN:-1137}"  # the bench's 1000 synthetic words are 1,137 Llama-3 tokens (call 1: server usage)
+FRACTIONS="${FRACTIONS:-0.3,0.6,0.85,1.1,1.4}"  # levels as fractions of the predicted highest sustainable rate
+OUT="${OUT:-/tmp/out}"
+W=/tmp/lc
+REPO="$(pwd)"
+mkdir -p "$OUT" "$W/res"
+exec > >(tee -a "$OUT/log.txt") 2>&1
+T0=$(date +%s)
+say() { echo "[$(( $(date +%s) - T0 ))s] $*"; }
+
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH="/tmp/site:$REPO/src:$REPO" HF_HUB_OFFLINE=1
+IA() { python3 -m infer_advisor.cli "$@"; }
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem --format=csv | tee "$W/res/nvidia-smi.csv"
+nproc; python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))'
+
+say "unpack + configure + build (background); GGUF written meanwhile"
+tar xzf .gpu/llama.cpp-src.tar.gz -C "$W"
+TARGETS="llama-server"
+[ "$PHASE" = steps ] && TARGETS="$TARGETS llama-batched-bench llama-quantize"
+# shellcheck disable=SC2086  # TARGETS is a list of words
+( cmake -S "$W/llama.cpp" -B "$W/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    >"$W/res/cmake.log" 2>&1 \
+  && cmake --build "$W/build" --target $TARGETS -j 16 >"$W/res/build.log" 2>&1; echo $? >"$W/build.rc" ) &
+BUILD_PID=$!
+PYTHONPATH="$W/llama.cpp/gguf-py" python3 benchmarks/gpu/random_gguf.py --model "$MODEL" \
+  --vocab .gpu/ggml-vocab-llama-bpe.gguf --out "$W/model-f16.gguf" | tee "$W/res/gguf.json"
+say "GGUF written"
+wait $BUILD_PID
+say "build rc=$(cat "$W/build.rc")"; tail -3 "$W/res/build.log"
+[ "$(cat "$W/build.rc")" = 0 ] || { tar czf "$OUT/results.tar.gz" -C "$W" res; exit 1; }
+export PATH="$W/build/bin:$PATH"
+
+start_server() {  # the plan's own serve.sh, the GGUF put where it expects it
+  local deploy="$1"; shift
+  rm -rf "$deploy"
+  IA plan --model "$MODEL" --gpu H200 --engine llama.cpp --quantization gguf-f16 --input-tokens "$PLAN_IN" \
+     --output-tokens "$OUT_TOK" "$@" --emit script --out "$deploy" >"$W/res/plan-$(basename "$deploy").txt" 2>&1
+  local gguf; gguf=$(grep -o 'models/[^ ]*\.gguf' "$deploy/serve.sh" | head -1)
+  mkdir -p "$deploy/$(dirname "$gguf")"; ln -sf "$W/model-f16.gguf" "$deploy/$gguf"
+  cp "$deploy/serve.sh" "$W/res/serve-$(basename "$deploy").sh"
+  setsid bash "$deploy/serve.sh" >"$W/res/server-$(basename "$deploy").log" 2>&1 &
+  for _ in $(seq 1 120); do curl -sf http://127.0.0.1:8080/health >/dev/null && break; sleep 1; done
+  say "server up: $(curl -s http://127.0.0.1:8080/health)"
+}
+stop_server() { pkill -f llama-server; sleep 2; }
+
+if [ "$PHASE" = steps ]; then
+  say "batched-bench f16"
+  timeout 150 llama-batched-bench -m "$W/model-f16.gguf" -c 40960 -b 2048 -ub 512 -ngl 99 -fa on \
+    -npp 128,1000 -ntg 128 -npl 1,2,4,8,16,32 --output-format jsonl >"$W/res/batched-f16.jsonl" 2>"$W/res/batched-f16.log"
+  tail -14 "$W/res/batched-f16.log"
+  say "server (plan's command) + closed loop"
+  start_server "$W/deploy-steps" --rate 1
+  timeout 120 python3 -m infer_advisor.cli bench --engine openai --url http://127.0.0.1:8080 --model "$MODEL" \
+    --workload throughput --input-tokens "$IN_TOK" --output-tokens "$OUT_TOK" --concurrency 1,4 --num-prompts 8 \
+    --ignore-eos --out "$W/res/closed" --json >"$W/res/closed.json" 2>"$W/res/closed.err"
+  tail -5 "$W/res/closed.err"
+  grep -E "prompt eval time|eval time|n_ctx|kv_unified|n_slots" "$W/res/server-deploy-steps.log" | tail -12
+  stop_server
+  say "quantize Q4_K_M + batched-bench"
+  if [ $(( $(date +%s) - T0 )) -lt 420 ]; then
+    timeout 100 llama-quantize "$W/model-f16.gguf" "$W/model-q4km.gguf" Q4_K_M 16 >"$W/res/quantize.log" 2>&1
+    timeout 60 llama-batched-bench -m "$W/model-q4km.gguf" -c 40960 -b 2048 -ub 512 -ngl 99 -fa on \
+      -npp 128,1000 -ntg 128 -npl 1,4,16,32 --output-format jsonl >"$W/res/batched-q4km.jsonl" 2>"$W/res/batched-q4km.log"
+    tail -8 "$W/res/batched-q4km.log"
+  fi
+  say "MoE grouped GEMMs"
+  [ $(( $(date +%s) - T0 )) -lt 520 ] && timeout 60 python3 benchmarks/gpu/moe_gemm.py --out "$W/res/moe_gemm.json"
+else
+  say "plan predictions for every level, written before the first request"
+  PYTHONPATH="$PYTHONPATH" python3 benchmarks/gpu/predict_levels.py --model "$MODEL" --input-tokens "$PLAN_IN" \
+    --output-tokens "$OUT_TOK" --fractions "$FRACTIONS" --out "$W/res/predictions.json" | tee "$W/res/predictions.txt"
+  RATES=$(python3 -c "import json; print(','.join(f'{r:.3g}' for r in json.load(open('$W/res/predictions.json'))['rates']))")
+  cp "$W/res/predictions.json" "$OUT/predictions.json"
+  say "levels: $RATES"
+  start_server "$W/deploy-open" --rate 1
+  timeout 300 python3 -m infer_advisor.cli bench --engine openai --url http://127.0.0.1:8080 --model "$MODEL" \
+    --input-tokens "$IN_TOK" --output-tokens "$OUT_TOK" --request-rate "$RATES" --num-prompts 80 --max-duration 40 \
+    --ignore-eos --out "$W/res/open" --json >"$W/res/open.json" 2>"$W/res/open.err"
+  tail -8 "$W/res/open.err"
+  stop_server
+fi
+say "done"
+tar czf "$OUT/results.tar.gz" -C "$W" res

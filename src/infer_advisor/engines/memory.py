@@ -1,0 +1,300 @@
+"""Engine memory profiles by version (``data/engine_memory.yaml``): how an engine sizes its KV cache at start-up.
+
+    >>> from infer_advisor.engines.memory import memory_profile, batch_defaults
+    >>> prof = memory_profile("vllm", "0.7.3")
+    >>> prof.label, prof.activation_tokens, prof.cuda_graphs_in_budget
+    ('vLLM 0.6.4-0.7 (V0, memory_profiling)', 'max_model_len', False)
+    >>> batch_defaults(prof, usable_memory_bytes=79 * 2**30, device_name="H100-80GB")
+    (2048, 256)
+
+An engine without an entry (TGI, transformers, CTranslate2, TensorRT-LLM, MLC LLM, ExLlamaV2, mistral.rs) gets a
+profile built from its ``engines.yaml`` figures (:func:`profile_from_engine`), so the memory model has one shape to
+read: one version (the pinned one, or the one asked for, with the same figures), one batch tier for every GPU, every
+overhead inside the budget, sliding-window layers holding their window, the KV cache in the model dtype.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._data import load_validated
+from .._paths import shipped
+from .profiles import EngineProfile, engine_profile
+
+GIB = 2**30
+MIB = 2**20
+
+
+class BatchTier(BaseModel):
+    """One row of an engine's per-GPU defaults; the first row whose conditions hold applies."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    min_memory_gib: float = Field(default=0.0, ge=0, description="Smallest CUDA-visible total (GiB) the row applies to.")
+    exclude_names: list[str] = Field(default_factory=list, description="Lower-case name substrings that skip the row ('a100').")
+    exclude_compute_capabilities: list[float] = Field(
+        default_factory=list, description="Compute capabilities that skip the row (12.1: GB10 / DGX Spark in vLLM 0.33)."
+    )
+    max_num_batched_tokens: int = Field(gt=0)
+    max_num_seqs: int = Field(gt=0)
+    graph_bs: int | None = Field(default=None, gt=0, description="SGLang cuda_graph_max_bs of the row (TP < 4).")
+
+
+class CommBytes(BaseModel):
+    """Per-GPU communication buffers under tensor / pipeline parallelism, by interconnect."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    nvlink: int = Field(ge=0)
+    pcie: int = Field(ge=0)
+    per_extra_rank: int = Field(default=0, ge=0, description="Added for every rank beyond 2.")
+
+
+class SGLangFraction(BaseModel):
+    """SGLang's mem_fraction_static rule (server_args._handle_gpu_memory_settings)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    reserved_base_mib: float = Field(ge=0)
+    reserved_per_chunk_token_mib: float = Field(ge=0)
+    reserved_per_graph_bs_mib: float = Field(ge=0)
+    reserved_per_tp_mib: float = Field(ge=0)
+    reserved_floor_mib_above_60gib: float = Field(ge=0)
+    source: str = Field(min_length=8)
+
+
+class EngineMemoryProfile(BaseModel):
+    """How one engine version range budgets memory; every figure has its source beside it."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    engine: str = ""
+    first: str = Field(description="First version the range covers.")
+    below: str | None = Field(description="First version it does not cover (None: open).")
+    label: str
+    memory_fraction: float = Field(gt=0, le=1)
+    memory_fraction_source: str = Field(min_length=8)
+    sglang_fraction: SGLangFraction | None = None
+    budget_base: Literal["total", "free_at_start"]
+    activation_in_budget: bool
+    activation_tokens: Literal["max_num_batched_tokens", "max_model_len"]
+    chunked_prefill_above: int | None = Field(default=None, gt=0)
+    chunked_prefill_tokens: int | None = Field(default=None, gt=0)
+    activation_scale: float = Field(gt=0, le=10)
+    activation_hidden_copies: float | None = Field(default=None, gt=0, description="Override of data/formats.yaml hidden_copies.")
+    activation_intermediate_copies: float | None = Field(default=None, gt=0, description="Override of intermediate_copies.")
+    activation_split_by_tp: bool = Field(default=True, description="The activation peak per GPU shrinks with TP (False: vLLM's does not).")
+    activation_source: str = Field(min_length=8)
+    batch_tiers: list[BatchTier] = Field(min_length=1)
+    batch_source: str = Field(min_length=8)
+    context_in_budget: bool
+    cuda_context_bytes: int = Field(ge=0)
+    cuda_context_source: str = Field(min_length=8)
+    non_torch_bytes: int = Field(ge=0)
+    non_torch_source: str = Field(min_length=8)
+    comm_in_budget: bool
+    comm: CommBytes
+    comm_source: str = Field(min_length=8)
+    cuda_graphs_in_budget: bool
+    cuda_graph_bytes: int = Field(ge=0)
+    cuda_graph_source: str = Field(min_length=8)
+    sliding_window_kv: Literal["full", "window"]
+    sliding_window_source: str = Field(min_length=8)
+    kv_cache_dtype: Literal["model", "float16"] = "model"
+    kv_cache_dtype_source: str | None = None
+    kv_8bit_dtype: str = Field(default="fp8", description="What --kv-cache-dtype fp8 stores in this engine (data/formats.yaml dtype).")
+    block_size: int = Field(gt=0)
+    source: str = Field(min_length=8)
+
+    def covers(self, version: str) -> bool:
+        v = version_key(version)
+        return version_key(self.first) <= v and (self.below is None or v < version_key(self.below))
+
+    def comm_bytes(self, tp: int, pp: int, interconnect: str) -> int:
+        """Communication buffers per GPU for a layout of ``tp x pp`` GPUs (0 on one GPU)."""
+        ranks = tp * pp
+        if ranks <= 1:
+            return 0
+        # AMD's Infinity Fabric (xGMI) is a peer-to-peer fabric like NVLink: RCCL and the custom all-reduce buffers
+        # are sized as there (assumed; no ROCm start-up log with its non-torch memory was found)
+        base = self.comm.pcie if interconnect == "pcie" else self.comm.nvlink
+        return base + self.comm.per_extra_rank * max(ranks - 2, 0)
+
+
+class _File(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    engines: dict[str, list[EngineMemoryProfile]]
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """Comparable key of an engine version: '0.6.3.post1' -> (0, 6, 3); 'b7200' -> (7200,); 'v0.5.9' -> (0, 5, 9)."""
+    text = version.strip().lower().lstrip("v")
+    if re.fullmatch(r"b\d+", text):
+        return (int(text[1:]),)
+    parts = []
+    for piece in text.split("."):
+        m = re.match(r"\d+", piece)
+        if not m:
+            break
+        parts.append(int(m.group()))
+    if not parts:
+        from ..errors import RequestError
+
+        raise RequestError(f"Engine version '{version}' is not a version number (e.g. 0.8.5, 3.3.6, b7200).")
+    return tuple(parts)
+
+
+@cache
+def memory_profiles() -> dict[str, tuple[EngineMemoryProfile, ...]]:
+    data = load_validated(shipped("data") / "engine_memory.yaml", _File)
+    return {name: tuple(p.model_copy(update={"engine": name}) for p in ranges) for name, ranges in data.engines.items()}
+
+
+def profile_from_engine(profile: EngineProfile) -> EngineMemoryProfile:
+    """A memory profile from an engine's engines.yaml figures (engines with no range in engine_memory.yaml)."""
+    reserve = profile.memory_accounting in ("reserve", "reserve-free")
+    tokens = profile.max_num_batched_tokens
+    return EngineMemoryProfile(
+        engine=profile.name, first=profile.version, below=None, label=f"{profile.display} {profile.version} (engines.yaml)",
+        memory_fraction=profile.memory_fraction, memory_fraction_source=profile.memory_fraction_source, budget_base="total",
+        activation_in_budget=True, activation_tokens="max_num_batched_tokens", activation_scale=1.0,
+        activation_source="data/formats.yaml activation formula", batch_tiers=[BatchTier(max_num_batched_tokens=tokens or 1, max_num_seqs=profile.max_num_seqs)],
+        batch_source=profile.max_num_batched_tokens_source, context_in_budget=True, cuda_context_bytes=0,
+        cuda_context_source="counted in non_torch_bytes (engines.yaml)", non_torch_bytes=profile.non_torch_bytes,
+        non_torch_source=profile.non_torch_source, comm_in_budget=True,
+        comm=CommBytes(nvlink=profile.nccl_bytes, pcie=profile.nccl_bytes), comm_source=profile.nccl_source,
+        cuda_graphs_in_budget=reserve or profile.cuda_graph_bytes > 0, cuda_graph_bytes=profile.cuda_graph_bytes,
+        cuda_graph_source=profile.cuda_graph_source, sliding_window_kv="window",
+        sliding_window_source="sliding-window layers hold the window", block_size=profile.block_size, source="data/engines.yaml",
+    )
+
+
+def memory_profile(engine: str, version: str | None = None) -> EngineMemoryProfile:
+    """The profile of ``engine`` at ``version`` (default: the version engines.yaml pins).
+
+    A version newer than every range gets the newest range (the plan warns, see :func:`version_note`); an older
+    one is refused with the versions that are covered.
+    """
+    from ..errors import RequestError
+
+    base = engine_profile(engine)
+    ranges = memory_profiles().get(engine)
+    wanted = version or base.version
+    if not ranges:
+        return profile_from_engine(base) if version in (None, base.version) else profile_from_engine(base).model_copy(update={"first": wanted})
+    key = version_key(wanted)
+    for prof in ranges:
+        if prof.covers(wanted):
+            return prof
+    newest = max(ranges, key=lambda p: version_key(p.first))
+    if key >= version_key(newest.first):
+        return newest
+    oldest = min(ranges, key=lambda p: version_key(p.first))
+    raise RequestError(
+        f"{base.display} {wanted} is older than the memory profiles here ({oldest.first} and later); "
+        f"use --engine-version {oldest.first} or newer, or calibrate from its start-up log (infer-advisor calibrate --from-log FILE)."
+    )
+
+
+def version_note(engine: str, version: str | None) -> str | None:
+    """A warning when ``version`` lies beyond every range of ``engine`` (its figures are extrapolated)."""
+    ranges = memory_profiles().get(engine)
+    if version is None:
+        return None
+    if not ranges:  # one profile from engines.yaml, whatever the version
+        pinned = engine_profile(engine).version
+        if version_key(version) == version_key(pinned):
+            return None
+        return (
+            f"{engine} has no memory profiles by version here; {version} is planned with the figures of {pinned} "
+            f"(data/engines.yaml) and its artifacts target {pinned}'s flags."
+        )
+    if any(p.covers(version) for p in ranges):
+        return None
+    newest = max(ranges, key=lambda p: version_key(p.first))
+    return (
+        f"{engine} {version} is newer than the memory profiles here; using those of {newest.label} "
+        f"(calibrate from a start-up log of {version} to replace them)."
+    )
+
+
+def batch_defaults(
+    prof: EngineMemoryProfile, *, usable_memory_bytes: int | None, device_name: str = "", compute_capability: float | None = None
+) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) the engine version picks on this GPU (its OpenAI server)."""
+    return _tier(prof, usable_memory_bytes, device_name, compute_capability)[:2]
+
+
+def _tier(
+    prof: EngineMemoryProfile, usable_memory_bytes: int | None, device_name: str, compute_capability: float | None = None
+) -> tuple[int, int, int | None]:
+    memory_gib = (usable_memory_bytes or 0) / GIB
+    name = device_name.lower()
+    for tier in prof.batch_tiers:
+        if (
+            memory_gib >= tier.min_memory_gib
+            and not any(x in name for x in tier.exclude_names)
+            and compute_capability not in tier.exclude_compute_capabilities
+        ):
+            return tier.max_num_batched_tokens, tier.max_num_seqs, tier.graph_bs
+    last = prof.batch_tiers[-1]
+    return last.max_num_batched_tokens, last.max_num_seqs, last.graph_bs
+
+
+def default_memory_fraction(
+    prof: EngineMemoryProfile, *, driver_memory_bytes: int | None, tp: int = 1, pp: int = 1, chunked_prefill_tokens: int | None = None
+) -> float:
+    """The engine's default fraction: fixed, or SGLang's mem_fraction_static computed from the GPU's total."""
+    rule = prof.sglang_fraction
+    if rule is None or not driver_memory_bytes:
+        return prof.memory_fraction
+    gpu_mib = driver_memory_bytes / MIB
+    tokens, _, graph_bs = _tier(prof, driver_memory_bytes, "")
+    chunk = chunked_prefill_tokens or tokens
+    if tp * pp >= 4 and graph_bs is not None:  # SGLang doubles the graph batch from TP 4 (80/160/512 rows)
+        graph_bs = {8: 8, 24: 80, 32: 160, 256: 512}.get(graph_bs, graph_bs)
+    reserved = (
+        rule.reserved_base_mib
+        + max(chunk, 2048) * rule.reserved_per_chunk_token_mib
+        + (graph_bs or 0) * rule.reserved_per_graph_bs_mib
+        + tp * pp * rule.reserved_per_tp_mib
+    )
+    if gpu_mib > 60 * 1024:
+        reserved = max(reserved, rule.reserved_floor_mib_above_60gib)
+    return round((gpu_mib - reserved) / gpu_mib, 3)
+
+
+class EngineSettings(BaseModel):
+    """What an engine version uses on one GPU and layout when the user sets nothing: the plan's starting point."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    profile: EngineMemoryProfile
+    version: str
+    max_num_batched_tokens: int | None = Field(description="None: V0 profiles max(max_model_len, 2048), decided by the context.")
+    max_num_seqs: int
+    memory_fraction: float
+
+
+def engine_settings(engine: str, version: str | None, gpu, *, tp: int = 1, pp: int = 1) -> EngineSettings:
+    """The memory profile and per-GPU defaults of ``engine`` at ``version`` (default: pinned) on ``gpu`` (a GPUInfo or None)."""
+    prof = memory_profile(engine, version)
+    usable = getattr(gpu, "budget_memory_bytes", None) if gpu is not None else None
+    name = " ".join(filter(None, [getattr(gpu, "probed_name", None), getattr(gpu, "name", None)])) if gpu is not None else ""
+    capability = getattr(gpu, "compute_capability", None) if gpu is not None else None
+    tokens, seqs = batch_defaults(prof, usable_memory_bytes=usable, device_name=name, compute_capability=capability)
+    driver = getattr(gpu, "driver_memory_bytes", None) if gpu is not None else None
+    if gpu is not None and driver is None and usable:
+        from ..hardware.catalog import catalog
+
+        # CUDA keeps a reserve below the driver's total; HIP on AMD does not (the catalog's AMD totals are HIP's own)
+        driver = usable + (catalog().cuda_reserve_mib * MIB if getattr(gpu, "vendor", "nvidia") == "nvidia" else 0)
+    fraction = default_memory_fraction(prof, driver_memory_bytes=driver, tp=tp, pp=pp, chunked_prefill_tokens=tokens)
+    no_chunking = engine not in memory_profiles() and engine_profile(engine).max_num_batched_tokens == 0
+    tokens_out = None if (prof.activation_tokens == "max_model_len" or no_chunking) else tokens
+    return EngineSettings(profile=prof, version=version or engine_profile(engine).version, max_num_batched_tokens=tokens_out,
+                          max_num_seqs=seqs, memory_fraction=fraction)

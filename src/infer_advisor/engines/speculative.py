@@ -1,0 +1,48 @@
+"""Published speculative-decoding draft heads (``data/speculative.yaml``): which target model has one, and its size.
+
+    >>> from infer_advisor.speculative import draft_for
+    >>> draft_for("meta-llama/Llama-3.3-70B-Instruct", ["eagle3"]).draft
+    'yuhuili/EAGLE3-LLaMA3.3-Instruct-70B'
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._data import load_validated
+from .._paths import shipped
+
+
+class DraftPair(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    target: str = Field(description="Hub id of the target model.")
+    draft: str = Field(description="Hub id of the published draft head.")
+    method: Literal["eagle3", "draft"]
+    num_speculative_tokens: int = Field(gt=0)
+    params: int = Field(gt=0, description="Parameters of the draft head (for its weight memory).")
+    kv_elements_per_token: int = Field(ge=0, description="KV-cache elements per token of the draft head's layers.")
+    params_source: str
+    source: str
+
+
+class _File(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    pairs: list[DraftPair]
+
+
+@cache
+def draft_pairs() -> tuple[DraftPair, ...]:
+    return tuple(load_validated(shipped("data") / "speculative.yaml", _File).pairs)
+
+
+def draft_for(model: str, methods: list[str]) -> DraftPair | None:
+    """The published draft head for ``model`` (Hub id, case-insensitive) usable by an engine offering ``methods``."""
+    want = model.rstrip("/").lower()
+    for pair in draft_pairs():
+        if pair.target.lower() == want and pair.method in methods:
+            return pair
+    return None
