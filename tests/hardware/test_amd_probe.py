@@ -55,7 +55,7 @@ def test_auto_on_an_mi300x_host_plans_for_mi300x(monkeypatch):
     import infer_advisor.hardware.probe_amd as amd
     from infer_advisor.hardware.resolve import resolve_hardware
     from infer_advisor.plan.advise import _plan
-    from infer_advisor.plan.request import PlanRequest
+    from infer_advisor.request import PlanRequest
     from tests.emit.plans import catalog_facts
 
     monkeypatch.setenv("INFER_ADVISOR_NO_NVML", "1")
