@@ -218,6 +218,8 @@ def _published(model: ModelFacts, method: str, where: dict) -> PublishedCheckpoi
     found = pick_published(model, method, **where) if where else None
     if found is None and model.source == "hub":
         found = hub_quantized(model.name, method)
+        if found is not None and method == "fp8" and where.get("platform") == "rocm":
+            found = None  # a Hub search cannot tell a ModelOpt FP8 export from a ROCm-loadable one
     if found is None:
         return None
     return PublishedCheckpointRef(
