@@ -123,6 +123,20 @@ def test_finding1_amd_plan_serves_a_rocm_checkpoint_with_the_rocm_image_and_amd_
     assert "CC 0.0" not in _hardware(plan)[1] and "gfx942" in _hardware(plan)[1]
 
 
+def test_finding1_the_amd_plan_printed_by_the_cli_has_no_cuda_words():
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "INFER_ADVISOR_NO_NVML": "1", "COLUMNS": "200"}
+    out = subprocess.run([sys.executable, "-m", "infer_advisor.cli", "plan", "--model", "meta-llama/Llama-3.1-70B-Instruct",
+                          "--gpu", "MI300X"], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    table = out.stdout.split("decisions")[0]  # the plan's table (rule reasons below may name CUDA GPUs they compare)
+    assert "vllm-openai-rocm" in table and "gfx942" in table
+    assert not any(w in table.lower() for w in ("cuda", "nvidia", "cc 0.0"))
+
+
 def test_finding1_sglang_on_rocm_never_gets_a_modelopt_checkpoint():
     plan = _advise(model="meta-llama/Llama-3.1-70B-Instruct", gpu="MI300X", engine="sglang")
     ckpt = plan.quantization.published_checkpoint

@@ -65,8 +65,10 @@ def summary_rows(plan) -> list[tuple[str, str, str]]:
     server = f"port {eng.port}" if eng.http_server else "no HTTP server: Python script"
     kv_auto = " (f16)" if eng.kv_cache_dtype == "auto" and eng.name == "llama.cpp" else ""
     src = mem.figure_sources
-    overheads = ", ".join(f"{k} {_gib(v)}" for k, v in mem.overhead_bytes_per_gpu.items() if v)
-    outside = ", ".join(f"{k} {_gib(v)}" for k, v in mem.outside_budget_bytes_per_gpu.items() if v)
+    amd = plan.hardware.kind == "gpu" and plan.hardware.gpus[0].vendor == "amd"
+    word = (lambda k: k.replace("cuda_", "hip_")) if amd else (lambda k: k)  # ROCm's HIP runtime, not CUDA
+    overheads = ", ".join(f"{word(k)} {_gib(v)}" for k, v in mem.overhead_bytes_per_gpu.items() if v)
+    outside = ", ".join(f"{word(k)} {_gib(v)}" for k, v in mem.outside_budget_bytes_per_gpu.items() if v)
     calibrated = sorted({k for k, v in src.items() if v == "calibrated (log)"})
     overhead_src = (
         f"calibrated (log): {', '.join(calibrated)}" if calibrated
