@@ -30,6 +30,7 @@ import yaml
 HERE = Path(__file__).parent
 LOGS = HERE / "published" / "startup_logs.yaml"
 BEFORE = HERE / "published" / "startup_logs_before.json"
+PROSPECTIVE = HERE / "published" / "startup_logs_prospective.json"  # issue-23 logs, predicted by the frozen code of 745df12
 GIB = 2**30
 
 
@@ -50,7 +51,10 @@ def model_ref(entry: dict, by_id: dict[str, dict], folder: Path) -> str:
 
 def startup_log(entry: dict):
     """The StartupLog the entry's published figures amount to (the type `calibrate --from-log` parses logs into)."""
-    from infer_advisor.calibrate.startup_log import StartupLog
+    try:
+        from infer_advisor.calibrate.startup_log import StartupLog
+    except ImportError:  # the code frozen for the prospective figures (commit 745df12)
+        from infer_advisor.estimate.startup_log import StartupLog
 
     m = entry["measured"]
 
@@ -64,21 +68,70 @@ def startup_log(entry: dict):
         weights_bytes=gib("weights_gib"), non_torch_bytes=gib("non_torch_gib"), activation_bytes=gib("activation_gib"),
         cuda_graph_bytes=gib("cuda_graph_gib"), kv_cache_bytes=gib("kv_cache_gib"), kv_cache_tokens=m["kv_cache_tokens"],
         max_concurrency=m.get("max_concurrency"), max_num_batched_tokens=entry.get("max_num_batched_tokens"),
-        max_num_seqs=entry.get("max_num_seqs"),
+        max_num_seqs=entry.get("max_num_seqs"), kv_cache_dtype=entry.get("kv_cache_dtype"),
     )
 
 
-def predict(entry: dict, model: str, calibration=None) -> int:
-    from infer_advisor.calibrate.memory import estimate_for_log
+def _calibration_module():
+    try:  # after the issue-19 move
+        from infer_advisor.calibrate import memory as memory_calibration
+    except ImportError:  # the code frozen for the prospective figures (commit 745df12)
+        from infer_advisor.estimate import memory_calibration
+    return memory_calibration
 
-    est = estimate_for_log(startup_log(entry), model=model, gpu=entry["gpu"], engine_version=entry["engine_version"], calibration=calibration)
-    return est.kv_cache_tokens
+
+def version_for(entry: dict) -> str:
+    """The engine version whose memory profile predicts the entry (`profile_version` where none covers its own)."""
+    return entry.get("profile_version") or entry["engine_version"]
+
+
+def estimate(entry: dict, model: str, calibration=None):
+    """The plan's MemoryEstimate for the setup the entry describes (the path `calibrate --from-log` compares)."""
+    est = _calibration_module().estimate_for_log(
+        startup_log(entry), model=model, gpu=entry["gpu"], engine_version=version_for(entry), calibration=calibration
+    )
+    return est
+
+
+def engine_tokens(est) -> int:
+    """The token figure the engine prints: the new field where this code has it, else the plan's capacity."""
+    return getattr(est, "engine_kv_cache_tokens", None) or est.kv_cache_tokens
+
+
+def predict(entry: dict, model: str, calibration=None) -> int:
+    return engine_tokens(estimate(entry, model, calibration))
 
 
 def calibration_from(entry: dict, model: str):
-    from infer_advisor.calibrate.memory import fit_memory_calibration
+    return _calibration_module().fit_memory_calibration(
+        startup_log(entry), source=entry["id"], model=model, gpu=entry["gpu"], engine_version=version_for(entry)
+    )
 
-    return fit_memory_calibration(startup_log(entry), source=entry["id"], model=model, gpu=entry["gpu"], engine_version=entry["engine_version"])
+
+def prediction_record(entry: dict, model: str) -> dict:
+    """What the code on the path predicts for one entry: engine-printed tokens, KV GiB and weights GiB per GPU, outcome."""
+    est = estimate(entry, model)
+    one_request = getattr(est, "engine_starts", None)
+    if one_request is None:  # older code: the engine refuses when one max_model_len request does not fit
+        one_request = est.max_concurrency >= 1
+    return {
+        "kv_cache_tokens": engine_tokens(est), "effective_kv_cache_tokens": est.kv_cache_tokens,
+        "kv_cache_gib": round(est.kv_cache_bytes_per_gpu / GIB, 3), "weights_gib": round(est.weights_bytes_per_gpu / GIB, 3),
+        "outcome": "starts" if one_request else "refused",
+    }
+
+
+def prospective(out: Path) -> int:
+    """Predict every `collected: issue-23` entry with the code on PYTHONPATH and write the figures (run once, frozen code)."""
+    by_id = {e["id"]: e for e in entries()}
+    preds = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, e in by_id.items():
+            if e.get("collected") == "issue-23":
+                preds[i] = prediction_record(e, model_ref(e, by_id, Path(tmp)))
+    out.write_text(json.dumps({"predictions": preds}, indent=2) + "\n")
+    print(f"wrote {out} ({len(preds)} predictions)")
+    return 0
 
 
 def baseline(entry: dict, model: str) -> int:
@@ -96,8 +149,8 @@ def baseline(entry: dict, model: str) -> int:
     return est.kv_cache_tokens
 
 
-def err(pred: int | None, meas: int) -> float | None:
-    return None if pred is None else (pred - meas) / meas * 100
+def err(pred: float | None, meas: float | None) -> float | None:
+    return None if pred is None or not meas or meas <= 0 else (pred - meas) / meas * 100
 
 
 def rows() -> list[dict]:
@@ -106,6 +159,8 @@ def rows() -> list[dict]:
     by_id = {e["id"]: e for e in entries()}
     with tempfile.TemporaryDirectory() as tmp:
         for e in by_id.values():
+            if e.get("collected") == "issue-23":
+                continue  # graded apart: new_rows()
             model = model_ref(e, by_id, Path(tmp))
             meas = e["measured"]["kv_cache_tokens"]
             row = {
@@ -122,6 +177,80 @@ def rows() -> list[dict]:
             row["other_setup"] = others
             out.append(row)
     return out
+
+
+def _full_attention(model: str) -> bool:
+    from infer_advisor.model_facts import resolve_model
+
+    facts = resolve_model(model, source="auto")
+    return set(facts.layer_counts or {"full": 1}) == {"full"} and not facts.sliding_window
+
+
+def new_rows() -> list[dict]:
+    """The issue-23 logs: the frozen code's prospective figures (startup_logs_prospective.json) and this code's."""
+    frozen = json.loads(PROSPECTIVE.read_text())["predictions"]
+    by_id = {e["id"]: e for e in entries()}
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for e in by_id.values():
+            if e.get("collected") != "issue-23":
+                continue
+            model = model_ref(e, by_id, Path(tmp))
+            m = e["measured"]
+            out.append({
+                "id": e["id"], "source": e["source"], "engine": e["engine"], "version": e["engine_version"], "gpu": e["gpu"],
+                "tp": e["tp"], "model": e["model"], "measured_tokens": m["kv_cache_tokens"], "measured_gib": m.get("kv_cache_gib"),
+                "measured_weights_gib": m.get("weights_gib"), "outcome": e.get("outcome", "starts"),
+                "weights_only": bool(e.get("weights_only")), "informed_profile": bool(e.get("informed_profile")),
+                "full_attention": _full_attention(model), "prospective": frozen[e["id"]], "now": prediction_record(e, model),
+            })
+    return out
+
+
+def new_summary(rs: list[dict]) -> dict:
+    kv = [r for r in rs if r["measured_tokens"] > 0]
+    gib = [r for r in rs if r["measured_gib"] and r["measured_gib"] > 0]
+    wts = [r for r in rs if r["measured_weights_gib"]]
+    out: dict = {"new_logs": len(rs), "new_logs_with_kv_tokens": len(kv)}
+    for when in ("prospective", "now"):
+        out[f"median_abs_error_new_tokens_{when}_pct"] = median_abs([err(r[when]["kv_cache_tokens"], r["measured_tokens"]) for r in kv])
+        out[f"median_abs_error_new_tokens_{when}_full_attention_pct"] = median_abs(
+            [err(r[when]["kv_cache_tokens"], r["measured_tokens"]) for r in kv if r["full_attention"]])
+        out[f"median_abs_error_new_gib_{when}_pct"] = median_abs([err(r[when]["kv_cache_gib"], r["measured_gib"]) for r in gib])
+        out[f"max_abs_error_new_weights_{when}_pct"] = max((abs(err(r[when]["weights_gib"], r["measured_weights_gib"])) for r in wts), default=None)
+        out[f"outcomes_right_{when}"] = sum(r[when]["outcome"] == r["outcome"] for r in rs if not r["weights_only"])
+    out["full_attention_logs"] = sum(r["full_attention"] for r in kv)
+    out["logs_with_weights"] = len(wts)
+    return out
+
+
+def new_table(rs: list[dict]) -> str:
+    lines = [
+        "| log | engine | GPU x TP | model | KV tokens logged | prospective (frozen 745df12) | now | KV GiB logged: prospective / now | weights GiB logged: prospective / now | outcome: logged / prospective / now |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rs:
+        t = r["measured_tokens"]
+        p, n = r["prospective"], r["now"]
+
+        def c(pred, meas):  # noqa: ANN001, ANN202
+            e = err(pred, meas)
+            return f"{pred:,}" if e is None else f"{pred:,} ({e:+.1f}%)"
+
+        def g(pred, meas):  # noqa: ANN001, ANN202
+            e = err(pred, meas)
+            return f"{pred:.2f}" if e is None else f"{pred:.2f} ({e:+.1f}%)"
+
+        tok = (f"{t:,}" if t else "-") + (" †" if r["informed_profile"] else "") + ("" if r["full_attention"] else " (hybrid/SWA)")
+        gib = f"{r['measured_gib']}: {g(p['kv_cache_gib'], r['measured_gib'])} / {g(n['kv_cache_gib'], r['measured_gib'])}" if r["measured_gib"] is not None else "-"
+        w = r["measured_weights_gib"]
+        wt = f"{w}: {g(p['weights_gib'], w)} / {g(n['weights_gib'], w)}" if w else "-"
+        lines.append(
+            f"| [{r['id']}]({r['source']}) | {r['engine']} {r['version']} | {r['gpu']} x {r['tp']} | {r['model']} | {tok} | "
+            f"{c(p['kv_cache_tokens'], t) if t else '-'} | {c(n['kv_cache_tokens'], t) if t else '-'} | {gib} | {wt} | "
+            f"{r['outcome']} / {p['outcome']} / {n['outcome']} |"
+        )
+    return "\n".join(lines)
 
 
 def median_abs(values: list[float | None]) -> float | None:
@@ -174,7 +303,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path, help="also write the rows and the summary as JSON")
     ap.add_argument("--baseline", type=Path, help="write the old code's predictions (old API only) to this JSON file")
+    ap.add_argument("--prospective", type=Path, help="write this code's predictions for the issue-23 logs to this JSON file")
     args = ap.parse_args(argv)
+    if args.prospective:
+        return prospective(args.prospective)
     if args.baseline:
         by_id = {e["id"]: e for e in entries()}
         with tempfile.TemporaryDirectory() as tmp:
@@ -185,11 +317,15 @@ def main(argv: list[str] | None = None) -> int:
     rs = rows()
     print(table(rs))
     s = summary(rs)
+    new = new_rows()
+    print()
+    print(new_table(new))
+    s.update(new_summary(new))
     print()
     for k, v in s.items():
         print(f"{k}: {v:.1f}" if isinstance(v, float) else f"{k}: {v}")
     if args.json:
-        args.json.write_text(json.dumps({"rows": rs, "summary": s}, indent=2) + "\n")
+        args.json.write_text(json.dumps({"rows": rs, "new_rows": new, "summary": s}, indent=2) + "\n")
     return 0
 
 

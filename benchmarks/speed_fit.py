@@ -1,163 +1,314 @@
-"""Fit each engine's speed coefficients on published measurements and grade them leave-one-source-out.
+"""Fit each engine's speed coefficients on published measurements, through the user's path, regularised to priors.
 
-    PYTHONPATH=. python benchmarks/speed_fit.py --write      # fit, grade, write data/speed/fitted.yaml + the report
+    PYTHONPATH=src:. python benchmarks/speed_fit.py --write            # fit, write data/speed/fitted.yaml (+ report)
+    PYTHONPATH=src:. python benchmarks/speed_fit.py --loso --write     # and grade leave-one-source-out (slow)
+    PYTHONPATH=src:. python benchmarks/speed_fit.py --freeze           # hash the written profile (data/speed/fitted.yaml)
 
-What is fitted: per engine, the coefficients of data/speed/engines.yaml that its points can identify
-(``FIT_PARAMS``); the kernel efficiencies stay the measured H200 ones. Objective: a soft-L1 loss on
-log(predicted / measured) of each point's primary metric, minimised by Nelder-Mead inside bounds.
+Every prediction is ``advise()`` (``benchmarks/speed_predict.py``): the plan is made once per point, and the call
+the plan made to ``estimate.speed.estimate_speed`` is recorded and replayed with trial coefficients (set through
+``speed_data.trial_profiles``, read by the same ``engine_speed`` a user's plan reads). Open-loop points (``--rate``)
+are re-planned whole.
 
-How it is graded: for every source S, every engine is refitted on the points NOT from S, and S's points are
-predicted with those coefficients (an engine left with no points keeps its assumed values). The error of a
-point is always from the fit that did not see its source. ``benchmarks/results/speed_fit.json`` keeps, per
-point, the measured value, the leave-one-source-out and in-sample predictions, and the fit's coefficients.
+What is fitted, per engine (few coefficients, each bounded and pulled toward its stated physical value by the prior
+penalty of ``estimate/fit.py``): (1) the engine-wide kernel factors its points can identify (``ENGINE_PARAMS``) with
+host terms at their priors; (2) per engine version range (``vllm@0.8`` ...: data/speed/engines.yaml ``versions``)
+the host terms (per step, per sequence, per request) with (1) fixed. A range without points keeps its priors.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import statistics
 import sys
 import time
+from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 
-from benchmarks.published.schema import load_dataset
-from benchmarks.speed_predict import ENGINE_MAP, predict_point
+import yaml
 
+from benchmarks.published.schema import load_dataset
+from benchmarks.speed_predict import engine_of, predict_point, use_dataset
+
+import infer_advisor.estimate.speed as speed_module
 from infer_advisor.estimate.fit import fit_coefficients, soft_l1, with_coefficients
-from infer_advisor.estimate.speed_data import engine_speeds
+from infer_advisor.estimate.speed_data import engine_speeds, profile_key, stated_profile, trial_profiles, version_row
 
 ROOT = Path(__file__).resolve().parents[1]
-FIT_MAX_REQUESTS = 500  # simulated requests per open-loop/offline point while fitting (the report reruns at full size)
 FITTED = ROOT / "src" / "infer_advisor" / "data" / "speed" / "fitted.yaml"
 REPORT = ROOT / "benchmarks" / "results" / "speed_fit.json"
-
-# The coefficients each engine's published points can identify (the others keep their stated values).
-FIT_PARAMS = {
-    "vllm": ["step_overhead_s", "per_sequence_s", "attention_scale", "gemm_scale", "gddr_scale", "moe_scale", "amd_scale"],
-    "trtllm": ["step_overhead_s", "per_sequence_s", "attention_scale", "prefill_attention_scale", "gemm_scale", "moe_scale"],
-    "sglang": ["step_overhead_s", "attention_scale", "amd_scale"],
-    "tgi": ["step_overhead_s", "gemm_scale", "amd_scale"],
-    "llama.cpp": ["step_overhead_s", "gemm_scale", "gddr_scale", "prefill_attention_scale", "amd_scale"],
+ENGINE_PARAMS = {
+    "vllm": ["attention_scale", "gemm_scale", "gddr_scale", "moe_scale", "amd_scale"],
+    "trtllm": ["attention_scale", "prefill_attention_scale", "gemm_scale", "moe_scale"],
+    "sglang": ["attention_scale", "gemm_scale", "amd_scale"],
+    "tgi": ["gemm_scale", "amd_scale"],
+    "llama.cpp": ["gemm_scale", "gddr_scale", "prefill_attention_scale", "amd_scale"],
     "mlc": ["gemm_scale"],
     "exllamav2": ["gemm_scale"],
-    "ctranslate2": ["step_overhead_s", "gemm_scale"],
-    # transformers: measured on the H200 (calibrate), not fitted here; its published points only grade it.
+    "ctranslate2": ["gemm_scale"],
 }
+HOST_PARAMS = ["step_overhead_s", "per_sequence_s", "request_overhead_s"]
+ENGINE_ITERS, HOST_ITERS = 70, 40
+CANONICAL_FIELDS = ("coefficients",)
 
 
-def _errors(points, profile) -> list[float | None]:
+class Point:
+    """A published point with the plan's recorded speed call (replayed with trial coefficients)."""
+
+    def __init__(self, p):
+        self.p, self.call, self.version, self.pred = p, None, None, None
+
+    @property
+    def measured(self) -> float:
+        return self.p.metrics.value(self.p.primary_metric)
+
+    def predict(self) -> float | None:
+        if self.p.mode == "open_loop" or self.call is None:
+            v = predict_point(self.p).values.get(self.p.primary_metric)
+        else:
+            from benchmarks.speed_predict import _values
+
+            args, kwargs = self.call
+            v = _values(self.p, speed_module.estimate_speed(*args, **kwargs)).get(self.p.primary_metric)
+        return v if v is not None and math.isfinite(v) and v > 0 else None
+
+    def error(self) -> float | None:
+        v = self.predict()
+        return None if v is None else v / self.measured - 1
+
+
+@contextmanager
+def _recording(point: Point):
+    original = speed_module.estimate_speed
+
+    def record(*args, **kwargs):
+        point.call = (args, kwargs)
+        return original(*args, **kwargs)
+
+    speed_module.estimate_speed = record
+    try:
+        yield
+    finally:
+        speed_module.estimate_speed = original
+
+
+def prepare(points) -> list[Point]:
+    """The points the user path predicts, each with its plan's recorded call and the engine version it planned."""
     out = []
     for p in points:
-        v = predict_point(p, profile=profile, max_requests=FIT_MAX_REQUESTS).values.get(p.primary_metric)
-        out.append(v / p.metrics.value(p.primary_metric) - 1 if v is not None and math.isfinite(v) and v > 0 else None)
-    return out
-
-
-def _loss(points, engine: str, values: dict[str, float]) -> tuple[float, list[float | None]]:
-    prof = with_coefficients(engine_speeds(apply_fitted=False).engines[engine], values)
-    errs = _errors(points, prof)
-    return soft_l1(errs), [math.nan if e is None else e for e in errs]
-
-
-def fit_engine(engine: str, points) -> dict[str, float]:
-    if not points:
-        return {}
-    base = engine_speeds(apply_fitted=False).engines[engine]
-    return fit_coefficients(base, FIT_PARAMS.get(engine, []), lambda prof: _errors(points, prof))
-
-
-def usable(points):
-    out = []
-    for p in points:
-        engine = ENGINE_MAP.get(p.engine, p.engine)
-        if engine not in engine_speeds(apply_fitted=False).engines:
+        pt = Point(p)
+        with _recording(pt):
+            pred = predict_point(p)
+        if p.primary_metric not in pred.values:
             continue
-        pr = predict_point(p)
-        if p.primary_metric in pr.values and math.isfinite(pr.values[p.primary_metric]):
-            out.append(p)
+        pt.pred = pred
+        pt.version = pred.asked.get("engine_version")
+        out.append(pt)
     return out
 
 
-def engine_of(p) -> str:
-    return ENGINE_MAP.get(p.engine, p.engine)
+def key_of(pt: Point) -> str:
+    engine = engine_of(pt.p)
+    return profile_key(engine, version_row(engine_speeds(apply_fitted=False).engines[engine], pt.version))
+
+
+def _trial(engine: str, wide: dict[str, float], host: dict[str, dict[str, float]]) -> dict:
+    """Trial profiles of every version range of ``engine``: stated values, ``wide`` over all, ``host[key]`` over its range."""
+    base = engine_speeds(apply_fitted=False).engines[engine]
+    rows = base.versions or [None]
+    out = {}
+    for row in rows:
+        key, prof = stated_profile(engine, row.first if row else None)
+        out[key] = with_coefficients(with_coefficients(prof, wide), host.get(key, {}))
+    return out
+
+
+def _errors(pts: list[Point], profiles: dict) -> list[float | None]:
+    with trial_profiles(profiles):
+        return [pt.error() for pt in pts]
+
+
+def fit_engine(engine: str, pts: list[Point], iters: tuple[int, int] = (ENGINE_ITERS, HOST_ITERS)) -> dict[str, dict[str, float]]:
+    """{profile key: coefficients}: the engine-wide factors under ``engine``, the host terms under each range key."""
+    if not pts:
+        return {}
+    stated = engine_speeds(apply_fitted=False).engines[engine]
+    names = [n for n in ENGINE_PARAMS.get(engine, []) if _identifiable(n, pts)]
+
+    def wide_errors(trial_prof):
+        return _errors(pts, _trial(engine, {n: getattr(trial_prof, n).value for n in names}, {}))
+
+    wide = fit_coefficients(stated, names, wide_errors, iters=iters[0]) if names else {}
+    out = {engine: wide}
+    for key in sorted({key_of(pt) for pt in pts}):
+        group = [pt for pt in pts if key_of(pt) == key]
+        _, row_prof = stated_profile(engine, next(pt.version for pt in group))
+        row_prof = with_coefficients(row_prof, wide)
+        host_names = [n for n in HOST_PARAMS if _identifiable(n, group)]
+
+        def host_errors(trial_prof, key=key, group=group, host_names=host_names):
+            return _errors(group, _trial(engine, wide, {key: {n: getattr(trial_prof, n).value for n in host_names}}))
+
+        host = fit_coefficients(row_prof, host_names, host_errors, iters=iters[1]) if host_names else {}
+        out[key] = {**out.get(key, {}), **host}  # an engine without version ranges keeps both under its name
+    return out
+
+
+def _identifiable(name: str, pts: list[Point]) -> bool:
+    """Fit a coefficient only where some point depends on it (the prior holds it otherwise)."""
+    from infer_advisor.hardware import lookup_gpu
+    from infer_advisor.model_facts import resolve_model
+
+    gpus = [lookup_gpu(g) for g in {pt.p.gpu for pt in pts}]
+    if name == "gddr_scale":
+        return any((g.memory_type or "").lower().startswith("gddr") for g in gpus)
+    if name == "amd_scale":
+        return any(g.vendor == "amd" for g in gpus)
+    if name == "moe_scale":
+        return any(resolve_model(m, source="catalog").num_experts > 0 for m in {pt.p.catalog_model for pt in pts})
+    if name == "request_overhead_s":
+        return any(pt.p.primary_metric in ("ttft_s", "e2e_s", "prefill_tokens_per_s") for pt in pts)
+    return True
+
+
+def profiles_of(engine: str, coeffs: dict[str, dict[str, float]]) -> dict:
+    hosts = {k: v for k, v in coeffs.items() if k != engine}
+    wide = {k: v for k, v in coeffs.get(engine, {}).items() if k not in HOST_PARAMS}
+    if not engine_speeds(apply_fitted=False).engines[engine].versions:
+        hosts[engine] = {k: v for k, v in coeffs.get(engine, {}).items() if k in HOST_PARAMS}
+    return _trial(engine, wide, hosts)
+
+
+def canonical_hash(engines: dict) -> str:
+    """sha256 of the fitted coefficients only (keys sorted, values to 4 significant digits), so the hash names the model."""
+    canon = {k: {n: float(f"{v:.4g}") for n, v in sorted(e["coefficients"].items())} for k, e in sorted(engines.items())}
+    return hashlib.sha256(json.dumps(canon, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="Write data/speed/fitted.yaml and benchmarks/results/speed_fit.json.")
+    ap.add_argument("--loso", action="store_true", help="Also grade leave-one-source-out (refits per held-out source).")
     ap.add_argument("--engines", default="", help="Comma-separated engines to fit (default: all with points).")
+    ap.add_argument("--data", action="append", default=[], help="Extra point files (same schema) to fit on as well.")
+    ap.add_argument("--report", type=Path, help="Write the per-point report (JSON) here, without touching data/speed/fitted.yaml.")
     args = ap.parse_args()
     t0 = time.time()
-    data = load_dataset()
-    pts = usable(data.points)
-    engines = sorted({engine_of(p) for p in pts})
+    raw = list(load_dataset().points)
+    for extra in args.data:
+        ds = load_dataset(Path(extra))
+        use_dataset(ds)
+        raw += list(ds.points)
+    pts = prepare(raw)
+    engines = sorted({engine_of(pt.p) for pt in pts} & set(ENGINE_PARAMS))
     if args.engines:
         engines = [e for e in engines if e in args.engines.split(",")]
-    by_engine = {e: [p for p in pts if engine_of(p) == e] for e in engines}
-
-    full = {e: fit_engine(e, by_engine[e]) for e in engines}
-    print(f"fitted on all points in {time.time() - t0:.0f} s", file=sys.stderr)
-
-    rows = {}
+    by_engine = {e: [pt for pt in pts if engine_of(pt.p) == e] for e in engines}
+    print(f"{len(pts)} points predictable through advise() ({time.time() - t0:.0f} s)", file=sys.stderr)
+    full = {}
     for e in engines:
-        _, errs = _loss(by_engine[e], e, full[e])
-        for p, err in zip(by_engine[e], errs):
-            rows[p.id] = {"id": p.id, "engine": e, "source_id": p.source_id, "gpu": p.gpu, "mode": p.mode, "metric": p.primary_metric,
-                          "measured": p.metrics.value(p.primary_metric), "in_sample_error": err}
-    sources = sorted({p.source_id for p in pts})
-    loso_coeffs = {}
-    for s in sources:
-        held = [p for p in pts if p.source_id == s]
-        for e in sorted({engine_of(p) for p in held} & set(engines)):
-            train = [p for p in by_engine[e] if p.source_id != s]
-            coeffs = fit_engine(e, train) if train else {}
-            loso_coeffs[f"{s}|{e}"] = coeffs
-            test = [p for p in held if engine_of(p) == e]
-            _, errs = _loss(test, e, coeffs)
-            for p, err in zip(test, errs):
-                rows[p.id]["loso_error"] = err
-                rows[p.id]["loso_train_points"] = len(train)
+        full[e] = fit_engine(e, by_engine[e])
+        print(f"  {e}: {full[e]} ({time.time() - t0:.0f} s)", file=sys.stderr)
+    rows = _rows(pts, by_engine, full)
+    if args.loso:
+        _loso(pts, by_engine, engines, rows, t0)
+    summary = _summary(rows, by_engine, full)
+    for k, s in summary.items():
+        print(f"{k:16s} points {s['points']:3d} sources {s['sources']:2d} in-sample {s['in_sample_median_abs_error'] or 0:6.1%} "
+              f"LOSO {s['loso_median_abs_error'] if s['loso_median_abs_error'] is not None else float('nan'):6.1%} {s['coefficients']}")
+    overall = _overall(rows)
+    print(json.dumps(overall))
+    if args.report:
+        args.report.write_text(json.dumps({"overall": overall, "engines": summary, "points": list(rows.values()), "data": args.data}, indent=1))
+    if args.write:
+        _write(summary, overall, rows, len(pts), len({pt.p.source_id for pt in pts}), args.data)
+    return 0
+
+
+def _rows(pts, by_engine, full) -> dict:
+    rows = {}
+    for e, group in by_engine.items():
+        errs = _errors(group, profiles_of(e, full[e]))
+        for pt, err in zip(group, errs):
+            rows[pt.p.id] = {"id": pt.p.id, "engine": e, "key": key_of(pt), "source_id": pt.p.source_id, "gpu": pt.p.gpu,
+                             "mode": pt.p.mode, "metric": pt.p.primary_metric, "measured": pt.measured,
+                             "model": pt.p.catalog_model, "in_sample_error": math.nan if err is None else err,
+                             "refused": pt.pred.refused}
+    return rows
+
+
+def _loso(pts, by_engine, engines, rows, t0) -> None:
+    for s in sorted({pt.p.source_id for pt in pts}):
+        held = [pt for pt in pts if pt.p.source_id == s]
+        for e in sorted({engine_of(pt.p) for pt in held} & set(engines)):
+            train = [pt for pt in by_engine[e] if pt.p.source_id != s]
+            coeffs = fit_engine(e, train, iters=(30, 20)) if train else {}
+            test = [pt for pt in held if engine_of(pt.p) == e]
+            for pt, err in zip(test, _errors(test, profiles_of(e, coeffs))):
+                rows[pt.p.id]["loso_error"] = math.nan if err is None else err
         print(f"  held out {s}: {len(held)} points ({time.time() - t0:.0f} s)", file=sys.stderr)
 
-    summary = {}
-    for e in engines:
-        errs = [abs(rows[p.id]["loso_error"]) for p in by_engine[e] if math.isfinite(rows[p.id].get("loso_error", math.nan))]
-        ins = [abs(rows[p.id]["in_sample_error"]) for p in by_engine[e] if math.isfinite(rows[p.id]["in_sample_error"])]
-        summary[e] = {
-            "points": len(by_engine[e]), "sources": len({p.source_id for p in by_engine[e]}),
-            "loso_median_abs_error": statistics.median(errs) if errs else None,
-            "loso_p90_abs_error": sorted(errs)[int(0.9 * (len(errs) - 1))] if errs else None,
-            "in_sample_median_abs_error": statistics.median(ins) if ins else None,
-            "coefficients": full[e],
-        }
-    dc = [abs(r["loso_error"]) for r in rows.values() if r["engine"] in ("vllm", "sglang", "trtllm") and math.isfinite(r.get("loso_error", math.nan))]
-    allr = [abs(r["loso_error"]) for r in rows.values() if math.isfinite(r.get("loso_error", math.nan))]
-    overall = {"datacenter_loso_median_abs_error": statistics.median(dc) if dc else None, "datacenter_points": len(dc),
-               "all_loso_median_abs_error": statistics.median(allr) if allr else None, "all_points": len(allr)}
-    for e, s in summary.items():
-        print(f"{e:12s} points {s['points']:3d} sources {s['sources']:2d} LOSO median |err| {s['loso_median_abs_error'] or 0:6.1%} "
-              f"p90 {s['loso_p90_abs_error'] or 0:6.1%} in-sample {s['in_sample_median_abs_error'] or 0:6.1%} {s['coefficients']}")
-    print(json.dumps(overall))
-    if args.write:
-        import yaml
 
-        fitted = {
-            "generated_by": "benchmarks/speed_fit.py",
-            "dataset": f"benchmarks/published/speed_points.yaml ({len(pts)} predictable points, {len(sources)} sources)",
-            "engines": {e: {"coefficients": s["coefficients"], "points": s["points"], "sources": s["sources"],
-                            "loso_median_abs_error": _r(s["loso_median_abs_error"]), "loso_p90_abs_error": _r(s["loso_p90_abs_error"]),
-                            "in_sample_median_abs_error": _r(s["in_sample_median_abs_error"])}
-                        for e, s in summary.items() if s["coefficients"]},
-        }
-        FITTED.write_text("# Generated by benchmarks/speed_fit.py; do not edit by hand (rerun the script).\n"
-                          + yaml.safe_dump(fitted, sort_keys=False, width=200))
-        REPORT.parent.mkdir(parents=True, exist_ok=True)
-        REPORT.write_text(json.dumps({"overall": overall, "engines": summary, "points": list(rows.values()),
-                                      "loso_coefficients": loso_coeffs}, indent=1))
-        print(f"wrote {FITTED} and {REPORT}")
-    return 0
+def _med(xs):
+    xs = [abs(x) for x in xs if x is not None and math.isfinite(x)]
+    return statistics.median(xs) if xs else None
+
+
+def _p90(xs):
+    xs = sorted(abs(x) for x in xs if x is not None and math.isfinite(x))
+    return xs[int(0.9 * (len(xs) - 1))] if xs else None
+
+
+def _summary(rows, by_engine, full) -> dict:
+    out = {}
+    for e, group in by_engine.items():
+        for key, coeffs in full[e].items():
+            mine = [rows[pt.p.id] for pt in group if key in (e, rows[pt.p.id]["key"])]
+            out[key] = {"points": len(mine), "sources": len({r["source_id"] for r in mine}), "coefficients": coeffs,
+                        "band_90": band_90([r["in_sample_error"] for r in mine]),
+                        "in_sample_median_abs_error": _med([r["in_sample_error"] for r in mine]),
+                        "loso_median_abs_error": _med([r.get("loso_error") for r in mine]),
+                        "loso_p90_abs_error": _p90([r.get("loso_error") for r in mine])}
+    return out
+
+
+def band_90(errors) -> list[float] | None:
+    """5th and 95th percentiles of measured / predicted (= 1 / (1 + error)): where the true figure falls 90% of the time."""
+    ratios = sorted(1 / (1 + e) for e in errors if e is not None and math.isfinite(e) and e > -1)
+    if len(ratios) < 5:
+        return None
+    q = lambda f: ratios[min(len(ratios) - 1, max(0, round(f * (len(ratios) - 1))))]  # noqa: E731
+    return [round(q(0.05), 3), round(q(0.95), 3)]
+
+
+def _overall(rows) -> dict:
+    dc = [r for r in rows.values() if r["engine"] in ("vllm", "sglang", "trtllm")]
+    return {"all_in_sample_median_abs_error": _med([r["in_sample_error"] for r in rows.values()]), "all_points": len(rows),
+            "datacenter_in_sample_median_abs_error": _med([r["in_sample_error"] for r in dc]), "datacenter_points": len(dc),
+            "all_loso_median_abs_error": _med([r.get("loso_error") for r in rows.values()]),
+            "datacenter_loso_median_abs_error": _med([r.get("loso_error") for r in dc])}
+
+
+def _write(summary, overall, rows, n_points, n_sources, extra=()) -> None:
+    engines = {k: {"coefficients": s["coefficients"], "points": s["points"], "sources": s["sources"],
+                   "loso_median_abs_error": _r(s["loso_median_abs_error"]), "loso_p90_abs_error": _r(s["loso_p90_abs_error"]),
+                   "in_sample_median_abs_error": _r(s["in_sample_median_abs_error"]),
+                   "band_90": s["band_90"], "band_from": "in-sample residuals at freeze" if s["band_90"] else None}
+               for k, s in summary.items() if s["coefficients"]}
+    fitted = {"generated_by": "benchmarks/speed_fit.py",
+              "dataset": " + ".join(["benchmarks/published/speed_points.yaml", *extra])
+                         + f" ({n_points} points predictable through advise(), {n_sources} sources)",
+              "frozen_sha256": canonical_hash(engines), "frozen_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+              "engines": engines}
+    FITTED.write_text("# Generated by benchmarks/speed_fit.py; do not edit by hand (rerun the script).\n"
+                      "# frozen_sha256: sha256 of the canonical coefficients (benchmarks/speed_fit.py canonical_hash).\n"
+                      + yaml.safe_dump(fitted, sort_keys=False, width=200))
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text(json.dumps({"overall": overall, "engines": summary, "points": list(rows.values())}, indent=1))
+    print(f"wrote {FITTED} (sha256 {fitted['frozen_sha256']}) and {REPORT}")
 
 
 def _r(v):

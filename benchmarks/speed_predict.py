@@ -1,189 +1,255 @@
-"""Predict a published measurement (benchmarks/published/speed_points.yaml) with infer_advisor's speed model.
+"""Predict a published measurement through exactly the path a user runs: ``advise()`` (= ``plan --json``).
 
-One function, :func:`predict_point`, turns a point's setup into the step-time model and the simulator the
-planner uses, and returns the predicted value of each metric the point reports, at the point's statistic
-(mean / median / p90 / p99). Used by benchmarks/speed_fit.py (fit + leave-one-source-out) and
-benchmarks/speed_report.py (tables and plots for docs/accuracy.md).
+A point's setup becomes the keywords a user would pass (:func:`point_request`: model, ``--gpu GPU:N``, engine and
+version, weights, dtype, KV dtype, TP/PP/replicas, prompt and output lengths, concurrency or ``--rate``), the plan
+is made by :func:`infer_advisor.advise`, and the point's metrics are read off ``plan.performance`` (or, for an
+open-loop point, ``plan.capacity.chosen``, what ``plan --rate`` prints). Nothing here computes a speed: memory, KV
+capacity, the engine version's batch limits and the step model are the plan's own, so grading and users agree
+(issue 20, finding 7). ``benchmarks/speed_fit.py`` fits through the same function with trial coefficients
+(``speed_data.trial_profiles``).
 
-Which points can be predicted: the model is in the catalog (``catalog_model``), the GPU is in the GPU catalog,
-and the weight format is known. Anything else returns a reason instead of a prediction.
+How each kind of measurement is asked (the user's nearest request; said in each prediction's ``asked``):
+- ``batch1_decode`` / ``prefill``: ``--concurrency 1``; TTFT, time per output token, end-to-end as planned.
+- ``static_batch`` (B requests start together) and ``closed_loop``: ``--concurrency B`` per replica.
+- ``offline_throughput`` (N requests at once): ``--concurrency N`` (the engine runs its ``max_num_seqs`` at a time).
+- ``open_loop`` (Poisson at R req/s): ``--rate R`` with the GPU, TP, PP and replicas pinned (median TTFT/ITL: the
+  capacity report gives p50/p90/p99, so a mean is read at p50).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
+from datetime import date
 from functools import lru_cache
 
-from infer_advisor.engines.profiles import engine_profiles
-from infer_advisor.estimate.memory import estimate_memory
-from infer_advisor.estimate.speed_data import EngineSpeed
-from infer_advisor.estimate.step_time import build_step_model
-from infer_advisor.simulate import LengthSpec, SchedulerConfig, Workload, simulate
-
-ENGINE_MAP = {"nim": "trtllm", "exllama": "exllamav2"}  # published engine -> speed profile
-# Published quantization label -> weight format (data/formats.yaml)
+ENGINE_MAP = {"nim": "trtllm", "exllama": "exllamav2"}  # published engine -> the engine a user would plan
+# Published quantization label -> the plan's --quantization value (data/formats.yaml)
 QUANT_MAP = {
     "none": "none", "fp8": "fp8", "int8": "int8", "awq": "awq", "gptq": "gptq", "nvfp4": "nvfp4",
     "gguf-q4_0": "gguf-q4_0", "gguf-q4_k_m": "gguf-q4_k_m", "gguf-q8_0": "gguf-q8_0", "gguf-f16": "gguf-f16",
     "mlc-q4f16_1": "mlc-q4f16_1", "exl2-4bpw": "exl2", "exl2-8bpw": "exl2-8bpw", "uqff-q4": "isq-q4k",
-    "uqff-q8": "isq-q8_0", "bnb-nf4": "bnb-nf4",
+    "uqff-q8": "isq-q8_0", "bnb-nf4": "bnb-nf4", "mxfp4": "auto", "mxfp4-experts": "auto",
 }
-# Batching limits by engine when a source does not state them: (max sequences, token budget per step). Sources:
-# vLLM EngineArgs (256 seqs before 0.8; V1 on H100-class 1024 seqs, 8192-16384 tokens), TensorRT-LLM trtllm-bench
-# defaults (max_batch_size 2048 / max_num_tokens 8192 unless tuned), SGLang server_args (chunked_prefill_size 8192),
-# TGI launcher (max_batch_prefill_tokens 4096), llama.cpp server (n_batch 2048, one slot unless --parallel).
-ENGINE_LIMITS = {
-    "vllm": (256, 8192), "sglang": (512, 8192), "trtllm": (2048, 8192), "tgi": (128, 4096), "llama.cpp": (1, 2048),
-    "ctranslate2": (32, 1_000_000), "transformers": (64, 1_000_000), "mlc": (64, 2048), "exllamav2": (16, 2048),
-    "mistralrs": (16, 4096), "pytorch-graph": (256, 8192),
+# When a source states no engine version: the release in use at the source's date (GitHub release dates). Only the
+# speed version range matters, so only the dates where a range starts are listed. An inference, said in `asked`.
+RELEASES_BY_DATE = {
+    "vllm": [("2024-09-04", "0.6.0"), ("2025-03-18", "0.8.0"), ("2025-10-02", "0.11.0")],
+    "sglang": [("2024-12-04", "0.4.0")],
+    "tgi": [("2024-04-12", "2.0.0")],
+    "trtllm": [("2025-09-01", "1.0.0")],
 }
-MEMORY_ENGINE = {"trtllm": "vllm", "mlc": "vllm", "exllamav2": "vllm", "mistralrs": "llama.cpp"}  # memory accounting stand-ins
-MAX_SIM_REQUESTS = 1500
+OLDEST = {"vllm": "0.5.0", "sglang": "0.3.0", "tgi": "1.0.0", "trtllm": "0.9.0"}
+MAX_OFFLINE_CONCURRENCY = 4096
 
 
 @dataclass
 class Prediction:
     values: dict[str, float]
     reason: str | None = None
+    asked: dict = field(default_factory=dict)
+    refused: str | None = None  # the plan's infeasible_reason, when it refused the setup and still gave numbers
+
+
+def engine_of(p) -> str:
+    return ENGINE_MAP.get(p.engine, p.engine)
+
+
+def engine_version(p) -> tuple[str | None, str]:
+    """(version to plan with, how it was read): the stated version, else the release at the source's date."""
+    engine = engine_of(p)
+    text = p.engine_version or ""
+    if engine == "llama.cpp":
+        m = re.search(r"\bb(\d{3,5})\b", text)
+        return (f"b{m.group(1)}", "stated") if m else (None, "not stated: the pinned default")
+    if p.engine != "nim":
+        m = re.search(r"(?<![\w.])(\d+\.\d+(?:\.\d+)?)", text)
+        if m:
+            return m.group(1), "stated"
+    if engine not in RELEASES_BY_DATE:
+        return None, "not stated: the pinned default"
+    when = _source_date(p.source_id)
+    if when is None:
+        return None, "not stated, source undated: the pinned default"
+    version = OLDEST[engine]
+    for start, release in RELEASES_BY_DATE[engine]:
+        if when.isoformat() >= start:
+            version = release
+    return version, f"inferred from the source date {when} (release in use then)"
+
+
+EXTRA_DATASETS: list = []  # other point files (a prospective batch) whose sources' dates the version inference may read
+
+
+def use_dataset(dataset) -> None:
+    """Let :func:`engine_version` read the source dates of ``dataset`` (a batch outside speed_points.yaml)."""
+    EXTRA_DATASETS.append(dataset)
+    _source_date.cache_clear()
 
 
 @lru_cache(maxsize=None)
-def _model(name: str):
-    from infer_advisor.model_facts import resolve_model
+def _source_date(source_id: str) -> date | None:
+    from benchmarks.published.schema import load_dataset
 
-    return resolve_model(name, source="catalog")
-
-
-@lru_cache(maxsize=None)
-def _gpu(name: str):
-    from infer_advisor.hardware import lookup_gpu
-
-    return lookup_gpu(name)
+    text = ""
+    for ds in [load_dataset(), *EXTRA_DATASETS]:
+        found = [s for s in ds.sources if s.source_id == source_id]
+        if found:
+            text = found[0].date or ""
+            break
+    m = re.search(r"(\d{4})-(\d{2})(?:-(\d{2}))?", text)
+    return date(int(m.group(1)), int(m.group(2)), int(m.group(3) or 15)) if m else None
 
 
 def modelopt_fp8_kv(p) -> bool:
     """NVIDIA's ModelOpt FP8/NVFP4 checkpoints (nvidia/*-FP8, *-FP4) carry ``kv_cache_quant_algo: FP8`` in their
     hf_quant_config.json, which TensorRT-LLM and vLLM apply when the KV dtype is left on auto: the KV cache is fp8.
-    Used only where the source names such a checkpoint and states no KV dtype (an inference, listed in the report)."""
+    Used only where the source names such a checkpoint and states no KV dtype (an inference)."""
     ckpt = (p.weights_checkpoint or "").lower()
     return ckpt.startswith("nvidia/") and p.quantization in ("fp8", "nvfp4")
 
 
-def _stat(pcts, stat: str) -> float:
-    key = {"median": "p50", "p90": "p90", "p99": "p99"}.get(stat, "mean")
-    return pcts.get(key)
+def point_request(p, version: str | None = None) -> dict:
+    """The keywords of ``advise()`` a user would pass for this point's setup (``plan --json`` flags)."""
+    engine = engine_of(p)
+    inp, out = max(int(round(p.input_tokens)), 1), max(int(round(p.output_tokens)), 1)
+    kv = "fp8" if (p.kv_cache_dtype or "").startswith("fp8") or (p.kv_cache_dtype is None and modelopt_fp8_kv(p)) else "auto"
+    quant = QUANT_MAP.get(p.quantization, "auto")
+    if quant in ("none", _pre_quantized(p.catalog_model)):
+        # a published quantized checkpoint (gpt-oss's MXFP4 experts, an FP8 checkpoint) labelled 'none' or with its own
+        # format: the user serves the checkpoint as shipped (--quantization auto), not a re-quantization of it
+        quant = "auto" if _pre_quantized(p.catalog_model) else quant
+    kw = dict(model=p.catalog_model, model_source="catalog", gpu=f"{p.gpu}:{p.gpu_count}" if p.gpu_count > 1 else p.gpu,
+              engine=engine, quantization=quant, kv_cache_dtype=kv,
+              tensor_parallel_size=p.tp, pipeline_parallel_size=p.pp, input_tokens=inp, output_tokens=out,
+              context=inp + out)
+    if p.dtype in ("bfloat16", "float16"):
+        kw["dtype"] = p.dtype
+    if version:
+        kw["engine_version"] = version
+    if p.dp > 1 or p.mode == "open_loop":
+        kw["replicas"] = p.dp
+    if p.mode == "open_loop":
+        kw["rate"] = float(p.request_rate)
+        kw.pop("context")
+    else:
+        kw["concurrency"] = _concurrency(p)
+    if engine == "trtllm" and p.mode in ("offline_throughput", "static_batch"):
+        # trtllm-bench / gptSessionBenchmark size the batch themselves; the nearest plan flag is --max-num-seqs at
+        # trtllm-serve's default max_batch_size (BuildConfig.max_batch_size 2048), above the plan's 256 planning cap
+        kw["max_num_seqs"] = max(2048, kw["concurrency"]) if p.mode == "static_batch" else 2048
+    return kw
 
 
-def predict_point(p, profile: EngineSpeed | None = None, max_requests: int = MAX_SIM_REQUESTS) -> Prediction:
-    """Predicted values of every metric point ``p`` reports (or a reason it cannot be predicted)."""
-    engine = ENGINE_MAP.get(p.engine, p.engine)
+@lru_cache(maxsize=None)
+def _pre_quantized(name: str | None) -> str | None:
+    """The quantization a catalog model's checkpoint already carries (fp8, mxfp4 ...), else None."""
+    from infer_advisor.model_facts import resolve_model
+
+    return resolve_model(name, source="catalog").pre_quantized if name else None
+
+
+def _concurrency(p) -> int:
+    per_replica = lambda n: max(1, int(n) // max(p.dp, 1))  # noqa: E731
+    if p.mode in ("batch1_decode", "prefill"):
+        return 1
+    if p.mode == "static_batch":
+        return per_replica(p.batch or 1)
+    if p.mode == "closed_loop":
+        return per_replica(p.concurrency or 1)
+    return min(per_replica(p.num_requests or 1000), MAX_OFFLINE_CONCURRENCY)  # offline: all submitted at once
+
+
+def plan_point(p):
+    """(plan, the keywords asked): ``advise()`` at the point's engine version; a version the plan refuses (older than
+    its memory profiles) is retried at the oldest version it plans, and said."""
+    from infer_advisor import advise
+    from infer_advisor.errors import RequestError
+
+    version, how = engine_version(p)
+    kw = point_request(p, version)
+    try:
+        return advise(**kw), {**kw, "version_from": how}
+    except RequestError as err:
+        if version is None or "older than" not in str(err):
+            raise
+    from infer_advisor.engines.memory import memory_profiles
+
+    oldest = min((r.first for r in memory_profiles()[engine_of(p)]), key=lambda v: tuple(int(x) for x in re.findall(r"\d+", v)))
+    kw = point_request(p, oldest)
+    return advise(**kw), {**kw, "version_from": f"{how}; {version} is older than the plan's memory profiles: planned as {oldest}"}
+
+
+def predict_point(p) -> Prediction:
+    """Predicted values of every metric point ``p`` reports, read off the plan a user would get (or why not)."""
     if not p.model_in_catalog or not p.catalog_model:
         return Prediction({}, "model not in the catalog")
     if not p.gpu_in_catalog:
         return Prediction({}, "GPU not in the catalog")
-    quant = QUANT_MAP.get(p.quantization)
-    if quant is None:
+    if p.quantization not in QUANT_MAP:
         return Prediction({}, f"weight format {p.quantization} unknown")
-    model = _model(p.catalog_model)
-    gpu = _gpu(p.gpu)
-    dtype = p.dtype or ("bfloat16" if "bf16" in gpu.tflops else "float16")
-    if dtype == "bfloat16" and "bf16" not in gpu.tflops:
-        dtype = "float16"
-    kv = "fp8" if (p.kv_cache_dtype or "").startswith("fp8") else "auto"
-    if p.kv_cache_dtype is None and modelopt_fp8_kv(p):
-        kv = "fp8"
-    sm = build_step_model(model, gpu=gpu, engine=engine, quantization=quant, dtype=dtype, kv_cache_dtype=kv, tp=p.tp, pp=p.pp,
-                          profile=profile)
-    max_seqs, budget = ENGINE_LIMITS.get(engine, (256, 8192))
-    mem_profile = engine_profiles()[MEMORY_ENGINE.get(engine, engine) if MEMORY_ENGINE.get(engine, engine) in engine_profiles() else "vllm"]
-    need = int(p.input_tokens + p.output_tokens) + 1
-    context = max(need, 256)
-    if mem_profile.kv_preallocated:
-        kv_tokens = context * max_seqs
+    from infer_advisor.errors import InferAdvisorError
+
+    try:
+        plan, asked = plan_point(p)
+    except InferAdvisorError as err:
+        return Prediction({}, f"plan refused: {err}")
+    refused = None if plan.feasible else plan.infeasible_reason
+    if p.mode == "open_loop":
+        values = _open_loop_values(p, plan)
     else:
-        mem = estimate_memory(model, gpu_memory_bytes=gpu.memory_bytes, engine=mem_profile, quantization=quant, dtype=dtype,
-                              kv_cache_dtype=kv, tp=p.tp, pp=p.pp, context=context, concurrency=1, on_gpu=True)
-        kv_tokens = max(mem.kv_cache_tokens, need)
-    values: dict[str, float] = {}
+        values = _values(p, plan.performance)
+    return Prediction(values, None if values else "no metric predicted", asked, refused)
+
+
+def _values(p, perf) -> dict[str, float]:
     inp, out = max(int(round(p.input_tokens)), 0), max(int(round(p.output_tokens)), 1)
-    wanted = p.metrics.present()
-
-    if p.mode in ("batch1_decode", "prefill"):
-        pre = 0.0
-        done = 0
-        while done < inp:  # the prompt in chunks of the engine's token budget
-            c = min(budget, inp - done)
-            pre += sm.step_seconds(0, 0.0, c, c * (done + (c + 1) / 2), 1, 1 if done + c >= inp else 0)
-            done += c
-        if inp == 0:
-            pre = 0.0
-        tpot = sm.decode_seconds(1, inp + out / 2)
-        e2e = pre + (out - (1 if inp else 0)) * tpot
-        for name in wanted:
-            if name == "output_tokens_per_s_per_user":
-                values[name] = out / e2e if p.mode == "batch1_decode" else 1 / tpot
-            elif name in ("tpot_s", "itl_s"):
-                values[name] = tpot
-            elif name == "ttft_s":
-                values[name] = pre if inp else tpot
-            elif name == "e2e_s":
-                values[name] = e2e
-            elif name == "prefill_tokens_per_s":
-                values[name] = inp / pre if pre else math.nan
-            elif name == "output_tokens_per_s":
-                values[name] = out / e2e
-        return Prediction(values)
-
-    lengths_fixed = p.length_distribution in ("fixed", "max")
-    dist = "fixed" if lengths_fixed else "lognormal"
-    w_in = LengthSpec(mean=max(inp, 1), distribution=dist)
-    w_out = LengthSpec(mean=out, distribution=dist)
-    replicas = p.dp
-    if p.mode == "static_batch":
-        n = p.batch // replicas if p.batch else 1
-        seqs = max(max_seqs, n)
-        workload = Workload(input_tokens=w_in, output_tokens=w_out, arrival="burst")
-        count, warm = n, 0.0
-    elif p.mode == "offline_throughput":
-        n = min(p.num_requests or 1000, max_requests)
-        seqs = max_seqs
-        workload = Workload(input_tokens=w_in, output_tokens=w_out, arrival="burst")
-        count, warm = max(1, n // replicas), 0.0
-    elif p.mode == "closed_loop":
-        c = max(1, (p.concurrency or 1) // replicas)
-        seqs = max(max_seqs, c)
-        workload = Workload(input_tokens=w_in, output_tokens=w_out, arrival="closed", concurrency=c)
-        count, warm = max(p.num_requests or 0, 6 * c, 30), 0.2
-    else:  # open loop
-        seqs = max_seqs
-        workload = Workload(input_tokens=w_in, output_tokens=w_out, arrival="poisson", rate=p.request_rate / replicas)
-        count, warm = min(p.num_requests or 1000, max_requests), 0.1
-    cfg = SchedulerConfig(max_num_seqs=seqs, max_num_batched_tokens=budget, kv_capacity_tokens=max(kv_tokens, 1), lanes=p.pp,
-                          kv_admission=sm.profile.kv_admission)
-    res = simulate(sm, workload, cfg, requests=count, warmup_fraction=warm, seed=0)
-    for name, metric in wanted.items():
+    reps = max(perf.replicas, 1)
+    values: dict[str, float] = {}
+    for name, metric in p.metrics.present().items():
         stat = metric.stat
         if name == "ttft_s":
-            values[name] = _stat(res.ttft_s, stat)
+            values[name] = perf.ttft_p90_s if (stat == "p90" and perf.ttft_p90_s) else perf.ttft_s
+        elif name in ("tpot_s",):
+            values[name] = perf.tpot_s
         elif name == "itl_s":
-            values[name] = _stat(res.itl_s, stat)
-        elif name == "tpot_s":
-            values[name] = _stat(res.tpot_s, stat)
+            values[name] = perf.itl_p99_s if (stat == "p99" and perf.itl_p99_s) else perf.tpot_s
         elif name == "e2e_s":
-            values[name] = _stat(res.e2e_s, stat)
+            values[name] = perf.e2e_s
         elif name == "output_tokens_per_s":
-            values[name] = res.output_tokens_per_s * replicas
+            values[name] = out / perf.e2e_s if p.mode in ("batch1_decode", "prefill") else perf.deployment_output_tokens_per_s
         elif name == "output_tokens_per_s_per_gpu":
-            values[name] = res.output_tokens_per_s * replicas / p.gpu_count
+            values[name] = perf.deployment_output_tokens_per_s / p.gpu_count
         elif name == "total_tokens_per_s":
-            values[name] = res.requests_per_s * replicas * (p.input_tokens + p.output_tokens)
+            values[name] = perf.deployment_requests_per_s * (p.input_tokens + p.output_tokens)
         elif name == "requests_per_s":
-            values[name] = res.requests_per_s * replicas
+            values[name] = perf.deployment_requests_per_s
         elif name == "output_tokens_per_s_per_user":
-            values[name] = 1 / res.tpot_s.mean if res.tpot_s.mean else math.nan
+            values[name] = out / perf.e2e_s if p.mode == "batch1_decode" else perf.output_tokens_per_s_per_request
         elif name == "prefill_tokens_per_s":
-            values[name] = p.input_tokens / res.ttft_s.mean if res.ttft_s.mean else math.nan
-    if res.notes:
-        return Prediction(values, "; ".join(res.notes) if not values else None)
-    return Prediction(values)
+            values[name] = inp / perf.ttft_s if perf.ttft_s and inp else math.nan
+    _ = reps
+    return {k: v for k, v in values.items() if v is not None and math.isfinite(v)}
+
+
+def _open_loop_values(p, plan) -> dict[str, float]:
+    cap = plan.capacity.chosen if plan.capacity is not None else None
+    if cap is None:
+        return {}
+    values: dict[str, float] = {}
+    for name, metric in p.metrics.present().items():
+        stat = metric.stat
+        if name == "ttft_s":
+            values[name] = cap.ttft_p90_s if stat == "p90" else cap.ttft_p50_s
+        elif name in ("itl_s", "tpot_s"):
+            values[name] = cap.itl_p99_s if stat == "p99" else cap.itl_p50_s
+        elif name == "e2e_s" and stat == "p90":
+            values[name] = cap.e2e_p90_s
+        elif name == "output_tokens_per_s":
+            values[name] = min(p.request_rate, cap.max_rate_per_replica * cap.replicas) * p.output_tokens
+        elif name == "requests_per_s":
+            values[name] = min(p.request_rate, cap.max_rate_per_replica * cap.replicas)
+        elif name == "output_tokens_per_s_per_user":
+            values[name] = cap.output_tokens_per_s_per_user
+    return {k: v for k, v in values.items() if v is not None and math.isfinite(v)}

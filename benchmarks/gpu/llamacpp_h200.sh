@@ -28,6 +28,7 @@ mkdir -p "$OUT" "$W/res"
 exec > >(tee -a "$OUT/log.txt") 2>&1
 T0=$(date +%s)
 say() { echo "[$(( $(date +%s) - T0 ))s] $*"; }
+trap 'tar czf "$OUT/results.tar.gz" -C "$W" res 2>/dev/null' EXIT  # what was measured comes back even if cut short
 
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH="/tmp/site:$REPO/src:$REPO" HF_HUB_OFFLINE=1
@@ -96,12 +97,11 @@ else
   RATES=$(python3 -c "import json; print(','.join(f'{r:.3g}' for r in json.load(open('$W/res/predictions.json'))['rates']))")
   cp "$W/res/predictions.json" "$OUT/predictions.json"
   say "levels: $RATES"
-  start_server "$W/deploy-open" --rate 1
-  timeout 300 python3 -m infer_advisor.cli bench --engine openai --url http://127.0.0.1:8080 --model "$MODEL" \
-    --input-tokens "$IN_TOK" --output-tokens "$OUT_TOK" --request-rate "$RATES" --num-prompts 80 --max-duration 40 \
+  start_server "$W/deploy-open" --rate 1 --no-headroom
+  timeout 250 python3 -m infer_advisor.cli bench --engine openai --url http://127.0.0.1:8080 --model "$MODEL" \
+    --input-tokens "$IN_TOK" --output-tokens "$OUT_TOK" --request-rate "$RATES" --num-prompts 80 --max-duration 35 \
     --ignore-eos --out "$W/res/open" --json >"$W/res/open.json" 2>"$W/res/open.err"
   tail -8 "$W/res/open.err"
   stop_server
 fi
 say "done"
-tar czf "$OUT/results.tar.gz" -C "$W" res

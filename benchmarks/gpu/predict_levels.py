@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _plan(model: str, rate: float, input_tokens: int, output_tokens: int) -> dict:
     cmd = [sys.executable, "-m", "infer_advisor.cli", "plan", "--model", model, "--gpu", "H200", "--engine", "llama.cpp",
            "--quantization", "gguf-f16", "--input-tokens", str(input_tokens), "--output-tokens", str(output_tokens),
-           "--rate", f"{rate:.6g}", "--format", "json"]
+           "--rate", f"{rate:.6g}", "--no-headroom", "--format", "json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
         raise SystemExit(f"plan failed ({proc.returncode}): {proc.stderr[-2000:]}")

@@ -199,12 +199,12 @@ def predictions(point, calls: list[dict]) -> tuple[dict, dict | None]:
     return {k: v for k, v in pred.items() if k in present and v}, best
 
 
-def run(only: list[str] | None, out: Path) -> dict:
+def run(only: list[str] | None, out: Path, data_file: Path | None = None) -> dict:
     sys.path.insert(0, str(REPO))
     from benchmarks.published.schema import load_dataset
     from tests.support.venvs import ensure_venv
 
-    data = load_dataset()
+    data = load_dataset(data_file) if data_file else load_dataset()
     points = [p for p in data.points if not only or p.id in only]
     t0 = time.perf_counter()
     py = ensure_venv("aiconfigurator", [[AIC_REQUIREMENT]])
@@ -364,12 +364,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", help="point ids to run (default: all)")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--data", type=Path, help="another point file (a prospective batch); default: speed_points.yaml")
     parser.add_argument("--worker", nargs=2, metavar=("JOBS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         worker(*args.worker)
         return 0
-    report = run(args.only, args.out)
+    report = run(args.only, args.out, args.data)
     s = report["summary"]
     print(
         f"aiconfigurator {report['aiconfigurator']['version']}: modelled {s['modelled']}/{s['points']} points "

@@ -19,7 +19,7 @@ ServingChoice = Literal["auto", "server", "library"]
 StackChoice = Literal["auto", "nvidia", "nvidia-triton"]
 SpeculativeChoice = Literal["auto", "off"]
 DTypeChoice = Literal["auto", "bfloat16", "float16", "float32"]
-KVDTypeChoice = Literal["auto", "fp8"]
+KVDTypeChoice = Literal["auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2"]
 ModelSourceChoice = Literal["auto", "local", "hub", "catalog"]
 LengthDistribution = Literal["fixed", "uniform", "exponential", "lognormal", "normal"]
 
@@ -51,7 +51,9 @@ class PlanRequest(BaseModel):
     dtype: DTypeChoice = Field(default="auto", description="Activation/weight dtype; 'auto' picks bfloat16 where the GPU supports it.")
     kv_cache_dtype: KVDTypeChoice = Field(
         default="auto",
-        description="KV-cache dtype; fp8 halves the KV cache: FP8 E4M3 in vLLM/SGLang/TGI on GPUs that support it, q8_0 in llama.cpp.",
+        description="KV-cache dtype, as the engine's --kv-cache-dtype: auto is the engine's auto (the model dtype); bfloat16/float16 "
+        "force one; fp8 (= fp8_e4m3 in vLLM/SGLang/TGI, q8_0 in llama.cpp) and fp8_e5m2 halve the cache. Unset, the plan "
+        "keeps the model dtype and turns to fp8 only to keep an explicit --context.",
     )
     gpu_memory_utilization: float | None = Field(
         default=None, gt=0, le=1, description="Fraction of each GPU the engine may reserve (vLLM/SGLang/TGI); default: the engine's own."
@@ -130,6 +132,15 @@ class PlanRequest(BaseModel):
     price_per_gpu_hour: str | None = Field(
         default=None,
         description="USD per GPU-hour: one number for every GPU, or GPU=PRICE,... (default: the catalog's dated on-demand price).",
+    )
+    confidence: float = Field(
+        default=0.5, ge=0.5, le=0.99,
+        description="Sizing: how sure the fleet must be to hold if the speed model is optimistic; above 0.5 each replica's "
+        "rate is divided by the upper edge of the engine's held-out error band (0.9: its 90th-percentile error).",
+    )
+    headroom: bool = Field(
+        default=True, description="Sizing: replicas run at most 85 percent of what each sustains, and the fleet gets one spare "
+        "replica (N+1) (rule sizing.headroom-n-plus-one); --no-headroom sizes to the rate alone.",
     )
     tensor_parallel_size: int | None = Field(default=None, ge=1, le=1024, description="Pin tensor parallelism (GPUs one layer is split over).")
     pipeline_parallel_size: int | None = Field(default=None, ge=1, le=256, description="Pin pipeline parallelism (stages, within a node or across nodes).")

@@ -163,8 +163,10 @@ def test_vllm_script_flags():
 
 def test_vllm_script_passes_settings_that_differ_from_the_defaults():
     argv = _argv(make_plan(model="meta-llama/Llama-3.1-8B", gpu="H100-80GB", goal="latency", gpu_memory_utilization=0.8,
-                           max_num_batched_tokens=4096, kv_cache_dtype="fp8", context=8192))
-    assert argv[argv.index("--max-num-seqs") + 1] == "1"  # latency: the batch itself, not H100's default 1024
+                           max_num_batched_tokens=4096, kv_cache_dtype="fp8", context=8192, max_num_seqs=1))
+    assert argv[argv.index("--max-num-seqs") + 1] == "1"  # asked for, not H100's default 1024
+    latency = _argv(make_plan(model="meta-llama/Llama-3.1-8B", gpu="H100-80GB", goal="latency", concurrency=1))
+    assert "--max-num-seqs" not in latency  # the goal alone keeps the engine's default (issue 23)
     assert argv[argv.index("--gpu-memory-utilization") + 1] == "0.8"
     assert argv[argv.index("--max-num-batched-tokens") + 1] == "4096"
     assert argv[argv.index("--kv-cache-dtype") + 1] == "fp8"

@@ -80,11 +80,14 @@ def test_operator_check(case):
     # 3. the startup probe covers loading (and the download when no init container did it) at the stated bandwidth
     facts = emit_facts()
     if ctx.http_server and not plan.request.startup_timeout:
-        need = ctx.download_bytes / (facts.load_speed_mb_s * 1e6)
+        from infer_advisor.emit.startup import read_bytes
+
+        assert read_bytes(plan) <= ctx.download_bytes  # a quantize/convert step only ever shrinks what is read
+        need = read_bytes(plan) / (facts.load_speed_mb_s * 1e6)
         if not ctx.init_download and ctx.ref.mount_source is None:  # the server downloads at start
             need += ctx.download_bytes / (facts.download_speed_mb_s * 1e6)
         assert ctx.probe_period * ctx.startup_failures >= need + facts.startup_seconds_base
-        assert ctx.startup_seconds >= ctx.download_bytes / (facts.load_speed_mb_s * 1e6)  # compose / Docker too
+        assert ctx.startup_seconds >= read_bytes(plan) / (facts.load_speed_mb_s * 1e6)  # compose / Docker too
     # 4. nothing requested that the plan did not ask for
     if plan.request.network != "rdma":
         for name, text in files.items():

@@ -14,7 +14,7 @@ import pytest
 
 from infer_advisor.estimate.memory import kv_bytes_per_token_per_gpu, weight_bytes_by_group
 from infer_advisor.estimate.speed_data import engine_speed, interp_log, kernels
-from infer_advisor.estimate.step_time import StepShape, build_step_model, decode_shape, prefill_shape
+from infer_advisor.estimate.step_time import MOE_BW_BY_ROWS_PER_EXPERT, MOE_TILE_ROWS, StepShape, build_step_model, decode_shape, prefill_shape
 from infer_advisor.hardware import lookup_gpu
 from infer_advisor.model_facts import resolve_model
 
@@ -64,12 +64,61 @@ def test_moe_expert_term_counts_distinct_experts():
     e, k = MIXTRAL.num_experts, MIXTRAL.num_experts_per_token
     g = kernels().grouped_gemm
     prof = engine_speed("vllm")
-    expert_bytes_layer = weight_bytes_by_group(MIXTRAL, "none", "bfloat16")["linear"] * (
-        MIXTRAL.params.expert_linear / MIXTRAL.params.linear) / MIXTRAL.num_layers / 2
+    expert_bytes_layer = weight_bytes_by_group(MIXTRAL, "none", "bfloat16", split_experts=True)["expert_linear"] / MIXTRAL.num_layers / 2
     for rows in (1, 3):
         touched = e * (1 - (1 - k / e) ** rows)
         bw = min(g.bandwidth_efficiency * prof.gemm_scale.value * prof.moe_scale.value, 0.98) * H200.memory_bandwidth_bytes_per_s
+        bw *= interp_log(MOE_BW_BY_ROWS_PER_EXPERT, rows * k / touched)  # fewer rows per expert: lower bandwidth (measured)
+        assert sm.experts_touched(rows) == pytest.approx(touched, rel=1e-12)
         assert sm.layer_terms(rows)["experts"] == pytest.approx(g.launch_s + expert_bytes_layer * touched / e / bw, rel=1e-9)
+
+
+def test_moe_expert_flops_are_padded_to_the_kernel_tile():
+    sm = _sm(model=MIXTRAL, tp=2)
+    rows = 4096  # all 8 experts touched, 1024 rows each: compute bound, no padding beyond a whole tile
+    touched = sm.experts_touched(rows)
+    per_expert = rows * MIXTRAL.num_experts_per_token / touched
+    eta = sm.grouped_scale * interp_log(sm.gemm_table, per_expert) * sm.expert_compute_scale
+    padded = touched * max(MOE_TILE_ROWS, math.ceil(per_expert / MOE_TILE_ROWS) * MOE_TILE_ROWS)
+    flops = max(rows * MIXTRAL.num_experts_per_token, padded) * sm.expert_flops_per_row / MIXTRAL.num_experts_per_token
+    bound = max(sm.expert_bytes * touched / sm.experts / sm.grouped_bw, flops / (eta * sm.expert_peak))
+    assert sm.layer_terms(rows)["experts"] == pytest.approx(sm.grouped_launch + bound, rel=1e-9)
+
+
+def test_moe_routing_term_is_small_kernels_plus_permuted_activations():
+    sm = _sm(model=MIXTRAL)
+    rows = 64
+    moved = 2 * 2 * rows * MIXTRAL.num_experts_per_token * MIXTRAL.hidden_size * 2  # permute + combine, read + write, bf16
+    expected = engine_speed("vllm").moe_routing_kernels * kernels().small_kernel.seconds_per_kernel + moved / (0.9 * H200.memory_bandwidth_bytes_per_s)
+    assert sm.layer_terms(rows)["moe_routing"] == pytest.approx(expected, rel=1e-12)
+    assert _sm().layer_terms(rows)["moe_routing"] == 0.0  # dense model: no routing
+
+
+def test_mxfp4_experts_dequantise_on_hopper_and_run_natively_on_blackwell():
+    gptoss = resolve_model("openai/gpt-oss-120b", source="catalog")
+    hopper = build_step_model(gptoss, gpu=H200, engine="vllm", quantization="mxfp4-experts")
+    blackwell = build_step_model(gptoss, gpu=lookup_gpu("B200"), engine="vllm", quantization="mxfp4-experts")
+    assert "experts: mxfp4-hopper" in hopper.sources["weights_gemm"] and "experts: mxfp4 " in blackwell.sources["weights_gemm"]
+    groups = weight_bytes_by_group(gptoss, "mxfp4-experts", "bfloat16", split_experts=True)
+    assert hopper.expert_bytes == pytest.approx(groups["expert_linear"] / gptoss.num_layers, rel=1e-12)  # 4.25-bit experts
+    assert hopper.dense_bytes == pytest.approx(groups["linear"] / gptoss.num_layers, rel=1e-12)  # bf16 attention
+    # a batch-1 decode step reads the 4 experts its token routes to, not all 128
+    assert hopper.decode_bytes(1, 1024) < hopper.layers_per_stage * hopper.expert_bytes * 8 / 128 + hopper.head_bytes + \
+        hopper.layers_per_stage * hopper.dense_bytes + 1024 * (hopper.kv_full_bytes_per_token + hopper.kv_window_bytes_per_token)
+
+
+def test_host_terms_come_from_the_engine_version_range():
+    v0 = build_step_model(LLAMA8B, gpu=H200, engine="vllm", engine_version="0.5.4")
+    v1_async = build_step_model(LLAMA8B, gpu=H200, engine="vllm", engine_version="0.12.0")
+    s = decode_shape(8, 1024)
+    for sm, version in ((v0, "0.5.4"), (v1_async, "0.12.0")):
+        prof = engine_speed("vllm", version)
+        terms = sm.terms(s)
+        assert terms["engine_step_overhead"] == prof.step_overhead_s.value > 0
+        assert terms["engine_per_sequence"] == pytest.approx(8 * prof.per_sequence_s.value) and prof.per_sequence_s.value > 0
+        assert sm.request_overhead_s == prof.request_overhead_s.value > 0
+    assert v0.step_overhead_s > v1_async.step_overhead_s  # V0's synchronous loop against async scheduling
+    assert set(v1_async.sources) >= set(v1_async.terms(s))  # every term has a source for --explain
 
 
 def test_decode_attention_reads_every_sequence_kv():

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from infer_advisor.engines.profiles import engine_profile
-from infer_advisor.errors import RequestError
+from infer_advisor.errors import DoesNotFitError, RequestError
 from infer_advisor.estimate import estimate_memory
 from infer_advisor.hardware import gpu_catalog
 from infer_advisor.model_facts.catalog import catalog_names
@@ -154,8 +154,8 @@ def check_gates(plan, model, hw, options) -> None:
     if model.family == "moe" or model.pre_quantized in {"compressed-tensors", "gptq", "fp8"}:
         assert engine != "ctranslate2"
     if hw.kind == "cpu":
-        assert engine in {"llama.cpp", "ctranslate2", options.get("engine")}
-        assert quant in {"gguf-q4_k_m", "gguf-q8_0", "gguf-f16", "ct2-int8", "none"}
+        assert engine in {"llama.cpp", "ctranslate2", "mistralrs", options.get("engine")}  # docs/rules.md: CPU -> llama.cpp, then mistral.rs
+        assert quant in {"gguf-q4_k_m", "gguf-q8_0", "gguf-f16", "ct2-int8", "isq-q4k", "isq-q8_0", "none"}
         return
     if dtype == "bfloat16" and nvidia_cc is not None:
         assert nvidia_cc >= 8.0
@@ -200,7 +200,13 @@ def test_every_plan_is_sound(req):
         with pytest.raises(RequestError, match="does not run on"):  # e.g. --engine vllm on a CPU: bad input
             plan_for(model_name, gpu, **options)
         return
-    plan = plan_for(model_name, gpu, **options)
+    try:
+        plan = plan_for(model_name, gpu, **options)
+    except DoesNotFitError as err:  # an explicit --context is kept or refused in one line naming a change, never cut
+        assert options.get("context") and "\n" not in str(err) and "--" in str(err), str(err)
+        return
+    if options.get("context"):
+        assert plan.engine.max_model_len == options["context"]  # kept as asked
     if not plan.feasible:
         assert plan.infeasible_reason and plan.infeasible_reason.strip() and "\n" not in plan.infeasible_reason
         check_choices(plan, options)  # a refused choice is still the one shown

@@ -208,7 +208,7 @@ def test_cli_exits_2_with_one_line(tmp_path, capsys, body, needle):
         ("engine", "yes", "value True (YAML read it as bool) is not a engine option"),
         ("engine", "bfloat16", "value 'bfloat16' is not a engine option"),
         ("dtype", "vllm", "value 'vllm' is not a dtype option; choose from bfloat16, float16, float32"),
-        ("kv_cache_dtype", "int4", "is not a kv_cache_dtype option; choose from auto, fp8"),
+        ("kv_cache_dtype", "int4", "is not a kv_cache_dtype option; choose from auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2"),
         ("quantization", "int3", "is not a quantization option"),
     ],
 )

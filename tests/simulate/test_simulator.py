@@ -67,10 +67,41 @@ def test_light_poisson_load_waits_for_nothing_and_overload_saturates():
     assert heavy.saturated and heavy.ttft_s.p90 > 10 * light.ttft_s.p90
 
 
-def test_pipeline_lanes_multiply_throughput():
-    one = simulate(SM, _fixed(200, 200, arrival="closed", concurrency=32), BIG, requests=200)
-    two = simulate(SM, _fixed(200, 200, arrival="closed", concurrency=32), BIG.model_copy(update={"lanes": 2}), requests=200)
-    assert two.output_tokens_per_s > one.output_tokens_per_s
+SM2 = build_step_model(MODEL, gpu=H100, engine="vllm", pp=2)
+
+
+def test_a_pipeline_cycle_by_hand_bubble_and_slowest_stage():
+    """simulate/pipeline.py: one sequence passes both stages in turn (the bubble: each stage idles half the cycle);
+    a full batch is cut into two micro-batches that each stage runs once per cycle; a prompt chunk stays whole, so the
+    stage holding it bounds the cycle."""
+    from infer_advisor.simulate.pipeline import PipelineStep
+
+    pipe = PipelineStep(SM2)
+    host = SM2.step_overhead_s
+
+    def stage(decode, ctx, tokens=0):  # one stage's GPU seconds for one micro-batch
+        seqs = decode + (1 if tokens else 0)
+        full = SM2.step_seconds(decode, decode * ctx, tokens, tokens * (tokens + 1) / 2, 1 if tokens else 0, 1 if tokens else 0)
+        return (full - host - SM2.per_sequence_s * seqs) / 2
+
+    per_seq = SM2.per_sequence_s
+    assert pipe.decode_seconds(1, 1000) == pytest.approx(2 * stage(1, 1000) + host + per_seq, rel=1e-9)
+    assert pipe.decode_seconds(64, 64 * 1000) == pytest.approx(2 * stage(32, 1000) + host + 64 * per_seq, rel=1e-9)
+    mixed = pipe.step_seconds(64, 64 * 1000, 2048, 2048 * 2049 / 2, 1, 1)
+    heavy, light = stage(32, 1000, 2048), stage(32, 1000)
+    assert mixed == pytest.approx(max(2 * heavy, heavy + light) + host + 65 * per_seq, rel=1e-6)
+    assert mixed > pipe.decode_seconds(64, 64 * 1000) + stage(0, 0, 2048)  # the chunk's stage is the slowest
+
+
+def test_two_pipeline_stages_never_pass_more_than_two_gpus_of_work():
+    """Two stages on two GPUs: more than one GPU's decode throughput (each stage holds half the layers), never more
+    than two (each stage runs every micro-batch once per cycle)."""
+    w = _fixed(200, 200, arrival="closed", concurrency=64)
+    one = simulate(SM, w, BIG, requests=256)
+    two = simulate(SM2, w, BIG.model_copy(update={"lanes": 2}), requests=256)
+    assert one.output_tokens_per_s < two.output_tokens_per_s <= 2 * one.output_tokens_per_s
+    with pytest.raises(ValueError, match="pipeline stage"):
+        simulate(SM, w, BIG.model_copy(update={"lanes": 2}), requests=8)
 
 
 def test_trace_file_lengths_and_errors(tmp_path):

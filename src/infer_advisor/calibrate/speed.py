@@ -110,7 +110,7 @@ def fit_calibration(
             out.append(tpot / p.tpot_s - 1 if tpot > 0 else None)
         return out
 
-    values = fit_coefficients(base, names, errors, iters=80)
+    values = fit_coefficients(base, names, errors, iters=80, prior_weight=0.0)  # your own measurements of your setup: bounds, no prior pull
     from ..estimate.fit import with_coefficients
 
     errs = errors(with_coefficients(base, values))

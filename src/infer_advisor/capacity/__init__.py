@@ -54,27 +54,30 @@ def size_request(request, model_facts=None, *, progress=None) -> CapacityResult:
 
         model_facts = resolve_model(request.model, revision=request.revision, source=request.model_source)
 
-    def plan_fn(hw, tp, pp, ep):
-        from ..plan.advise import advise
-
-        pinned = request.model_copy(update={"rate": None, "tensor_parallel_size": tp, "pipeline_parallel_size": pp,
-                                            "enable_expert_parallel": ep or None, "replicas": 1,
-                                            "gpu": f"{hw.gpu.name}:{hw.gpus_per_node}" + (f"x{hw.nodes}" if hw.nodes > 1 else "")})
-        return advise(request=pinned, model_facts=model_facts, hardware=hw)
-
+    plan_fn = pinned_planner(request, model_facts)
     result = search(request, model_facts, plan_fn, progress=progress)
     return result.model_copy(update={"accuracy": _accuracy_note(result)})
 
 
+def pinned_planner(request, model_facts):
+    """``plan_fn(hw, tp, pp, ep, **pins)``: the ordinary planner for one replica with its layout and GPU pinned (and any
+    other request field in ``pins``, e.g. ``quantization="fp8"``)."""
+
+    def plan_fn(hw, tp, pp, ep, **pins):
+        from ..plan.advise import advise
+
+        pinned = request.model_copy(update={"rate": None, "tensor_parallel_size": tp, "pipeline_parallel_size": pp,
+                                            "enable_expert_parallel": ep or None, "replicas": 1, **pins,
+                                            "gpu": f"{hw.gpu.name}:{hw.gpus_per_node}" + (f"x{hw.nodes}" if hw.nodes > 1 else "")})
+        return advise(request=pinned, model_facts=model_facts, hardware=hw, speed=False)  # the search simulates it
+
+    return plan_fn
+
+
 def _accuracy_note(result: CapacityResult) -> str | None:
-    """How far the chosen engine's speed profile has been off on held-out published data."""
+    """How far the chosen engine's speed profile has been off on published data it was not fitted to."""
     if result.chosen is None:
         return None
-    from ..estimate.speed_data import engine_speed
+    from ..estimate.speed import engine_accuracy
 
-    fit = engine_speed(result.chosen.engine).fit
-    if not fit or fit.get("loso_median_abs_error") is None:
-        return (f"{result.chosen.engine}'s speed coefficients are assumed, not fitted: treat throughput and latency as "
-                "order-of-magnitude until calibrated (infer-advisor calibrate).")
-    return (f"{result.chosen.engine} speed model: leave-one-source-out median |error| {fit['loso_median_abs_error']:.0%} "
-            f"(90th percentile {fit['loso_p90_abs_error']:.0%}) on {fit['points']} published points from {fit['sources']} sources.")
+    return engine_accuracy(result.chosen.engine)

@@ -20,8 +20,10 @@ TRIAL_REQUESTS = 240  # requests simulated per trial rate while searching
 FINAL_REQUESTS = 400  # at the operating point reported to the user (trials use 240)
 BISECTIONS = 8  # at most; the search stops once the bracket is within PRECISION
 PRECISION = math.log(1.04)  # the sustainable rate is found to 4%
-OVERLOADED = 0.9  # a trial that completes less than this share of its offered rate is past capacity
-UTILISATION = 0.95  # the highest share of a replica's capacity (overloaded throughput) a sustainable rate may be
+OVERLOADED = 0.9  # a trial that serves less than this share of its offered load (SimulationResult.served_ratio) is past capacity
+IN_FLIGHT_MULTIPLE = 3  # trial requests >= this x rate x a request's end-to-end time through full decode batches
+MAX_TRIAL_REQUESTS = 2000
+UTILISATION = 0.95  # the highest share of a replica's capacity (overloaded throughput, or the physical ceiling) a rate may be
 
 
 @dataclass
@@ -40,18 +42,38 @@ class RateSearch:
     trials: list[Trial] = field(default_factory=list)
     floor_checks: list[TargetCheck] = field(default_factory=list)  # targets at a near-idle load
     capacity: float | None = None  # requests/s an overloaded trial completed (the replica's throughput ceiling)
+    ceiling: float | None = None  # the physical ceiling on requests/s (physics.throughput_ceiling)
 
 
 def analytic_rate(step: StepModel, cfg: SchedulerConfig, mean_in: float, mean_out: float) -> float:
-    """Requests/s if every step were a full decode batch or a full prefill chunk (a bracket, not an answer)."""
+    """Requests/s if every step were a full decode batch or a full prefill chunk (a bracket, not an answer).
+
+    A pipeline-parallel step model is timed as the simulator times it (``simulate.pipeline``): one cycle moves the
+    whole batch one token through every stage, with ``pp`` micro-batches of the budget each."""
+    from ..estimate.step_time import prefill_shape
+    from ..simulate.pipeline import PipelineStep
+
+    timed = PipelineStep(step) if step.pp > 1 else step
     ctx = mean_in + mean_out / 2
     batch = max(1, min(cfg.max_num_seqs, int(cfg.kv_capacity_tokens / max(mean_in + mean_out, 1))))
-    decode_per_token = step.decode_seconds(batch, batch * ctx) / batch
+    decode_per_token = timed.decode_seconds(batch, batch * ctx) / batch
     chunk = max(1, min(cfg.max_num_batched_tokens, int(mean_in)))
-    pre = step.step_seconds(0, 0.0, chunk, chunk * (chunk + 1) / 2, 1, 1)
-    prefill_per_request = pre * max(mean_in, 1) / chunk
+    chunks = max(1, min(step.pp * cfg.max_num_batched_tokens // chunk, batch))  # prompt chunks one cycle carries
+    s = prefill_shape(chunks, chunk)
+    pre = timed.step_seconds(0, 0.0, s.prefill_tokens, s.prefill_pairs, s.prefill_chunks, s.completes)
+    prefill_per_request = pre / chunks * max(mean_in, 1) / chunk
     per_request = prefill_per_request + max(mean_out - 1, 0) * decode_per_token
-    return cfg.lanes / per_request if per_request > 0 else 0.0
+    return 1.0 / per_request if per_request > 0 else 0.0
+
+
+def full_batch_e2e(step: StepModel, cfg: SchedulerConfig, mean_in: float, mean_out: float) -> float:
+    """Seconds a request spends decoding when every step is a full batch (the longest a loaded replica keeps it)."""
+    from ..simulate.pipeline import PipelineStep
+
+    timed = PipelineStep(step) if step.pp > 1 else step
+    ctx = mean_in + mean_out / 2
+    batch = max(1, min(cfg.max_num_seqs, int(cfg.kv_capacity_tokens / max(ctx, 1.0))))
+    return max(mean_out - 1, 1) * timed.decode_seconds(batch, batch * ctx)
 
 
 def _at(step: StepModel, workload: Workload, cfg: SchedulerConfig, rate: float, requests: int, seed: int) -> SimulationResult:
@@ -60,44 +82,60 @@ def _at(step: StepModel, workload: Workload, cfg: SchedulerConfig, rate: float, 
 
 def find_max_rate(step: StepModel, workload: Workload, cfg: SchedulerConfig, targets: LatencyTargets, *,
                   seed: int = 0, requests: int = TRIAL_REQUESTS) -> RateSearch:
-    """Highest Poisson rate one replica sustains with every target met (and its queue not growing)."""
+    """Highest Poisson rate one replica sustains with every target met and its queue not growing, never above its
+    physical throughput ceiling (``physics.throughput_ceiling``) nor above UTILISATION x what an overloaded trial
+    completed. A trial of a few hundred requests on a replica that holds hundreds at once can look fine at any rate
+    (they all fit in one batch); the ceiling, not the trial, says where throughput ends."""
+    from .physics import throughput_ceiling
+
     est = analytic_rate(step, cfg, workload.mean_input, workload.mean_output)
-    out = RateSearch(max_rate=0.0, estimate=est)
-    if est <= 0:
+    out = RateSearch(max_rate=0.0, estimate=est, ceiling=throughput_ceiling(step, cfg, workload.mean_input, workload.mean_output))
+    # perfect batching is not a load to run at: the search stays under UTILISATION x the ceiling, as under a measured capacity
+    ceiling = UTILISATION * out.ceiling
+    if est <= 0 or ceiling <= 0:
         return out
-    lo_rate = est * 0.02
-    lo = _at(step, workload, cfg, lo_rate, max(60, requests // 3), seed)
-    out.floor_checks = check(lo, targets)
-    lo_ok = meets(lo, targets)
-    out.trials.append(Trial(lo_rate, lo, lo_ok))
-    if not lo_ok:
+
+    full_e2e = full_batch_e2e(step, cfg, workload.mean_input, workload.mean_output)
+
+    def trial(rate: float, n: int = requests) -> Trial:
+        # long enough for the batch to fill in the first half (served_ratio reads the second): the batch fills within
+        # one end-to-end time, at most a request's time through full batches
+        n = max(n, min(MAX_TRIAL_REQUESTS, math.ceil(IN_FLIGHT_MULTIPLE * rate * full_e2e)))
+        res = _at(step, workload, cfg, rate, n, seed)
+        t = Trial(rate, res, meets(res, targets) and res.served_ratio >= OVERLOADED)
+        out.trials.append(t)
+        if res.served_ratio < OVERLOADED:  # made under 90% of the tokens asked for while requests arrived: past capacity
+            served = rate * res.served_ratio
+            out.capacity = served if out.capacity is None else min(out.capacity, served)
+        return t
+
+    lo = trial(min(est, ceiling) * 0.02, max(60, requests // 3))
+    out.floor_checks = check(lo.result, targets)
+    if not lo.ok:
         return out  # even a near-idle replica misses a target: more replicas cannot help
-    hi_rate = est * 1.6
-    hi = _at(step, workload, cfg, hi_rate, requests, seed)
-    out.trials.append(Trial(hi_rate, hi, meets(hi, targets)))
-    if out.trials[-1].ok:  # the estimate was pessimistic: widen once
-        hi_rate *= 2.5
-        hi = _at(step, workload, cfg, hi_rate, requests, seed)
-        out.trials.append(Trial(hi_rate, hi, meets(hi, targets)))
-        if out.trials[-1].ok:
-            out.max_rate = hi_rate
-            return out
-    top = hi_rate
-    if hi.requests_per_s < OVERLOADED * hi_rate and hi.requests_per_s > lo_rate / UTILISATION:
+    hi = trial(min(est * 1.6, ceiling))
+    if hi.ok and out.capacity is None and hi.rate < ceiling:  # the estimate was pessimistic: widen once, to the ceiling
+        hi = trial(min(hi.rate * 2.5, ceiling))
+    if hi.ok and out.capacity is None:
+        out.max_rate = hi.rate
+        return out
+    top = hi.rate
+    if out.capacity is not None and out.capacity > lo.rate / UTILISATION:
         # An overloaded replica completes requests at its capacity. A trial of a few hundred requests just below
         # capacity ends before its queue has grown enough to break a target, so the rate is capped below it.
-        top = min(hi_rate, hi.requests_per_s * UTILISATION)
-        out.capacity = hi.requests_per_s
-    a, b = math.log(lo_rate), math.log(top)
+        top = min(top, out.capacity * UTILISATION)
+    a, b = math.log(lo.rate), math.log(top)
+    if b - a > math.log(4):  # most answers lie within 2x of the top: look there first (a bisection step saved)
+        half = trial(top / 2)
+        a, b = (math.log(half.rate), b) if half.ok else (a, math.log(half.rate))
     for _ in range(BISECTIONS):
         if b - a <= PRECISION:
             break
-        mid = math.exp((a + b) / 2)
-        res = _at(step, workload, cfg, mid, requests, seed)
-        ok = meets(res, targets)
-        out.trials.append(Trial(mid, res, ok))
-        a, b = (math.log(mid), b) if ok else (a, math.log(mid))
+        mid = trial(math.exp((a + b) / 2))
+        a, b = (math.log(mid.rate), b) if mid.ok else (a, math.log(mid.rate))
     out.max_rate = math.exp(a)
+    if out.capacity is not None:
+        out.max_rate = min(out.max_rate, out.capacity * UTILISATION)
     return out
 
 

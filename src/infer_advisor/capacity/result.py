@@ -14,6 +14,15 @@ class Price(BaseModel):
     source: str = Field(description="'request' (--price-per-gpu-hour) or the catalog price's provider, page and date.")
 
 
+class PhysicsShare(BaseModel):
+    """How close one option runs to a physical limit at the most it sustains (capacity/physics.py)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    name: str = Field(description="arithmetic, bytes or throughput_ceiling.")
+    share: float = Field(description="need / limit at max_rate_per_replica; never above 1 (the search caps the rate).")
+    words: str
+
+
 class Candidate(BaseModel):
     """One deployment option: a replica layout on one GPU type, and the fleet the rate needs."""
 
@@ -48,6 +57,10 @@ class Candidate(BaseModel):
     cost_per_hour: float | None = Field(default=None, description="replicas x GPUs x price per GPU-hour, USD.")
     usd_per_million_output_tokens: float | None = None
     why_not: str | None = Field(default=None, description="Why this option cannot serve the request (memory, rules, a target at any load).")
+    physics: list[PhysicsShare] = Field(default_factory=list, description="Share of each physical limit used at max_rate_per_replica.")
+    physics_capped: list[str] = Field(default_factory=list, description="Invariants the simulated rate broke (the rate was lowered to them).")
+    replicas_needed: int = Field(default=0, description="Replicas the rate alone needs at max_rate_per_replica (before headroom).")
+    sizing_rules: list[str] = Field(default_factory=list, description="Sizing rules (rules/capacity/sizing.yaml) that shaped this option.")
 
     @property
     def layout(self) -> str:
@@ -106,3 +119,4 @@ class CapacityResult(BaseModel):
     )
     accuracy: str | None = Field(default=None, description="How far the speed model has been off on held-out published data.")
     notes: list[str] = Field(default_factory=list)
+    decisions: list[str] = Field(default_factory=list, description="Every choice the sizing made and the rule that made it.")

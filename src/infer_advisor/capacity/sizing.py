@@ -22,7 +22,11 @@ from ..model_facts.facts import ModelFacts
 from ..simulate import LengthSpec, SchedulerConfig, SimulationResult, Workload
 from .evaluate import RateSearch, analytic_rate, find_max_rate, operating_point
 from .prices import parse_overrides, price_for
-from .result import Binding, Candidate, CapacityResult, FrontPoint
+from .front import binding_target, pareto_front
+from .physics import check_claim, within_physics
+from ..rules.sizing import applies, by_kind
+from .policy import EXCLUDE_PP, decisions, fold, rank_key, replicas_for, said, without_needless_pipelines
+from .result import Candidate, CapacityResult, PhysicsShare
 from .targets import TARGET_METRICS, LatencyTargets, TargetCheck, binding, check
 
 BUDGETS = (128, 256, 512, 1024, 2048, 4096, 8192)  # max_num_batched_tokens tried when the user pinned none
@@ -58,12 +62,14 @@ class Option:
 def workload_from(request, model: ModelFacts) -> Workload:
     inp = request.input_tokens or 512
     out = request.output_tokens or 200
-    if request.lengths_file is not None:
+    cached = request.shared_prefix_tokens or 0  # prefilled once, then served from the prefix cache (sizing.prefix-cache-cuts-prefill)
+    if request.lengths_file is not None:  # its lines' cached_tokens too
         return Workload(trace=request.lengths_file, arrival="poisson", rate=request.rate,
-                        max_tokens=model.max_position_embeddings)
+                        max_tokens=model.max_position_embeddings, cached_prefix_tokens=cached)
     return Workload(input_tokens=LengthSpec(mean=inp, distribution=request.input_distribution),
                     output_tokens=LengthSpec(mean=out, distribution=request.output_distribution),
-                    arrival="poisson", rate=request.rate, max_tokens=model.max_position_embeddings)
+                    arrival="poisson", rate=request.rate, max_tokens=model.max_position_embeddings,
+                    cached_prefix_tokens=cached)
 
 
 def targets_from(request) -> LatencyTargets:
@@ -140,7 +146,8 @@ def _budget(step: StepModel, plan, w: Workload, targets: LatencyTargets, top: in
 
 
 def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callable[[str], None]) -> tuple[list[Option], list[Candidate]]:
-    """Plan every candidate replica; the infeasible ones come back as Candidates that say why not."""
+    """Plan every candidate replica (each layout, with the rules' weights and, where the GPU and engine run it, FP8);
+    the infeasible ones come back as Candidates that say why not."""
     overrides = parse_overrides(request.price_per_gpu_hour)
     w = workload_from(request, model)
     targets = targets_from(request)
@@ -152,52 +159,95 @@ def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callabl
         for tp, pp, ep in _layouts(per_node, nodes, request, moe):
             hw = HardwareFacts(kind="gpu", gpus=[gpu] * min(per_node, tp * pp), nodes=max(1, math.ceil(tp * pp / per_node)),
                                source=gpu.source)
-            try:
-                plan = plan_fn(hw, tp, pp, ep)
-            except Exception as err:  # noqa: BLE001 - a candidate the planner refuses is reported, not fatal
-                from ..errors import InferAdvisorError
-
-                if not isinstance(err, InferAdvisorError):
-                    raise
-                refused.append(_refused(gpu, tp, pp, ep, str(err)))
+            plan, why = _plan_one(plan_fn, hw, tp, pp, ep, {})
+            if plan is None:
+                refused.append(_refused(gpu, tp, pp, ep, why))
                 continue
-            if not plan.feasible:
-                refused.append(_refused(gpu, tp, pp, ep, plan.infeasible_reason or "does not fit"))
-                continue
-            step = build_step_model(
-                model, gpu=gpu, engine=plan.engine.name, quantization=plan.quantization.method, dtype=plan.dtype,
-                kv_cache_dtype=plan.engine.kv_cache_dtype, tp=tp, pp=pp, nodes=plan.parallelism.nodes, expert_parallel=ep,
-            )
-            floor = _latency_floor(step, w, targets)
-            if floor:
-                why = f"misses the {floor.words} target even alone ({floor.value_s:.3g} s against {floor.limit_s:.3g} s)"
-                refused.append(_refused(gpu, tp, pp, ep, why, plan).model_copy(update={"checks": [floor]}))
-                continue
-            top = max(plan.engine.max_num_batched_tokens or 8192, BUDGETS[0])
-            budget, itl_ok = _budget(step, plan, w, targets, top)
-            budgets = [(budget, itl_ok)]
-            if itl_ok and targets.itl_p99 is not None and budget * 2 <= top:
-                budgets.append((budget * 2, False))  # one step past the ITL margin: p99 may still hold at a moderate load
-            if request.max_num_batched_tokens:
-                budgets = [(request.max_num_batched_tokens, True)]
-            for b, b_ok in budgets:
-                seqs = request.max_num_seqs or plan.engine.max_num_seqs
-                if not request.max_num_seqs:
-                    seqs = min(seqs, b)  # vLLM refuses a token budget below max_num_seqs; every engine is simulated (and pinned) so
-                cfg = SchedulerConfig(
-                    max_num_seqs=seqs,
-                    max_num_batched_tokens=b, kv_capacity_tokens=max(plan.memory.kv_cache_tokens, 1),
-                    kv_admission=step.profile.kv_admission, lanes=pp,
-                )
-                est = analytic_rate(step, cfg, w.mean_input, w.mean_output)
-                if not b_ok:  # a prompt chunk makes a step longer than the ITL margin: only part of the load keeps p99 under it
-                    est *= ITL_LIMITED if b == budget else 0.5
-                options.append(Option(gpu=gpu, plan=plan, step=step, cfg=cfg, estimate=est, gpus=tp * pp,
-                                      price=price.usd_per_gpu_hour if price else None,
-                                      price_source=price.source if price else None))
+            for plan in [plan, *_fp8_variants(plan_fn, hw, tp, pp, ep, plan, request, model)]:
+                made, miss = _options_for(plan, gpu, model, w, targets, request, price)
+                options += made
+                if miss is not None:
+                    refused.append(miss)
         if price is None:
             on_note(f"no price for {gpu.name}: give --price-per-gpu-hour {gpu.name}=PRICE to rank it (left out of the cost ranking)")
+    options, dropped = without_needless_pipelines(options, request)
+    seen = set()
+    for o in dropped:
+        key = (o.gpu.name, o.step.tp, o.step.pp)
+        if key not in seen:
+            seen.add(key)
+            refused.append(_refused(o.gpu, o.step.tp, o.step.pp, o.step.expert_parallel,
+                                    f"not searched: a single-stage layout holds the model (rule {EXCLUDE_PP})", o.plan))
+    if dropped:
+        on_note(said(EXCLUDE_PP, f"{len(dropped)} pipeline-parallel options left out where tensor parallelism within a node holds the model"))
     return options, refused
+
+
+def _plan_one(plan_fn: Callable, hw, tp: int, pp: int, ep: bool, pins: dict):
+    """(plan, None) or (None, why not) for one pinned replica."""
+    from ..errors import InferAdvisorError
+
+    try:
+        plan = plan_fn(hw, tp, pp, ep, **pins)
+    except InferAdvisorError as err:  # a candidate the planner refuses is reported, not fatal
+        return None, str(err)
+    if not plan.feasible:
+        return None, plan.infeasible_reason or "does not fit"
+    return plan, None
+
+
+def _fp8_variants(plan_fn: Callable, hw, tp: int, pp: int, ep: bool, plan, request, model: ModelFacts) -> list:
+    """FP8 weights, and FP8 weights with an FP8 KV cache, where the rules let this GPU and engine run them and the user
+    pinned neither (rule sizing.fp8-where-supported); a variant the planner turns into something else is dropped."""
+    rule = by_kind("search_dimension")
+    situation = {"quantization": request.quantization, "kv_cache_dtype": request.kv_cache_dtype,
+                 "pre_quantized": bool(model.pre_quantized), "chosen": plan.quantization.method}
+    # planning a variant the GPU cannot run costs a failed plan (and its hardware suggestions): ask only FP8 hardware
+    if not applies(rule, situation) or not hw.gpu.tflops.get("fp8") or plan.quantization.method != "none":
+        return []
+    out = []
+    for pins in ({"quantization": "fp8"}, {"quantization": "fp8", "kv_cache_dtype": "fp8"}):
+        variant, _ = _plan_one(plan_fn, hw, tp, pp, ep, pins)
+        if variant is None or variant.quantization.method != "fp8":
+            break
+        if variant.engine.kv_cache_dtype == pins.get("kv_cache_dtype", variant.engine.kv_cache_dtype):
+            out.append(variant)
+    return out
+
+
+def _options_for(plan, gpu: GPUInfo, model: ModelFacts, w: Workload, targets: LatencyTargets, request, price):
+    """The simulated options of one planned replica (one per token budget tried), or the Candidate that says it misses
+    a target even alone."""
+    p = plan.parallelism
+    tp, pp, ep = p.tensor_parallel_size, p.pipeline_parallel_size, bool(p.expert_parallel)
+    step = build_step_model(
+        model, gpu=gpu, engine=plan.engine.name, quantization=plan.quantization.method, dtype=plan.dtype,
+        kv_cache_dtype=plan.engine.kv_cache_dtype, tp=tp, pp=pp, nodes=p.nodes, expert_parallel=ep,
+    )
+    floor = _latency_floor(step, w, targets)
+    if floor:
+        why = f"misses the {floor.words} target even alone ({floor.value_s:.3g} s against {floor.limit_s:.3g} s)"
+        return [], _refused(gpu, tp, pp, ep, why, plan).model_copy(update={"checks": [floor]})
+    top = max(plan.engine.max_num_batched_tokens or 8192, BUDGETS[0])
+    budget, itl_ok = _budget(step, plan, w, targets, top)
+    budgets = [(budget, itl_ok)]
+    if itl_ok and targets.itl_p99 is not None and budget * 2 <= top:
+        budgets.append((budget * 2, False))  # one step past the ITL margin: p99 may still hold at a moderate load
+    if request.max_num_batched_tokens:
+        budgets = [(request.max_num_batched_tokens, True)]
+    out = []
+    for b, b_ok in budgets:
+        seqs = request.max_num_seqs or plan.engine.max_num_seqs
+        if not request.max_num_seqs:
+            seqs = min(seqs, b)  # vLLM refuses a token budget below max_num_seqs; every engine is simulated (and pinned) so
+        cfg = SchedulerConfig(max_num_seqs=seqs, max_num_batched_tokens=b, kv_capacity_tokens=max(plan.memory.kv_cache_tokens, 1),
+                              kv_admission=step.profile.kv_admission, lanes=pp)
+        est = analytic_rate(step, cfg, w.mean_input, w.mean_output)
+        if not b_ok:  # a prompt chunk makes a step longer than the ITL margin: only part of the load keeps p99 under it
+            est *= ITL_LIMITED if b == budget else 0.5
+        out.append(Option(gpu=gpu, plan=plan, step=step, cfg=cfg, estimate=est, gpus=tp * pp,
+                          price=price.usd_per_gpu_hour if price else None, price_source=price.source if price else None))
+    return out, None
 
 
 def _refused(gpu: GPUInfo, tp: int, pp: int, ep: bool, why: str, plan=None) -> Candidate:
@@ -207,9 +257,10 @@ def _refused(gpu: GPUInfo, tp: int, pp: int, ep: bool, why: str, plan=None) -> C
                      max_rate_per_replica=0.0, replicas=0, total_gpus=0, meets_targets=False, why_not=why)
 
 
-def _candidate(o: Option, rs: RateSearch, rate: float, targets: LatencyTargets, w: Workload, pinned_replicas: int | None) -> Candidate:
+def _candidate(o: Option, rs: RateSearch, rate: float, targets: LatencyTargets, w: Workload, request) -> Candidate:
     p = o.plan
-    replicas = pinned_replicas or (max(1, math.ceil(rate / rs.max_rate)) if rs.max_rate > 0 else 0)
+    replicas, needed, applied = replicas_for(rate, rs.max_rate, request, p.engine.name)
+    replicas = request.replicas or replicas
     res: SimulationResult | None = None
     checks = list(rs.floor_checks)
     if replicas:
@@ -234,7 +285,24 @@ def _candidate(o: Option, rs: RateSearch, rate: float, targets: LatencyTargets, 
         cost_per_hour=cost,
         usd_per_million_output_tokens=(cost / (tokens_per_s * 3600) * 1e6) if (cost is not None and tokens_per_s) else None,
         why_not=None if meets else _why_not(rs, checks, replicas),
+        replicas_needed=needed, sizing_rules=applied,
     )
+
+
+def _physics(o: Option, model: ModelFacts, w: Workload, rs: RateSearch) -> dict:
+    """The invariants at the rate found; a rate past one is lowered to it (in ``rs``) and reported."""
+    p = o.plan
+
+    def checks_at(r: float):
+        return check_claim(model, o.gpu, o.step, o.cfg, quantization=p.quantization.method, dtype=p.dtype,
+                           kv_cache_dtype=p.engine.kv_cache_dtype, rate=r, mean_in=w.mean_input, mean_out=w.mean_output)
+
+    checks = checks_at(rs.max_rate)
+    rs.max_rate, broken = within_physics(rs.max_rate, checks)
+    if broken:
+        checks = checks_at(rs.max_rate)
+    shares = [PhysicsShare(name=c.name, share=c.share, words=c.words) for c in checks]
+    return {"physics": shares, "physics_capped": broken}
 
 
 def _why_not(rs: RateSearch, checks, replicas: int) -> str:
@@ -276,7 +344,8 @@ def search(request, model: ModelFacts, plan_fn: Callable, *, progress: Callable[
                     capped.append(name)
                 break
             rs = find_max_rate(o.step, w, o.cfg, targets)
-            cand = _candidate(o, rs, rate, targets, w, request.replicas)
+            phys = _physics(o, model, w, rs)
+            cand = _candidate(o, rs, rate, targets, w, request).model_copy(update=phys)
             evaluated.append((o, cand, rs))
             simulated += 1
             coverage[name] = (simulated, len(opts))
@@ -296,12 +365,14 @@ def search(request, model: ModelFacts, plan_fn: Callable, *, progress: Callable[
     return _result(request, targets, w, rate, evaluated, refused, options, notes, time.monotonic() - t0)
 
 
-def _rank_key(c: Candidate):
-    return (not c.meets_targets, c.cost_per_hour if c.cost_per_hour is not None else math.inf, -(c.max_rate_per_replica or 0))
+_rank_key = rank_key  # meets, cost (1% ties), fewer stages, less TP, rate: rule sizing.tie-prefers-replicas-then-tensor-parallel
 
 
 def _result(request, targets, w, rate, evaluated, refused, options, notes, seconds) -> CapacityResult:
-    cands = sorted((c for _, c, _ in evaluated), key=_rank_key)
+    cands = sorted(fold([c for _, c, _ in evaluated]), key=_rank_key)
+    first = next((c for c in cands if c.meets_targets), None)
+    if first is not None:  # then anything far larger than the best fleet
+        cands = sorted(fold(cands, first.total_gpus), key=_rank_key)
     meeting = [c for c in cands if c.meets_targets and c.cost_per_hour is not None]
     priced = bool(meeting)
     if not meeting:  # nothing priced meets the targets: rank what does by GPUs (a price makes it a cost ranking)
@@ -324,8 +395,8 @@ def _result(request, targets, w, rate, evaluated, refused, options, notes, secon
         per_gpu.setdefault(c.gpu, c)
     for c in refused:
         per_gpu.setdefault(c.gpu, c)
-    front = _front(evaluated, w)
-    bind = None if chosen else _binding(evaluated, targets, refused)
+    front = pareto_front(evaluated)
+    bind = None if chosen else binding_target(evaluated, targets, refused)
     inp = (f"trace {request.lengths_file}" if request.lengths_file else
            f"{request.input_tokens or 512} ({request.input_distribution})")
     out = (f"trace {request.lengths_file}" if request.lengths_file else
@@ -334,52 +405,5 @@ def _result(request, targets, w, rate, evaluated, refused, options, notes, secon
         rate=rate, input_tokens=inp, output_tokens=out, targets=targets, chosen=chosen, runners_up=runners, why_chosen=why,
         best_per_gpu=sorted(per_gpu.values(), key=_rank_key), front=front, binding=bind,
         candidates_considered=len(options) + len(refused), candidates_simulated=len(evaluated), search_seconds=seconds,
-        notes=notes,
+        notes=notes, decisions=decisions(request, chosen, runners, cands, notes),
     )
-
-
-def _front(evaluated, w: Workload) -> list[FrontPoint]:
-    pts: list[FrontPoint] = []
-    for o, c, rs in evaluated:
-        for t in rs.trials:
-            r = t.result
-            if not r.completed or not r.tpot_s.mean or not math.isfinite(r.tpot_s.mean):
-                continue
-            pts.append(FrontPoint(gpu=c.gpu, layout=c.layout, engine=c.engine, quantization=c.quantization, rate_per_replica=t.rate,
-                                  output_tokens_per_s_per_gpu=r.output_tokens_per_s / o.gpus,
-                                  output_tokens_per_s_per_user=1.0 / r.tpot_s.mean, meets_targets=t.ok))
-    pts.sort(key=lambda p: -p.output_tokens_per_s_per_user)
-    front, best = [], -1.0
-    for p in pts:  # Pareto: no other point is better on both axes
-        if p.output_tokens_per_s_per_gpu > best:
-            front.append(p)
-            best = p.output_tokens_per_s_per_gpu
-    return front
-
-
-def _binding(evaluated, targets: LatencyTargets, refused: list[Candidate] = ()) -> Binding | None:
-    """No option meets every target: the one that binds (closest to its limit at the best option), and what would meet it."""
-    if not targets or not (evaluated or any(c.checks for c in refused)):
-        return None
-    best_per_target: dict[str, tuple[float, str]] = {}
-    near_idle = [(chk, c) for o, c, rs in evaluated for chk in rs.floor_checks]
-    near_idle += [(chk, c) for c in refused for chk in c.checks]  # missed even alone (two step times, before simulation)
-    for chk, c in near_idle:
-        cur = best_per_target.get(chk.target)
-        if cur is None or chk.value_s < cur[0]:
-            best_per_target[chk.target] = (chk.value_s, f"{c.gpu} {c.layout} {c.engine} {c.quantization}")
-    worst = None
-    for name, limit in targets.given().items():
-        if name not in best_per_target:
-            continue
-        value, option = best_per_target[name]
-        ratio = value / limit
-        if worst is None or ratio > worst[2]:
-            worst = (name, limit, ratio, value, option)
-    if worst is None or worst[2] <= 1.0:
-        return None
-    name, limit, ratio, value, option = worst
-    words = TARGET_METRICS[name][2]
-    return Binding(target=name, words=words, limit_s=limit, best_value_s=value, by_factor=ratio, best_option=option,
-                   suggestion=f"relax the {words} target to about {value * 1.1:.3g} s, or give GPUs with more bandwidth "
-                              f"or compute per replica (a larger --tensor-parallel-size or a faster GPU type)")

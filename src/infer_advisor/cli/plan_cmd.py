@@ -38,6 +38,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--force", action="store_true", help="Replace an existing --out folder (or --plot file) that infer-advisor wrote."
     )
     out.add_argument(
+        "--startup-check",
+        action="store_true",
+        help="Predict what the engine does at start-up with exactly the settings given (nothing searched or changed): it "
+        "starts with N tokens (the figure its log prints), or refuses with its own error text; exit 0 or 1.",
+    )
+    out.add_argument(
         "--plot",
         type=Path,
         metavar="FILE.png",
@@ -71,6 +77,8 @@ def run(ns: argparse.Namespace) -> int:
 
         require_matplotlib()
         check_file(ns.plot, force=ns.force, ours=is_front_png)  # refused now, not after the search
+    if getattr(ns, "startup_check", False):
+        return _startup_check(request, fmt)
     kinds = None
     if ns.emit is not None:
         from ..emit import parse_kinds
@@ -96,6 +104,23 @@ def run(ns: argparse.Namespace) -> int:
             print(f"wrote {path}")
     return 0 if plan.feasible else 1
 
+
+
+def _startup_check(request, fmt: str) -> int:
+    from ..plan.startup import outcome_lines, startup_outcome
+
+    out = startup_outcome(request)
+    if fmt == "json":
+        sys.stdout.write(out.model_dump_json(indent=2) + "\n")
+    else:
+        from rich.markup import escape
+
+        from ._console import make_console
+
+        console = make_console()
+        for line in outcome_lines(out):
+            console.print(escape(line), soft_wrap=True)
+    return 0 if out.starts else 1
 
 
 def _progress(line: str) -> None:

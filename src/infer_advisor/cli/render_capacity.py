@@ -46,6 +46,10 @@ def summary_lines(result: CapacityResult) -> list[str]:
         if c.price:
             out.append(f"Price: {c.price.usd_per_gpu_hour:g} USD/GPU-hour ({c.price.source}).")
         out += [f"- beat {w}" for w in result.why_chosen]
+        if c.physics:
+            out.append("Physics at that rate: " + ", ".join(f"{p.name} {p.share:.0%} of its limit" for p in c.physics)
+                       + (" (the simulated rate broke a limit and was lowered to it)" if c.physics_capped else "") + ".")
+        out += [f"- choice: {d}" for d in result.decisions]
     elif result.binding:
         b = result.binding
         out.append(f"No option meets every target. The {b.words} target binds: the best any option reaches at a near-idle load "

@@ -108,6 +108,7 @@ def summary_rows(plan) -> list[tuple[str, str, str]]:
             f"{_requests(mem.max_concurrency)} of {eng.max_model_len:,} tokens",
             mem.source,
         ),
+        *_engine_kv_rows(eng, mem),
         (
             f"reserved per {unit}" if mem.accounting != "peak" else f"peak per {unit}",
             f"{_gib(mem.total_bytes_per_gpu)} of {_gib(mem.gpu_memory_bytes)}",
@@ -128,6 +129,16 @@ def summary_rows(plan) -> list[tuple[str, str, str]]:
     if perf is not None:
         rows += speed_rows(perf)
     return rows
+
+
+def _engine_kv_rows(eng, mem) -> list[tuple[str, str, str]]:
+    """What the engine's own start-up log will print (its token count differs from the effective one on hybrid models)."""
+    if mem.engine_kv_cache_tokens is None:
+        return []
+    text = f"{mem.engine_kv_cache_tokens:,} tokens, max concurrency {mem.engine_max_concurrency:.2f}x for {eng.max_model_len:,} tokens"
+    if mem.engine_starts is False:
+        text = "refuses to start: " + (mem.engine_refusal or "no memory left for the KV cache")
+    return [(f"{eng.name} {eng.version} log will print", text, f"engine_kv_report ({mem.engine_kv_rule})")]
 
 
 def speed_rows(perf) -> list[tuple[str, str, str]]:
@@ -171,6 +182,12 @@ def speed_explain_lines(perf) -> list[str]:
         terms = sorted(perf.decode_step_terms_s.items(), key=lambda kv: -kv[1])
         out.append(f"one decode step at concurrency {perf.concurrency}: " + ", ".join(
             f"{k} {v * 1000:.2f} ms ({v / total:.0%})" for k, v in terms if v > 0))
+        sources = perf.term_sources or {}
+        for k, v in terms:
+            if v > 0:
+                out.append(f"  {k} {v * 1000:.3f} ms: {sources.get(k, 'no source recorded')}")
+        if "request_overhead" in sources:
+            out.append(f"  per request, into TTFT only: request_overhead {sources['request_overhead']}")
     out.append(f"host overhead per step {perf.overhead_s_per_step * 1000:.2f} ms; decode at "
                f"{perf.decode_fraction_of_bandwidth_ceiling:.0%} of the bandwidth ceiling, prefill at "
                f"{perf.prefill_fraction_of_compute_ceiling:.0%} of the compute ceiling")

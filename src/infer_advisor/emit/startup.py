@@ -50,6 +50,15 @@ def stored_bytes(plan: DeploymentPlan) -> tuple[float, str]:
     return float(m.weights_bytes), f"estimated by the memory model: {what} in {q.method if q.method != 'none' else plan.dtype} weights"
 
 
+def read_bytes(plan: DeploymentPlan) -> float:
+    """Bytes the server reads at start: the downloaded checkpoint, except after a quantize or convert step (run before
+    the server, from the downloaded checkpoint), whose output is the served weights the memory model counts."""
+    q = plan.quantization
+    if (q.needs_quantize_step or q.converter is not None) and not q.pre_quantized and q.published_checkpoint is None:
+        return float(plan.memory.weights_bytes)
+    return stored_bytes(plan)[0]
+
+
 def startup_budget(plan: DeploymentPlan, *, downloads: bool) -> StartupBudget:
     """Start-up allowance: base + load (+ download when ``downloads``), never under the floor; --startup-timeout wins."""
     facts = emit_facts()
@@ -57,10 +66,10 @@ def startup_budget(plan: DeploymentPlan, *, downloads: bool) -> StartupBudget:
     if r.startup_timeout:
         return StartupBudget(seconds=r.startup_timeout, words=f"start-up allowance {r.startup_timeout} s (--startup-timeout)",
                              load_seconds=0, download_seconds=0)
-    size, _ = stored_bytes(plan)
+    size, fetched = read_bytes(plan), stored_bytes(plan)[0]
     load = size / (facts.load_speed_mb_s * 1e6)
     speed = r.download_speed or facts.download_speed_mb_s
-    download = size / (speed * 1e6) if downloads else 0.0
+    download = fetched / (speed * 1e6) if downloads else 0.0
     total = facts.startup_seconds_base + load + download
     seconds = max(math.ceil(total), facts.startup_floor_seconds)
     words = (
@@ -71,7 +80,7 @@ def startup_budget(plan: DeploymentPlan, *, downloads: bool) -> StartupBudget:
         speed_words = f"{speed:g} MB/s (--download-speed)" if r.download_speed else (
             f"an assumed {speed:g} MB/s (not measured; set --download-speed or --startup-timeout)"
         )
-        words += f" + the download at {speed_words} ({download:.0f} s)"
+        words += f" + the {fetched / _GIB:.1f} GiB download at {speed_words} ({download:.0f} s)"
     if seconds > math.ceil(total):
         words += f"; raised to the {facts.startup_floor_seconds} s floor"
     return StartupBudget(seconds=seconds, words=words, load_seconds=load, download_seconds=download)

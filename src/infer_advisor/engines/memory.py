@@ -67,6 +67,18 @@ class SGLangFraction(BaseModel):
     source: str = Field(min_length=8)
 
 
+class ExpertPadding(BaseModel):
+    """An engine's padded layout for routed experts stored in one weight format (its MoE kernel's alignment)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    format: str = Field(description="Weight format (data/formats.yaml key) whose experts are padded.")
+    below: str | None = Field(default=None, description="First engine version (within the range) this layout no longer applies to.")
+    hidden: int = Field(ge=1, description="The hidden size is rounded up to a multiple of this.")
+    intermediate: int = Field(ge=1, description="The per-rank expert intermediate size is rounded up to a multiple of this.")
+    source: str = Field(min_length=8)
+
+
 class EngineMemoryProfile(BaseModel):
     """How one engine version range budgets memory; every figure has its source beside it."""
 
@@ -87,6 +99,7 @@ class EngineMemoryProfile(BaseModel):
     activation_scale: float = Field(gt=0, le=10)
     activation_hidden_copies: float | None = Field(default=None, gt=0, description="Override of data/formats.yaml hidden_copies.")
     activation_intermediate_copies: float | None = Field(default=None, gt=0, description="Override of intermediate_copies.")
+    activation_logits_copies: float | None = Field(default=None, gt=0, description="Override of logits_copies (the sampler's fp32 copies per row).")
     activation_split_by_tp: bool = Field(default=True, description="The activation peak per GPU shrinks with TP (False: vLLM's does not).")
     activation_source: str = Field(min_length=8)
     batch_tiers: list[BatchTier] = Field(min_length=1)
@@ -109,6 +122,19 @@ class EngineMemoryProfile(BaseModel):
     kv_8bit_dtype: str = Field(default="fp8", description="What --kv-cache-dtype fp8 stores in this engine (data/formats.yaml dtype).")
     block_size: int = Field(gt=0)
     source: str = Field(min_length=8)
+    loads_vision_tower: bool = Field(
+        default=False, description="The engine loads a multimodal checkpoint's vision encoder next to the text model (split over TP)."
+    )
+    expert_padding: list[ExpertPadding] = Field(
+        default_factory=list, description="Padded expert layouts by weight format; the first whose `below` is above the version applies."
+    )
+
+    def expert_padding_for(self, fmt_names: tuple[str, ...], version: str | None) -> ExpertPadding | None:
+        """The padded layout this engine version uses for experts stored in one of ``fmt_names`` (None: as stored)."""
+        for pad in self.expert_padding:
+            if pad.format in fmt_names and (pad.below is None or version is None or version_key(version) < version_key(pad.below)):
+                return pad
+        return None
 
     def covers(self, version: str) -> bool:
         v = version_key(version)

@@ -53,15 +53,20 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..engines.kv_report import kv_report
 from ..engines.memory import EngineMemoryProfile, memory_profile, profile_from_engine
 from ..engines.profiles import EngineProfile
 from ..model_facts.facts import ModelFacts
+from .engine_kv import EngineKV, engine_kv_figures
+from .engine_terms import CALIBRATED, apply_calibrated_overheads, budget_bytes, kv_dtype_bytes, overheads_bytes, profile_batch
 from .formats import dtype_bytes, formats, weight_format
+from .weights import expert_padding_ratio, group_bytes, vision_tower_params, weight_bytes_by_group, weights_bytes, weights_per_gpu
+
+__all__ = ["MemoryEstimate", "estimate_memory", "kv_bytes_per_token_per_gpu", "weight_bytes_by_group", "weights_bytes"]
 
 if TYPE_CHECKING:
     from .calibration import MemoryCalibration
 
-CALIBRATED = "calibrated (log)"
 
 
 class MemoryEstimate(BaseModel):
@@ -111,64 +116,28 @@ class MemoryEstimate(BaseModel):
         description="'estimated' (parameter counts x the format's bytes) or 'published checkpoint' (the published "
         "repository's stated size, split over the same parameter groups).",
     )
-
-
-def _bytes_per_param(fmt, group: str, base: float, group_size: int | None) -> float:
-    if fmt.bits is not None and group in fmt.quantizes:
-        per = fmt.bits / 8
-        g = group_size or fmt.group_size
-        if g:
-            per += (fmt.scale_bytes + fmt.zero_bytes) / g
-        return per
-    return base
-
-
-def _group_bytes(
-    model: ModelFacts, fmt_name: str, dtype: str, group_size: int | None, checkpoint_bytes: int | None = None
-) -> dict[str, float]:
-    """Bytes of each parameter group (embedding, lm_head, linear, other) in the chosen format; with ``checkpoint_bytes``
-    (a published checkpoint's real size) the same groups scaled to add up to it."""
-    fmt = weight_format(fmt_name)
-    expert_fmt = weight_format(fmt.expert_format) if fmt.expert_format else None
-    base = dtype_bytes(dtype)
-    p = model.params
-    counts = {"embedding": p.embedding, "lm_head": p.lm_head, "linear": p.linear, "other": p.other}
-    out: dict[str, float] = {}
-    if expert_fmt is not None or ("expert_linear" in fmt.quantizes and "linear" not in fmt.quantizes):
-        counts["linear"] = p.linear - p.expert_linear  # the routed experts apart (MXFP4 gpt-oss, FP4 DeepSeek-V4 experts)
-        counts["expert_linear"] = p.expert_linear
-    for group, n in counts.items():
-        if group == "expert_linear" and expert_fmt is not None:
-            out[group] = n * _bytes_per_param(expert_fmt, group, base, None)
-        else:
-            out[group] = n * _bytes_per_param(fmt, group, base, group_size)
-    if "expert_linear" in out:  # fold back: callers see the four groups
-        out["linear"] += out.pop("expert_linear")
-    if checkpoint_bytes:
-        scale = checkpoint_bytes / sum(out.values())
-        out = {group: b * scale for group, b in out.items()}
-    return out
-
-
-def weight_bytes_by_group(
-    model: ModelFacts, quantization: str = "none", dtype: str = "bfloat16", group_size: int | None = None,
-    checkpoint_bytes: int | None = None,
-) -> dict[str, float]:
-    """Bytes of the whole model's ``embedding``, ``lm_head``, ``linear`` and ``other`` parameters in a weight format
-    (``checkpoint_bytes``: a published checkpoint's real size, split over the same groups).
-
-    The speed model reads the bytes a step moves from here, so weights are added up in one place only.
-    """
-    return _group_bytes(model, quantization, dtype, group_size, checkpoint_bytes)
-
-
-def weights_bytes(
-    model: ModelFacts, quantization: str = "none", dtype: str = "bfloat16", group_size: int | None = None,
-    checkpoint_bytes: int | None = None,
-) -> int:
-    """All weight bytes of ``model`` in format ``quantization`` with unquantized parts in ``dtype``."""
-    total = sum(_group_bytes(model, quantization, dtype, group_size, checkpoint_bytes).values())
-    return int(round(total)) if checkpoint_bytes else int(total)
+    # Added for issue 23 (append-only): the figures the engine itself prints, beside the effective ones above.
+    engine_kv_cache_tokens: int | None = Field(
+        default=None,
+        description="KV capacity as the engine's start-up log (and /metrics) will print it: vLLM 'GPU KV cache size: N tokens', "
+        "SGLang '#tokens', llama.cpp cells. vLLM 0.9-0.20 counts every layer slot of a hybrid or sliding-window model as if it "
+        "kept every token, 0.21+ prints max_concurrency x max_model_len (engine_kv_rule); kv_cache_tokens is the effective capacity.",
+    )
+    engine_max_concurrency: float | None = Field(
+        default=None, description="'Maximum concurrency for <context> tokens per request' as the engine prints it (2 decimals)."
+    )
+    engine_kv_rule: str | None = Field(
+        default=None, description="How this engine version counts its printed KV tokens: all_layers, layer_slots, concurrency, pool_tokens (data/engine_kv_report.yaml)."
+    )
+    engine_starts: bool | None = Field(
+        default=None, description="Whether the engine starts with these settings unchanged (one request of the full context fits its KV check)."
+    )
+    engine_refusal: str | None = Field(
+        default=None, description="The engine's own error text when it would refuse to start (copied from its source at that version)."
+    )
+    kv_bytes_per_request_per_gpu: float = Field(
+        default=0.0, description="KV bytes one request of the full context takes on one GPU, as the engine checks it at start-up."
+    )
 
 
 def kv_bytes_per_token_per_gpu(model: ModelFacts, kv_bytes: float, tp: int, pp: int) -> tuple[float, float]:
@@ -243,6 +212,7 @@ def estimate_memory(
     already matched to this engine version, GPU and layout.
     """
     mp = memory or _default_profile(engine)
+    version = engine_version or engine.version
     sources: dict[str, str] = {"gpu_memory_bytes": gpu_memory_source}
     cal = calibration
     if cal is not None and cal.gpu_memory_bytes and on_gpu:
@@ -252,27 +222,75 @@ def estimate_memory(
     if engine.kv_preallocated:  # every slot gets the full context at start-up
         request_tokens = context
         concurrency = min(concurrency, max_num_seqs)
-    groups = _group_bytes(model, quantization, dtype, group_size, checkpoint_bytes)
-    total_weights = sum(groups.values())
-    blocks = groups["linear"] + groups["other"]
-    ends = max(groups["embedding"], groups["lm_head"]) if pp > 1 else groups["embedding"] + groups["lm_head"]
-    weights_gpu = blocks / (tp * pp) + ends / tp
-    if checkpoint_bytes:  # the published repository's stated size, split over the same groups
-        sources["weights"] = "published checkpoint"
-    if cal is not None and cal.weights_bytes and cal.model == model.name and cal.tp == tp:
-        weights_gpu, sources["weights"] = cal.weights_bytes, CALIBRATED
-    draft_gpu = draft_params * dtype_bytes(dtype) / tp  # a speculative draft head, never in a log's target weights
-    weights_gpu += draft_gpu
-
-    kv_b = _kv_dtype_bytes(mp, dtype, kv_cache_dtype)
-    full_tok, slide_tok = kv_bytes_per_token_per_gpu(model, kv_b, tp, pp)
-    full_tok += draft_kv_elements_per_token * kv_b / tp
-    window = model.sliding_window if mp.sliding_window_kv == "window" else None  # V0: full-length KV for sliding layers
-    state = recurrent_state_bytes_per_sequence(model, dtype, tp, pp)
-
+    w = _weights(model, mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, draft_params, sources)
+    kv = _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_token)
     reserve = engine.memory_accounting in ("reserve", "reserve-free")
     prompt = min(input_tokens or request_tokens, request_tokens)
-    tokens, sampled_rows = _profile_batch(mp, engine, reserve, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs)
+    act = _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources)
+    overheads, outside = overheads_bytes(mp, on_gpu=on_gpu, tp=tp, pp=pp, interconnect=interconnect, sources=sources)
+    if cal is not None and on_gpu:
+        apply_calibrated_overheads(cal, mp, tp, pp, overheads, sources)
+    activation_in_budget = act["activation"] if (mp.activation_in_budget or not reserve) else 0.0
+    if not activation_in_budget and act["activation"]:
+        outside["activation"] = int(act["activation"])
+    fixed = w["per_gpu"] + activation_in_budget + sum(overheads.values())
+    fraction = memory_fraction if memory_fraction is not None else mp.memory_fraction
+    budget = budget_bytes(engine, mp, reserve, fixed, gpu_memory_bytes, fraction, on_gpu, tp, pp, interconnect)
+    residual = cal.residual_bytes if (cal is not None and cal.residual_bytes and on_gpu) else 0
+    if residual:
+        sources["residual"] = CALIBRATED
+    fit = _fit(engine, mp, reserve, kv, w["per_gpu"] + sum(overheads.values()), fixed, budget, residual, act,
+               context, concurrency, request_tokens, prompt)
+    max_ctx = _max_context(model, kv, fit["free_for_kv"], concurrency, request_tokens, context)
+    engine_figs = _engine_figures(model, engine, mp, version, reserve, fit, kv, pp, context, max_num_batched_tokens)
+    return _result(engine, mp, model, gpu_memory_bytes, budget, w, kv, act, overheads, outside, fit, max_ctx, engine_figs,
+                   concurrency, request_tokens, context, version, sources, checkpoint_bytes)
+
+
+def _engine_figures(model, engine, mp, version, reserve, fit, kv, pp, context, max_num_batched_tokens) -> EngineKV:
+    """What the engine version will print and whether it starts (data/engine_kv_report.yaml, estimate/engine_kv.py)."""
+    return engine_kv_figures(
+        model, kv_report(engine.name, version), free_bytes=fit["free_for_kv"] if reserve else fit["kv_space"],
+        full_tok=kv["full"], slide_tok=kv["slide"], state=kv["state"], pp=pp, context=context,
+        mnbt=max_num_batched_tokens or mp.batch_tiers[-1].max_num_batched_tokens, block=mp.block_size if reserve else 1,
+        capacity_tokens=fit["capacity"],
+    )
+
+
+def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, draft_params, sources) -> dict:
+    """Whole-model and per-GPU weight bytes in the engine's layout; a calibration's measured figure wins."""
+    fmt = weight_format(quantization)
+    pad = mp.expert_padding_for((quantization, fmt.expert_format or quantization), version)
+    ratio = expert_padding_ratio(model, pad, tp)
+    groups = group_bytes(model, quantization, dtype, group_size, checkpoint_bytes)
+    per_gpu = weights_per_gpu(group_bytes(model, quantization, dtype, group_size, checkpoint_bytes, ratio), tp, pp)
+    vision = vision_tower_params(model) * dtype_bytes(dtype) if (mp.loads_vision_tower and not checkpoint_bytes) else 0.0
+    if vision:  # the checkpoint's vision encoder, unquantized, sharded over TP (a published size already holds it)
+        groups["other"] += vision
+        per_gpu += vision / tp
+        sources["weights_vision"] = f"vision encoder {vision / 2**30:.2f} GiB from config.json vision_config ({mp.label})"
+    if checkpoint_bytes:  # the published repository's stated size, split over the same groups
+        sources["weights"] = "published checkpoint"
+    if ratio != 1.0:
+        sources["weights_layout"] = f"routed experts padded x{ratio:.3f} ({mp.label})"
+    if cal is not None and cal.weights_bytes and cal.model == model.name and cal.tp == tp:
+        per_gpu, sources["weights"] = cal.weights_bytes, CALIBRATED
+    draft = draft_params * dtype_bytes(dtype) / tp  # a speculative draft head, never in a log's target weights
+    return {"total": sum(groups.values()), "per_gpu": per_gpu + draft, "draft": draft}
+
+
+def _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_token) -> dict:
+    """KV bytes per token on one GPU (full-attention and windowed layers), the window held, the recurrent state."""
+    kv_b = kv_dtype_bytes(mp, dtype, kv_cache_dtype)
+    full, slide = kv_bytes_per_token_per_gpu(model, kv_b, tp, pp)
+    full += draft_kv_elements_per_token * kv_b / tp
+    window = model.sliding_window if mp.sliding_window_kv == "window" else None  # V0: full-length KV for sliding layers
+    return {"kv_b": kv_b, "full": full, "slide": slide, "window": window, "state": recurrent_state_bytes_per_sequence(model, dtype, tp, pp)}
+
+
+def _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources) -> dict:
+    """The start-up profile's activation peak (tokens x per-token tensors + fp32 logits rows) and one decode step's."""
+    tokens, sampled_rows = profile_batch(mp, engine, reserve, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs)
     act = formats().activation
     act_b = dtype_bytes(dtype)
     routed = (model.num_experts_per_token + model.num_shared_experts) if model.num_experts else 1
@@ -280,110 +298,103 @@ def estimate_memory(
     intermediate_copies = mp.activation_intermediate_copies or act.intermediate_copies
     split = tp if mp.activation_split_by_tp else 1  # vLLM gathers full-vocab logits on every rank: its peak does not shrink with TP
     per_token = (hidden_copies * model.hidden_size + intermediate_copies * routed * model.intermediate_size / split) * act_b
-    logits_row = model.vocab_size * act.logits_bytes_per_vocab_entry * act.logits_copies / split
+    logits_row = model.vocab_size * act.logits_bytes_per_vocab_entry * (mp.activation_logits_copies or act.logits_copies) / split
     scale = mp.activation_scale
     sources["activation"] = f"estimated x {scale:g} ({mp.label})" if scale != 1 else "estimated"
     if cal is not None and cal.activation_scale:
         scale, sources["activation"] = cal.activation_scale, CALIBRATED
-    activation = (tokens * per_token + sampled_rows * logits_row) * scale
-    decode_activation = concurrency * per_token + concurrency * logits_row
+    return {
+        "activation": (tokens * per_token + sampled_rows * logits_row) * scale,
+        "decode": concurrency * per_token + concurrency * logits_row, "tokens": tokens, "rows": sampled_rows,
+    }
 
-    overheads, outside = _overheads(mp, on_gpu=on_gpu, tp=tp, pp=pp, interconnect=interconnect, sources=sources)
-    if cal is not None and on_gpu:
-        _apply_calibrated_overheads(cal, mp, tp, pp, overheads, sources)
-    activation_in_budget = activation if (mp.activation_in_budget or not reserve) else 0.0
-    if not activation_in_budget and activation:
-        outside["activation"] = int(activation)
-    fixed = weights_gpu + activation_in_budget + sum(overheads.values())
-    fraction = memory_fraction if memory_fraction is not None else mp.memory_fraction
-    if engine.memory_accounting == "reserve-free":  # the KV cache gets a fraction of what is free after the rest
-        budget = fixed + max(gpu_memory_bytes - fixed, 0.0) * fraction
-    elif reserve:
-        base = gpu_memory_bytes
-        if mp.budget_base == "free_at_start" and on_gpu:  # SGLang: the fraction of what is free after context + NCCL
-            base -= mp.cuda_context_bytes + mp.comm_bytes(tp, pp, interconnect)
-        budget = base * fraction
-    else:
-        budget = gpu_memory_bytes
-    required_tokens = max(concurrency * request_tokens, context)
+
+def _fit(engine, mp, reserve, kv, base_bytes, fixed, budget, residual, act, context, concurrency, request_tokens, prompt) -> dict:
+    """KV space, capacity in tokens (whole blocks), full-context requests that fit, and the bytes a fit needs."""
+    full_tok, slide_tok, window, state = kv["full"], kv["slide"], kv["window"], kv["state"]
     per_seq_at_context = _kv_bytes_for(full_tok, slide_tok, window, context, 1, state=state)
     kv_needed = max(_kv_bytes_for(full_tok, slide_tok, window, request_tokens, concurrency, state=state), per_seq_at_context)
-    residual = cal.residual_bytes if (cal is not None and cal.residual_bytes and on_gpu) else 0
-    if residual:
-        sources["residual"] = CALIBRATED
-
     if reserve:
-        kv_space = max(budget - fixed + residual, 0.0)
-        total = budget
-        need = fixed - residual + kv_needed
+        kv_space, total, need = max(budget - fixed + residual, 0.0), budget, fixed - residual + kv_needed
+        free_for_kv = kv_space
     else:
         # The peak is at the end of prefill (big activations, KV of the prompts only) or at the end of
         # decode (full KV, one token's activations per sequence), whichever is larger.
-        base_bytes = weights_gpu + sum(overheads.values())
         kv_prompt = _kv_bytes_for(full_tok, slide_tok, window, prompt, concurrency, state=state)
         kv_space = kv_needed
-        need = base_bytes + max(activation + kv_prompt, kv_needed + decode_activation)
+        need = base_bytes + max(act["activation"] + kv_prompt, kv_needed + act["decode"])
         total = need
-    free_for_kv = max(budget - fixed + residual, 0.0)
-    if not reserve:  # peak engines hold the full KV at the end of decode, next to one token's activations per sequence
-        free_for_kv = max(budget - (weights_gpu + sum(overheads.values()) + decode_activation) + residual, 0.0)
-
-    # Capacity in tokens at this context (vLLM rounds down to whole blocks).
+        # peak engines hold the full KV at the end of decode, next to one token's activations per sequence
+        free_for_kv = max(budget - (base_bytes + act["decode"]) + residual, 0.0)
     per_token_at_context = per_seq_at_context / context if context else full_tok
     block = mp.block_size if reserve else 1
     if engine.kv_preallocated:
         # n_ctx cells for `concurrency` slots of `context` tokens are allocated at load: that is the cache,
         # whatever else is free, and it holds exactly those slots.
         slots = concurrency if kv_needed <= free_for_kv else int(free_for_kv // per_seq_at_context) if per_seq_at_context else 0
-        capacity, max_concurrency = slots * context, slots
-        kv_space = slots * per_seq_at_context
+        capacity, max_concurrency, kv_space = slots * context, slots, slots * per_seq_at_context
     else:
         capacity = int(free_for_kv // per_token_at_context) if per_token_at_context > 0 else 0
         capacity -= capacity % block
         max_concurrency = int(free_for_kv // per_seq_at_context) if per_seq_at_context > 0 else 0
-    # Longest context at the requested concurrency (solve the piecewise-linear KV size).
+    return {"kv_space": kv_space, "total": total, "need": need, "free_for_kv": free_for_kv, "capacity": capacity,
+            "max_concurrency": max_concurrency, "required": max(concurrency * request_tokens, context), "fits": need <= budget,
+            "request_bytes": per_seq_at_context}
+
+
+def _max_context(model, kv, free_for_kv, concurrency, request_tokens, context) -> int:
+    """Longest context at the requested concurrency (solves the piecewise-linear KV size)."""
+    full_tok, slide_tok, window, state = kv["full"], kv["slide"], kv["window"], kv["state"]
     sharing = concurrency if request_tokens >= context else 1  # typical requests shorter than context leave it to one
-    per_seq_budget = max(free_for_kv - (0 if sharing > 1 else _kv_bytes_for(full_tok, slide_tok, window, request_tokens, concurrency - 1, state=state)), 0.0) / max(sharing, 1)
+    others = 0 if sharing > 1 else _kv_bytes_for(full_tok, slide_tok, window, request_tokens, concurrency - 1, state=state)
+    per_seq_budget = max(free_for_kv - others, 0.0) / max(sharing, 1)
     per_seq_budget = max(per_seq_budget - state, 0.0)  # the recurrent state comes first, whatever the context
     if window and context > window:
         extra = per_seq_budget - window * slide_tok
         max_ctx = int(extra // full_tok) if full_tok > 0 else model.max_position_embeddings
     else:
         max_ctx = int(per_seq_budget // (full_tok + slide_tok)) if (full_tok + slide_tok) > 0 else model.max_position_embeddings
-    max_ctx = max(0, min(max_ctx, model.max_position_embeddings))
+    return max(0, min(max_ctx, model.max_position_embeddings))
 
-    fits = need <= budget
-    shortfall = 0 if fits else int(math.ceil(need - budget))
 
+def _result(engine, mp, model, gpu_memory_bytes, budget, w, kv, act, overheads, outside, fit, max_ctx, figs: EngineKV,
+            concurrency, request_tokens, context, version, sources, checkpoint_bytes) -> MemoryEstimate:
+    fits = fit["fits"]
     return MemoryEstimate(
         accounting=engine.memory_accounting,
         gpu_memory_bytes=int(gpu_memory_bytes),
         budget_bytes_per_gpu=int(budget),
-        weights_bytes=int(round(total_weights)) if checkpoint_bytes else int(total_weights),  # the stated size, exactly
-        weights_bytes_per_gpu=int(weights_gpu),
-        kv_cache_bytes_per_token=model.kv_cache_elements_per_token * kv_b,
-        kv_cache_bytes_per_token_per_gpu=full_tok,
-        activation_bytes_per_gpu=int(activation),
+        weights_bytes=int(round(w["total"])) if checkpoint_bytes else int(w["total"]),  # the stated size, exactly
+        weights_bytes_per_gpu=int(w["per_gpu"]),
+        kv_cache_bytes_per_token=model.kv_cache_elements_per_token * kv["kv_b"],
+        kv_cache_bytes_per_token_per_gpu=kv["full"],
+        activation_bytes_per_gpu=int(act["activation"]),
         overhead_bytes_per_gpu=overheads,
-        kv_cache_bytes_per_gpu=int(kv_space),
-        kv_cache_tokens=capacity,
-        draft_weights_bytes_per_gpu=int(draft_gpu),
-        required_kv_tokens=required_tokens,
-        total_bytes_per_gpu=int(total),
-        max_concurrency=max_concurrency,
+        kv_cache_bytes_per_gpu=int(fit["kv_space"]),
+        kv_cache_tokens=fit["capacity"],
+        draft_weights_bytes_per_gpu=int(w["draft"]),
+        required_kv_tokens=fit["required"],
+        total_bytes_per_gpu=int(fit["total"]),
+        max_concurrency=fit["max_concurrency"],
         max_context=max_ctx,
         fits=fits,
-        shortfall_bytes_per_gpu=shortfall,
-        needed_bytes_per_gpu=int(need),
-        recurrent_state_bytes_per_sequence_per_gpu=state,
-        engine_version=engine_version or engine.version,
+        shortfall_bytes_per_gpu=0 if fits else int(math.ceil(fit["need"] - budget)),
+        needed_bytes_per_gpu=int(fit["need"]),
+        recurrent_state_bytes_per_sequence_per_gpu=kv["state"],
+        engine_version=version,
         memory_profile=mp.label,
-        activation_tokens=int(tokens),
-        sampled_rows=int(sampled_rows),
+        activation_tokens=int(act["tokens"]),
+        sampled_rows=int(act["rows"]),
         outside_budget_bytes_per_gpu={k: int(v) for k, v in outside.items() if v},
         figure_sources=sources,
         source=CALIBRATED if any(v == CALIBRATED for v in sources.values()) else "estimated",
         weights_origin="published checkpoint" if checkpoint_bytes else "estimated",
+        engine_kv_cache_tokens=figs.tokens,
+        engine_max_concurrency=round(figs.max_concurrency, 2),
+        engine_kv_rule=kv_report(engine.name, version).printed_tokens,
+        engine_starts=figs.starts,
+        engine_refusal=figs.refusal,
+        kv_bytes_per_request_per_gpu=figs.request_bytes,
     )
 
 
@@ -395,56 +406,3 @@ def _default_profile(engine: EngineProfile) -> EngineMemoryProfile:
     return profile_from_engine(engine)  # a hand-made profile (tests, tools): its own figures
 
 
-def _kv_dtype_bytes(mp: EngineMemoryProfile, dtype: str, kv_cache_dtype: str) -> float:
-    if kv_cache_dtype == "fp8":  # the engine's 8-bit KV cache: FP8 E4M3 in vLLM/SGLang/TGI, q8_0 in llama.cpp
-        return dtype_bytes(mp.kv_8bit_dtype)
-    if kv_cache_dtype != "auto":
-        return dtype_bytes(kv_cache_dtype)
-    return dtype_bytes("float16") if mp.kv_cache_dtype == "float16" else dtype_bytes(dtype)
-
-
-def _profile_batch(mp, engine, reserve, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs) -> tuple[int, int]:
-    """(tokens, fp32 logits rows) of the forward pass behind the activation figure."""
-    if reserve and mp.activation_tokens == "max_model_len" and not max_num_batched_tokens:
-        # vLLM V0: one batch as long as max_model_len (at least the tier's floor), or the chunk when chunked prefill is on
-        floor = mp.batch_tiers[-1].max_num_batched_tokens
-        chunked = mp.chunked_prefill_above is not None and context > mp.chunked_prefill_above
-        tokens = mp.chunked_prefill_tokens if chunked else max(context, floor)
-        return tokens, min(max_num_seqs, tokens)
-    if reserve or engine.max_num_batched_tokens:
-        tokens = max_num_batched_tokens or mp.batch_tiers[-1].max_num_batched_tokens
-        # vLLM's profile run samples max_num_seqs dummy rows; peak engines with chunking sample their batch
-        rows = min(max_num_seqs, tokens) if reserve else min(concurrency, max_num_seqs)
-        return tokens, rows
-    return concurrency * prompt, concurrency  # no chunked prefill: the whole batch's prompts in one forward
-
-
-def _overheads(mp: EngineMemoryProfile, *, on_gpu: bool, tp: int, pp: int, interconnect: str, sources: dict[str, str]):
-    """(in the budget, outside it): CUDA context, non-torch memory, communication buffers, CUDA graphs."""
-    if not on_gpu:
-        return {"non_torch": 0, "cuda_graphs": 0, "nccl": 0}, {}
-    comm = mp.comm_bytes(tp, pp, interconnect)
-    inside = {
-        "cuda_context": mp.cuda_context_bytes if (mp.context_in_budget and mp.budget_base == "total") else 0,
-        "non_torch": mp.non_torch_bytes,
-        "cuda_graphs": mp.cuda_graph_bytes if mp.cuda_graphs_in_budget else 0,
-        "nccl": comm if (mp.comm_in_budget and mp.budget_base == "total") else 0,
-    }
-    outside = {
-        "cuda_graphs": 0 if mp.cuda_graphs_in_budget else mp.cuda_graph_bytes,
-        "nccl": 0 if (mp.comm_in_budget or not comm) else comm,
-        "cuda_context": 0 if mp.context_in_budget else mp.cuda_context_bytes,
-    }
-    for key in inside:
-        sources[key] = f"engine profile ({mp.label})"
-    return inside, outside
-
-
-def _apply_calibrated_overheads(cal, mp: EngineMemoryProfile, tp: int, pp: int, overheads: dict[str, int], sources: dict[str, str]) -> None:
-    """A log's measured non-torch memory (context, NCCL and the rest, as the engine counted it) for its TP size."""
-    if cal.non_torch_bytes is not None and cal.tp == tp * pp:
-        overheads.update(cuda_context=0, nccl=0, non_torch=cal.non_torch_bytes)
-        for key in ("cuda_context", "nccl", "non_torch"):
-            sources[key] = CALIBRATED
-    if cal.cuda_graph_bytes is not None and mp.cuda_graphs_in_budget:
-        overheads["cuda_graphs"], sources["cuda_graphs"] = cal.cuda_graph_bytes, CALIBRATED

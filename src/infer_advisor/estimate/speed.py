@@ -70,6 +70,9 @@ class PerformanceEstimate(BaseModel):
     error_band: tuple[float, float] | None = Field(
         default=None, description="Typical range of the true value / predicted value: 1 -+ the held-out p90 error."
     )
+    term_sources: dict[str, str] = Field(
+        default_factory=dict, description="Where each step-time term's coefficients come from (printed by --explain)."
+    )
 
 
 def _calibrated_profile(path: Path, engine: str, gpu: str | None):
@@ -98,17 +101,46 @@ def _calibrated_profile(path: Path, engine: str, gpu: str | None):
 
 
 def _accuracy(profile) -> tuple[str, str | None, tuple[float, float] | None]:
+    """(coefficient kind, the accuracy line, the 90% band of true / predicted) of an engine's speed profile.
+
+    The headline is the frozen profile's error on published points gathered after it was frozen (prospective);
+    before any prospective grading, the leave-one-source-out or in-sample figures, said as such.
+    """
     kinds = {getattr(profile, n).kind for n in ("step_overhead_s", "per_sequence_s", "attention_scale", "prefill_attention_scale",
                                                 "gemm_scale", "gddr_scale", "moe_scale")}
     fit = profile.fit or {}
+    band = tuple(fit["band_90"]) if fit.get("band_90") else None
+    sha = (fit.get("prospective_profile_sha256") or fit.get("frozen_sha256") or "")[:12]
+    if "fitted" in kinds and fit.get("prospective_median_abs_error") is not None:
+        refit = "" if fit.get("prospective_profile_sha256") == fit.get("frozen_sha256") else "; these coefficients are its refit on them"
+        text = (f"frozen profile {sha} predicted {fit['prospective_points']} published points gathered after it was frozen "
+                f"(sources never used) at median |error| {fit['prospective_median_abs_error']:.0%}, p90 "
+                f"{fit['prospective_p90_abs_error']:.0%}{refit} (docs/accuracy.md)")
+        return "fitted", text, band
     if "fitted" in kinds and fit.get("loso_median_abs_error") is not None:
         p90 = fit.get("loso_p90_abs_error") or fit["loso_median_abs_error"]
         text = (f"leave-one-source-out median |error| {fit['loso_median_abs_error']:.0%}, p90 {p90:.0%}, on {fit['points']} published "
                 f"points from {fit['sources']} sources (docs/accuracy.md)")
-        return "fitted", text, (max(0.0, 1 - p90), 1 + p90)
+        return "fitted", text, band or (max(0.0, 1 - p90), 1 + p90)
+    if "fitted" in kinds and fit.get("in_sample_median_abs_error") is not None:
+        text = (f"in-sample median |error| {fit['in_sample_median_abs_error']:.0%} on {fit['points']} published points (not yet graded "
+                f"on data it was not fitted to; docs/accuracy.md)")
+        return "fitted", text, band
     if kinds <= {"measured"}:
         return "measured", "measured here (calibrated or the H200 kernels)", None
     return "assumed", "not graded: this engine's coefficients are assumed, not fitted to any measurement", None
+
+
+def engine_accuracy(engine: str, version: str | None = None) -> str:
+    """The accuracy line of ``engine``'s speed profile (what plans and sizing reports print)."""
+    from .speed_data import engine_speed
+
+    kind, text, band = _accuracy(engine_speed(engine, version))
+    if kind == "assumed":
+        return (f"{engine}'s speed coefficients are assumed, not fitted: treat throughput and latency as order-of-magnitude "
+                "until calibrated (infer-advisor calibrate).")
+    tail = f"; 90% of true figures within {band[0]:.2f}x-{band[1]:.2f}x the prediction" if band else ""
+    return f"{engine} speed model: {text}{tail}."
 
 
 def estimate_speed(
@@ -132,14 +164,17 @@ def estimate_speed(
     replicas: int = 1,
     expert_parallel: bool = False,
     prefix_tokens: int = 0,
+    engine_version: str | None = None,
 ) -> PerformanceEstimate:
-    """Predict one replica's speed at ``concurrency`` by simulating its continuous batching (module docstring)."""
-    from ..simulate import LengthSpec, SchedulerConfig, Workload, simulate
-    from .speed_data import engine_speed
-    from .step_time import build_step_model, decode_shape
+    """Predict one replica's speed at ``concurrency`` by simulating its continuous batching (module docstring).
 
-    profile = engine_speed(engine)
-    label = f"{engine} speed profile"
+    ``engine_version`` picks the engine's speed coefficients for that version range (default: its newest).
+    """
+    from .speed_data import engine_speed
+    from .step_time import build_step_model
+
+    profile = engine_speed(engine, engine_version)
+    label = f"{engine} speed profile" + (f" for {profile.version_range}" if profile.version_range else "")
     source = "estimated"
     gpu = hw.gpu if hw.kind == "gpu" else None
     kind, accuracy, band = _accuracy(profile)
@@ -153,60 +188,92 @@ def estimate_speed(
     notes.append(f"speed: operator step-time model on {step.ceil.source}; kernel efficiencies measured on the H200 "
                  f"(data/speed/kernels.yaml) applied to these ceilings; engine coefficients {kind} ({accuracy})")
     batch = max(1, concurrency)
-    seqs = max(1, min(max_num_seqs or batch, 65536))
+    seqs = _running_cap(profile, memory, max(1, min(max_num_seqs or batch, 65536)), notes)
     budget = max_num_batched_tokens or 8192
+    prompt = max(1, input_tokens - max(0, min(prefix_tokens, input_tokens - 1)))
+    if prefix_tokens:
+        notes.append(f"prefix caching: {input_tokens - prompt} of {input_tokens} prompt tokens are served from the cache (--shared-prefix-tokens)")
+    res = _simulate(step, memory, batch, seqs, budget, prompt, input_tokens, output_tokens, profile.kv_admission, pp)
+    notes.extend(res.notes or [])
+    if batch > seqs:
+        notes.append(f"{batch} requests in flight but the engine schedules {seqs} at once: the rest queue (TTFT includes the wait)")
+    if pp > 1:
+        notes.append(f"pipeline parallel: {pp} micro-batches in flight, each step passes every stage in turn")
+    fields = _figures(step, res, batch, seqs, budget, prompt, input_tokens, output_tokens)
+    return PerformanceEstimate(
+        source=source, profile=f"{label} ({kind})", concurrency=batch, input_tokens=input_tokens, output_tokens=output_tokens,
+        notes=notes, calibration_file=str(calibration) if calibration is not None else None,
+        replicas=max(1, replicas), deployment_output_tokens_per_s=res.output_tokens_per_s * max(1, replicas),
+        deployment_requests_per_s=res.requests_per_s * max(1, replicas), max_num_batched_tokens=budget,
+        coefficients=kind, accuracy=accuracy, error_band=band, **fields,
+    )
+
+
+def _running_cap(profile, memory: MemoryEstimate, seqs: int, notes: list[str]) -> int:
+    """The engine's own limit on running requests where it is tighter than ``seqs``: a hybrid model's state pool."""
+    state = memory.recurrent_state_bytes_per_sequence_per_gpu
+    r = profile.hybrid_state_ratio
+    if not (r and state > 0 and memory.kv_cache_bytes_per_gpu > 0):
+        return seqs
+    cap = max(1, int(memory.kv_cache_bytes_per_gpu * r / (1 + r) // state))
+    if cap < seqs:
+        notes.append(f"the engine runs at most {cap} requests at once: its recurrent-state pool takes r/(1+r) of the KV memory "
+                     f"(r = {r:g}) at {state / 2**20:.1f} MiB per request ({profile.hybrid_state_source})")
+        return cap
+    return seqs
+
+
+def _simulate(step, memory: MemoryEstimate, batch: int, seqs: int, budget: int, prompt: int, input_tokens: int,
+              output_tokens: int, kv_admission: str, pp: int):
+    """``batch`` closed-loop clients through the engine's continuous batching (the simulate stage)."""
+    from ..simulate import LengthSpec, SchedulerConfig, Workload, simulate
+
     kv_tokens = memory.kv_cache_tokens
     if memory.accounting != "reserve":  # peak engines allocate as they go: the plan's own concurrency x context
         kv_tokens = max(kv_tokens, batch * (input_tokens + output_tokens))
     cfg = SchedulerConfig(max_num_seqs=seqs, max_num_batched_tokens=budget, kv_capacity_tokens=max(kv_tokens, 1),
-                          kv_admission=profile.kv_admission, lanes=pp)
-    prompt = max(1, input_tokens - max(0, min(prefix_tokens, input_tokens - 1)))
-    if prefix_tokens:
-        notes.append(f"prefix caching: {input_tokens - prompt} of {input_tokens} prompt tokens are served from the cache (--shared-prefix-tokens)")
+                          kv_admission=kv_admission, lanes=pp)
     workload = Workload(input_tokens=LengthSpec(mean=prompt), output_tokens=LengthSpec(mean=max(output_tokens, 1)),
                         arrival="closed", concurrency=batch)
-    res = simulate(step, workload, cfg, requests=max(4 * batch, 48), warmup_fraction=0.25, seed=0)
+    # enough requests for a steady state: 4 turns of the running batch, and every queued client served twice
+    return simulate(step, workload, cfg, requests=max(4 * min(batch, seqs), 2 * batch, 48), warmup_fraction=0.25, seed=0)
+
+
+def _figures(step, res, batch: int, seqs: int, budget: int, prompt: int, input_tokens: int, output_tokens: int) -> dict:
+    """The estimate's figures: the simulated latencies plus the per-request host cost (HTTP, tokenisation, first
+    schedule: ``request_overhead_s``, outside the engine's steps, so it adds to TTFT and end-to-end only), the decode
+    step's terms, and the fractions of the device's ceilings."""
+    from .step_time import decode_shape
+
+    req = step.request_overhead_s
     alone_prefill = _prefill_alone(step, prompt, budget)
     ctx = input_tokens + output_tokens / 2
-    tpot_alone = step.decode_seconds(1, ctx)
     in_flight = min(batch, seqs)
     terms = step.terms(decode_shape(in_flight, ctx))
     decode_step = sum(terms.values())
-    ttft = res.ttft_s.mean if math.isfinite(res.ttft_s.mean) else alone_prefill
+    ttft = (res.ttft_s.mean if math.isfinite(res.ttft_s.mean) else alone_prefill) + req
     tpot = res.tpot_s.mean if math.isfinite(res.tpot_s.mean) else decode_step
-    e2e = res.e2e_s.mean if math.isfinite(res.e2e_s.mean) else ttft + max(output_tokens - 1, 0) * tpot
-    if res.notes:
-        notes.extend(res.notes)
-    if batch > seqs:
-        notes.append(f"{batch} requests in flight but the engine schedules {seqs} at once: the rest queue (TTFT includes the wait)")
+    e2e = (res.e2e_s.mean + req) if math.isfinite(res.e2e_s.mean) else ttft + max(output_tokens - 1, 0) * tpot
     bandwidth = step.ceil.bandwidth
-    weights_kv = step.layers_per_stage * (step.dense_bytes + step.expert_bytes) + step.head_bytes + \
-        in_flight * ctx * (step.kv_full_bytes_per_token + step.kv_window_bytes_per_token)
-    ideal_decode = pp * weights_kv / bandwidth if bandwidth else 0.0
+    weights_kv = step.decode_bytes(in_flight, ctx)
+    ideal_decode = step.pp * weights_kv / bandwidth if bandwidth else 0.0
     peak = step.gemm_peak
     prefill_flops = (prompt * step.layers_per_stage * (step.dense_flops_per_row + step.expert_flops_per_row)
                      + 4 * step.q_width * prompt * (prompt + 1) / 2 * step.layers_per_stage + step.head_flops_per_row)
-    ideal_prefill = pp * prefill_flops / peak if peak else 0.0
-    if pp > 1:
-        notes.append(f"pipeline parallel: {pp} micro-batches in flight, each step passes every stage in turn")
-    return PerformanceEstimate(
-        source=source, profile=f"{label} ({kind})", concurrency=batch, input_tokens=input_tokens, output_tokens=output_tokens,
-        ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
-        output_tokens_per_s_per_request=1.0 / tpot if tpot > 0 else 0.0,
+    ideal_prefill = step.pp * prefill_flops / peak if peak else 0.0
+    terms_out = {k: v for k, v in terms.items() if v}
+    return dict(
+        ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, output_tokens_per_s_per_request=1.0 / tpot if tpot > 0 else 0.0,
         output_tokens_per_s_aggregate=res.output_tokens_per_s, requests_per_s=res.requests_per_s,
         decode_fraction_of_bandwidth_ceiling=ideal_decode / decode_step if decode_step > 0 else 0.0,
         prefill_fraction_of_compute_ceiling=ideal_prefill / alone_prefill if alone_prefill > 0 else 0.0,
-        notes=notes, bandwidth_bytes_per_s=bandwidth, compute_flops_per_s=peak,
-        decode_bytes_per_step_per_gpu=weights_kv, prefill_flops_per_gpu=prefill_flops,
-        decode_ceiling_tokens_per_s=in_flight / ideal_decode if ideal_decode > 0 else 0.0,
+        bandwidth_bytes_per_s=bandwidth, compute_flops_per_s=peak, decode_bytes_per_step_per_gpu=weights_kv,
+        prefill_flops_per_gpu=prefill_flops, decode_ceiling_tokens_per_s=in_flight / ideal_decode if ideal_decode > 0 else 0.0,
         overhead_s_per_step=terms.get("engine_step_overhead", 0.0) + terms.get("engine_per_sequence", 0.0) + terms.get("host_launch_wait", 0.0),
-        calibration_file=str(calibration) if calibration is not None else None,
-        replicas=max(1, replicas), deployment_output_tokens_per_s=res.output_tokens_per_s * max(1, replicas),
-        deployment_requests_per_s=res.requests_per_s * max(1, replicas),
-        ttft_p90_s=res.ttft_s.p90 if math.isfinite(res.ttft_s.p90) else None,
+        ttft_p90_s=(res.ttft_s.p90 + req) if math.isfinite(res.ttft_s.p90) else None,
         itl_p99_s=res.itl_s.p99 if math.isfinite(res.itl_s.p99) else None,
-        ttft_alone_s=alone_prefill, tpot_alone_s=tpot_alone, max_num_batched_tokens=budget,
-        decode_step_terms_s={k: v for k, v in terms.items() if v}, coefficients=kind, accuracy=accuracy, error_band=band,
+        ttft_alone_s=alone_prefill + req, tpot_alone_s=step.decode_seconds(1, ctx),
+        decode_step_terms_s=terms_out, term_sources=dict(step.sources),
     )
 
 

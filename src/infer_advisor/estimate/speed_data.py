@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cache
 from typing import Literal
 
@@ -118,18 +120,31 @@ class WeightKernel(BaseModel):
     compute_scale: float = Field(default=1.0, gt=0, le=2)
     launch_scale: float = Field(default=1.0, gt=0, le=10)
     needs_compute_capability: float | None = Field(default=None, description="Below it, ``fallback`` is used instead.")
+    amd_native: bool = Field(default=True, description="AMD Instinct GPUs run it natively (else ``fallback``).")
     fallback: str | None = None
     source: str
 
 
 class Coefficient(BaseModel):
-    """A fitted or assumed engine coefficient with where it came from."""
+    """A fitted or assumed engine coefficient with where it came from.
+
+    ``bounds`` is the physically plausible range (from the engine's code or a measurement, said in ``source``): a fit
+    stays inside it and is pulled toward the stated value (the prior) by ``estimate/fit.py``'s penalty.
+    """
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     value: float = Field(description="The coefficient.")
     kind: Literal["fitted", "measured", "assumed", "published"]
     source: str
+    bounds: tuple[float, float] | None = Field(default=None, description="Range a fit may move the value in (lower > 0 for host terms).")
+
+    @field_validator("bounds")
+    @classmethod
+    def _bounds(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
+        if v is not None and not (0 <= v[0] < v[1]):
+            raise ValueError("bounds must be 0 <= low < high")
+        return v
 
     @field_validator("value")
     @classmethod
@@ -137,6 +152,24 @@ class Coefficient(BaseModel):
         if not math.isfinite(v) or v < 0:
             raise ValueError("must be finite and >= 0")
         return v
+
+
+class SpeedVersion(BaseModel):
+    """Coefficients of one engine version range ``[first, below)``: what runs on the host per step differs by release."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    first: str
+    below: str | None = None
+    label: str
+    source: str = Field(description="The engine source read for this range (file at a pinned version).")
+    coefficients: dict[str, Coefficient] = Field(default_factory=dict)
+
+    def covers(self, version: str) -> bool:
+        from ..engines.memory import version_key
+
+        v = version_key(version)
+        return version_key(self.first) <= v and (self.below is None or v < version_key(self.below))
 
 
 class EngineSpeed(BaseModel):
@@ -153,6 +186,9 @@ class EngineSpeed(BaseModel):
     )
     kv_admission_source: str | None = None
     weight_kernels: dict[str, str] = Field(description="weight format -> weight-kernel class (links to `weight_kernels`).")
+    expert_kernels: dict[str, str] = Field(
+        default_factory=dict, description="weight format -> the routed experts' kernel class where it differs (MXFP4 gpt-oss experts)."
+    )
     step_overhead_s: Coefficient = Field(description="Host time per engine step not hidden behind the GPU (schedule, sample, sync).")
     per_sequence_s: Coefficient = Field(description="Host time per running sequence per step.")
     attention_scale: Coefficient = Field(description="Decode-attention bandwidth efficiency x the measured SDPA kernel's.")
@@ -165,6 +201,20 @@ class EngineSpeed(BaseModel):
         description="Bandwidth and compute efficiency on AMD Instinct GPUs (ROCm kernels) x the NVIDIA-measured curves.",
     )
     cpu_bandwidth_efficiency: Coefficient | None = Field(default=None, description="Fraction of CPU memory bandwidth reached (CPU engines).")
+    request_overhead_s: Coefficient = Field(
+        default_factory=lambda: Coefficient(value=0.003, kind="assumed", source="HTTP request, tokenisation, first schedule and detokenisation: a few ms (assumed)",
+                                            bounds=(0.0005, 0.05)),
+        description="Host time of one request outside the engine steps (HTTP, tokenisation, scheduling, first sampling): added to TTFT.",
+    )
+    moe_routing_kernels: float = Field(default=4, ge=0, description="Kernels per MoE layer that route tokens (top-k, sort/align, permute, combine).")
+    moe_routing_source: str = "vLLM fused_moe: topk_softmax, moe_align_block_size, the fused expert kernels' gather and moe_sum (model_executor/layers/fused_moe)"
+    hybrid_state_ratio: float | None = Field(
+        default=None, gt=0, description="Hybrid (Mamba / DeltaNet) models: recurrent-state pool : KV pool memory ratio r; the engine "
+        "runs at most (KV memory x r / (1 + r)) / state per request at once (SGLang's mamba_full_memory_ratio).",
+    )
+    hybrid_state_source: str | None = None
+    versions: list[SpeedVersion] = Field(default_factory=list, description="Coefficients by engine version range (newest last).")
+    version_range: str | None = Field(default=None, description="The range these coefficients are for (set by engine_speed).")
     fit: dict | None = Field(default=None, description="Points, sources and leave-one-source-out error of the fit.")
     source: str
 
@@ -211,50 +261,135 @@ class FittedEngine(BaseModel):
     loso_median_abs_error: float | None = Field(default=None, description="Leave-one-source-out median |relative error|.")
     loso_p90_abs_error: float | None = None
     in_sample_median_abs_error: float | None = None
+    band_90: tuple[float, float] | None = Field(
+        default=None, description="5th-95th percentile of measured / predicted: the in-sample band at freeze, the prospective one after grading.")
+    band_from: str | None = Field(default=None, description="Which errors the band comes from (in-sample at freeze, prospective).")
+    prospective_profile_sha256: str | None = Field(default=None, description="The frozen profile the prospective figures grade.")
+    prospective_points: int | None = Field(default=None, description="Points gathered after the freeze, from sources never used.")
+    prospective_median_abs_error: float | None = Field(default=None, description="Median |error| of the frozen profile on them.")
+    prospective_p90_abs_error: float | None = None
 
 
 class FittedFile(BaseModel):
+    """``engines`` keys: an engine (``vllm``) or one of its version ranges (``vllm@0.8``: the range whose ``first`` is 0.8)."""
+
     model_config = ConfigDict(extra="forbid", defer_build=True)
     generated_by: str
     dataset: str
+    frozen_sha256: str | None = Field(default=None, description="sha256 of the canonical coefficients (benchmarks/speed_fit.py canonical_hash).")
+    frozen_at: str | None = None
+    prospective: dict | None = Field(default=None, description="Error of this frozen profile on points gathered after it was frozen.")
     engines: dict[str, FittedEngine] = Field(default_factory=dict)
 
 
 FITTED_FIELDS = ("step_overhead_s", "per_sequence_s", "attention_scale", "prefill_attention_scale", "gemm_scale", "gddr_scale",
-                 "moe_scale", "amd_scale")
+                 "moe_scale", "amd_scale", "request_overhead_s")
+
+
+@cache
+def _fitted_file() -> FittedFile | None:
+    path = shipped("data") / "speed" / "fitted.yaml"
+    return load_validated(path, FittedFile) if path.exists() else None
+
+
+def _apply_fitted(eng: EngineSpeed, fe: FittedEngine, dataset: str, generated_by: str, frozen_sha: str | None = None) -> EngineSpeed:
+    label = (f"fitted by {generated_by} on {fe.points} published points from {fe.sources} sources ({dataset})"
+             + (f"; leave-one-source-out median |error| {fe.loso_median_abs_error:.0%}" if fe.loso_median_abs_error is not None else ""))
+    update: dict = {"fit": {**(eng.fit or {}), **fe.model_dump(exclude_none=True), "frozen_sha256": frozen_sha}}
+    for key, value in fe.coefficients.items():
+        if key in FITTED_FIELDS:
+            old = getattr(eng, key)
+            update[key] = Coefficient(value=value, kind="fitted", source=f"{label}; prior: {old.value:g} ({old.source})",
+                                      bounds=old.bounds)
+    return eng.model_copy(update=update)
 
 
 @cache
 def engine_speeds(apply_fitted: bool = True) -> EnginesFile:
-    """engines.yaml with the coefficients of data/speed/fitted.yaml (when present) applied and labelled ``fitted``.
+    """engines.yaml with the engine-wide coefficients of data/speed/fitted.yaml (when present) applied and labelled ``fitted``.
 
     ``apply_fitted=False`` gives the stated (assumed/measured) values only: what benchmarks/speed_fit.py starts from.
+    Coefficients of one engine version range come from :func:`engine_speed`.
     """
     base = load_validated(shipped("data") / "speed" / "engines.yaml", EnginesFile)
-    path = shipped("data") / "speed" / "fitted.yaml"
-    if not apply_fitted or not path.exists():
+    fitted = _fitted_file() if apply_fitted else None
+    if fitted is None:
         return base
-    fitted = load_validated(path, FittedFile)
     engines = dict(base.engines)
     for name, fe in fitted.engines.items():
-        if name not in engines:
-            continue
-        eng = engines[name]
-        update: dict = {}
-        label = (f"fitted by {fitted.generated_by} on {fe.points} published points from {fe.sources} sources ({fitted.dataset})"
-                 + (f"; leave-one-source-out median |error| {fe.loso_median_abs_error:.0%}" if fe.loso_median_abs_error is not None else ""))
-        for key, value in fe.coefficients.items():
-            if key in FITTED_FIELDS:
-                update[key] = Coefficient(value=value, kind="fitted", source=label)
-        update["fit"] = fe.model_dump()
-        engines[name] = eng.model_copy(update=update)
+        if name in engines:
+            engines[name] = _apply_fitted(engines[name], fe, fitted.dataset, fitted.generated_by, fitted.frozen_sha256)
     return base.model_copy(update={"engines": engines})
 
 
-def engine_speed(name: str) -> EngineSpeed:
+def version_row(profile: EngineSpeed, version: str | None) -> SpeedVersion | None:
+    """The version range of ``profile`` that holds ``version`` (None: the newest; older than all: the oldest)."""
+    if not profile.versions:
+        return None
+    if version is None:
+        return profile.versions[-1]
+    for row in profile.versions:
+        if row.covers(version):
+            return row
+    from ..engines.memory import version_key
+
+    return profile.versions[-1] if version_key(version) >= version_key(profile.versions[-1].first) else profile.versions[0]
+
+
+def profile_key(name: str, row: SpeedVersion | None) -> str:
+    """The key of one engine version range in data/speed/fitted.yaml (``vllm@0.8``), or the engine's name."""
+    return f"{name}@{row.first}" if row is not None else name
+
+
+# Profiles a fit is trying (benchmarks/speed_fit.py): set through :func:`trial_profiles` so that a fit predicts its
+# points through exactly the path a user runs (advise -> estimate_speed -> engine_speed), never a parallel one.
+_TRIAL: ContextVar[dict[str, EngineSpeed]] = ContextVar("infer_advisor_trial_speed_profiles", default={})
+
+
+@contextmanager
+def trial_profiles(profiles: dict[str, EngineSpeed]):
+    """Within the block, :func:`engine_speed` answers these profiles (keys from :func:`profile_key`)."""
+    token = _TRIAL.set(profiles)
+    try:
+        yield
+    finally:
+        _TRIAL.reset(token)
+
+
+def stated_profile(name: str, version: str | None = None) -> tuple[str, EngineSpeed]:
+    """(key, profile) of ``name`` at ``version`` with the stated (prior) values only: what a fit starts from."""
+    base = engine_speeds(apply_fitted=False).engines[name]
+    row = version_row(base, version)
+    return profile_key(name, row), _with_row(base, row)
+
+
+def _with_row(prof: EngineSpeed, row: SpeedVersion | None) -> EngineSpeed:
+    if row is None:
+        return prof
+    update = dict(row.coefficients)
+    update["version_range"] = row.label
+    return prof.model_copy(update=update)
+
+
+@cache
+def _resolved(name: str, first: str | None) -> EngineSpeed:
+    stated = engine_speeds(apply_fitted=False).engines[name]
+    row = next((r for r in stated.versions if r.first == first), None)
+    prof = _with_row(engine_speeds().engines[name], row)
+    fitted = _fitted_file()
+    fe = fitted.engines.get(profile_key(name, row)) if (fitted and row is not None) else None
+    return _apply_fitted(prof, fe, fitted.dataset, fitted.generated_by, fitted.frozen_sha256) if fe is not None else prof
+
+
+def engine_speed(name: str, version: str | None = None) -> EngineSpeed:
+    """The speed profile of ``name`` at ``version`` (default: its newest range): stated values, fitted ones over them."""
     from ..errors import RequestError
 
     table = engine_speeds().engines
     if name not in table:
         raise RequestError(f"No speed profile for engine '{name}'. Known: {', '.join(table)}.")
-    return table[name]
+    row = version_row(table[name], version)
+    trial = _TRIAL.get().get(profile_key(name, row))
+    if trial is not None:
+        return trial
+    return _resolved(name, row.first if row is not None else None)

@@ -40,6 +40,15 @@ from .formats import dtype_bytes
 from .speed_data import EngineSpeed, engine_speed, engine_speeds, interp_log, kernels
 
 GDDR_PREFIXES = ("gddr", "lpddr", "ddr")  # memory_type values of the GPU catalog that are not HBM
+# Rows per expert a fused-MoE kernel pads to (one tile): the measured torch._grouped_mm pads to 16 (kernels.yaml
+# grouped_gemm note); vLLM's fused_moe uses BLOCK_SIZE_M 16 at small batch (fused_moe.get_default_config).
+MOE_TILE_ROWS = 16
+# Grouped-GEMM bandwidth efficiency by routed rows per expert, relative to the measured figure (kernels.yaml
+# grouped_gemm, rows padded to 16): bf16 torch._grouped_mm on the lent H200 over gpt-oss-120b and Qwen3-30B-A3B
+# expert shapes reached 0.51-0.52 of the datasheet bandwidth at ~1 row per touched expert, 0.60 at 4-8 and 0.62-0.64
+# at 64 (eager timings less ~30 us of launch; /work/coord/h200/llamacpp-steps-2026-12-03/moe_gemm.json, committed on
+# main under benchmarks/results/h200/): as fractions of the 64-row figure.
+MOE_BW_BY_ROWS_PER_EXPERT = [(1.0, 0.81), (4.0, 0.94), (8.0, 0.95), (64.0, 1.0)]
 
 
 @dataclass(frozen=True)
@@ -102,16 +111,21 @@ class StepModel:
     # per layer, per GPU
     dense_bytes: float
     dense_flops_per_row: float
-    gemm_kernels: int
+    gemm_kernels: float
     expert_bytes: float
     experts: int
     experts_per_token: int
     expert_flops_per_row: float
+    moe_routing_kernels: float
     kv_full_bytes_per_token: float  # per stage (all its layers), per GPU
     kv_window_bytes_per_token: float
     window: int | None
     q_width: float
     full_layer_share: float
+    attn_layers_per_stage: float
+    moe_layer_share: float  # layers with routed experts / all layers (hybrid block models: the MoE blocks only)
+    recurrent_layers_per_stage: float
+    state_bytes_per_seq: float  # per GPU, one stage's recurrent layers
     small_kernels: float
     hidden: int
     act_bytes: float
@@ -133,6 +147,8 @@ class StepModel:
     grouped_launch: float
     grouped_bw: float
     grouped_scale: float
+    expert_peak: float
+    expert_compute_scale: float
     attn_launch: float
     attn_bw: float
     prefill_attn_table: list
@@ -151,6 +167,8 @@ class StepModel:
     host_launch_s: float
     step_overhead_s: float
     per_sequence_s: float
+    request_overhead_s: float = 0.0  # per request, outside the steps: added to TTFT by estimate_speed
+    sources: dict[str, str] = field(default_factory=dict)  # term -> where its coefficients come from (--explain)
     notes: list[str] = field(default_factory=list)
     _layer_cache: dict = field(default_factory=dict, repr=False)
 
@@ -162,15 +180,32 @@ class StepModel:
         eta = interp_log(table, max(rows, 1)) * scale
         return launch + max(nbytes / bw, rows * flops_per_row / (eta * peak))
 
-    def _experts(self, rows: int) -> float:
+    def experts_touched(self, rows: int) -> float:
+        """Expected distinct experts a step of ``rows`` tokens routes to: ``E (1 - (1 - k/E)^rows)``."""
         if not self.experts or rows <= 0:
             return 0.0
         e, k = self.experts, self.experts_per_token
-        touched = e * (1.0 - (1.0 - k / e) ** rows)
-        nbytes = self.expert_bytes * touched / e
-        per_expert_rows = rows * k / max(touched, 1e-9)
-        eta = self.grouped_scale * interp_log(self.gemm_table, max(per_expert_rows, 1.0)) * self.gemm_compute_scale
-        return self.grouped_launch + max(nbytes / self.grouped_bw, rows * self.expert_flops_per_row / (eta * self.gemm_peak))
+        return e * (1.0 - (1.0 - k / e) ** rows)
+
+    def _experts(self, rows: int) -> float:
+        """Grouped GEMMs over the experts touched: their bytes, and FLOPs on rows padded to the kernel's tile per expert."""
+        touched = self.experts_touched(rows)
+        if not touched:
+            return 0.0
+        nbytes = self.expert_bytes * touched / self.experts
+        per_expert_rows = rows * self.experts_per_token / touched
+        padded = touched * max(MOE_TILE_ROWS, math.ceil(per_expert_rows / MOE_TILE_ROWS) * MOE_TILE_ROWS)
+        eta = self.grouped_scale * interp_log(self.gemm_table, max(per_expert_rows, 1.0)) * self.expert_compute_scale
+        flops = max(rows * self.experts_per_token, padded) * self.expert_flops_per_row / self.experts_per_token
+        bw = self.grouped_bw * (interp_log(MOE_BW_BY_ROWS_PER_EXPERT, per_expert_rows) if self.grouped_launch else 1.0)
+        return self.grouped_launch * self.moe_layer_share + max(nbytes / bw, flops / (eta * self.expert_peak))
+
+    def _moe_routing(self, rows: int) -> float:
+        """Router top-k, sort/align, permute and combine: small kernels plus the rows x k activations moved twice."""
+        if not self.experts or rows <= 0:
+            return 0.0
+        moved = 2 * 2 * rows * self.experts_per_token * self.hidden * self.act_bytes
+        return (self.moe_routing_kernels * self.small_s + moved / self.small_bw) * self.moe_layer_share
 
     def _allreduce(self, nbytes: float, parts: int) -> float:
         """The faster of the latency-optimised (one-shot) all-reduce and the ring, as engines choose."""
@@ -191,6 +226,7 @@ class StepModel:
             "weights_gemm": self._gemm(rows, self.dense_bytes, self.dense_flops_per_row, self.gemm_launch * self.gemm_kernels,
                                        self.gemm_bw, self.gemm_table, self.gemm_peak, self.gemm_compute_scale),
             "experts": self._experts(rows),
+            "moe_routing": self._moe_routing(rows),
             "small_kernels": self.small_kernels * (self.small_s + 3 * act / self.small_bw) if rows else 0.0,
             "tp_communication": comm if rows else 0.0,
         }
@@ -205,13 +241,16 @@ class StepModel:
 
     def _attention(self, decode: int, decode_context: float, window_context: float | None, prefill_tokens: int,
                    prefill_pairs: float, chunks: int) -> tuple[float, float]:
-        """(decode, prefill) attention seconds over one stage's layers."""
+        """(decode, prefill) attention seconds over one stage's attention layers, and the recurrent mixers of hybrid
+        layers (a state per sequence instead of a KV cache; their projections are in the weight GEMMs)."""
         dec = pre = 0.0
         if decode:
             if window_context is None:
                 window_context = min(decode_context, decode * self.window) if self.window else decode_context
             kv = decode_context * self.kv_full_bytes_per_token + window_context * self.kv_window_bytes_per_token
-            dec = self.layers_per_stage * self.attn_launch + kv / self.attn_bw
+            dec = self.attn_layers_per_stage * self.attn_launch + kv / self.attn_bw
+            if self.recurrent_layers_per_stage:  # hybrid Mamba / DeltaNet layers: each sequence's state read and written
+                dec += self.recurrent_layers_per_stage * self.attn_launch + 2 * decode * self.state_bytes_per_seq / self.attn_bw
         if prefill_tokens:
             chunk = prefill_tokens / max(chunks, 1)
             eta = interp_log(self.prefill_attn_table, chunk) * self.prefill_attn_scale
@@ -219,8 +258,8 @@ class StepModel:
             if self.window and self.full_layer_share < 1.0:  # sliding layers attend at most `window` keys per query
                 capped = min(pairs, prefill_tokens * float(self.window))
                 pairs = self.full_layer_share * pairs + (1 - self.full_layer_share) * capped
-            flops = 4 * self.q_width * pairs * self.layers_per_stage
-            pre = self.layers_per_stage * self.attn_launch + flops / (eta * self.attn_peak)
+            flops = 4 * self.q_width * pairs * self.attn_layers_per_stage
+            pre = (self.attn_layers_per_stage + self.recurrent_layers_per_stage) * self.attn_launch + flops / (eta * self.attn_peak)
         return dec, pre
 
     def _head(self, sampled: int, rows: int) -> tuple[float, float, float]:
@@ -290,6 +329,13 @@ class StepModel:
         return self.step_seconds(s.decode, s.decode_context, s.prefill_tokens, s.prefill_pairs, s.prefill_chunks, s.completes,
                                  s.decode_window_context)
 
+    def decode_bytes(self, batch: int, context: float) -> float:
+        """Bytes one decode step of ``batch`` sequences at ``context`` reads on one GPU: dense weights, the experts
+        the batch touches, the lm_head and every sequence's KV."""
+        experts = self.expert_bytes * self.experts_touched(batch) / self.experts if self.experts else self.expert_bytes
+        kv = batch * context * (self.kv_full_bytes_per_token + self.kv_window_bytes_per_token)
+        return self.layers_per_stage * (self.dense_bytes + experts) + self.head_bytes + kv
+
     def stage_seconds(self, s: StepShape) -> float:
         """One pipeline stage's share: the interval at which a pipelined engine can start the next micro-batch."""
         return self.seconds(s) / self.pp
@@ -323,18 +369,148 @@ def device_ceilings(gpu: GPUInfo | None, *, cpu_cores: int | None, dtype: str) -
     )
 
 
-def _weight_kernel(profile: EngineSpeed, engine: str, quantization: str, gpu: GPUInfo | None):
+def _weight_kernel(profile: EngineSpeed, quantization: str, gpu: GPUInfo | None, table: dict[str, str] | None = None):
+    """(name, class) of the kernels a weight format runs on this GPU, following fallbacks the GPU needs."""
     data = engine_speeds()
-    name = profile.weight_kernels.get(quantization) or profile.weight_kernels.get("default", "bf16")
+    table = profile.weight_kernels if table is None else table
+    name = table.get(quantization) or profile.weight_kernels.get(quantization) or profile.weight_kernels.get("default", "bf16")
     seen = set()
     while True:
         wk = data.weight_kernels[name]
-        cc = gpu.compute_capability if gpu is not None else None
-        if wk.needs_compute_capability and (cc is None or cc < wk.needs_compute_capability) and wk.fallback and name not in seen:
+        if not _runs_natively(wk, gpu) and wk.fallback and name not in seen:
             seen.add(name)
             name = wk.fallback
             continue
         return name, wk
+
+
+def _runs_natively(wk, gpu: GPUInfo | None) -> bool:
+    if gpu is None or not wk.needs_compute_capability:
+        return gpu is not None or not wk.needs_compute_capability
+    if gpu.vendor == "amd":
+        return wk.amd_native
+    return gpu.compute_capability >= wk.needs_compute_capability
+
+
+def _shapes(model: ModelFacts, quantization: str, dtype: str, kv_cache_dtype: str, tp: int, pp: int) -> dict:
+    """Bytes and FLOPs per layer and per GPU (bytes from the memory model), attention widths, head sizes."""
+    from .memory import kv_bytes_per_token_per_gpu, recurrent_state_bytes_per_sequence, weight_bytes_by_group
+
+    groups = weight_bytes_by_group(model, quantization, dtype, split_experts=True)
+    p = model.params
+    layers = max(model.num_layers, 1)
+    moe = model.num_experts > 0 and p.expert_linear > 0
+    experts, top_k = (model.num_experts, model.num_experts_per_token) if moe else (0, 0)
+    head_params = p.lm_head or p.embedding  # tied embeddings: the embedding matrix is the lm_head
+    act_b = dtype_bytes(dtype)
+    kv_b = act_b if kv_cache_dtype == "auto" else dtype_bytes(kv_cache_dtype)
+    full_tok, slide_tok = kv_bytes_per_token_per_gpu(model, kv_b, tp, pp)  # per GPU, one stage's layers
+    total_kv = model.kv_cache_elements_per_token + model.sliding_kv_elements_per_token
+    counts = model.layer_counts or {}
+    attn_layers = (counts.get("full", 0) + counts.get("sliding", 0)) if counts else layers
+    recurrent = counts.get("mamba", 0) + counts.get("linear", 0)
+    # Nemotron-H style block models (layer_counts has MLP/MoE-only blocks, "none"): each block holds ONE mixer (Mamba2,
+    # attention or the MoE), a Llama layer two (attention + MLP), so half the GEMM and small kernels per block, and the
+    # routed experts live in the "none" blocks only (config.json hybrid_override_pattern, e.g. Nemotron-3-Nano M/E/*)
+    single_mixer = "none" in counts
+    block_share = 0.5 if single_mixer else 1.0
+    return dict(
+        moe_layer_share=(counts["none"] / layers) if (single_mixer and moe) else 1.0, block_share=block_share,
+        attn_layers_per_stage=(attn_layers or (0 if recurrent else layers)) / pp, recurrent_layers_per_stage=recurrent / pp,
+        state_bytes_per_seq=recurrent_state_bytes_per_sequence(model, dtype, tp, pp),
+        layers_per_stage=math.ceil(layers / pp), pp=pp, tp=tp,
+        dense_bytes=groups["linear"] / layers / tp + (0.0 if moe else groups.get("expert_linear", 0.0) / layers / tp),
+        dense_flops_per_row=2 * ((p.linear - p.expert_linear) if moe else p.linear) / layers / tp,
+        gemm_kernels=((5 if model.attention == "mla" else 2) + ((1 + (2 if model.num_shared_experts else 0)) if moe else 2)) * block_share,
+        expert_bytes=groups.get("expert_linear", 0.0) / layers / tp if moe else 0.0, experts=experts, experts_per_token=top_k,
+        expert_flops_per_row=2 * top_k * (p.expert_linear / layers / max(experts, 1)) / tp if moe else 0.0,
+        kv_full_bytes_per_token=full_tok, kv_window_bytes_per_token=slide_tok, window=model.sliding_window,
+        q_width=model.num_attention_heads * model.head_dim / tp,
+        full_layer_share=model.kv_cache_elements_per_token / total_kv if total_kv else 1.0,
+        hidden=model.hidden_size, act_bytes=act_b,
+        head_bytes=groups["lm_head" if p.lm_head else "embedding"] / tp, head_flops_per_row=2 * head_params / tp,
+        vocab=model.vocab_size,
+    )
+
+
+def _gemm_efficiencies(prof: EngineSpeed, quantization: str, gpu: GPUInfo | None, ceil: Ceilings, notes: list[str]) -> dict:
+    """Weight, expert and lm_head kernels: the measured curves x the kernel class x the engine's (fitted) scales."""
+    k = kernels()
+    on_gpu = gpu is not None
+    wk_name, wk = _weight_kernel(prof, quantization, gpu)
+    ek_name, ek = _weight_kernel(prof, quantization, gpu, prof.expert_kernels)
+    curve, head_curve = k.gemm[wk.curve], k.gemm["bf16"]
+    gddr = prof.gddr_scale.value if ceil.gddr else 1.0
+    amd = prof.amd_scale.value if (on_gpu and gpu.vendor == "amd") else 1.0
+    gddr *= amd  # ROCm kernels against the NVIDIA-measured curves (a fitted factor, bandwidth and compute)
+    gemm_scale = prof.gemm_scale.value
+    cpu_eff = 1.0 if on_gpu else (prof.cpu_bandwidth_efficiency.value if prof.cpu_bandwidth_efficiency else 0.5)
+    bw = ceil.bandwidth
+    for name, cls in ((wk_name, wk), (ek_name, ek)):
+        if not ceil.peaks.get(cls.peak):
+            notes.append(f"{gpu.name if gpu else 'CPU'} has no {cls.peak} peak in the catalog: {name} GEMMs use the 16-bit peak")
+    flat = [(1.0, 1.0)]  # on a CPU the measured GPU tile curves do not apply: the CPU ceiling already holds its efficiency
+    launch_on = 1.0 if on_gpu else 0.0
+    moe = prof.moe_scale.value
+    return dict(
+        gemm_bw=(min(curve.bandwidth_efficiency * wk.bandwidth_scale * gemm_scale * gddr, 0.98) if on_gpu else cpu_eff) * bw,
+        gemm_launch=curve.launch_s * wk.launch_scale * launch_on,
+        gemm_table=curve.compute_efficiency_by_tokens if on_gpu else flat,
+        gemm_peak=ceil.peaks.get(wk.peak) or ceil.peaks["bf16"],
+        gemm_compute_scale=min(wk.compute_scale * gemm_scale * amd, 1.0) if on_gpu else min(gemm_scale, 1.0),
+        head_bw=(min(head_curve.bandwidth_efficiency * gemm_scale * gddr, 0.98) if on_gpu else cpu_eff) * bw,
+        head_launch=head_curve.launch_s * launch_on, head_table=head_curve.compute_efficiency_by_tokens if on_gpu else flat,
+        head_peak=ceil.peaks["bf16"],
+        grouped_launch=k.grouped_gemm.launch_s * launch_on,
+        grouped_bw=(min(k.grouped_gemm.bandwidth_efficiency * ek.bandwidth_scale * gemm_scale * gddr * moe, 0.98) if on_gpu else cpu_eff) * bw,
+        grouped_scale=min(k.grouped_gemm.compute_efficiency_scale * moe, 1.0),
+        expert_peak=ceil.peaks.get(ek.peak) or ceil.peaks["bf16"],
+        expert_compute_scale=min(ek.compute_scale * gemm_scale * amd, 1.0) if on_gpu else min(gemm_scale, 1.0),
+    ), f"weights: {wk_name} ({wk.source}); experts: {ek_name} ({ek.source})"
+
+
+def _attention_and_links(prof: EngineSpeed, gpu: GPUInfo | None, ceil: Ceilings, nodes: int) -> dict:
+    """Attention kernels (measured x the engine's scales), small kernels, and the interconnect's all-reduce figures."""
+    k = kernels()
+    data = engine_speeds()
+    on_gpu = gpu is not None
+    gddr = (prof.gddr_scale.value if ceil.gddr else 1.0) * (prof.amd_scale.value if (on_gpu and gpu.vendor == "amd") else 1.0)
+    cpu_eff = 1.0 if on_gpu else (prof.cpu_bandwidth_efficiency.value if prof.cpu_bandwidth_efficiency else 0.5)
+    attn_eff = min(k.attention.decode.bandwidth_efficiency * prof.attention_scale.value * gddr, 0.98) if on_gpu else cpu_eff
+    link = data.links[ceil.link if ceil.link in data.links else "pcie"] if on_gpu else None
+    net = data.links.get("network") if nodes > 1 else None
+    launch_on = 1.0 if on_gpu else 0.0
+    return dict(
+        attn_launch=k.attention.decode.launch_s * launch_on, attn_bw=attn_eff * ceil.bandwidth,
+        prefill_attn_table=k.attention.prefill.compute_efficiency_by_tokens if on_gpu else [(1.0, 1.0)],
+        prefill_attn_scale=prof.prefill_attention_scale.value, attn_peak=ceil.peaks["bf16"],
+        small_s=k.small_kernel.seconds_per_kernel * launch_on, small_bw=(0.9 if on_gpu else cpu_eff) * ceil.bandwidth,
+        allreduce_latency=link.allreduce_latency_s if link else 0.0,
+        small_message_bw=link.small_message_bytes_per_s if link else 1e12,
+        nccl_latency=link.nccl_latency_s if link else 0.0,
+        link_bw=(link.bus_efficiency * ceil.link_bandwidth) if link else 1e12,
+        pp_link_bw=(net.bus_efficiency * 50e9) if net else ((link.bus_efficiency * ceil.link_bandwidth) if link else 1e12),
+        pp_latency=(net.allreduce_latency_s if net else (link.allreduce_latency_s if link else 0.0)),
+    )
+
+
+def _term_sources(prof: EngineSpeed, ceil: Ceilings, weights: str) -> dict[str, str]:
+    """Where each term's coefficients come from, for ``--explain`` (one line per term)."""
+    k = kernels()
+    scale = lambda c: f"{c.value:g} ({c.kind}: {c.source})"  # noqa: E731
+    return {
+        "weights_gemm": f"bytes from the memory model; {weights}; measured H200 curves ({k.source}); gemm_scale {scale(prof.gemm_scale)}; ceilings {ceil.source}",
+        "experts": f"E(1-(1-k/E)^rows) experts touched; grouped GEMM measured ({k.grouped_gemm.note}); moe_scale {scale(prof.moe_scale)}",
+        "moe_routing": f"{prof.moe_routing_kernels:g} kernels per MoE layer ({prof.moe_routing_source}) + permuted activations",
+        "small_kernels": f"{prof.small_kernels_per_layer:g} per layer ({prof.small_kernels_source}); {k.small_kernel.seconds_per_kernel * 1e6:.1f} us each (measured)",
+        "tp_communication": "data/speed/engines.yaml links (sources there)",
+        "attention_decode": f"measured SDPA decode kernel x attention_scale {scale(prof.attention_scale)}",
+        "attention_prefill": f"measured SDPA prefill curve x prefill_attention_scale {scale(prof.prefill_attention_scale)}",
+        "lm_head": "bf16 GEMM curve (measured)", "sampler": "2 small kernels + fp32 logits read (measured kernel figures)",
+        "pp_transfer": "links (data/speed/engines.yaml)", "host_launch_wait": f"host launch {prof.host_launch_s:g} s per kernel (no CUDA graphs)",
+        "engine_step_overhead": scale(prof.step_overhead_s), "engine_per_sequence": scale(prof.per_sequence_s),
+        "request_overhead": scale(prof.request_overhead_s),
+    }
 
 
 def build_step_model(
@@ -351,99 +527,25 @@ def build_step_model(
     expert_parallel: bool = False,
     cpu_cores: int | None = None,
     profile: EngineSpeed | None = None,
+    engine_version: str | None = None,
 ) -> StepModel:
-    """Precompute the step coefficients of one plan (engine x quantization x layout on one GPU type)."""
-    from .memory import kv_bytes_per_token_per_gpu, weight_bytes_by_group
-
-    prof = profile or engine_speed(engine)
-    k = kernels()
+    """Precompute the step coefficients of one plan (engine at a version x quantization x layout on one GPU type)."""
+    prof = profile or engine_speed(engine, engine_version)
     ceil = device_ceilings(gpu, cpu_cores=cpu_cores, dtype=dtype)
-    data = engine_speeds()
     notes: list[str] = []
-
-    # --- bytes and FLOPs (bytes from the memory model)
-    groups = weight_bytes_by_group(model, quantization, dtype)
-    p = model.params
-    layers = max(model.num_layers, 1)
-    stage_layers = math.ceil(layers / pp)
-    expert_frac = p.expert_linear / p.linear if p.linear else 0.0
-    linear_bytes_layer = groups["linear"] / layers / tp
-    dense_bytes = linear_bytes_layer * (1 - expert_frac)
-    expert_bytes = linear_bytes_layer * expert_frac
-    dense_params_layer = (p.linear - p.expert_linear) / layers / tp
-    moe = model.family == "moe" and model.num_experts > 0
-    experts, top_k = (model.num_experts, model.num_experts_per_token) if moe else (0, 0)
-    expert_flops_per_row = 2 * top_k * (p.expert_linear / layers / max(experts, 1)) / tp if moe else 0.0
-    head_params = p.lm_head or p.embedding  # tied embeddings: the embedding matrix is the lm_head
-    head_group = "lm_head" if p.lm_head else "embedding"
-    head_bytes = groups[head_group] / tp
-    head_flops_per_row = 2 * head_params / tp
-    attn_gemms = 5 if model.attention == "mla" else 2
-    mlp_gemms = (1 + (2 if model.num_shared_experts else 0)) if moe else 2
-    act_b = dtype_bytes(dtype)
-    kv_b = act_b if kv_cache_dtype == "auto" else dtype_bytes(kv_cache_dtype)
-    full_tok, slide_tok = kv_bytes_per_token_per_gpu(model, kv_b, tp, pp)  # per GPU, one stage's layers
-    total_kv = model.kv_cache_elements_per_token + model.sliding_kv_elements_per_token
-    full_share = model.kv_cache_elements_per_token / total_kv if total_kv else 1.0
-    q_width = model.num_attention_heads * model.head_dim / tp
-
-    # --- efficiencies: measured curves x engine scales, on this device's datasheet ceilings
-    wk_name, wk = _weight_kernel(prof, engine, quantization, gpu)
-    curve = k.gemm[wk.curve]
-    gddr = prof.gddr_scale.value if ceil.gddr else 1.0
-    amd = prof.amd_scale.value if (gpu is not None and gpu.vendor == "amd") else 1.0
-    gddr *= amd  # ROCm kernels against the NVIDIA-measured curves (a fitted factor, bandwidth and compute)
-    gemm_scale = prof.gemm_scale.value
-    bw_eff = min(curve.bandwidth_efficiency * wk.bandwidth_scale * gemm_scale * gddr, 0.98)
-    peak = ceil.peaks.get(wk.peak) or ceil.peaks["bf16"]
-    if not ceil.peaks.get(wk.peak):
-        notes.append(f"{gpu.name if gpu else 'CPU'} has no {wk.peak} peak in the catalog: {wk_name} GEMMs use the 16-bit peak")
-    head_curve = k.gemm["bf16"]
+    gemms, weights = _gemm_efficiencies(prof, quantization, gpu, ceil, notes)
     on_gpu = gpu is not None
-    if on_gpu:
-        bw = ceil.bandwidth
-        cpu_eff = 1.0
-    else:
-        cpu_eff = prof.cpu_bandwidth_efficiency.value if prof.cpu_bandwidth_efficiency else 0.5
-        bw = ceil.bandwidth
-        bw_eff = cpu_eff
-    attn_eff = min(k.attention.decode.bandwidth_efficiency * prof.attention_scale.value * gddr, 0.98) if on_gpu else cpu_eff
-    flat = [(1.0, 1.0)]  # on a CPU the measured GPU tile curves do not apply: the CPU ceiling already holds its efficiency
-    link_name = ceil.link if ceil.link in data.links else "pcie"
-    link = data.links[link_name] if on_gpu else None
-    net = data.links.get("network")
-    launch_on = 1.0 if on_gpu else 0.0
+    if prof.version_range:
+        notes.append(f"{engine} speed coefficients for {prof.version_range}")
+    shapes = _shapes(model, quantization, dtype, kv_cache_dtype, tp, pp)
+    block_share = shapes.pop("block_share")
     return StepModel(
-        engine=engine, profile=prof, layers_per_stage=stage_layers, pp=pp, tp=tp,
-        dense_bytes=dense_bytes, dense_flops_per_row=2 * dense_params_layer, gemm_kernels=attn_gemms + mlp_gemms,
-        expert_bytes=expert_bytes, experts=experts, experts_per_token=top_k, expert_flops_per_row=expert_flops_per_row,
-        kv_full_bytes_per_token=full_tok, kv_window_bytes_per_token=slide_tok, window=model.sliding_window,
-        q_width=q_width, full_layer_share=full_share, small_kernels=prof.small_kernels_per_layer if on_gpu else 0.0,
-        hidden=model.hidden_size, act_bytes=act_b,
-        head_bytes=head_bytes, head_flops_per_row=head_flops_per_row, vocab=model.vocab_size,
-        ceil=ceil,
-        gemm_bw=bw_eff * bw, gemm_launch=curve.launch_s * wk.launch_scale * launch_on,
-        gemm_table=curve.compute_efficiency_by_tokens if on_gpu else flat, gemm_peak=peak,
-        gemm_compute_scale=min(wk.compute_scale * gemm_scale * amd, 1.0) if on_gpu else min(gemm_scale, 1.0),  # CPU: no GPU kernel class
-        head_bw=(min(head_curve.bandwidth_efficiency * gemm_scale * gddr, 0.98) if on_gpu else cpu_eff) * bw,
-        head_launch=head_curve.launch_s * launch_on, head_table=head_curve.compute_efficiency_by_tokens if on_gpu else flat,
-        head_peak=ceil.peaks["bf16"],
-        grouped_launch=k.grouped_gemm.launch_s * launch_on,
-        grouped_bw=(min(k.grouped_gemm.bandwidth_efficiency * wk.bandwidth_scale * gemm_scale * gddr * prof.moe_scale.value, 0.98)
-                    if on_gpu else cpu_eff) * bw,
-        grouped_scale=min(k.grouped_gemm.compute_efficiency_scale * prof.moe_scale.value, 1.0),
-        attn_launch=k.attention.decode.launch_s * launch_on, attn_bw=attn_eff * bw,
-        prefill_attn_table=k.attention.prefill.compute_efficiency_by_tokens if on_gpu else flat,
-        prefill_attn_scale=prof.prefill_attention_scale.value, attn_peak=ceil.peaks["bf16"],
-        small_s=k.small_kernel.seconds_per_kernel * launch_on, small_bw=(0.9 if on_gpu else cpu_eff) * bw,
-        allreduce_latency=link.allreduce_latency_s if link else 0.0,
-        small_message_bw=link.small_message_bytes_per_s if link else 1e12,
-        nccl_latency=link.nccl_latency_s if link else 0.0,
-        link_bw=(link.bus_efficiency * ceil.link_bandwidth) if link else 1e12,
+        engine=engine, profile=prof, ceil=ceil, **shapes,
+        moe_routing_kernels=prof.moe_routing_kernels if on_gpu else 0.0,
+        small_kernels=prof.small_kernels_per_layer * block_share if on_gpu else 0.0,
+        **gemms, **_attention_and_links(prof, gpu, ceil, nodes),
         expert_parallel=expert_parallel,
-        pp_link_bw=(net.bus_efficiency * 50e9) if (nodes > 1 and net) else ((link.bus_efficiency * ceil.link_bandwidth) if link else 1e12),
-        pp_latency=(net.allreduce_latency_s if (nodes > 1 and net) else (link.allreduce_latency_s if link else 0.0)),
         host_bound=not prof.cuda_graphs and on_gpu, host_launch_s=prof.host_launch_s,
         step_overhead_s=prof.step_overhead_s.value, per_sequence_s=prof.per_sequence_s.value,
-        notes=notes,
+        request_overhead_s=prof.request_overhead_s.value, sources=_term_sources(prof, ceil, weights), notes=notes,
     )

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .._data import format_validation_error, load_validated
 from .._paths import shipped
 from ..engines.memory import EngineSettings, engine_settings, version_note
-from ..errors import RequestError
+from ..errors import DoesNotFitError, RequestError
 from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
 from ..rules.evaluate import Trace
@@ -21,6 +21,7 @@ from .facts import base_facts
 from ..request import PlanRequest
 from .decisions import hw_words, plan_decisions, plural, why_not
 from .checkpoint import where
+from .keep_context import context_is_the_limit, context_refusal
 from .layouts import search
 from .options import Choice
 from .models import DeploymentPlan, MemoryPlan
@@ -83,6 +84,7 @@ def advise(
     explain: bool = False,
     model_facts: ModelFacts | None = None,
     hardware: HardwareFacts | None = None,
+    speed: bool = True,
     **options: Any,
 ) -> DeploymentPlan:
     """The plan stage: the deployment of ``model`` on one named GPU setup: engine, quantization, dtype,
@@ -94,7 +96,8 @@ def advise(
         ('vllm', 1)
 
     Sizing a fleet for a traffic ``rate`` is the capacity stage's, over this one: the public
-    :func:`infer_advisor.advise` (``infer_advisor/api.py``) composes the two. Arguments as there.
+    :func:`infer_advisor.advise` (``infer_advisor/api.py``) composes the two. Arguments as there; ``speed=False``
+    leaves ``performance`` out (the capacity search plans hundreds of pinned replicas and simulates them itself).
     """
     request = plan_request(model, request, options)
     if model_facts is None:
@@ -113,10 +116,10 @@ def advise(
             raise RequestError(f"--gpu {request.gpu} searches GPU types for a traffic rate: add --rate REQUESTS_PER_S "
                                "(and latency targets such as --ttft-p90 1 --itl-p99 0.06).")
         hardware = resolve_hardware(request.gpu)
-    return _plan(request, model_facts, hardware, explain)
+    return _plan(request, model_facts, hardware, explain, speed)
 
 
-def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: bool) -> DeploymentPlan:
+def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: bool, speed: bool = True) -> DeploymentPlan:
     w = _workload(request, model, hw.kind)
     _check_request(request, model, w)
     calibrations = _load_calibrations(request)
@@ -127,6 +130,10 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
     choice = result.choice
     feasible = choice is not None
     reason = suggestion = None
+    if choice is None and request.context and context_is_the_limit(result):  # an explicit context is kept or refused
+        raise DoesNotFitError(context_refusal(
+            model, hw, request, result, lambda req, h: _search(model, h, req, rules, _workload(req, model, h.kind), None, calibrations)
+        ))
     if choice is None:
         choice = result.best_effort
         reason = why_not(model, hw, request, result)
@@ -147,7 +154,7 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
     replicas = _replicas(request, hw, choice)
     prefix = request.shared_prefix_tokens if (request.shared_prefix_tokens and prefix_caching_plan(request, choice).enabled) else 0
     perf = _performance(request, model, hw, choice, w.concurrency, w.input_tokens, w.output_tokens, speed_file,
-                        engine=engine_cfg, replicas=replicas, prefix_tokens=prefix or 0)
+                        engine=engine_cfg, replicas=replicas, prefix_tokens=prefix or 0) if speed else None
     warnings += _fit_warnings(choice, w)
     if choice.profile.maintenance_note:
         warnings.append(choice.profile.maintenance_note)
@@ -360,4 +367,5 @@ def _performance(request, model, hw, choice: Choice, concurrency, input_tokens, 
         max_num_seqs=engine.max_num_seqs if engine is not None else None,
         max_num_batched_tokens=(engine.max_num_batched_tokens if engine is not None else None) or request.max_num_batched_tokens,
         replicas=replicas, expert_parallel=bool(request.enable_expert_parallel), prefix_tokens=prefix_tokens,
+        engine_version=engine.version if engine is not None else None,
     )

@@ -53,6 +53,15 @@ def base_facts(model: ModelFacts, hw: HardwareFacts, request: Any, concurrency: 
         "request.serving": request.serving,
         "request.stack": request.stack,
         "request.shared_prefix_tokens": request.shared_prefix_tokens,
+        "request.engine_version_major": _major(getattr(request, "engine_version", None)),
     }
     facts.update(dict.fromkeys(CANDIDATE_FACTS))
     return facts
+
+
+def _major(version: str | None) -> int | None:
+    """The major number of a requested engine version ('0.12.0' -> 0), for rules that differ by release line."""
+    if not version:
+        return None
+    digits = version.strip().lstrip("vV").split(".")[0]
+    return int(digits) if digits.isdigit() else None

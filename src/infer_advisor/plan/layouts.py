@@ -9,7 +9,7 @@ a warning that fewer requests fit at once; failing that, the first that holds on
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..engines.memory import engine_settings
@@ -113,8 +113,7 @@ def _engine_options(t: _Task, ev: Verdict, result: SearchResult) -> _EngineSearc
         result.forbidden.append(dv)
         return None
     f_d = {**f_e, "dtype": dv.value}
-    kvs = [request.kv_cache_dtype] if request.kv_cache_dtype != "auto" else ["auto", "fp8"]
-    kv_ranked = rank(t.by["kv_cache_dtype"], "kv_cache_dtype", kvs, f_d, trace, context=ev.value)
+    kv_ranked = _rank_kv(t.by["kv_cache_dtype"], request, f_d, trace, ev.value)
     kv = kv_ranked[0]
     if not kv.allowed:
         result.forbidden.append(kv)
@@ -315,9 +314,14 @@ class _EngineSearch:
 
     def lowered(self) -> Choice | None:
         """Pass 2 (fewer requests at once, then a lowered context); a hard cut tries the smaller KV dtypes the rules
-        allow (fp8 halves the cache) with the weight format and layout kept."""
+        allow (fp8 halves the cache) with the weight format and layout kept. An explicit --context is never lowered:
+        one request of it with every weight format, then with the smaller KV dtypes, or nothing (the caller refuses)."""
         t = self.t
         found = self.pass2(self.kv, False)
+        for alt in [v for v in self.kv_ranked[1:] if v.allowed] if (t.request.context and found is None) else []:
+            found = self.pass2(alt, True)
+            if found is not None:
+                break
         if found is not None and found.context_lowered and found.context < t.kv_fallback_fraction * t.context:
             for alt in [v for v in self.kv_ranked[1:] if v.allowed]:
                 better = self.pass2(alt, True, keep=found)
@@ -341,7 +345,7 @@ class _EngineSearch:
         for qv, lv, layout, single in singles:  # pass 2a: any pair that holds one request of the full context
             if self.holds(single):
                 return self.choice(qv, lv, layout, single, context, kvv=kvv, concurrency_lowered=True, kv_fallback=fallback)
-        for qv, lv, layout, single in singles:  # pass 2b: only then lower the context
+        for qv, lv, layout, single in [] if t.request.context else singles:  # pass 2b: only then lower the context
             floor = min(t.min_context, context)
             if single.max_context >= floor:
                 lowered = single.max_context
@@ -358,6 +362,19 @@ class _EngineSearch:
                     return self.choice(qv, lv, layout, est2, lowered, True, kvv=kvv, concurrency_lowered=True,
                                        kv_fallback=fallback)
         return None
+
+
+KV_FAMILY = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}  # the rules judge an fp8 variant as fp8
+
+
+def _rank_kv(rules, request, facts: dict, trace, engine: str) -> list[Verdict]:
+    """KV-cache dtypes in order. Asked for explicitly (``--kv-cache-dtype auto`` included): that one only, auto meaning
+    what the engine does (the model dtype). Left unset: the model dtype, and fp8 only as a fallback that keeps a context."""
+    if "kv_cache_dtype" in request.model_fields_set or request.kv_cache_dtype != "auto":
+        asked = request.kv_cache_dtype
+        ranked = rank(rules, "kv_cache_dtype", [KV_FAMILY.get(asked, asked)], facts, trace, context=engine)
+        return [replace(v, value=asked) for v in ranked]
+    return rank(rules, "kv_cache_dtype", ["auto", "fp8"], facts, trace, context=engine)
 
 
 def _fallback(model, hw, request, by, facts, engine_order, mem_bytes, concurrency, context, request_tokens, input_tokens, tp_sizes) -> Choice | None:

@@ -116,5 +116,6 @@ def layouts(hw: HardwareFacts, tp_sizes: list[int], request: Any = None, model: 
 
 
 def plan_max_num_seqs(goal: str, concurrency: int, default: int) -> int:
-    """Sequences the engine schedules at once: the engine version's default, or the batch itself for latency plans."""
-    return max(concurrency, 1) if goal == "latency" else default
+    """Sequences the engine schedules at once: the engine version's own default for the GPU (vLLM arg_utils
+    get_batch_defaults), whatever the goal or the expected concurrency; only --max-num-seqs changes it."""
+    return default

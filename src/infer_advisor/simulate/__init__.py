@@ -7,8 +7,8 @@
 
 Kept apart, as in Vidur: the step-time model (``estimate.step_time``) says how long a step takes; the scheduler
 (``simulate.scheduler``) decides what each step holds; the capacity search (``capacity``) drives both from the
-outside. A pipeline-parallel replica runs ``lanes`` micro-batches in flight: each lane is simulated with its
-share of the arrivals, sequences and KV cache, a step lasting the whole pass through the stages.
+outside. A pipeline-parallel replica (a step model with ``pp > 1``) is one scheduler whose step is a pipeline cycle:
+the batch cut into micro-batches, each stage doing 1/pp of the work, bounded by the slowest stage (``pipeline.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..estimate.step_time import StepModel
 from .result import Percentiles, SimulationResult, queue_growing, summarise
+from .pipeline import PipelineStep
 from .scheduler import run
 from .workload import LengthSpec, Request, Workload
 
@@ -34,7 +35,7 @@ class SchedulerConfig(BaseModel):
     max_num_batched_tokens: int = Field(gt=0, le=1_048_576, description="Token budget of one step (prefill chunk + decodes).")
     kv_capacity_tokens: int = Field(gt=0, description="KV-cache capacity in tokens (from the memory model).")
     block_size: int = Field(default=16, gt=0, le=4096)
-    lanes: int = Field(default=1, gt=0, le=64, description="Micro-batches in flight (pipeline-parallel stages).")
+    lanes: int = Field(default=1, gt=0, le=64, description="Pipeline stages: 1, or the step model's own pp (which is what is used).")
     kv_admission: Literal["on_demand", "reserve"] = Field(
         default="on_demand",
         description="on_demand: KV taken as tokens are scheduled, newest request preempted when it runs out (vLLM, SGLang); "
@@ -52,27 +53,21 @@ def simulate(
     seed: int = 0,
 ) -> SimulationResult:
     """Simulate ``requests`` requests of ``workload`` on one replica; statistics leave out the first ``warmup_fraction``."""
-    lanes = config.lanes
-    if workload.arrival == "closed":
-        clients = max(1, round((workload.concurrency or 1) / lanes))
-        reqs = workload.requests(max(1, requests // lanes), seed)
-        log = run(step, reqs, max_num_seqs=max(1, config.max_num_seqs // lanes),
-                  max_num_batched_tokens=config.max_num_batched_tokens,
-                  kv_capacity_tokens=max(1, config.kv_capacity_tokens // lanes), block_size=config.block_size,
-                  closed_loop_clients=clients, reserve_full=config.kv_admission == "reserve")
-        offered = None
-    else:
-        all_reqs = workload.requests(requests, seed)
-        reqs = all_reqs[::lanes]  # round-robin over the lanes: each sees 1/lanes of the arrivals
-        log = run(step, reqs, max_num_seqs=max(1, config.max_num_seqs // lanes),
-                  max_num_batched_tokens=config.max_num_batched_tokens,
-                  kv_capacity_tokens=max(1, config.kv_capacity_tokens // lanes), block_size=config.block_size,
-                  reserve_full=config.kv_admission == "reserve")
-        offered = workload.rate if workload.arrival == "poisson" else None
+    stages = step.pp
+    if config.lanes not in (1, stages):
+        raise ValueError(f"lanes={config.lanes} but the step model has {stages} pipeline stage(s): the stages come from the step model")
+    timed = PipelineStep(step) if stages > 1 else step
+    # vLLM V1 keeps `pp` batches in flight, each scheduled with the whole token budget: a cycle carries pp x the budget
+    budget = config.max_num_batched_tokens * stages
+    closed = workload.arrival == "closed"
+    reqs = workload.requests(requests, seed)
+    log = run(timed, reqs, max_num_seqs=config.max_num_seqs, max_num_batched_tokens=budget,
+              kv_capacity_tokens=config.kv_capacity_tokens, block_size=config.block_size,
+              closed_loop_clients=max(1, workload.concurrency or 1) if closed else None,
+              reserve_full=config.kv_admission == "reserve")
+    offered = workload.rate if workload.arrival == "poisson" else None
     res = summarise(log, warmup=int(len(reqs) * warmup_fraction), offered_rate=offered)
-    if lanes > 1:
-        res = res.model_copy(update={
-            "output_tokens_per_s": res.output_tokens_per_s * lanes, "requests_per_s": res.requests_per_s * lanes,
-            "notes": [*res.notes, f"pipeline parallel: {lanes} lanes simulated as one with 1/{lanes} of the load; throughput x {lanes}"],
-        })
+    if stages > 1:
+        res = res.model_copy(update={"notes": [*res.notes, f"pipeline parallel: {stages} stages, the batch cut into up to "
+                                               f"{stages} micro-batches per cycle (simulate/pipeline.py)"]})
     return res

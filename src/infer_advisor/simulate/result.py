@@ -44,6 +44,10 @@ class SimulationResult(BaseModel):
     peak_kv_tokens: int
     saturated: bool = Field(description="The queue kept growing: more arrive than the replica completes.")
     notes: list[str] = Field(default_factory=list)
+    served_ratio: float = Field(
+        default=1.0, description="Decode tokens/s made in the second half of the measured arrivals over the decode tokens/s "
+        "they ask for: about 1 while the replica keeps up, its capacity / the offered load once it falls behind (no drain "
+        "time counted, unlike requests_per_s; the first half lets the batch fill).")
 
 
 def _pct(values: list[float], weights: list[float] | None = None) -> Percentiles:
@@ -115,6 +119,7 @@ def summarise(log: RunLog, *, warmup: int, offered_rate: float | None) -> Simula
             durs.append(dt)
             weights.append(n)
     saturated = bool(queue_growing(ttft))
+    served = _served_ratio(log, measured)
     steps = sum(log.step_counts) if log.step_counts else len(log.step_durations)
     return SimulationResult(
         requests=len(reqs), warmup_requests=warmup, completed=len(measured),
@@ -123,5 +128,28 @@ def summarise(log: RunLog, *, warmup: int, offered_rate: float | None) -> Simula
         offered_rate=offered_rate,
         mean_batch=(sum(log.step_decodes) / steps) if steps else 0.0,
         mean_step_s=(sum(d * c for d, c in zip(log.step_durations, log.step_counts)) / steps) if steps else 0.0,
-        steps=steps, preemptions=log.preemptions, peak_kv_tokens=log.max_kv_tokens, saturated=saturated, notes=notes,
+        steps=steps, preemptions=log.preemptions, peak_kv_tokens=log.max_kv_tokens, saturated=saturated, notes=notes, served_ratio=served,
     )
+
+
+def _served_ratio(log: RunLog, measured: list) -> float:
+    """Decode tokens made in the second half of the measured arrivals' span, over the decode tokens asked for by the
+    requests that arrived one median end-to-end time earlier (the ones a replica that keeps up is serving then): the
+    first half lets the batch fill, since a replica that holds hundreds ramps up before it runs full."""
+    if len(measured) < 8:
+        return 1.0
+    t0, t1 = measured[0].arrival, max(r.arrival for r in measured)
+    if t1 <= t0:
+        return 1.0
+    ta = (t0 + t1) / 2
+    lag = min(sorted(r.finish - r.arrival for r in measured)[len(measured) // 2], ta - t0)
+    asked = sum(max(r.output - 1, 0) for r in measured if ta - lag <= r.arrival < t1 - lag)
+    if asked <= 0:
+        return 1.0
+    made = 0.0
+    for start, dt, n, k in zip(log.step_starts, log.step_durations, log.step_decodes, log.step_counts):
+        end = start + dt * k
+        if end <= ta or start >= t1 or not n:
+            continue
+        made += n * (min(end, t1) - max(start, ta)) / (end - start) if end > start else n
+    return made / asked

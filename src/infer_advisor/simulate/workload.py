@@ -5,7 +5,9 @@
     >>> reqs = w.requests(count=500, seed=0)
 
 Lengths are integers >= 1, capped at ``max_tokens`` when given. A trace file is JSONL with one object per
-request: ``{"input_tokens": N, "output_tokens": M}`` and optionally ``"arrival_s": T``.
+request: ``{"input_tokens": N, "output_tokens": M}`` and optionally ``"arrival_s": T`` and ``"cached_tokens": C`` (prompt
+tokens a prefix cache serves, e.g. a conversation's earlier turns). ``cached_prefix_tokens`` applies to every request
+(a shared system prompt). The simulator prefills only the uncached part of each prompt.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ class Workload(BaseModel):
     rate: float | None = Field(default=None, gt=0, le=1e6, description="Requests per second (poisson).")
     concurrency: int | None = Field(default=None, gt=0, le=100_000, description="Clients (closed loop).")
     max_tokens: int | None = Field(default=None, gt=0, description="Cap on input + output per request (the deployment's context).")
+    cached_prefix_tokens: int = Field(default=0, ge=0, description="Prompt tokens every request finds in the prefix cache.")
 
     @model_validator(mode="after")
     def _complete(self) -> Workload:
@@ -92,11 +95,15 @@ class Workload(BaseModel):
         """``count`` (input, output) pairs: sampled, or the trace's in order (cycled when shorter)."""
         if self.trace is not None:
             rows = read_trace(self.trace)
-            pairs = [(r[0], r[1]) for r in rows]
+            pairs = [(self._uncached(r[0], r[3]), r[1]) for r in rows]
             return [self._cap(*pairs[i % len(pairs)]) for i in range(count)]
         rng = random.Random(seed)
         assert self.input_tokens and self.output_tokens
-        return [self._cap(self.input_tokens.sample(rng), self.output_tokens.sample(rng)) for _ in range(count)]
+        return [self._cap(self._uncached(self.input_tokens.sample(rng), 0), self.output_tokens.sample(rng)) for _ in range(count)]
+
+    def _uncached(self, prompt: int, cached: int) -> int:
+        """Prompt tokens left to prefill after the prefix cache: at least one (the engine recomputes the last token)."""
+        return max(1, prompt - max(cached, self.cached_prefix_tokens))
 
     def _cap(self, i: int, o: int) -> tuple[int, int]:
         if self.max_tokens and i + o > self.max_tokens:
@@ -124,8 +131,8 @@ class Workload(BaseModel):
     def mean_input(self) -> float:
         if self.trace is not None:
             rows = read_trace(self.trace)
-            return sum(r[0] for r in rows) / len(rows)
-        return self.input_tokens.mean  # type: ignore[union-attr]
+            return sum(self._uncached(r[0], r[3]) for r in rows) / len(rows)
+        return max(1.0, self.input_tokens.mean - self.cached_prefix_tokens)  # type: ignore[union-attr]
 
     @property
     def mean_output(self) -> float:
@@ -138,11 +145,12 @@ class Workload(BaseModel):
 MAX_TRACE_ROWS = 1_000_000
 
 
-def read_trace(path: Path) -> list[tuple[int, int, float | None]]:
-    """(input, output, arrival or None) per line of a JSONL trace; bad lines raise one RequestError naming the line."""
+def read_trace(path: Path) -> list[tuple[int, int, float | None, int]]:
+    """(input, output, arrival or None, cached tokens) per line of a JSONL trace; bad lines raise one RequestError
+    naming the line."""
     from ..errors import RequestError
 
-    rows: list[tuple[int, int, float | None]] = []
+    rows: list[tuple[int, int, float | None, int]] = []
     try:
         with open(path, encoding="utf-8") as fh:
             for n, line in enumerate(fh, 1):
@@ -155,13 +163,16 @@ def read_trace(path: Path) -> list[tuple[int, int, float | None]]:
                     i, o = int(obj["input_tokens"]), int(obj["output_tokens"])
                     a = obj.get("arrival_s")
                     a = None if a is None else float(a)
+                    c = int(obj.get("cached_tokens", 0))
                 except (ValueError, KeyError, TypeError, RecursionError):
                     raise RequestError(
-                        f"{path} line {n}: expected a JSON object with integer input_tokens and output_tokens (and optional arrival_s)."
+                        f"{path} line {n}: expected a JSON object with integer input_tokens and output_tokens (and optional "
+                        "arrival_s, cached_tokens)."
                     ) from None
-                if i < 1 or o < 1 or (a is not None and (not math.isfinite(a) or a < 0)):
-                    raise RequestError(f"{path} line {n}: lengths must be >= 1 and arrival_s a finite time >= 0.")
-                rows.append((i, o, a))
+                if i < 1 or o < 1 or (a is not None and (not math.isfinite(a) or a < 0)) or not 0 <= c <= i:
+                    raise RequestError(f"{path} line {n}: lengths must be >= 1, arrival_s a finite time >= 0 and "
+                                       "cached_tokens between 0 and input_tokens.")
+                rows.append((i, o, a, c))
     except OSError as err:
         raise RequestError(f"cannot read the trace {path}: {err.strerror or err}") from None
     except UnicodeDecodeError:

@@ -5,10 +5,10 @@
 # hardware: 1x RTX-4090 (catalog)
 # engine: ExLlamaV2 (TabbyAPI) 0.3.2, dtype float16, quantization exl2, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
-# context: max_model_len 8192, 1 sequences at once
+# context: max_model_len 8192, 8 sequences at once
 # memory per GPU (estimated): 6.7 GiB of 23.5 GiB, weights 5.2 GiB, KV cache 146156 tokens
 # prefix caching: on by default in ExLlamaV2 (TabbyAPI); the artifacts keep it on
-# start-up allowance 594 s = 240 s to start, compile and capture graphs + 15.0 GiB read at 500 MB/s (32 s) + the download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout) (321 s)
+# start-up allowance 573 s = 240 s to start, compile and capture graphs + 5.2 GiB read at 500 MB/s (11 s) + the 15.0 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout) (321 s)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
 set -euo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")"
@@ -66,7 +66,7 @@ exec python3 main.py \
   --max-seq-len 8192 \
   --cache-size 8192 \
   --cache-mode FP16 \
-  --max-batch-size 1 \
+  --max-batch-size 8 \
   --chunk-size 2048 \
   --disable-auth true \
   --host 0.0.0.0 \

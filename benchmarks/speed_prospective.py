@@ -1,0 +1,176 @@
+"""Prospective grading: predict a batch of published points gathered after the profile was frozen, then grade.
+
+    PYTHONPATH=src:. python benchmarks/speed_prospective.py predict benchmarks/published/prospective/batch1.yaml
+        # -> batch1_predictions.json beside it: every point through advise() with the shipped (frozen) profile,
+        #    stamped with the profile's sha256; commit this BEFORE any refit
+    PYTHONPATH=src:. python benchmarks/speed_prospective.py grade benchmarks/published/prospective/batch1_predictions.json [--write]
+        # -> median |error| overall, datacenter engines, without MoE, gpt-oss; by engine, GPU, metric, model family;
+        #    the 90% band's coverage; --write puts the figures and the prospective band into data/speed/fitted.yaml
+
+The protocol (issue 20 item 5): the hash in data/speed/fitted.yaml names the coefficients; `predict` refuses to run
+when the shipped profile's hash is not the one frozen (``/work``-independent: the hash is recomputed from the file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+
+from benchmarks.published.schema import load_dataset
+from benchmarks.speed_fit import FITTED, band_90, canonical_hash
+from benchmarks.speed_predict import engine_of, predict_point, use_dataset
+
+DATACENTER = ("vllm", "sglang", "trtllm")
+
+
+def shipped_hash() -> tuple[str, str | None]:
+    """(sha256 recomputed from data/speed/fitted.yaml's coefficients, the sha256 the file says it was frozen as)."""
+    data = yaml.safe_load(FITTED.read_text())
+    return canonical_hash(data["engines"]), data.get("frozen_sha256")
+
+
+def predict(batch: Path) -> Path:
+    recomputed, frozen = shipped_hash()
+    if recomputed != frozen:
+        raise SystemExit(f"data/speed/fitted.yaml's coefficients hash to {recomputed}, not the frozen {frozen}: refusing to grade")
+    rows = []
+    dataset = load_dataset(batch)
+    use_dataset(dataset)
+    for p in dataset.points:
+        pred = predict_point(p)
+        v = pred.values.get(p.primary_metric)
+        measured = p.metrics.value(p.primary_metric)
+        rows.append({"id": p.id, "source_id": p.source_id, "engine": engine_of(p), "engine_version": p.engine_version, "gpu": p.gpu,
+                     "model": p.catalog_model, "model_family": _family(p.catalog_model), "moe": _moe(p.catalog_model),
+                     "mode": p.mode, "metric": p.primary_metric, "measured": measured, "predicted": v,
+                     "error": (v / measured - 1) if (v and measured and math.isfinite(v)) else None,
+                     "all_predicted": pred.values, "reason": pred.reason, "refused_by_plan": pred.refused,
+                     "asked": {k: (str(x) if not isinstance(x, (int, float, str, bool, type(None))) else x) for k, x in pred.asked.items()}})
+    out = batch.with_name(batch.stem + "_predictions.json")
+    out.write_text(json.dumps({"profile_sha256": frozen, "predicted_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                               "batch": str(batch), "command": f"python benchmarks/speed_prospective.py predict {batch}",
+                               "points": rows}, indent=1))
+    n = sum(r["error"] is not None for r in rows)
+    print(f"{n} of {len(rows)} points predicted with profile {frozen[:12]}; wrote {out}")
+    return out
+
+
+def _family(name: str | None) -> str:
+    """The catalog's model family (``Qwen3``, ``gpt-oss``, ``Llama 3.1`` ...) of a catalog model."""
+    if not name:
+        return "not in catalog"
+    from infer_advisor._paths import shipped
+
+    models = shipped("data") / "models"
+    index = json.loads((models / "_index.json").read_text())
+    table = index.get("names", index) if isinstance(index, dict) else {}
+    entry = (table.get(name) or table.get(name.lower())) if isinstance(table, dict) else None
+    if entry and (models / entry).exists():
+        return json.loads((models / entry).read_text()).get("family") or name
+    return name
+
+
+def _moe(name: str | None) -> bool:
+    if not name:
+        return False
+    from infer_advisor.model_facts import resolve_model
+
+    try:
+        return resolve_model(name, source="catalog").num_experts > 0
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _stats(rows) -> dict:
+    errs = [abs(r["error"]) for r in rows if r["error"] is not None]
+    if not errs:
+        return {"points": 0}
+    errs.sort()
+    return {"points": len(errs), "median_abs_error": round(statistics.median(errs), 4),
+            "p90_abs_error": round(errs[min(len(errs) - 1, math.ceil(0.9 * (len(errs) - 1)))], 4)}
+
+
+def grade(pred_file: Path, write: bool) -> dict:
+    data = json.loads(pred_file.read_text())
+    rows = [r for r in data["points"] if r["error"] is not None]
+    fitted = yaml.safe_load(FITTED.read_text())
+    out = {"profile_sha256": data["profile_sha256"], "predictions": str(pred_file), "graded_points": len(rows),
+           "ungraded_points": len(data["points"]) - len(rows), "sources": len({r["source_id"] for r in rows}),
+           "overall": _stats(rows), "datacenter": _stats([r for r in rows if r["engine"] in DATACENTER]),
+           "without_moe": _stats([r for r in rows if not r["moe"]]),
+           "gpt_oss": _stats([r for r in rows if "gpt-oss" in (r["model"] or "")])}
+    for key in ("engine", "gpu", "metric", "model_family", "mode"):
+        groups = defaultdict(list)
+        for r in rows:
+            groups[r[key]].append(r)
+        out[f"by_{key}"] = {k: _stats(v) for k, v in sorted(groups.items())}
+    out["frozen_band_coverage"] = _coverage(rows, fitted)
+    out["band_90"] = band_90([r["error"] for r in rows])
+    print(json.dumps({k: v for k, v in out.items() if not k.startswith("by_")}, indent=1))
+    for key in ("by_engine", "by_gpu", "by_metric", "by_model_family"):
+        print(key, json.dumps(out[key]))
+    if write:
+        _write_prospective(fitted, rows, out)
+    return out
+
+
+def _coverage(rows, fitted) -> dict:
+    """How many prospective points fell inside the band the frozen profile shipped (its engine's in-sample band)."""
+    inside = total = 0
+    for r in rows:
+        band = (fitted["engines"].get(r["engine"]) or {}).get("band_90")
+        if not band:
+            continue
+        total += 1
+        ratio = 1 / (1 + r["error"])
+        inside += band[0] <= ratio <= band[1]
+    return {"points_with_a_band": total, "inside": inside, "coverage": round(inside / total, 4) if total else None}
+
+
+def _write_prospective(fitted, rows, out) -> None:
+    """The prospective figures and band into data/speed/fitted.yaml (per engine with >= 8 points, else all points)."""
+    overall_band = out["band_90"]
+    fitted["prospective"] = {k: out[k] for k in ("profile_sha256", "predictions", "graded_points", "sources", "overall", "datacenter",
+                                                  "without_moe", "gpt_oss", "frozen_band_coverage")}
+    for key, fe in fitted["engines"].items():
+        engine = key.split("@")[0]
+        mine = [r for r in rows if r["engine"] == engine]
+        use = mine if len(mine) >= 8 else rows
+        st = _stats(use)
+        fe.update({"prospective_profile_sha256": out["profile_sha256"],
+                   "prospective_points": st["points"], "prospective_median_abs_error": st["median_abs_error"],
+                   "prospective_p90_abs_error": st["p90_abs_error"],
+                   "band_90": band_90([r["error"] for r in use]) or overall_band,
+                   "band_from": f"prospective errors of profile {out['profile_sha256'][:12]} on "
+                                + (f"{len(mine)} {engine} points" if len(mine) >= 8 else f"all {len(rows)} points (fewer than 8 for {engine})")})
+    header = "".join(line + "\n" for line in FITTED.read_text().splitlines() if line.startswith("#"))
+    FITTED.write_text(header + yaml.safe_dump(fitted, sort_keys=False, width=200))
+    print(f"wrote the prospective figures into {FITTED}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("what", choices=["predict", "grade"])
+    ap.add_argument("file", type=Path)
+    ap.add_argument("--write", action="store_true", help="grade: write the figures into data/speed/fitted.yaml.")
+    ap.add_argument("--json", type=Path, help="grade: also write the full grade as JSON here.")
+    args = ap.parse_args()
+    if args.what == "predict":
+        predict(args.file)
+        return 0
+    result = grade(args.file, args.write)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

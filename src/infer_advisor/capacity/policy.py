@@ -1,0 +1,132 @@
+"""The operator's side of sizing, each step named by its rule in ``rules/capacity/sizing.yaml``: no pipeline where
+tensor parallelism holds the model, headroom (a utilisation cap and N+1), sizing at the upper edge of the speed
+model's error band (``--confidence``), equal-cost ties to independent replicas then TP, absurd fleets folded, and
+the shared prefix served from the cache."""
+
+from __future__ import annotations
+
+import math
+
+from ..rules.sizing import applies, by_kind, sizing_rule
+
+EXCLUDE_PP = "sizing.pipeline-only-when-tensor-parallel-cannot-hold-it"
+
+
+def said(rule_id: str, what: str) -> str:
+    """One line of the sizing summary: what was done and the rule that did it."""
+    sizing_rule(rule_id)  # a rule that is not shipped fails here, not in a user's summary
+    return f"{what} (rule {rule_id})"
+
+
+def without_needless_pipelines(options: list, request) -> tuple[list, list]:
+    """(kept, dropped): pipeline-parallel options of a GPU type where a single-stage layout of one node fits."""
+    rule = sizing_rule(EXCLUDE_PP)
+    fits = {o.gpu.name for o in options if o.plan.parallelism.pipeline_parallel_size == 1 and o.plan.parallelism.nodes == 1}
+    kept, dropped = [], []
+    for o in options:
+        s = {"pp": o.plan.parallelism.pipeline_parallel_size, "fits_without_pipeline": o.gpu.name in fits,
+             "pinned_pp": request.pipeline_parallel_size}
+        (dropped if applies(rule, s) else kept).append(o)
+    return kept, dropped
+
+
+def error_band_upper(engine: str, confidence: float) -> float:
+    """The factor a replica's predicted rate is divided by at ``confidence``: 1 at 0.5 (the prediction), 1 + the
+    engine's held-out 90th-percentile error at 0.9 and above, linear between."""
+    if not applies(by_kind("confidence"), {"confidence": confidence}):
+        return 1.0
+    from ..estimate.speed_data import engine_speed
+
+    fit = engine_speed(engine).fit or {}
+    p90 = fit.get("loso_p90_abs_error") or fit.get("loso_median_abs_error") or 0.5  # not graded: assume 50%
+    return 1.0 + p90 * min(1.0, (confidence - 0.5) / 0.4)
+
+
+def replicas_for(rate: float, max_rate: float, request, engine: str) -> tuple[int, int, list[str]]:
+    """(replicas, replicas the rate alone needs, the rules applied) for one option."""
+    if max_rate <= 0:
+        return 0, 0, []
+    band = error_band_upper(engine, request.confidence)
+    needed = max(1, math.ceil(rate / (max_rate / band)))
+    applied = []
+    if band > 1:
+        applied.append("sizing.confidence-upper-edge")
+    if not request.headroom:
+        return needed, needed, applied
+    rule = by_kind("headroom")
+    replicas = max(1, math.ceil(rate / (max_rate / band * rule.params["utilisation_cap"])))
+    if applies(rule, {"replicas_needed": replicas}):
+        replicas += int(rule.params["spare_replicas"])
+    if replicas > needed:
+        applied.append(rule.id)
+    return replicas, needed, applied
+
+
+def rank_key(c):
+    """Meets the targets, then cost (equal within 1% ties), then fewer pipeline stages, then less TP, then rate."""
+    tie = by_kind("tie_break").params["equal_cost_within"]
+    cost = c.cost_per_hour if c.cost_per_hour is not None else math.inf
+    bucket = math.floor(math.log(cost) / math.log1p(tie)) if 0 < cost < math.inf else (math.inf if cost else -math.inf)
+    return (not c.meets_targets, bucket, c.pipeline_parallel_size, c.tensor_parallel_size, -(c.max_rate_per_replica or 0))
+
+
+def fold(cands: list, chosen_gpus: int | None = None) -> list:
+    """Options whose fleet is too large to be a plan (rule sizing.fold-absurd-fleets: over 1,000 GPUs, or over 10x the
+    chosen fleet's GPUs) marked out of reach instead of meeting the targets."""
+    rule = by_kind("flag_fleet")
+    out = []
+    for c in cands:
+        if c.meets_targets and applies(rule, {"total_gpus": c.total_gpus, "chosen_gpus": chosen_gpus}):
+            bound = (f"over {rule.params['max_times_chosen']:g}x the {chosen_gpus} GPUs chosen"
+                     if c.total_gpus <= rule.params["max_gpus"] else f"over {rule.params['max_gpus']:,.0f} GPUs")
+            c = c.model_copy(update={"meets_targets": False, "sizing_rules": [*c.sizing_rules, rule.id],
+                                     "why_not": f"needs {c.total_gpus} GPUs, {bound}: out of reach (rule {rule.id})"})
+        out.append(c)
+    return out
+
+
+def uncached_prompt(request, mean_in: float) -> tuple[float, str | None]:
+    """Prompt tokens each request prefills once the shared prefix is cached, and the rule that said so."""
+    rule = by_kind("prefix_cache")
+    prefix = request.shared_prefix_tokens or 0
+    if not applies(rule, {"shared_prefix_tokens": prefix, "input_tokens": mean_in}):
+        return mean_in, None
+    return max(1.0, mean_in - prefix), said(rule.id, f"{prefix} of {mean_in:g} prompt tokens served from the prefix cache")
+
+
+def decisions(request, chosen, runners: list, cands: list, notes: list[str]) -> list[str]:
+    """The sizing summary's choices, each naming its rule."""
+    out = [n for n in notes if "(rule sizing." in n]
+    if request.input_tokens and request.shared_prefix_tokens:
+        _, line = uncached_prompt(request, float(request.input_tokens))
+        out += [line] if line else []
+    if chosen is None:
+        return out
+    out.append(f"{chosen.gpu} {chosen.layout} {chosen.engine} {chosen.quantization}: the cheapest option that meets every "
+               f"target (simulated), at {chosen.max_rate_per_replica:.3g} req/s per replica")
+    if chosen.quantization == "fp8" or chosen.kv_cache_dtype == "fp8":
+        if applies(by_kind("search_dimension"), {"quantization": request.quantization, "kv_cache_dtype": request.kv_cache_dtype,
+                                                 "pre_quantized": False, "chosen": "none"}):
+            rule = by_kind("search_dimension")
+            what = "FP8 weights" + (" and an FP8 KV cache" if chosen.kv_cache_dtype == "fp8" else "")
+            out.append(said(rule.id, f"{what}: cheaper than 16-bit here. Quality: {rule.reason.split('Quality: ')[1].split(' Pin ')[0]}"))
+    if "sizing.confidence-upper-edge" in chosen.sizing_rules:
+        band = error_band_upper(chosen.engine, request.confidence)
+        out.append(said("sizing.confidence-upper-edge", f"confidence {request.confidence:g}: each replica counted at "
+                        f"{chosen.max_rate_per_replica / band:.3g} req/s (the rate / {band:.2f})"))
+    if "sizing.headroom-n-plus-one" in chosen.sizing_rules:
+        rule = by_kind("headroom")
+        out.append(said(rule.id, f"{chosen.replicas} replicas where the rate alone needs {chosen.replicas_needed}: each "
+                        f"at most {rule.params['utilisation_cap']:.0%} of what it sustains, plus {int(rule.params['spare_replicas'])} spare"))
+    elif not request.headroom:
+        out.append(f"no headroom (--no-headroom): {chosen.replicas} replicas run at up to 100% of what each sustains")
+    for r in runners:
+        s = {"a": {"cost": chosen.cost_per_hour or 0.0, "tp": chosen.tensor_parallel_size, "pp": chosen.pipeline_parallel_size},
+             "b": {"cost": r.cost_per_hour or 0.0, "tp": r.tensor_parallel_size, "pp": r.pipeline_parallel_size}}
+        if chosen.cost_per_hour and r.cost_per_hour and applies(by_kind("tie_break"), s):
+            out.append(said(by_kind("tie_break").id, f"{chosen.layout} over {r.layout} at the same cost"))
+    n = sum(1 for c in cands if "sizing.fold-absurd-fleets" in c.sizing_rules)
+    if n:
+        out.append(said("sizing.fold-absurd-fleets", f"{n} option(s) needing over {int(by_kind('flag_fleet').params['max_gpus'])} "
+                        f"GPUs or over {by_kind('flag_fleet').params['max_times_chosen']:g}x the chosen fleet's shown as out of reach"))
+    return out

@@ -1,0 +1,78 @@
+"""How an engine version reports its KV cache at start-up and refuses to start (``data/engine_kv_report.yaml``).
+
+    >>> from infer_advisor.engines.kv_report import kv_report
+    >>> kv_report("vllm", "0.19.0").printed_tokens
+    'layer_slots'
+    >>> kv_report("vllm", "0.24.0").printed_tokens
+    'concurrency'
+
+The figures themselves are computed in :mod:`infer_advisor.estimate.engine_kv`; this module only says which rule and
+which message text a version uses. Engines without an entry report the plan's own capacity (``pool_tokens``).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._data import load_validated
+from .._paths import shipped
+
+PrintedTokens = Literal["all_layers", "layer_slots", "concurrency", "pool_tokens"]
+
+
+class KVReport(BaseModel):
+    """One version range of one engine: how its log counts KV tokens, and its refusal messages."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    engine: str = ""
+    first: str
+    below: str | None
+    printed_tokens: PrintedTokens
+    no_memory: str | None = Field(default=None, description="The engine's error when no memory is left for the KV cache.")
+    context_too_long: str | None = Field(default=None, description="The engine's error when one max_model_len request does not fit.")
+    gib_format: Literal["%.2f", "round2"] = "%.2f"
+    source: str = Field(min_length=8)
+
+    def covers(self, version: str) -> bool:
+        from .memory import version_key
+
+        v = version_key(version)
+        return version_key(self.first) <= v and (self.below is None or v < version_key(self.below))
+
+    def gib(self, nbytes: float) -> str:
+        """Bytes as the engine prints GiB in its messages (``%.2f`` or ``round(x, 2)``)."""
+        value = nbytes / 2**30
+        return f"{value:.2f}" if self.gib_format == "%.2f" else f"{round(value, 2)}"
+
+
+class _File(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    engines: dict[str, list[KVReport]]
+
+
+@cache
+def _reports() -> dict[str, tuple[KVReport, ...]]:
+    data = load_validated(shipped("data") / "engine_kv_report.yaml", _File)
+    return {name: tuple(r.model_copy(update={"engine": name}) for r in ranges) for name, ranges in data.engines.items()}
+
+
+_POOL = KVReport(engine="", first="0", below=None, printed_tokens="pool_tokens", source="the plan's own capacity (no entry)")
+
+
+def kv_report(engine: str, version: str | None) -> KVReport:
+    """The range of ``engine`` covering ``version`` (newest range beyond them all; the plan's capacity for unknown engines)."""
+    from .memory import version_key
+
+    ranges = _reports().get(engine)
+    if not ranges or not version:
+        return ranges[-1] if ranges else _POOL
+    for rep in ranges:
+        if rep.covers(version):
+            return rep
+    newest = max(ranges, key=lambda r: version_key(r.first))
+    oldest = min(ranges, key=lambda r: version_key(r.first))
+    return newest if version_key(version) >= version_key(newest.first) else oldest

@@ -1,0 +1,129 @@
+"""Weight bytes: each parameter group in its stored format, and what one GPU holds under tensor / pipeline parallelism.
+
+    >>> weight_bytes_by_group(model, "mxfp4-experts", "bfloat16")["linear"]
+
+- Groups: ``embedding``, ``lm_head``, ``linear`` (decoder blocks; routed experts apart where a format quantizes only
+  them) and ``other`` (norms, biases, router, sinks). Native block-scaled formats add one scale per block
+  (``data/formats.yaml``); a published checkpoint's real size scales the same groups (``checkpoint_bytes``).
+- Expert padding: an engine may store routed experts in a padded layout (vLLM's MXFP4 MoE kernels round the hidden and
+  per-rank intermediate sizes up, e.g. 2880 -> 3072 / 2944 for gpt-oss under Marlin); the engine memory profile names
+  the multiples (``expert_padding`` in ``data/engine_memory.yaml``) and the routed experts' bytes grow by the same ratio.
+- Per GPU: decoder blocks split ``tp x pp`` ways; the embedding and lm_head split ``tp`` ways (vocab-parallel) and, with
+  ``pp > 1``, held by the first and last stage (the larger of the two counts).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..model_facts.facts import ModelFacts
+from .formats import dtype_bytes, weight_format
+
+
+def _bytes_per_param(fmt, group: str, base: float, group_size: int | None) -> float:
+    if fmt.bits is not None and group in fmt.quantizes:
+        per = fmt.bits / 8
+        g = group_size or fmt.group_size
+        if g:
+            per += (fmt.scale_bytes + fmt.zero_bytes) / g
+        return per
+    return base
+
+
+def expert_padding_ratio(model: ModelFacts, padding, tp: int) -> float:
+    """How much larger the routed experts are in the engine's padded layout: (padded hidden x padded intermediate per
+    rank) / (hidden x intermediate per rank); 1.0 without padding or experts."""
+    if padding is None or not model.num_experts:
+        return 1.0
+    hidden, inter = model.hidden_size, model.intermediate_size / max(tp, 1)
+    if inter <= 0:
+        return 1.0
+    h_pad = math.ceil(hidden / padding.hidden) * padding.hidden if padding.hidden else hidden
+    i_pad = math.ceil(inter / padding.intermediate) * padding.intermediate if padding.intermediate else inter
+    return (h_pad * i_pad) / (hidden * inter)
+
+
+def group_bytes(
+    model: ModelFacts, fmt_name: str, dtype: str, group_size: int | None, checkpoint_bytes: int | None = None,
+    expert_ratio: float = 1.0, split_experts: bool = False,
+) -> dict[str, float]:
+    """Bytes of each parameter group (embedding, lm_head, linear, other) in the chosen format; with ``checkpoint_bytes``
+    (a published checkpoint's real size) the same groups scaled to add up to it; ``expert_ratio`` the engine's padding."""
+    fmt = weight_format(fmt_name)
+    expert_fmt = weight_format(fmt.expert_format) if fmt.expert_format else None
+    base = dtype_bytes(dtype)
+    p = model.params
+    counts = {"embedding": p.embedding, "lm_head": p.lm_head, "linear": p.linear, "other": p.other}
+    out: dict[str, float] = {}
+    if split_experts or expert_fmt is not None or ("expert_linear" in fmt.quantizes and "linear" not in fmt.quantizes):
+        counts["linear"] = p.linear - p.expert_linear  # the routed experts apart (MXFP4 gpt-oss, FP4 DeepSeek-V4 experts)
+        counts["expert_linear"] = p.expert_linear
+    for group, n in counts.items():
+        if group == "expert_linear" and expert_fmt is not None:
+            out[group] = n * _bytes_per_param(expert_fmt, group, base, None)
+        else:
+            out[group] = n * _bytes_per_param(fmt, group, base, group_size)
+    if checkpoint_bytes:
+        scale = checkpoint_bytes / sum(out.values())
+        out = {group: b * scale for group, b in out.items()}
+    if "expert_linear" in out:  # the engine's layout
+        out["expert_linear"] *= expert_ratio
+        if not split_experts:  # fold back: callers see the four groups
+            out["linear"] += out.pop("expert_linear")
+    return out
+
+
+def weight_bytes_by_group(
+    model: ModelFacts, quantization: str = "none", dtype: str = "bfloat16", group_size: int | None = None,
+    checkpoint_bytes: int | None = None, split_experts: bool = False,
+) -> dict[str, float]:
+    """Bytes of the whole model's ``embedding``, ``lm_head``, ``linear`` and ``other`` parameters in a weight format
+    (``checkpoint_bytes``: a published checkpoint's real size, split over the same groups); ``split_experts`` keeps
+    the routed experts' bytes apart as ``expert_linear`` (``linear`` is then the rest).
+
+    The speed model reads the bytes a step moves from here, so weights are added up in one place only.
+    """
+    return group_bytes(model, quantization, dtype, group_size, checkpoint_bytes, split_experts=split_experts)
+
+
+def weights_bytes(
+    model: ModelFacts, quantization: str = "none", dtype: str = "bfloat16", group_size: int | None = None,
+    checkpoint_bytes: int | None = None,
+) -> int:
+    """All weight bytes of ``model`` in format ``quantization`` with unquantized parts in ``dtype``."""
+    total = sum(group_bytes(model, quantization, dtype, group_size, checkpoint_bytes).values())
+    return int(round(total)) if checkpoint_bytes else int(total)
+
+
+def vision_tower_params(model: ModelFacts) -> int:
+    """Parameters of a multimodal checkpoint's vision encoder and projector, from its config.json ``vision_config``
+    (ViT layers: attention 4 h^2, MLP 2 or 3 h x intermediate (gated for silu), biases and norms; patch and position
+    embeddings; a merger / projector to the text width). 0 for a text-only model or an unfamiliar vision config. The
+    model facts count the text decoder only (``multimodal``); engines that serve the checkpoint load both."""
+    v = (model.config or {}).get("vision_config") if model.multimodal else None
+    if not isinstance(v, dict):
+        return 0
+    h = v.get("hidden_size") or v.get("embed_dim")
+    layers = v.get("num_hidden_layers") or v.get("depth")
+    if not isinstance(h, int) or not isinstance(layers, int) or h <= 0 or layers <= 0:
+        return 0
+    inter = v.get("intermediate_size") if isinstance(v.get("intermediate_size"), int) else 4 * h
+    mlp = 3 if str(v.get("hidden_act", "")).lower() in ("silu", "swiglu") else 2
+    per_layer = 4 * h * h + 4 * h + mlp * h * inter + inter + 5 * h
+    patch = v.get("patch_size") if isinstance(v.get("patch_size"), int) else 14
+    channels = v.get("num_channels") or v.get("in_channels") or 3
+    temporal = v.get("temporal_patch_size") if isinstance(v.get("temporal_patch_size"), int) else 1
+    image = v.get("image_size")
+    positions = (image // patch) ** 2 * h if isinstance(image, int) and patch > 0 else 0
+    merge = v.get("spatial_merge_size") if isinstance(v.get("spatial_merge_size"), int) else 1
+    out = v.get("out_hidden_size") if isinstance(v.get("out_hidden_size"), int) else model.hidden_size
+    merged = h * merge * merge
+    projector = merged * merged + merged * out if merge > 1 else h * out
+    return int(layers * per_layer + channels * temporal * patch * patch * h + h + positions + 2 * h + projector)
+
+
+def weights_per_gpu(groups: dict[str, float], tp: int, pp: int) -> float:
+    """What one GPU holds: blocks split tp x pp ways, embedding and lm_head vocab-parallel over tp (first/last stage)."""
+    blocks = groups["linear"] + groups["other"]
+    ends = max(groups["embedding"], groups["lm_head"]) if pp > 1 else groups["embedding"] + groups["lm_head"]
+    return blocks / (tp * pp) + ends / tp

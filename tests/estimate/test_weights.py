@@ -1,0 +1,45 @@
+"""Weights in the engine's layout against vLLM's own 'Model loading took' lines."""
+
+import pytest
+
+from infer_advisor.engines.memory import memory_profile
+from infer_advisor.engines.profiles import engine_profile
+from infer_advisor.estimate.memory import estimate_memory
+from infer_advisor.estimate.weights import expert_padding_ratio
+from infer_advisor.model_facts import resolve_model
+
+GiB = 2**30
+
+
+@pytest.mark.parametrize(
+    ("version", "logged_gib"),
+    [("0.10.1", 65.9651), ("0.14.1", 64.38)],  # vllm issues 23278 (Marlin) and 33155 (Triton), one H100 each
+)
+def test_gpt_oss_120b_mxfp4_layout_matches_model_loading_took(version, logged_gib):
+    model = resolve_model("openai/gpt-oss-120b", source="catalog")
+    est = estimate_memory(model, gpu_memory_bytes=80 * GiB, engine=engine_profile("vllm"), quantization="mxfp4-experts",
+                          context=8192, memory=memory_profile("vllm", version), engine_version=version)
+    assert est.weights_bytes_per_gpu / GiB == pytest.approx(logged_gib, rel=0.02)
+    assert "weights_layout" in est.figure_sources
+
+
+def test_marlin_padding_rounds_hidden_to_256_and_the_rank_intermediate_to_128():
+    model = resolve_model("openai/gpt-oss-20b", source="catalog")  # hidden 2880, expert intermediate 2880
+    pad = memory_profile("vllm", "0.10.1").expert_padding_for(("mxfp4-experts",), "0.10.1")
+    assert (pad.hidden, pad.intermediate) == (256, 128)
+    assert expert_padding_ratio(model, pad, tp=1) == pytest.approx(3072 * 2944 / (2880 * 2880))
+    assert expert_padding_ratio(model, pad, tp=2) == pytest.approx(3072 * 1536 / (2880 * 1440))
+    assert expert_padding_ratio(resolve_model("meta-llama/Llama-3.1-8B", source="catalog"), pad, tp=1) == 1.0  # no experts
+
+
+def test_vllm_loads_the_vision_tower_of_a_multimodal_checkpoint():
+    """gemma-3-27b-it on one H100, vLLM 0.19 (llm-d-planner log): 'weights memory: 51.45GiB'; the text model is 50.3 GiB
+    and the SigLIP encoder (27 layers of 1152, 4304) with its projector about 0.79 GiB more."""
+    from infer_advisor.estimate.weights import vision_tower_params
+
+    model = resolve_model("google/gemma-3-27b-it", source="catalog")
+    assert 0.40e9 < vision_tower_params(model) < 0.45e9
+    est = estimate_memory(model, gpu_memory_bytes=80 * GiB, engine=engine_profile("vllm"), context=8192,
+                          memory=memory_profile("vllm", "0.19.0"), engine_version="0.19.0")
+    assert est.weights_bytes_per_gpu / GiB == pytest.approx(51.45, rel=0.02)
+    assert vision_tower_params(resolve_model("meta-llama/Llama-3.1-8B", source="catalog")) == 0
