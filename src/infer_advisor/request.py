@@ -35,7 +35,10 @@ class PlanRequest(BaseModel):
     )
     gpu: str = Field(
         default="auto",
-        description="GPUs: 'auto' probes this machine with NVML; or NAME[:COUNT][xNODES] such as 'H100-80GB:8x2', 'T4', 'cpu'.",
+        description="GPUs: 'auto' probes this machine with NVML; or NAME[:COUNT][xNODES] such as 'H100-80GB:8x2', 'T4', 'cpu'; "
+        "or a GPU the catalog lacks, inline with every field (or as a YAML/JSON file of them, PATH[:COUNT]): "
+        "'{name: RTX-3080-Laptop, memory_gib: 16, memory_bandwidth_gb_s: 448, tflops: {fp16: 60, bf16: 60}, "
+        "compute_capability: 8.6, interconnect: pcie, interconnect_gb_s: 16}:2'.",
     )
     goal: Goal = Field(default="throughput", description="What to optimise: latency (batch 1), throughput, or balanced.")
     context: int | None = Field(
@@ -153,6 +156,8 @@ class PlanRequest(BaseModel):
         default=None, description="MoE: spread experts over the GPUs instead of splitting each expert (default: tried both ways when sizing)."
     )
     max_num_seqs: int | None = Field(default=None, gt=0, le=65536, description="Sequences the engine schedules at once; default: the engine version's own.")
+    lora_adapters: int = Field(default=0, ge=0, le=100_000, description="LoRA adapters to serve on the base model (vLLM --enable-lora; 0: none).")
+    max_lora_rank: int | None = Field(default=None, gt=0, le=4096, description="Largest rank among the adapters (default: the engine's, 16 in vLLM).")
 
     @field_validator("calibration", mode="before")
     @classmethod
@@ -163,3 +168,23 @@ class PlanRequest(BaseModel):
         if isinstance(value, (str, Path)):
             return [p.strip() for p in str(value).split(",") if p.strip()]
         return value
+
+
+def with_request_signature(fn):
+    """``fn`` (``advise``, ``size``) with every :class:`PlanRequest` field as a typed keyword in its signature (what
+    ``inspect.signature``, IPython, Jupyter and editors that introspect show), derived from the request model so the
+    two cannot drift; ``fn`` still takes them through its ``**options``."""
+    import inspect
+    import typing
+
+    sig = inspect.signature(fn)
+    hints = typing.get_type_hints(PlanRequest)
+    fixed = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    taken = {p.name for p in fixed}
+    fields = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=hints.get(name, f.annotation),
+                          default=f.get_default(call_default_factory=True))
+        for name, f in PlanRequest.model_fields.items() if name not in taken
+    ]
+    fn.__signature__ = sig.replace(parameters=[*fixed, *fields])
+    return fn

@@ -100,9 +100,27 @@ MISSING_PLOT_NOTE = "bench.png not written: matplotlib is not installed (pip ins
 
 
 def write_plot(report: BenchReport, folder: OutputFolder) -> str | None:
-    """bench.png: median TTFT and TPOT against aggregate throughput, one point per concurrency level."""
+    """bench.png (:func:`bench_figure`), replaced atomically; None when there is nothing to draw."""
     if not report.levels:
         return None
+    import matplotlib.pyplot as plt
+
+    fig = bench_figure(report)
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=110)
+    finally:
+        plt.close(fig)
+    name = file_names(report.complete)[3]
+    folder.write(name, buf.getvalue())
+    if report.complete:
+        folder.remove(incomplete_name(PLOT_NAME))
+    return name
+
+
+def bench_figure(report: BenchReport):
+    """Median TTFT and TPOT against aggregate throughput, one measured point per concurrency level, beside the plan's
+    predicted curve and its error band when the run had --plan (open loop: TTFT and ITL against the offered rate)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -115,26 +133,35 @@ def write_plot(report: BenchReport, folder: OutputFolder) -> str | None:
         x = [lv.output_tokens_per_s_aggregate for lv in report.levels]
         for ax, name, label in ((axes[0], "ttft_s", "TTFT p50 (ms)"), (axes[1], "tpot_s", "TPOT p50 (ms)")):
             y = [getattr(lv, name).p50 * 1000 if getattr(lv, name) else float("nan") for lv in report.levels]
-            ax.plot(x, y, marker="o")
+            ax.plot(x, y, marker="o", label="measured (p50)")
             for xi, yi, lv in zip(x, y, report.levels, strict=True):
                 ax.annotate(f"c={lv.concurrency}", (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=8)
+            _plot_predicted(ax, report, name)
             ax.set_xlabel("output tokens/s (aggregate)")
             ax.set_ylabel(label)
             ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=7)
     md = report.metadata
     title = f"{md.engine}: {md.model or ''} on {md.device.name} ({md.workload}{', random weights' if md.random_weights else ''})"
     if not report.complete:
         title = "INCOMPLETE RUN - " + title
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    name = file_names(report.complete)[3]
-    folder.write(name, buf.getvalue())
-    if report.complete:
-        folder.remove(incomplete_name(PLOT_NAME))
-    return name
+    return fig
+
+
+def _plot_predicted(ax, report: BenchReport, name: str) -> None:
+    """The plan's curve (dashed) and, where the speed model has a held-out error band, the band around it."""
+    pts = sorted(report.predictions, key=lambda p: p.output_tokens_per_s_aggregate)
+    if not pts:
+        return
+    x = [p.output_tokens_per_s_aggregate for p in pts]
+    y = [getattr(p, name) * 1000 for p in pts]
+    ax.plot(x, y, linestyle="--", marker="x", color="C1", label=f"plan's prediction ({pts[0].source})"[:80])
+    if all(p.error_band for p in pts):
+        ax.fill_between(x, [v * p.error_band[0] for v, p in zip(y, pts, strict=True)],
+                        [v * p.error_band[1] for v, p in zip(y, pts, strict=True)], color="C1", alpha=0.15,
+                        label=f"band: {pts[0].error_band[0]:.2f}x-{pts[0].error_band[1]:.2f}x (9 of 10 held-out cases)")
 
 
 def _plot_open_loop(axes, report: BenchReport) -> None:

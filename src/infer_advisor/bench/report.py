@@ -122,6 +122,22 @@ class PlanComparison(BaseModel):
     )
 
 
+class PredictedPoint(BaseModel):
+    """The plan's prediction at one measured concurrency: the same deployment planned again at that concurrency
+    through the path a user runs (``advise``), with the speed model's held-out error band."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    concurrency: int
+    ttft_s: float
+    tpot_s: float
+    output_tokens_per_s_aggregate: float
+    error_band: tuple[float, float] | None = Field(
+        default=None, description="The true figure lies within (low, high) x the prediction in 9 of 10 held-out cases."
+    )
+    source: str = Field(description="The plan's speed source and profile, e.g. 'estimated (vllm speed profile (fitted))'.")
+
+
 class DeviceInfo(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -168,6 +184,9 @@ class BenchReport(BaseModel):
     levels: list[LevelResult] = Field(default_factory=list)
     requests: list[RequestSample] = Field(default_factory=list)
     comparisons: list[PlanComparison] = Field(default_factory=list)
+    predictions: list[PredictedPoint] = Field(
+        default_factory=list, description="With --plan: the plan's curve over the measured concurrencies (drawn in bench.png)."
+    )
     notes: list[str] = Field(default_factory=list)
     complete: bool = False
     error: str | None = Field(default=None, description="Why the run stopped early, when it did.")

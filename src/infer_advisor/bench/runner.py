@@ -11,7 +11,7 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import RequestError
-from .compare import compare, load_plan, plan_concurrency
+from .compare import compare, load_plan, plan_concurrency, predicted_curve
 from .memory import AllocatorPeak, PeakMemory
 from .metrics import level_result, open_level_result
 from .output import MISSING_PLOT_NOTE, plotting_available, write_files, write_plot
@@ -206,6 +206,11 @@ class Runner:
             report.notes.append(
                 f"The plan predicts concurrency {conc}, which was not measured; add it to --concurrency."
             )
+        closed = [lv.concurrency for lv in report.levels if lv.request_rate is None]
+        if final and self.plot and self.plan is not None and closed:
+            report.predictions, why_not = predicted_curve(self.plan, closed)
+            if why_not:
+                report.notes.append(why_not)
         if self.folder is None:
             return
         write_files(report, self.folder)

@@ -104,8 +104,11 @@ def detect_engine(text: str) -> Engine | None:
     return None
 
 
-def parse_startup_log(text: str, engine: str | None = None) -> StartupLog:
-    """Parse a start-up log of vLLM (V0 or V1 formats), SGLang or llama.cpp; ``engine`` overrides detection."""
+def parse_startup_log(text: str, engine: str | None = None, *, require_kv: bool = True) -> StartupLog:
+    """Parse a start-up log of vLLM (V0 or V1 formats), SGLang or llama.cpp; ``engine`` overrides detection.
+
+    ``require_kv=False`` accepts a log that stopped before the engine printed its KV-cache size (a failed start-up,
+    read by ``infer-advisor doctor``)."""
     from ..errors import RequestError
 
     found = engine or detect_engine(text)
@@ -115,7 +118,7 @@ def parse_startup_log(text: str, engine: str | None = None) -> StartupLog:
             "pass --engine if it is one of them."
         )
     log = {"vllm": _vllm, "sglang": _sglang, "llama.cpp": _llamacpp}[found](text)
-    if log.kv_cache_tokens is None and log.kv_cache_bytes is None:
+    if require_kv and log.kv_cache_tokens is None and log.kv_cache_bytes is None:
         raise RequestError(
             f"No KV-cache size in this {found} log (e.g. 'GPU KV cache size: N tokens', '# GPU blocks: N', "
             "'KV Cache is allocated. #tokens: N', 'llama_kv_cache: size = ...'); pass the whole start-up log."

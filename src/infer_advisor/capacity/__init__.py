@@ -42,6 +42,15 @@ def size(model: str | None = None, *, progress=None, **options: Any) -> Capacity
     return size_request(request, progress=progress)
 
 
+def _typed(fn):
+    from ..request import with_request_signature
+
+    return with_request_signature(fn)
+
+
+size = _typed(size)
+
+
 def size_request(request, model_facts=None, *, progress=None) -> CapacityResult:
     """:func:`size` for a ready :class:`PlanRequest` (and optionally resolved model facts)."""
     from ..errors import RequestError

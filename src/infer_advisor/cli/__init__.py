@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "quantize": ("quantize_cmd", "Quantize a model (AWQ, CTranslate2, GGUF) into a new directory."),
     "bench": ("bench_cmd", "Benchmark an engine or an OpenAI-compatible server; compare with the plan."),
     "calibrate": ("calibrate_cmd", "Benchmark at several batch sizes and fit a speed profile for the plan."),
+    "doctor": ("doctor_cmd", "Why a vLLM start-up fails (log or command line): memory ledger, the error, edits that start."),
 }
 
 

@@ -55,3 +55,17 @@ def terminal_text(text: str) -> str:
 
     return "".join("?" if unicodedata.category(ch)[0] == "C" or unicodedata.category(ch) in ("Zl", "Zp") else ch for ch in text)
 
+
+def cell(value: object) -> str:
+    """The one function every table cell and printed line of user-derived text goes through on its way to the
+    terminal: control and separator characters made harmless (:func:`terminal_text`), then rich markup escaped
+    (``[`` -> ``\\[``), so a value prints as the text it is."""
+    from rich.markup import escape
+
+    return escape(terminal_text(str(value)))
+
+
+def md_cell(value: object) -> str:
+    """The one function every Markdown cell and list item goes through: a backslash, a pipe or a line break cannot end
+    the cell, the row or the item."""
+    return terminal_text(str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " "))

@@ -9,7 +9,7 @@ options fill the rest and must be given when the log is silent (vLLM does not pr
 from __future__ import annotations
 
 
-def run_from_log(opts, *, model_given: bool) -> int:
+def run_from_log(opts, *, model_given: bool, as_json: bool = False) -> int:
     import hashlib
 
     from ..errors import DataFileError
@@ -28,6 +28,9 @@ def run_from_log(opts, *, model_given: bool) -> int:
         gpu=None if opts.gpu == "auto" else opts.gpu, engine_version=opts.engine_version, tp=opts.tp,
     )
     cal.write(opts.out, force=opts.force)
+    if as_json:
+        print(cal.model_dump_json(indent=2))
+        return 0
     logged = cal.kv_cache_tokens
     before, after = cal.predicted_kv_cache_tokens, cal.calibrated_kv_cache_tokens
 

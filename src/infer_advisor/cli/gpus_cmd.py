@@ -61,8 +61,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from ._derive import add_model_arguments
 
     # `--json` by hand: a field named `json` would shadow BaseModel.json; the rest is derived.
+    from ._format import add_format_option
+
     field = GpusOptions.model_fields["json_output"]
-    parser.add_argument("--json", dest="json_output", action="store_true", help=field.description)
+    add_format_option(parser, ("table", "json"), json_dest="json_output", json_help=field.description + " Same as --format json.")
     add_model_arguments(parser, GpusOptions, exclude={"json_output"})
 
 
@@ -85,6 +87,9 @@ def build_report(opts: GpusOptions) -> GpusReport:
 def run(ns: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
+    from ._format import output_format
+
+    ns.json_output = output_format(ns, json_dest="json_output") == "json"
     values = {k: v for k, v in vars(ns).items() if k in GpusOptions.model_fields}
     try:
         opts = GpusOptions(**values)

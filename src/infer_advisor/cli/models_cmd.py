@@ -106,8 +106,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "$XDG_DATA_HOME/infer_advisor/models or ~/.local/share/infer_advisor/models).",
     )
     add.add_argument("--force", action="store_true", help="Replace an existing entry of the same id.")
+    from ._format import add_format_option
+
     field = ModelsOptions.model_fields["json_output"]
-    parser.add_argument("--json", dest="json_output", action="store_true", help=field.description)
+    add_format_option(parser, ("table", "json"), json_dest="json_output", json_help=field.description + " Same as --format json.")
     add_model_arguments(parser, ModelsOptions, exclude={"name", "json_output", "family"})
 
 
@@ -146,6 +148,9 @@ def run(ns: argparse.Namespace) -> int:
         from ..errors import RequestError
 
         raise RequestError(f"unexpected argument '{ns.config}' (did you mean `infer-advisor models add {ns.config}`?)")
+    from ._format import output_format
+
+    ns.json_output = output_format(ns, json_dest="json_output") == "json"
     opts = model_from_namespace(ModelsOptions, ns)
     if opts.name is None:
         report = catalog_report()

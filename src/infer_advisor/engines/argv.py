@@ -200,6 +200,9 @@ def vllm_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> list[
         argv += ["--max-num-batched-tokens", str(e.max_num_batched_tokens)]
     if _kv(plan):
         argv += ["--kv-cache-dtype", _kv(plan)]
+    if e.lora is not None:  # adapters are added at run time (--lora-modules or the /v1/load_lora_adapter endpoint)
+        argv += ["--enable-lora", "--max-loras", str(e.lora.max_loras), "--max-lora-rank", str(e.lora.max_lora_rank),
+                 "--max-cpu-loras", str(e.lora.max_cpu_loras)]
     argv += user_value(plan, "--served-model-name", e.served_model_name)
     if p.nodes > 1:
         argv += ["--distributed-executor-backend", "ray"]

@@ -32,6 +32,9 @@ from .catalog import GPUEntry, find_entry, suggest_names
 # Longest inline GPU description accepted (a full entry is about 300 characters).
 MAX_INLINE_SPEC = 4000
 SPEC_SOURCE = "user-supplied --gpu spec"
+# Every field a GPU description needs, as one inline --gpu value (README, `plan --help`, and every error shows it).
+SPEC_EXAMPLE = ("{name: RTX-3080-Laptop, memory_gib: 16, memory_bandwidth_gb_s: 448, tflops: {fp16: 60, bf16: 60}, "
+                "compute_capability: 8.6, interconnect: pcie, interconnect_gb_s: 16}")
 
 # Most GPUs one host holds: 16, as in NVIDIA DGX-2 / HGX-2 (16x V100 behind NVSwitch), the largest
 # single-OS-image NVIDIA board; GB200 NVL72 racks are 18 hosts of 4 GPUs.
@@ -153,14 +156,21 @@ def _custom_spec(spec: str, text: str) -> HardwareSpec | None:
 
 def _entry(raw: object, where: str) -> GPUEntry:
     """Validate a user GPU description as a catalog entry (``source`` and ``memory_type`` may be left out)."""
-    from .._data import format_validation_error
 
     if not isinstance(raw, dict):
         raise DataFileError(where, "a GPU description is a mapping of the catalog's fields (see data/gpus.yaml)")
     try:
         return GPUEntry.model_validate({"source": SPEC_SOURCE, "memory_type": "unknown", **raw})
     except ValidationError as err:
-        raise DataFileError(where, format_validation_error(err)) from None
+        raise DataFileError(where, spec_problems(err)) from None
+
+
+def spec_problems(err: ValidationError) -> str:
+    """Every missing and every wrong field of a GPU description in one line, with a description that works."""
+    missing = [str(e["loc"][0]) for e in err.errors() if e["type"] == "missing" and e.get("loc")]
+    wrong = [f"{'.'.join(str(p) for p in e.get('loc', ()))} ({e['msg'].lower()})" for e in err.errors() if e["type"] != "missing"]
+    parts = ([f"missing {', '.join(missing)}"] if missing else []) + ([f"wrong {'; '.join(wrong)}"] if wrong else [])
+    return f"{'; '.join(parts)}. Every field, e.g.: --gpu '{SPEC_EXAMPLE}'"
 
 
 def searches_gpu_types(spec: str) -> bool:

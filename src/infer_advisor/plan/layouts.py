@@ -22,6 +22,7 @@ from .checkpoint import published_bytes, refusal, where
 from ..rules.evaluate import Trace, Verdict, judge, rank
 from ..rules.schema import Rule
 from ..engines.speculative import DraftPair, draft_for
+from ..engines.lora import lora_slots
 from .options import Choice, Layout, SearchResult, layouts, plan_max_num_seqs, prequantized_format
 
 
@@ -204,8 +205,10 @@ class _EngineSearch:
             t.calibrations.memory_for(profile.name, settings.version, hw.gpu.name, layout.gpus, strict=request.calibration_mismatch == "refuse")
             if (t.calibrations and on_gpu) else None
         )
+        lora = lora_slots(profile.name, settings.version, request.lora_adapters, request.max_lora_rank)
         return estimate_memory(
             model,
+            lora_slots=lora.max_loras if lora else 0, lora_rank=lora.max_lora_rank if lora else 0,
             gpu_memory_bytes=t.mem_bytes,
             engine=profile,
             quantization=qv.value,

@@ -13,6 +13,7 @@ from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
 from ..request import PlanRequest
 from ..rules.evaluate import Trace
+from ..engines.lora import lora_slots
 from .options import Choice, plan_max_num_seqs
 from .models import (
     Decision,
@@ -134,6 +135,7 @@ def engine_config(request: PlanRequest, model: ModelFacts, c: Choice, concurrenc
             "kv_cache_dtype": "auto",
         },
         memory_profile=settings.profile.label,
+        lora=lora_slots(p.name, settings.version, request.lora_adapters, request.max_lora_rank),
     )
     if p.name == "trtllm" and request.stack == "nvidia-triton":
         return _triton(config)
