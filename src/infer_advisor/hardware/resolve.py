@@ -40,22 +40,14 @@ def resolve_hardware(spec: str = "auto", *, probe: Callable[[], ProbeResult] | N
         spec: ``auto`` (probe this machine), ``cpu``, or ``NAME[:COUNT][xNODES]`` with a catalog name
             or alias (case-insensitive), e.g. ``H100-80GB:8x2``, ``rtx-4090``, ``T4``.
         probe: the NVML probe to use for ``auto`` (tests pass recorded results); default
-            :func:`~infer_advisor.hardware.probe.probe_nvml`.
+            :func:`probe_gpus` (NVML, then amd-smi / rocm-smi).
 
     Raises:
         HardwareSpecError: bad syntax or impossible counts. UnknownGPUError: name not in the catalog.
     """
     parsed = parse_spec(spec)
     if parsed.kind == "auto":
-        if probe is not None:
-            return facts_from_probe(probe())
-        found = probe_nvml()
-        if not found.ok or not found.devices:  # no NVIDIA GPU: ask the AMD seam (amd-smi / rocm-smi)
-            from .probe_amd import probe_amd
-
-            amd = probe_amd()
-            found = amd if amd.ok else found.model_copy(update={"error": f"{found.error}; {amd.error}"})
-        return facts_from_probe(found)
+        return facts_from_probe((probe or probe_gpus)())
     if parsed.kind == "cpu":
         return HardwareFacts(kind="cpu", cpu=probe_cpu(), source="probe", spec="cpu")
     notes: list[str] = []
@@ -85,6 +77,17 @@ def resolve_hardware(spec: str = "auto", *, probe: Callable[[], ProbeResult] | N
         spec=canonical,
         notes=notes,
     )
+
+
+def probe_gpus() -> ProbeResult:
+    """This machine's GPUs: NVML first, then (no NVIDIA GPU) the AMD seam, amd-smi / rocm-smi. Never raises."""
+    found = probe_nvml()
+    if found.ok and found.devices:
+        return found
+    from .probe_amd import probe_amd
+
+    amd = probe_amd()
+    return amd if amd.ok else found.model_copy(update={"error": f"{found.error}; {amd.error}"})
 
 
 def probe_cpu() -> CPUInfo:
