@@ -133,11 +133,26 @@ def test_finding1_the_amd_plan_printed_by_the_cli_has_no_cuda_words():
 
     env = {**os.environ, "INFER_ADVISOR_NO_NVML": "1", "COLUMNS": "200"}
     out = subprocess.run([sys.executable, "-m", "infer_advisor.cli", "plan", "--model", "meta-llama/Llama-3.1-70B-Instruct",
-                          "--gpu", "MI300X"], capture_output=True, text=True, env=env, timeout=120)
+                          "--gpu", "MI300X", "--explain"], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     table = out.stdout.split("decisions")[0]  # the plan's table (rule reasons below may name CUDA GPUs they compare)
     assert "vllm-openai-rocm" in table and "gfx942" in table
     assert not any(w in table.lower() for w in ("cuda", "nvidia", "cc 0.0"))
+
+
+def test_finding1_rocm_plans_never_serve_a_modelopt_checkpoint(monkeypatch):
+    """Even where the AMD checkpoint is missing (the entry removed here), vLLM on MI300X does not fall back to
+    nvidia/Llama-3.1-70B-Instruct-FP8: it serves bf16 or quantizes while loading."""
+    from infer_advisor.model_facts import published as pub
+
+    table = pub.published()
+    entries = table.checkpoints["meta-llama/Llama-3.1-70B-Instruct"]
+    monkeypatch.setitem(table.checkpoints, "meta-llama/Llama-3.1-70B-Instruct", [c for c in entries if c.format != "quark"])
+    plan = _advise(model="meta-llama/Llama-3.1-70B-Instruct", gpu="MI300X", engine="vllm")
+    ckpt = plan.quantization.published_checkpoint
+    assert ckpt is None or not (ckpt.format or "").startswith("modelopt"), ckpt
+    nvidia = _advise(model="meta-llama/Llama-3.1-70B-Instruct", gpu="H100-80GB:2", engine="vllm", quantization="fp8")
+    assert nvidia.quantization.published_checkpoint.repo == "nvidia/Llama-3.1-70B-Instruct-FP8"  # still served on CUDA
 
 
 def test_finding1_sglang_on_rocm_never_gets_a_modelopt_checkpoint():

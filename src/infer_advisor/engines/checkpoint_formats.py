@@ -123,7 +123,7 @@ def loadable(
 
 
 def preference(platform: str) -> list[str]:
-    """Formats in the order a plan on ``platform`` prefers them when several published checkpoints fit."""
+    """Formats a plan on ``platform`` may serve from a published checkpoint, best first (others are never served)."""
     return list(formats_by_platform().preference.get(platform, []))
 
 

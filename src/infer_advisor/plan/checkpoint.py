@@ -59,6 +59,8 @@ def pick_published(
         return (order.index(fmt) if fmt in order else len(order), wanted.index(c.method))
 
     for ckpt in sorted(found, key=rank):
+        if order and format_of(ckpt) is not None and format_of(ckpt) not in order:
+            continue  # not served from a published checkpoint on this platform (data/formats_by_platform.yaml preference)
         answer = loadable(engine, platform, format_of(ckpt) or "", version=version, compute_capability=compute_capability, gfx=gfx)
         if format_of(ckpt) is None or answer is None or answer.loads:
             return ckpt
