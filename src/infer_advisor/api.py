@@ -50,8 +50,11 @@ def advise(
     bad input raises an :class:`~infer_advisor.errors.InferAdvisorError` subclass.
     """
     from .plan.advise import advise as plan_advise, plan_request
+    from .request import check_api_arguments, refuse_unused
 
+    check_api_arguments(request, model, options, model_facts, hardware, progress)
     request = plan_request(model, request, options)
+    refuse_unused(request)  # sizing-only options without a rate (the sizing search plans through the plan stage)
     if hardware is None and request.rate:
         if model_facts is None:
             from .model_facts import resolve_model

@@ -42,7 +42,9 @@ _WRITE_ONE = "Write one with `infer-advisor plan ... --json > plan.json`."
 def load_plan(path: Path) -> Any:
     """A plan JSON file as attribute-accessible objects; a file that is not a plan is one RequestError line."""
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        from ..bounded_read import read_text_bounded
+
+        raw = json.loads(read_text_bounded(path, "report", lambda p, why: OSError(0, why)))
     except (OSError, ValueError, RecursionError) as err:  # ValueError: bad JSON or bytes that are not UTF-8
         why = err.strerror if isinstance(err, OSError) and err.strerror else type(err).__name__
         raise RequestError(f"--plan {path}: cannot read a plan JSON ({why}). {_WRITE_ONE}") from None

@@ -36,7 +36,8 @@ def file_names(complete: bool) -> tuple[str, str, str, str]:
 def level_rows(report: BenchReport) -> list[dict]:
     rows = []
     for lv in report.levels:
-        row: dict = {"concurrency": lv.concurrency, "num_requests": lv.num_requests, "duration_s": lv.duration_s}
+        row: dict = {"concurrency": lv.concurrency, "num_requests": lv.num_requests,
+                     "failed_requests": lv.failed_requests, "duration_s": lv.duration_s}
         for name in _STATS:
             st = getattr(lv, name)
             for k in ("mean", "p50", "p90", "p99"):
@@ -187,7 +188,7 @@ def _gib(n: int | None) -> str:
 
 def render_table(report: BenchReport):
     """A rich Table of the levels (every figure measured) and, if any, the plan comparison."""
-    from rich.table import Table
+    from ..untrusted import safe_table
 
     md = report.metadata
     mem_label = {
@@ -198,7 +199,7 @@ def render_table(report: BenchReport):
     }[md.memory_source]
     device_column = any(lv.peak_device_memory_bytes is not None for lv in report.levels)
     status = "" if report.complete else " · INCOMPLETE" + (f" ({report.error})" if report.error else "")
-    table = Table(
+    table = safe_table(
         title=f"{md.engine} · {md.model} · {md.device.name}"
         + (" · RANDOM WEIGHTS" if md.random_weights else "")
         + status,
@@ -241,7 +242,7 @@ def render_table(report: BenchReport):
     if opened:
         tables.append(_open_table(report, opened, status))
     if report.comparisons:
-        cmp = Table(title="Plan vs measured", caption="predicted: the plan's estimate; measured: this run.")
+        cmp = safe_table(title="Plan vs measured", caption="predicted: the plan's estimate; measured: this run.")
         for col in ("metric", "conc.", "predicted", "source", "measured", "error %"):
             cmp.add_column(col, justify="right", overflow="fold")
         for c in report.comparisons:
@@ -258,10 +259,10 @@ def render_table(report: BenchReport):
 
 
 def _open_table(report: BenchReport, levels, status: str):
-    from rich.table import Table
+    from ..untrusted import safe_table
 
     md = report.metadata
-    table = Table(
+    table = safe_table(
         title=f"{md.engine} · {md.model} · {md.device.name} · open loop (Poisson arrivals)"
         + (" · RANDOM WEIGHTS" if md.random_weights else "")
         + status,

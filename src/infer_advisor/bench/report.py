@@ -65,7 +65,12 @@ class LevelResult(BaseModel):
     concurrency: int = Field(
         description="Closed loop: requests kept in flight. Open loop: the most that were in flight at once (measured)."
     )
-    num_requests: int
+    num_requests: int = Field(description="Requests measured (answered in full); failed ones are counted apart.")
+    failed_requests: int = Field(
+        default=0, description="Requests the server answered wrongly (HTTP error, malformed or cut stream, empty "
+        "answer, bad usage) or too slowly; not in the statistics."
+    )
+    failure_reasons: list[str] = Field(default_factory=list, description="Distinct reasons of the failed requests (a few).")
     duration_s: float = Field(description="Wall time of the level, first request sent to last token received.")
     ttft_s: Stats
     tpot_s: Stats | None = Field(

@@ -152,6 +152,7 @@ class Runner:
                         samples, duration = engine.run_level(items, conc, wl, advance)
                     level = level_result(conc, samples, duration, mem.peak)
                     level.peak_device_memory_bytes = mem.device_peak
+                    _record_failures(engine, level)
                     report.levels.append(level)
                     report.requests.extend(samples)
                     self._save(engine, report)
@@ -164,6 +165,7 @@ class Runner:
                     bar.update(task, description=f"{rate:g} req/s (open loop)")
                     samples, duration = engine.run_open_level(items, offsets, rate, wl, advance)
                     level = open_level_result(rate, samples, duration)
+                    _record_failures(engine, level)
                     report.levels.append(level)
                     report.requests.extend(samples)
                     self._save(engine, report)
@@ -218,3 +220,20 @@ class Runner:
             write_plot(report, self.folder)
         if final:
             self.folder.finish()
+
+
+def _record_failures(engine, level) -> None:
+    """Failed requests of the level just run (openai engine): counted on the level and named in a note."""
+    from .backends.openai_engine import MAX_REASONS
+
+    failures = list(getattr(engine, "level_failures", []) or [])
+    engine.level_failures = []
+    if not failures:
+        return
+    level.failed_requests = len(failures)
+    level.failure_reasons = list(dict.fromkeys(failures))[:MAX_REASONS]
+    where = f"rate {level.request_rate:g} req/s" if level.request_rate else f"concurrency {level.concurrency}"
+    engine.notes.append(
+        f"{where}: {len(failures)} of {len(failures) + level.num_requests} request(s) failed and are not in the "
+        f"statistics; first: {failures[0]}"
+    )

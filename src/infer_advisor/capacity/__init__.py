@@ -31,8 +31,9 @@ def size(model: str | None = None, *, progress=None, **options: Any) -> Capacity
 
     from .._data import format_validation_error
     from ..errors import RequestError
-    from ..request import PlanRequest
+    from ..request import PlanRequest, check_api_arguments
 
+    check_api_arguments(None, model, options, None, None, progress)
     if model is not None:
         options["model"] = model
     try:

@@ -122,4 +122,4 @@ def plot_front(result: CapacityResult, path: Path, *, force: bool = False) -> Pa
         plt.close(fig)
     from .._output import write_file
 
-    return write_file(path, buf.getvalue(), force=force, ours=is_front_png)
+    return write_file(path, buf.getvalue(), force=force, ours=is_front_png, option="--plot")

@@ -160,5 +160,7 @@ def run(ns: argparse.Namespace) -> int:
         return 0
     err = ", ".join(f"{k} {v:.1%}" for k, v in cal.fit_median_abs_error.items())
     coeffs = ", ".join(f"{k} {v:g}" for k, v in cal.coefficients.items())
-    print(f"{opts.out}: {cal.engine} x {cal.quantization} on {cal.gpu} ({len(cal.points)} points, fit median |error| {err}): {coeffs}")
+    from ..untrusted import escape_unsafe
+
+    print(escape_unsafe(f"{opts.out}: {cal.engine} x {cal.quantization} on {cal.gpu} ({len(cal.points)} points, fit median |error| {err}): {coeffs}"))
     return 0

@@ -123,7 +123,7 @@ def _print_report(report: GpusReport, opts: GpusOptions) -> None:
 
 
 def _print_hardware(console, report: GpusReport, opts: GpusOptions) -> None:  # noqa: ANN001
-    from rich.table import Table
+    from ..untrusted import safe_table, terminal_text
 
     hw = report.hardware
     assert hw is not None
@@ -131,10 +131,10 @@ def _print_hardware(console, report: GpusReport, opts: GpusOptions) -> None:  # 
         cpu = hw.cpu
         head = f"--gpu {opts.gpu}" if opts.gpu else "Probe"
         for note in hw.notes:
-            console.print(f"{head}: {note}")
+            console.print(f"{head}: {terminal_text(note)}")
         if cpu is not None:
             console.print(
-                f"CPU (probe): {cpu.name or 'unknown model'}, {cpu.cores} logical cores, "
+                f"CPU (probe): {terminal_text(cpu.name or 'unknown model')}, {cpu.cores} logical cores, "
                 f"{cpu.memory_bytes / GIB:.1f} GiB RAM"
             )
         return
@@ -142,7 +142,7 @@ def _print_hardware(console, report: GpusReport, opts: GpusOptions) -> None:  # 
         title = f"GPUs on this machine (NVML, driver {hw.driver_version or 'unknown'})"
     else:
         title = f"--gpu {hw.spec}: {hw.gpus_per_node} GPU(s) per node x {hw.nodes} node(s) (catalog)"
-    table = Table(title=title, title_justify="left")
+    table = safe_table(title=title, title_justify="left")
     for col in ("#", "name", "NVML name", "memory GiB", "free GiB", "bandwidth TB/s", "bf16 TFLOPS", "CC",
                 "SM MHz", "link GB/s", "MIG"):
         table.add_column(col)
@@ -171,13 +171,13 @@ def _print_hardware(console, report: GpusReport, opts: GpusOptions) -> None:  # 
         )
     console.print(table)
     for note in hw.notes:
-        console.print(f"note: {note}")
+        console.print(f"note: {terminal_text(note)}")
 
 
 def _print_catalog(console, gpus: list[GPUInfo]) -> None:  # noqa: ANN001
-    from rich.table import Table
+    from ..untrusted import safe_table
 
-    table = Table(
+    table = safe_table(
         title="GPU catalog (all figures: catalog, from datasheets; TFLOPS dense, no sparsity)",
         title_justify="left",
         caption="Each entry's datasheet: `infer-advisor gpus --json --catalog-only` (catalog_source).",

@@ -78,7 +78,7 @@ def run(ns: argparse.Namespace) -> int:
         from ..capacity.plot import is_front_png, require_matplotlib
 
         require_matplotlib()
-        check_file(ns.plot, force=ns.force, ours=is_front_png)  # refused now, not after the search
+        check_file(ns.plot, force=ns.force, ours=is_front_png, option="--plot")  # refused now, not after the search
     if getattr(ns, "startup_check", False):
         return _startup_check(request, fmt)
     kinds = None
@@ -102,8 +102,10 @@ def run(ns: argparse.Namespace) -> int:
         from .render_plan import print_plan
 
         print_plan(plan, explain=ns.explain, fmt=fmt, show_all=ns.show_all)
+        from ..untrusted import escape_unsafe
+
         for path in written:
-            print(f"wrote {path}")
+            print(escape_unsafe(f"wrote {path}"))
     return 0 if plan.feasible else 1
 
 

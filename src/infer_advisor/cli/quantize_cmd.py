@@ -70,11 +70,13 @@ def run(ns: argparse.Namespace) -> int:
     if fmt == "json":
         print(result.model_dump_json(indent=2))
     else:
-        print(result.summary())
+        from ..untrusted import printable_lines
+
+        print(printable_lines(result.summary()))
         for line in _check_lines(result):
-            print(line)
+            print(printable_lines(line))
         for note in result.notes:
-            print(f"note: {note}")
+            print(printable_lines(f"note: {note}"))
     if result.check.status == "failed":
         print(f"error: the output was written but did not load: {result.check.detail}", file=sys.stderr)
         return 1

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from .._version import __version__
 from ..errors import EmitError
+from .boundary import check_plan_values
 from ..plan.models import DeploymentPlan
 from ..engines import argv as A
 from ..engines import triton_launch as T
@@ -289,8 +290,7 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
         raise EmitError(f"No templates for engine '{key}'. Known: {', '.join(facts.engines)}.")
     if e.name == "ctranslate2" and p.tensor_parallel_size * p.pipeline_parallel_size > 1:
         raise EmitError("CTranslate2 tensor parallelism needs an MPI launch, which is not emitted; plan on one GPU.")
-    ef = facts.engines[key]
-    triton = e.server == "triton"
+    ef, triton = facts.engines[key], e.server == "triton"
     gpu = plan.hardware.kind == "gpu"
     ref = T.model_ref(A.model_ref(plan)) if triton else A.model_ref(plan)
     app = _app_name(plan)
@@ -326,6 +326,7 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
     fetch = _download_and_startup(plan, ef, ref, prepare_container)
     resident = plan.memory.weights_bytes_per_gpu * max(gpus_per_node, 1) if gpu else plan.memory.total_bytes_per_gpu
     replicas_anywhere = p.replicas > 1 or multi
+    check_plan_values(plan, platform.image, platform.from_image, f"infer-advisor/{app}:{A.slug(key)}-{e.version}")
     ctx = dict(
         engine=key, engine_display=_display(plan), engine_version=e.version, image=platform.image,
         from_image=platform.from_image, built_image=f"infer-advisor/{app}:{A.slug(key)}-{e.version}",
