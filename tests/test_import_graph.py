@@ -26,7 +26,7 @@ _DOTTED = re.compile(r"^infer_advisor(\.[a-z_]+)+$")
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     # shared infrastructure: errors, environment, data-file loading, output files, the request, formatting
     ("base", ("errors", "constants", "_data", "_paths", "_callable", "_version", "_output", "_output_folders", "formatting",
-              "request")),
+              "request", "untrusted", "bounded_read")),
     ("model_facts", ("model_facts",)),
     ("hardware", ("hardware",)),
     # every engine fact: profiles, memory behaviour, speculative heads, Triton, launch commands and argv builders

@@ -74,3 +74,8 @@ def __getattr__(name: str) -> Any:
 
         return getattr(errors, name)
     raise AttributeError(f"module 'infer_advisor' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    """The lazy public names too (``advise``, ``size`` ...), so ``dir(infer_advisor)`` and completion list them."""
+    return sorted(set(globals()) | set(__all__))

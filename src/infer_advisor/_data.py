@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -20,10 +21,9 @@ def read_structured(path: Path, check: Callable[[Any], Any] | None = None) -> An
     exponentially (a 342-byte "billion laughs" file ran until killed). Parsed YAML is cached as JSON
     (:func:`_cache_path`), but only after ``check`` (the caller's validation, which raises on bad data) passed.
     """
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise DataFileError(str(path), f"cannot read: {err.strerror or err}") from None
+    from .bounded_read import read_bounded
+
+    raw = read_bounded(path, "data")  # regular files only, at most 16 MiB
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -51,10 +51,41 @@ def read_structured(path: Path, check: Callable[[Any], Any] | None = None) -> An
     return data
 
 
+@functools.cache
+def _strict_loader():
+    """The C safe loader, refusing a mapping that repeats a key (YAML keeps the last one without a word)."""
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class StrictLoader(base):  # type: ignore[misc, valid-type]
+        def construct_mapping(self, node, deep=False):
+            seen: set = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    duplicate = key in seen
+                    seen.add(key)
+                except TypeError:  # an unhashable key: the base constructor names it
+                    duplicate = False
+                if duplicate:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r} (each key once)", key_node.start_mark
+                    )
+            return super().construct_mapping(node, deep)
+
+    return StrictLoader
+
+
+def parse_yaml_text(text: str, where: str) -> Any:
+    """Parse YAML ``text`` (aliases and duplicate keys refused); errors name ``where`` and the line."""
+    return _parse_yaml(Path(where), text)
+
+
 def _parse_yaml(path: Path, text: str) -> Any:
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = _strict_loader()
     try:
         if "*" in text:  # an alias needs a '*': only then look at the events
             for event in yaml.parse(text, Loader=loader):
@@ -74,14 +105,37 @@ def _parse_yaml(path: Path, text: str) -> Any:
         raise DataFileError(str(path), "nested too deeply to be a data file") from None
 
 
+# The parser's rules (aliases, duplicate keys refused) are part of the cache key: a file cached before a rule was
+# added is parsed again. Files above CACHE_MAX_BYTES are not cached; the folder keeps at most CACHE_MAX_FILES.
+PARSER_RULES = "strict-2"
+CACHE_MAX_BYTES = 4 * 2**20
+CACHE_MAX_FILES = 256
+
+
 def _cache_path(path: Path, text: str) -> Path | None:
     """Parsed YAML is kept as JSON under the cache folder, keyed by the file's content (JSON parses ~20x faster)."""
     import hashlib
 
     from .constants import cache_dir
 
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+    if len(text) > CACHE_MAX_BYTES:
+        return None
+    digest = hashlib.sha256(f"{PARSER_RULES}\n{text}".encode()).hexdigest()[:24]
     return cache_dir() / "parsed-yaml" / f"{digest}.json"
+
+
+def _evict(folder: Path) -> None:
+    """Keep the newest CACHE_MAX_FILES entries (the cache never grew smaller before)."""
+    import os
+
+    with contextlib.suppress(OSError):
+        entries = [e for e in os.scandir(folder) if e.name.endswith(".json")]
+        if len(entries) <= CACHE_MAX_FILES:
+            return
+        entries.sort(key=lambda e: e.stat().st_mtime)
+        for entry in entries[: len(entries) - CACHE_MAX_FILES]:
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
 
 
 def _write_cache(target: Path, data: Any) -> None:
@@ -96,6 +150,7 @@ def _write_cache(target: Path, data: Any) -> None:
             json.dump(data, fh)
         os.replace(tmp, target)
         tmp = None
+        _evict(target.parent)
     except (OSError, TypeError, ValueError, RecursionError):
         pass  # a read-only or full cache folder only costs speed
     finally:
@@ -110,7 +165,10 @@ def format_validation_error(err: Any) -> str:
     loc = ".".join(str(p) for p in first.get("loc", ()))
     more = len(err.errors()) - 1
     tail = f" (and {more} more)" if more > 0 else ""
-    return f"{loc}: {first.get('msg')}{tail}"
+    msg = str(first.get("msg")).removeprefix("Value error, ")
+    if first.get("type") == "value_error" and msg.startswith("--"):  # our validators name the option themselves
+        return f"{msg}{tail}"
+    return f"{loc}: {msg}{tail}"
 
 
 def load_validated(path: Path, model: type[T]) -> T:

@@ -26,6 +26,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -59,8 +60,8 @@ def _why(err: OSError) -> str:
     return err.strerror or str(err)
 
 
-def _cannot(path: Path, err: OSError) -> OutputPathError:
-    return OutputPathError(str(path), f"cannot be written ({_why(err)}); choose another --out")
+def _cannot(path: Path, err: OSError, option: str = "--out") -> OutputPathError:
+    return OutputPathError(str(path), f"cannot be written ({_why(err)}); choose another {option}")
 
 
 # ---------------------------------------------------------------- atomic single files
@@ -177,7 +178,8 @@ def remove_leftovers(out: Path) -> list[Path]:
     removed = []
     for staging in candidates:
         if staging.name.endswith(".tmp") and not staging.is_dir():
-            _remove_stale_temp(staging, fcntl)
+            if _OUR_TEMP.search(staging.name):  # mkstemp's '-XXXXXXXX.tmp': a user's '.infer-advisor.partial-x.tmp' stays
+                _remove_stale_temp(staging, fcntl)
             continue
         try:
             fd = os.open(staging / MARKER, os.O_RDONLY)
@@ -196,6 +198,8 @@ def remove_leftovers(out: Path) -> list[Path]:
     return removed
 
 
+# The tail tempfile.mkstemp gives our temp files (_locked_temp: PREFIX + name + '-' + 8 random characters + '.tmp').
+_OUR_TEMP = re.compile(r"-[a-z0-9_]{8}\.tmp$")
 _TEMP_GRACE_S = 10.0  # a temp file younger than this may be one whose writer has not locked it yet
 
 
@@ -300,17 +304,17 @@ def check_output(out: str | os.PathLike, force: bool) -> Path:
 # ---------------------------------------------------------------- single files: calibrate
 
 
-def check_file(path: str | os.PathLike, *, force: bool, ours: Callable[[Path], bool]) -> Path:
+def check_file(path: str | os.PathLike, *, force: bool, ours: Callable[[Path], bool], option: str = "--out") -> Path:
     """Fail now (before any work) if :func:`write_file` would refuse ``path``; the absolute path."""
     target = output_path(path)
     kind = _kind_of(target)
     if kind == "dir":
-        raise OutputPathError(str(target), "is a folder; give a file name, e.g. calibration.json")
+        raise OutputPathError(str(target), f"is a folder; give {option} a file name")
     if kind is not None:
         if not force:
-            raise OutputExistsError(str(target))
+            raise OutputExistsError(str(target), option)
         if not ours(target):
-            raise OutputPathError(str(target), _NOT_OURS)
+            raise OutputPathError(str(target), _NOT_OURS.format(option=option))
         return target
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -318,14 +322,15 @@ def check_file(path: str | os.PathLike, *, force: bool, ours: Callable[[Path], b
         os.close(fd)
         os.unlink(probe)
     except OSError as err:
-        raise _cannot(target, err) from None
+        raise _cannot(target, err, option) from None
     return target
 
 
-_NOT_OURS = "was not written by infer-advisor; --force replaces only its own files. Choose another --out."
+_NOT_OURS = "was not written by infer-advisor; --force replaces only its own files. Choose another {option}."
 
 
-def write_file(path: str | os.PathLike, data: bytes, *, force: bool, ours: Callable[[Path], bool]) -> Path:
+def write_file(path: str | os.PathLike, data: bytes, *, force: bool, ours: Callable[[Path], bool],
+               option: str = "--out") -> Path:
     """Write the single file ``path``; an existing one is replaced only with ``force`` and only if ``ours(path)``.
 
     Without ``force`` the file appears by ``link()``, which fails if it exists: of two concurrent writers one
@@ -333,34 +338,34 @@ def write_file(path: str | os.PathLike, data: bytes, *, force: bool, ours: Calla
     """
     target = output_path(path)
     if _kind_of(target) == "dir":
-        raise OutputPathError(str(target), "is a folder; give a file name, e.g. calibration.json")
+        raise OutputPathError(str(target), f"is a folder; give {option} a file name")
     remove_leftovers(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = _locked_temp(target.parent, f".{target.name}.partial-")
     except OSError as err:
-        raise _cannot(target, err) from None
+        raise _cannot(target, err, option) from None
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         _write_all(fd, data)
         with _locked(target.parent):
             if _kind_of(target) is not None:
                 if not force:
-                    raise OutputExistsError(str(target))
+                    raise OutputExistsError(str(target), option)
                 if not ours(target):
-                    raise OutputPathError(str(target), _NOT_OURS)
+                    raise OutputPathError(str(target), _NOT_OURS.format(option=option))
                 os.replace(tmp, target)
             else:
                 try:
                     os.link(tmp, target)
                 except FileExistsError:
-                    raise OutputExistsError(str(target)) from None
+                    raise OutputExistsError(str(target), option) from None
                 except OSError:  # no hard links on this file system: the lock above keeps the check and rename together
                     os.replace(tmp, target)
     except OSError as err:
         if isinstance(err, OutputPathError | OutputExistsError):
             raise
-        raise _cannot(target, err) from None
+        raise _cannot(target, err, option) from None
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -35,8 +35,8 @@ def advise(
         >>> plan.render("docker", out="deploy/")          # Dockerfile + README
 
     Args:
-        model: Hub id, local folder or catalog name. Every other :class:`PlanRequest` field is a keyword
-            (``gpu="H100-80GB:8"``, ``goal="latency"``, ``context=8192``, ``rules="my-rules/"`` ...).
+        model: Hub id, local folder or catalog name. Every other :class:`PlanRequest` field is a typed keyword
+            in the signature (``gpu="H100-80GB:8"``, ``goal="latency"``, ``context=8192``, ``rules="my-rules/"`` ...).
         request: a ready :class:`PlanRequest` instead of keywords.
         explain: keep every rule considered (matched or not) in ``plan.explain``.
         model_facts, hardware: pre-resolved facts (skips the model/hardware stages; used by tools and tests).
@@ -50,8 +50,11 @@ def advise(
     bad input raises an :class:`~infer_advisor.errors.InferAdvisorError` subclass.
     """
     from .plan.advise import advise as plan_advise, plan_request
+    from .request import check_api_arguments, refuse_unused
 
+    check_api_arguments(request, model, options, model_facts, hardware, progress)
     request = plan_request(model, request, options)
+    refuse_unused(request)  # sizing-only options without a rate (the sizing search plans through the plan stage)
     if hardware is None and request.rate:
         if model_facts is None:
             from .model_facts import resolve_model
@@ -61,3 +64,13 @@ def advise(
 
         return sized_plan(request, model_facts, explain, progress=progress)
     return plan_advise(request=request, explain=explain, model_facts=model_facts, hardware=hardware)
+
+
+
+def _typed(fn):
+    from .request import with_request_signature
+
+    return with_request_signature(fn)
+
+
+advise = _typed(advise)

@@ -167,9 +167,9 @@ class HubError(InferAdvisorError, ConnectionError):
 class OutputExistsError(InferAdvisorError, FileExistsError):
     """The output directory exists already; pass --force (force=True) to replace it."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, option: str = "--out"):
         self.path = path
-        super().__init__(f"{path} exists already. Pass --force to replace it, or choose another --out.")
+        super().__init__(f"{path} exists already. Pass --force to replace it, or choose another {option}.")
 
 
 class OutputPathError(InferAdvisorError, OSError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Goal = Literal["latency", "throughput", "balanced"]
 EngineChoice = Literal[
@@ -27,7 +27,7 @@ LengthDistribution = Literal["fixed", "uniform", "exponential", "lognormal", "no
 class PlanRequest(BaseModel):
     """Options of :func:`infer_advisor.advise` and `infer-advisor plan` (each field is one flag)."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)
 
     model: str = Field(
         default="meta-llama/Llama-2-7b-hf",
@@ -35,17 +35,20 @@ class PlanRequest(BaseModel):
     )
     gpu: str = Field(
         default="auto",
-        description="GPUs: 'auto' probes this machine with NVML; or NAME[:COUNT][xNODES] such as 'H100-80GB:8x2', 'T4', 'cpu'.",
+        description="GPUs: 'auto' probes this machine with NVML; or NAME[:COUNT][xNODES] such as 'H100-80GB:8x2', 'T4', 'cpu'; "
+        "or a GPU the catalog lacks, inline with every field (or as a YAML/JSON file of them, PATH[:COUNT]): "
+        "'{name: RTX-3080-Laptop, memory_gib: 16, memory_bandwidth_gb_s: 448, tflops: {fp16: 60, bf16: 60}, "
+        "compute_capability: 8.6, interconnect: pcie, interconnect_gb_s: 16}:2'.",
     )
     goal: Goal = Field(default="throughput", description="What to optimise: latency (batch 1), throughput, or balanced.")
     context: int | None = Field(
-        default=None, gt=0, description="Tokens per request (prompt + output) the deployment must hold; default: the model's full context, lowered to what fits."
+        default=None, gt=0, le=10_000_000, description="Tokens per request (prompt + output) the deployment must hold; default: the model's full context, lowered to what fits."
     )
     concurrency: int | None = Field(
         default=None, gt=0, le=4096, description="Requests in flight at once; default by goal (latency 1, balanced 8, throughput 32)."
     )
-    input_tokens: int | None = Field(default=None, gt=0, description="Typical prompt length, for speed predictions (default 512).")
-    output_tokens: int | None = Field(default=None, gt=0, description="Typical output length, for speed predictions (default 200).")
+    input_tokens: int | None = Field(default=None, gt=0, le=10_000_000, description="Typical prompt length, for speed predictions (default 512).")
+    output_tokens: int | None = Field(default=None, gt=0, le=10_000_000, description="Typical output length, for speed predictions (default 200).")
     engine: EngineChoice = Field(default="auto", description="Engine to use; 'auto' lets the rules choose. A forbidden choice is refused with the rule's reason.")
     quantization: QuantChoice = Field(default="auto", description="Weight quantization; 'auto' lets the rules choose, 'none' keeps the model dtype.")
     dtype: DTypeChoice = Field(default="auto", description="Activation/weight dtype; 'auto' picks bfloat16 where the GPU supports it.")
@@ -56,10 +59,10 @@ class PlanRequest(BaseModel):
         "keeps the model dtype and turns to fp8 only to keep an explicit --context.",
     )
     gpu_memory_utilization: float | None = Field(
-        default=None, gt=0, le=1, description="Fraction of each GPU the engine may reserve (vLLM/SGLang/TGI); default: the engine's own."
+        default=None, ge=0.05, le=1, description="Fraction of each GPU the engine may reserve (vLLM/SGLang/TGI); default: the engine's own."
     )
     max_num_batched_tokens: int | None = Field(
-        default=None, gt=0, description="Prefill chunk the engine schedules per step; default: the engine version's own for the GPU."
+        default=None, gt=0, le=2_097_152, description="Prefill chunk the engine schedules per step; default: the engine version's own for the GPU."
     )
     rules: Path | None = Field(default=None, description="Folder of extra rule files layered over the shipped rules by id.")
     calibration: list[Path] = Field(
@@ -82,17 +85,22 @@ class PlanRequest(BaseModel):
         "standardise on Triton); auto: the rules choose among the open-source engines.",
     )
     shared_prefix_tokens: int | None = Field(
-        default=None, ge=0, description="Prompt tokens every request shares (system prompt, chat history); the engine's prefix caching is turned on for them."
+        default=None, ge=0, le=10_000_000, description="Prompt tokens every request shares (system prompt, chat history); the engine's prefix caching is turned on for them."
     )
     speculative: SpeculativeChoice = Field(
         default="auto",
         description="auto: speculative decoding for the latency goal where the engine supports it and a draft head is published for the model; off: never.",
     )
     download_speed: float | None = Field(
-        default=None, gt=0, description="Download speed of the model weights in MB/s, for the start-up allowance (default: the assumption in data/emit.yaml)."
+        default=None, gt=0, le=1_000_000, description="Download speed of the model weights in MB/s, for the start-up allowance (default: the assumption in data/emit.yaml)."
+    )
+    network: Literal["tcp", "rdma"] = Field(
+        default="tcp",
+        description="How multi-node artifacts link the nodes: tcp (NCCL over TCP, starts anywhere) or rdma (InfiniBand/RoCE "
+        "devices, IPC_LOCK and the RDMA device-plugin resource: only where that hardware and plugin exist).",
     )
     startup_timeout: int | None = Field(
-        default=None, gt=0, description="Seconds a server may take to become healthy (download + load); overrides the computed allowance."
+        default=None, gt=0, le=86_400, description="Seconds a server may take to become healthy (download + load); overrides the computed allowance."
     )
     engine_version: str | None = Field(
         default=None,
@@ -148,6 +156,51 @@ class PlanRequest(BaseModel):
         default=None, description="MoE: spread experts over the GPUs instead of splitting each expert (default: tried both ways when sizing)."
     )
     max_num_seqs: int | None = Field(default=None, gt=0, le=65536, description="Sequences the engine schedules at once; default: the engine version's own.")
+    lora_adapters: int = Field(default=0, ge=0, le=100_000, description="LoRA adapters to serve on the base model (vLLM --enable-lora; 0: none).")
+    max_lora_rank: int | None = Field(default=None, gt=0, le=4096, description="Largest rank among the adapters (default: the engine's, 16 in vLLM).")
+
+    @field_validator("model", "gpu", "revision", "price_per_gpu_hour")
+    @classmethod
+    def _safe_text(cls, value, info):
+        """Names, specs and revisions hold no control, line-separator or bidi character (they reach artifacts)."""
+        from .untrusted import refuse_unsafe
+
+        return value if value is None else refuse_unsafe(value, f"--{info.field_name.replace('_', '-')}")
+
+    @field_validator("rules", "lengths_file", "calibration")
+    @classmethod
+    def _safe_paths(cls, value, info):
+        from .untrusted import refuse_unsafe
+
+        for path in value if isinstance(value, list) else [value]:
+            if path is not None:
+                refuse_unsafe(str(path), f"--{info.field_name.replace('_', '-')}")
+        return value
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bools_as_numbers(cls, value, info):
+        """True is not 1: a bool given for a number (the Python API) is refused, not read as 1 or 0."""
+        annotation = str(cls.model_fields[info.field_name].annotation)
+        if isinstance(value, bool) and ("int" in annotation or "float" in annotation) and "bool" not in annotation:
+            raise ValueError(f"--{info.field_name.replace('_', '-')} is a number, not {value}")
+        return value
+
+    @model_validator(mode="after")
+    def _gpu_list_without_counts(self):
+        """A list of GPU types takes no counts (they were dropped without a word)."""
+        if searches_gpu_types(self.gpu) and ":" in self.gpu:
+            raise ValueError(f"--gpu {self.gpu}: a list of GPU types takes names only (the sizing chooses the count); "
+                             "pin one type and count with --gpu NAME:COUNT.")
+        return self
+
+    @field_validator("engine_version")
+    @classmethod
+    def _version(cls, value):
+        """A strict version ('v0.19.0' is read as '0.19.0'): it becomes an image tag and a comment in artifacts."""
+        from .untrusted import check_version
+
+        return value if value is None else check_version(value)
 
     @field_validator("calibration", mode="before")
     @classmethod
@@ -158,3 +211,68 @@ class PlanRequest(BaseModel):
         if isinstance(value, (str, Path)):
             return [p.strip() for p in str(value).split(",") if p.strip()]
         return value
+
+
+def check_api_arguments(request, model, options, model_facts, hardware, progress) -> None:
+    """The Python API's arguments, checked like the CLI's: a wrong type is a RequestError, never an AttributeError,
+    and an argument that would be ignored (``model`` or keywords beside ``request``) is refused."""
+    from .errors import RequestError
+
+    if request is not None and not isinstance(request, PlanRequest):
+        raise RequestError(f"request must be a PlanRequest, not {type(request).__name__}; pass options as keywords "
+                           "(advise(model=..., gpu=...)).")
+    if request is not None and (model is not None or options):
+        given = ", ".join(["model"] * (model is not None) + sorted(options))
+        raise RequestError(f"advise(request=...) takes no other options ({given} would be ignored); set them on the request.")
+    if model is not None and not isinstance(model, str):
+        raise RequestError(f"model must be a string (a Hub id, a folder or a catalog name), not {type(model).__name__}.")
+    if progress is not None and not callable(progress):
+        raise RequestError(f"progress must be a callable that takes a line, not {type(progress).__name__}.")
+    for name, value, kind in (("model_facts", model_facts, "ModelFacts"), ("hardware", hardware, "HardwareFacts")):
+        if value is not None and type(value).__name__ != kind:  # the classes sit in stages above this module
+            raise RequestError(f"{name} must be {kind}, not {type(value).__name__}.")
+
+
+def refuse_unused(request: PlanRequest) -> None:
+    """Options that only sizing reads are refused without ``rate``: every option is used or refused, never accepted
+    and ignored (called where a user's request enters, not on the sizing search's own per-option copies)."""
+    from .errors import RequestError
+
+    if request.rate is not None:
+        return
+    sizing_only = {
+        "ttft_p90": request.ttft_p90, "ttft_p99": request.ttft_p99, "itl_p99": request.itl_p99, "e2e_p90": request.e2e_p90,
+        "price_per_gpu_hour": request.price_per_gpu_hour, "lengths_file": request.lengths_file,
+        "input_distribution": request.input_distribution != "fixed" or None,
+        "output_distribution": request.output_distribution != "fixed" or None,
+    }
+    given = [name for name, value in sizing_only.items() if value is not None]
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        raise RequestError(f"{flag} is used only when sizing a fleet: add --rate REQUESTS_PER_S (or drop {flag}).")
+
+
+def searches_gpu_types(spec: str) -> bool:
+    """True for ``--gpu any`` or a comma list of GPU names (an inline YAML spec also has commas, inside braces)."""
+    spec = spec.strip()
+    return spec.lower() == "any" or ("," in spec and not spec.startswith("{"))
+
+
+def with_request_signature(fn):
+    """``fn`` (``advise``, ``size``) with every :class:`PlanRequest` field as a typed keyword in its signature (what
+    ``inspect.signature``, IPython, Jupyter and editors that introspect show), derived from the request model so the
+    two cannot drift; ``fn`` still takes them through its ``**options``."""
+    import inspect
+    import typing
+
+    sig = inspect.signature(fn)
+    hints = typing.get_type_hints(PlanRequest)
+    fixed = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    taken = {p.name for p in fixed}
+    fields = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=hints.get(name, f.annotation),
+                          default=f.get_default(call_default_factory=True))
+        for name, f in PlanRequest.model_fields.items() if name not in taken
+    ]
+    fn.__signature__ = sig.replace(parameters=[*fixed, *fields])
+    return fn

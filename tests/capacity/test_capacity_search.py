@@ -173,7 +173,7 @@ def test_plan_rate_end_to_end_json_markdown_and_plot(tmp_path):
     assert chosen["replicas"] == math.ceil(12 / (0.85 * chosen["max_rate_per_replica"])) + 1  # rule sizing.headroom-n-plus-one
     md = _cli(*base, "--format", "markdown", "--plot", str(tmp_path / "front.png"))
     assert md.returncode == 0, md.stderr
-    assert "Cheapest that meets every target" in md.stdout and "| GPU | layout |" in md.stdout
+    assert "- **chosen**: " in md.stdout and "- **runner-up**: " in md.stdout
     assert (tmp_path / "front.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not list(tmp_path.glob(".*partial*"))
 

@@ -28,9 +28,9 @@ def test_format_json_is_the_json_alias(capsys):
 
 def test_markdown_has_the_tables_and_the_same_figures(capsys):
     md = _out(capsys, "--format", "markdown", "--explain")
-    assert md.startswith("## Plan for meta-llama/Llama-2-7b-hf on 1x A100-80GB: feasible\n")
+    assert md.startswith("## meta-llama/Llama-2-7b-hf (catalog) on 1x A100-80GB (catalog): feasible\n")
     assert "| model | LlamaForCausalLM, 6.74 B params, context 4,096 | catalog |" in md
-    assert "### Decisions" in md and "### Rules considered, by candidate" in md and "### Deciding comparison" in md
+    assert "### Decisions" in md and "### Rules considered, by decision" in md and "**engine: vllm (score +50" in md
     rows = [line for line in md.splitlines() if line.startswith("|")]
     assert all(line.count("|") - line.count("\\|") == rows[0].count("|") for line in rows[:14])  # 3 columns each
     plan = json.loads(_out(capsys, "--json"))
@@ -59,7 +59,7 @@ def test_explain_groups_rules_by_named_candidate(capsys):
     assert "vllm + none: layout tp=1 pp=1 nodes=1" in out
     assert "(gpu.vendor='nvidia' == 'nvidia' is True) and (gpu.compute_capability=8.0 < 7.0 is False)" in out
     assert "not (tp=1 divides model.num_attention_heads=32 is True) is False" in out
-    assert "### Deciding comparison" in out
+    assert out.index("**engine: vllm (score +50") < out.index("| engine vllm (score +50) |")  # each decision's summary first
 
 
 def test_every_rule_appears_once_per_candidate():
@@ -126,19 +126,20 @@ def test_markdown_and_explain_show_the_new_plan_fields(capsys):
     assert "80.0 GiB (79.2 GiB usable)" in md
     assert "| speculative decoding | eagle3 with yuhuili/EAGLE3-LLaMA3.3-Instruct-70B, " in md and "draft weights" in md
     assert "| prefix caching | on by default in vLLM" in md
-    assert "- speculative decoding: eagle3 with yuhuili/EAGLE3-LLaMA3.3-Instruct-70B (the latency goal" in md
-    assert "- prefix caching: on by default in vLLM" in md
+    assert "**speculative decoding: eagle3 with yuhuili/EAGLE3-LLaMA3.3-Instruct-70B (the latency goal" in md
+    assert "**prefix caching: on by default in vLLM" in md
     plan = advise(model="meta-llama/Llama-3.3-70B-Instruct", gpu="L40S", quantization="awq", model_source="catalog", explain=True)
     repo = plan.quantization.published_checkpoint.repo
     md = _out_of(capsys, ["--model", "meta-llama/Llama-3.3-70B-Instruct", "--gpu", "L40S", "--quantization", "awq",
-                          "--model-source", "catalog", "--format", "markdown"])  # fmt: skip
+                          "--model-source", "catalog", "--format", "markdown", "--explain"])  # fmt: skip
     assert f"| quantization | awq (published checkpoint {repo}) | rules |" in md and "infer-advisor quantize" not in md
     assert f"served from the published checkpoint {repo}" in next(
         line for line in deciding_comparison(plan) if line.startswith("quantization")
     )
-    md = _out_of(capsys, ["--model", "meta-llama/Llama-2-7b-hf", "--gpu", "cpu", "--engine", "llama.cpp", "--format", "markdown"])
+    md = _out_of(capsys, ["--model", "meta-llama/Llama-2-7b-hf", "--gpu", "cpu", "--engine", "llama.cpp", "--format", "markdown",
+                          "--explain"])  # fmt: skip
     assert " per socket" in md and " per GPU" not in md and "/ auto (f16) |" in md
-    table = _out_of(capsys, ["--model", "meta-llama/Llama-3.3-70B-Instruct", "--gpu", "H100-80GB:4", "--goal", "latency"])
+    table = _out_of(capsys, ["--model", "meta-llama/Llama-3.3-70B-Instruct", "--gpu", "H100-80GB:4", "--goal", "latency", "--explain"])
     assert "speculative decoding" in table and "prefix caching" in table and "(79.2 GiB usable)" in table
 
 

@@ -121,5 +121,9 @@ def test_hostile_path_runs_through_the_real_script(tmp_path):
 
 
 def test_newline_in_path_is_refused(tmp_path):
-    with pytest.raises(EmitError, match="control characters"):
-        render(local_plan(str(tmp_path / "bad\nname")), "script")
+    with pytest.raises(ValueError, match="not allowed"):  # at the request (issue 18: validated where it enters)
+        local_plan(str(tmp_path / "bad\nname"))
+    plan = local_plan(str(tmp_path / "good"))  # and at emit, for a plan built outside advise()
+    plan = plan.model_copy(update={"model": plan.model.model_copy(update={"path": str(tmp_path / "bad\u2028name")})})
+    with pytest.raises(EmitError, match="not allowed"):
+        render(plan, "script")

@@ -98,5 +98,5 @@ def test_the_printed_folder_goes_through_the_terminal_escaper(config, tmp_path, 
     out = capsys.readouterr().out
     assert (home / "models" / "acme--Tiny-Esc.json").is_file()  # written where asked
     wrote = [line for line in out.splitlines() if line.startswith("wrote ")]
-    assert len(wrote) == 1 and "?[31mred?b?" in wrote[0]
+    assert len(wrote) == 1 and "\\x1b[31mred\\u2028b\\u202e" in wrote[0]  # the one escaper: visible escapes
     assert not any(ch in out for ch in "\x1b\u2028\u202e")

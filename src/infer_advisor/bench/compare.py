@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..errors import RequestError
-from .report import LevelResult, PlanComparison
+from .report import LevelResult, PlanComparison, PredictedPoint
 
 # plan attribute path -> measured attribute of a level (Stats are compared by their mean).
 PREDICTIONS = {
@@ -42,7 +42,9 @@ _WRITE_ONE = "Write one with `infer-advisor plan ... --json > plan.json`."
 def load_plan(path: Path) -> Any:
     """A plan JSON file as attribute-accessible objects; a file that is not a plan is one RequestError line."""
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        from ..bounded_read import read_text_bounded
+
+        raw = json.loads(read_text_bounded(path, "report", lambda p, why: OSError(0, why)))
     except (OSError, ValueError, RecursionError) as err:  # ValueError: bad JSON or bytes that are not UTF-8
         why = err.strerror if isinstance(err, OSError) and err.strerror else type(err).__name__
         raise RequestError(f"--plan {path}: cannot read a plan JSON ({why}). {_WRITE_ONE}") from None
@@ -90,3 +92,48 @@ def compare(plan: Any, levels: list[LevelResult]) -> list[PlanComparison]:
                 )
             )
     return out
+
+
+def _plain(obj: Any) -> Any:
+    """A plan read by :func:`load_plan` back into plain dicts and lists."""
+    if isinstance(obj, SimpleNamespace):
+        return {k: _plain(v) for k, v in vars(obj).items()}
+    if isinstance(obj, list):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def predicted_curve(plan: Any, concurrencies: list[int]) -> tuple[list[PredictedPoint], str | None]:
+    """The plan's deployment (its engine, weights, KV cache, layout and GPUs pinned) planned again at each measured
+    concurrency through :func:`~infer_advisor.plan.advise.advise`, the path a user runs; and a note when it cannot be
+    (a plan without a request, a GPU given inline, ...)."""
+    from ..errors import InferAdvisorError
+    from ..plan.advise import advise
+    from ..request import PlanRequest
+
+    raw = _plain(plan)
+    asked, hw = raw.get("request"), raw.get("hardware") or {}
+    if not isinstance(asked, dict) or not concurrencies:
+        return [], None
+    pins = {
+        "engine": _get(plan, ("engine", "name")), "quantization": _get(plan, ("quantization", "method")),
+        "dtype": raw.get("dtype"), "kv_cache_dtype": _get(plan, ("engine", "kv_cache_dtype")),
+        "tensor_parallel_size": _get(plan, ("parallelism", "tensor_parallel_size")),
+        "pipeline_parallel_size": _get(plan, ("parallelism", "pipeline_parallel_size")), "rate": None,
+    }  # fmt: skip
+    gpus = hw.get("gpus") or []
+    if hw.get("kind") == "gpu" and gpus:
+        pins["gpu"] = f"{gpus[0]['name']}:{hw.get('gpus_per_node', 1)}" + (f"x{hw['nodes']}" if hw.get("nodes", 1) > 1 else "")
+    out = []
+    try:
+        for c in sorted(set(concurrencies)):
+            request = PlanRequest.model_validate({**asked, **pins, "concurrency": c})
+            perf = advise(request=request).performance
+            if perf is None:
+                return [], "the plan has no speed prediction to draw"
+            out.append(PredictedPoint(concurrency=c, ttft_s=perf.ttft_s, tpot_s=perf.tpot_s,
+                                      output_tokens_per_s_aggregate=perf.output_tokens_per_s_aggregate,
+                                      error_band=perf.error_band, source=f"{perf.source} ({perf.profile})"))
+    except (InferAdvisorError, ValueError) as err:  # ValueError: pydantic's ValidationError on an older plan's request
+        return [], f"the plan's curve was not drawn: it could not be planned again here ({type(err).__name__}: {str(err)[:120]})"
+    return out, None

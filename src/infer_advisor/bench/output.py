@@ -36,7 +36,8 @@ def file_names(complete: bool) -> tuple[str, str, str, str]:
 def level_rows(report: BenchReport) -> list[dict]:
     rows = []
     for lv in report.levels:
-        row: dict = {"concurrency": lv.concurrency, "num_requests": lv.num_requests, "duration_s": lv.duration_s}
+        row: dict = {"concurrency": lv.concurrency, "num_requests": lv.num_requests,
+                     "failed_requests": lv.failed_requests, "duration_s": lv.duration_s}
         for name in _STATS:
             st = getattr(lv, name)
             for k in ("mean", "p50", "p90", "p99"):
@@ -100,9 +101,27 @@ MISSING_PLOT_NOTE = "bench.png not written: matplotlib is not installed (pip ins
 
 
 def write_plot(report: BenchReport, folder: OutputFolder) -> str | None:
-    """bench.png: median TTFT and TPOT against aggregate throughput, one point per concurrency level."""
+    """bench.png (:func:`bench_figure`), replaced atomically; None when there is nothing to draw."""
     if not report.levels:
         return None
+    import matplotlib.pyplot as plt
+
+    fig = bench_figure(report)
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=110)
+    finally:
+        plt.close(fig)
+    name = file_names(report.complete)[3]
+    folder.write(name, buf.getvalue())
+    if report.complete:
+        folder.remove(incomplete_name(PLOT_NAME))
+    return name
+
+
+def bench_figure(report: BenchReport):
+    """Median TTFT and TPOT against aggregate throughput, one measured point per concurrency level, beside the plan's
+    predicted curve and its error band when the run had --plan (open loop: TTFT and ITL against the offered rate)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -115,26 +134,35 @@ def write_plot(report: BenchReport, folder: OutputFolder) -> str | None:
         x = [lv.output_tokens_per_s_aggregate for lv in report.levels]
         for ax, name, label in ((axes[0], "ttft_s", "TTFT p50 (ms)"), (axes[1], "tpot_s", "TPOT p50 (ms)")):
             y = [getattr(lv, name).p50 * 1000 if getattr(lv, name) else float("nan") for lv in report.levels]
-            ax.plot(x, y, marker="o")
+            ax.plot(x, y, marker="o", label="measured (p50)")
             for xi, yi, lv in zip(x, y, report.levels, strict=True):
                 ax.annotate(f"c={lv.concurrency}", (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=8)
+            _plot_predicted(ax, report, name)
             ax.set_xlabel("output tokens/s (aggregate)")
             ax.set_ylabel(label)
             ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=7)
     md = report.metadata
     title = f"{md.engine}: {md.model or ''} on {md.device.name} ({md.workload}{', random weights' if md.random_weights else ''})"
     if not report.complete:
         title = "INCOMPLETE RUN - " + title
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    name = file_names(report.complete)[3]
-    folder.write(name, buf.getvalue())
-    if report.complete:
-        folder.remove(incomplete_name(PLOT_NAME))
-    return name
+    return fig
+
+
+def _plot_predicted(ax, report: BenchReport, name: str) -> None:
+    """The plan's curve (dashed) and, where the speed model has a held-out error band, the band around it."""
+    pts = sorted(report.predictions, key=lambda p: p.output_tokens_per_s_aggregate)
+    if not pts:
+        return
+    x = [p.output_tokens_per_s_aggregate for p in pts]
+    y = [getattr(p, name) * 1000 for p in pts]
+    ax.plot(x, y, linestyle="--", marker="x", color="C1", label=f"plan's prediction ({pts[0].source})"[:80])
+    if all(p.error_band for p in pts):
+        ax.fill_between(x, [v * p.error_band[0] for v, p in zip(y, pts, strict=True)],
+                        [v * p.error_band[1] for v, p in zip(y, pts, strict=True)], color="C1", alpha=0.15,
+                        label=f"band: {pts[0].error_band[0]:.2f}x-{pts[0].error_band[1]:.2f}x (9 of 10 held-out cases)")
 
 
 def _plot_open_loop(axes, report: BenchReport) -> None:
@@ -160,7 +188,7 @@ def _gib(n: int | None) -> str:
 
 def render_table(report: BenchReport):
     """A rich Table of the levels (every figure measured) and, if any, the plan comparison."""
-    from rich.table import Table
+    from ..untrusted import safe_table
 
     md = report.metadata
     mem_label = {
@@ -171,7 +199,7 @@ def render_table(report: BenchReport):
     }[md.memory_source]
     device_column = any(lv.peak_device_memory_bytes is not None for lv in report.levels)
     status = "" if report.complete else " · INCOMPLETE" + (f" ({report.error})" if report.error else "")
-    table = Table(
+    table = safe_table(
         title=f"{md.engine} · {md.model} · {md.device.name}"
         + (" · RANDOM WEIGHTS" if md.random_weights else "")
         + status,
@@ -214,7 +242,7 @@ def render_table(report: BenchReport):
     if opened:
         tables.append(_open_table(report, opened, status))
     if report.comparisons:
-        cmp = Table(title="Plan vs measured", caption="predicted: the plan's estimate; measured: this run.")
+        cmp = safe_table(title="Plan vs measured", caption="predicted: the plan's estimate; measured: this run.")
         for col in ("metric", "conc.", "predicted", "source", "measured", "error %"):
             cmp.add_column(col, justify="right", overflow="fold")
         for c in report.comparisons:
@@ -231,10 +259,10 @@ def render_table(report: BenchReport):
 
 
 def _open_table(report: BenchReport, levels, status: str):
-    from rich.table import Table
+    from ..untrusted import safe_table
 
     md = report.metadata
-    table = Table(
+    table = safe_table(
         title=f"{md.engine} · {md.model} · {md.device.name} · open loop (Poisson arrivals)"
         + (" · RANDOM WEIGHTS" if md.random_weights else "")
         + status,

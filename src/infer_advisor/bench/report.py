@@ -65,7 +65,12 @@ class LevelResult(BaseModel):
     concurrency: int = Field(
         description="Closed loop: requests kept in flight. Open loop: the most that were in flight at once (measured)."
     )
-    num_requests: int
+    num_requests: int = Field(description="Requests measured (answered in full); failed ones are counted apart.")
+    failed_requests: int = Field(
+        default=0, description="Requests the server answered wrongly (HTTP error, malformed or cut stream, empty "
+        "answer, bad usage) or too slowly; not in the statistics."
+    )
+    failure_reasons: list[str] = Field(default_factory=list, description="Distinct reasons of the failed requests (a few).")
     duration_s: float = Field(description="Wall time of the level, first request sent to last token received.")
     ttft_s: Stats
     tpot_s: Stats | None = Field(
@@ -122,6 +127,22 @@ class PlanComparison(BaseModel):
     )
 
 
+class PredictedPoint(BaseModel):
+    """The plan's prediction at one measured concurrency: the same deployment planned again at that concurrency
+    through the path a user runs (``advise``), with the speed model's held-out error band."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    concurrency: int
+    ttft_s: float
+    tpot_s: float
+    output_tokens_per_s_aggregate: float
+    error_band: tuple[float, float] | None = Field(
+        default=None, description="The true figure lies within (low, high) x the prediction in 9 of 10 held-out cases."
+    )
+    source: str = Field(description="The plan's speed source and profile, e.g. 'estimated (vllm speed profile (fitted))'.")
+
+
 class DeviceInfo(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -168,6 +189,9 @@ class BenchReport(BaseModel):
     levels: list[LevelResult] = Field(default_factory=list)
     requests: list[RequestSample] = Field(default_factory=list)
     comparisons: list[PlanComparison] = Field(default_factory=list)
+    predictions: list[PredictedPoint] = Field(
+        default_factory=list, description="With --plan: the plan's curve over the measured concurrencies (drawn in bench.png)."
+    )
     notes: list[str] = Field(default_factory=list)
     complete: bool = False
     error: str | None = Field(default=None, description="Why the run stopped early, when it did.")

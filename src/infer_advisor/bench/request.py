@@ -75,7 +75,7 @@ class BenchRequest(BaseModel):
         description="Warm-up rounds run at each concurrency level before it is measured; a round is that level's "
         "concurrency of requests in flight (default: the profile's, 1).",
     )
-    seed: int = Field(default=0, description="Seed for synthetic prompts and sampling.")
+    seed: int = Field(default=0, ge=0, le=2**31 - 1, description="Seed for synthetic prompts and sampling.")
     ignore_eos: bool = Field(
         default=True,
         description="Generate exactly --output-tokens (min_new_tokens / min_tokens + ignore_eos) so lengths compare.",

@@ -11,7 +11,7 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import RequestError
-from .compare import compare, load_plan, plan_concurrency
+from .compare import compare, load_plan, plan_concurrency, predicted_curve
 from .memory import AllocatorPeak, PeakMemory
 from .metrics import level_result, open_level_result
 from .output import MISSING_PLOT_NOTE, plotting_available, write_files, write_plot
@@ -152,6 +152,7 @@ class Runner:
                         samples, duration = engine.run_level(items, conc, wl, advance)
                     level = level_result(conc, samples, duration, mem.peak)
                     level.peak_device_memory_bytes = mem.device_peak
+                    _record_failures(engine, level)
                     report.levels.append(level)
                     report.requests.extend(samples)
                     self._save(engine, report)
@@ -164,6 +165,7 @@ class Runner:
                     bar.update(task, description=f"{rate:g} req/s (open loop)")
                     samples, duration = engine.run_open_level(items, offsets, rate, wl, advance)
                     level = open_level_result(rate, samples, duration)
+                    _record_failures(engine, level)
                     report.levels.append(level)
                     report.requests.extend(samples)
                     self._save(engine, report)
@@ -206,6 +208,11 @@ class Runner:
             report.notes.append(
                 f"The plan predicts concurrency {conc}, which was not measured; add it to --concurrency."
             )
+        closed = [lv.concurrency for lv in report.levels if lv.request_rate is None]
+        if final and self.plot and self.plan is not None and closed:
+            report.predictions, why_not = predicted_curve(self.plan, closed)
+            if why_not:
+                report.notes.append(why_not)
         if self.folder is None:
             return
         write_files(report, self.folder)
@@ -213,3 +220,20 @@ class Runner:
             write_plot(report, self.folder)
         if final:
             self.folder.finish()
+
+
+def _record_failures(engine, level) -> None:
+    """Failed requests of the level just run (openai engine): counted on the level and named in a note."""
+    from .backends.openai_engine import MAX_REASONS
+
+    failures = list(getattr(engine, "level_failures", []) or [])
+    engine.level_failures = []
+    if not failures:
+        return
+    level.failed_requests = len(failures)
+    level.failure_reasons = list(dict.fromkeys(failures))[:MAX_REASONS]
+    where = f"rate {level.request_rate:g} req/s" if level.request_rate else f"concurrency {level.concurrency}"
+    engine.notes.append(
+        f"{where}: {len(failures)} of {len(failures) + level.num_requests} request(s) failed and are not in the "
+        f"statistics; first: {failures[0]}"
+    )

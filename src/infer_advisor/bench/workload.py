@@ -45,6 +45,11 @@ def workload_file() -> WorkloadFile:
     return load_validated(shipped("data") / "bench" / "workloads.yaml", WorkloadFile)
 
 
+# Warm-up prompts are seeded from 2**62 on; measured ones from seed * 1,000,003 + ... (far below it for any seed
+# a user gives), so the two never share a prompt.
+WARMUP_SEED_OFFSET = 2**62
+
+
 def constant(name: str) -> float:
     """A named number from workloads.yaml (each has a source there)."""
     return workload_file().constants[name].value
@@ -86,8 +91,10 @@ class Workload(BaseModel):
     def warmups(self, concurrency: int) -> list[PromptItem]:
         """Requests run (and not measured) before the level ``concurrency``: ``warmup`` rounds of ``concurrency``
         requests, shaped like the level's own, so every batch size runs warm."""
-        base = -(self.seed * 1_000_003 + concurrency * 10_007) - 1
-        return [self._item(i, base - i) for i in range(self.warmup * concurrency)]
+        # A seed space of their own: the old negative seeds drew the measured prompts again (random.Random(-n)
+        # seeds as Random(n)), so a server's prefix cache flattered the first measured requests.
+        base = WARMUP_SEED_OFFSET + self.seed * 1_000_003 + concurrency * 10_007
+        return [self._item(i, base + i, warm=True) for i in range(self.warmup * concurrency)]
 
     def open_loop(self, rate: float) -> tuple[list[PromptItem], list[float]]:
         """An open-loop level at ``rate`` req/s: its requests and the second each is sent, counted from the level's start.
@@ -106,10 +113,12 @@ class Workload(BaseModel):
             t += rng.expovariate(rate)
         return [self._item(i, key + 1 + i) for i in range(len(offsets))], offsets
 
-    def _item(self, i: int, seed: int) -> PromptItem:
+    def _item(self, i: int, seed: int, warm: bool = False) -> PromptItem:
         if self.input_tokens is not None:
             return PromptItem(index=i, input_tokens=self.input_tokens, seed=seed)
-        return PromptItem(index=i, text=self.prompts[i % len(self.prompts)], seed=seed)
+        text = self.prompts[i % len(self.prompts)]
+        # A warm-up text prompt starts differently, so a prefix cache holds none of the measured prompts' blocks.
+        return PromptItem(index=i, text=f"(warm-up {i}) {text}" if warm else text, seed=seed)
 
 
 def resolve_workload(req: BenchRequest) -> Workload:

@@ -88,9 +88,18 @@ def estimate_for_log(
 ):
     """The memory model's figures for the exact setup a start-up log describes (its model, GPU, context, TP and
     settings), with ``calibration`` applied if given: what `calibrate --from-log` and benchmarks/memory_logs.py compare."""
+    from ..estimate.memory import estimate_memory
+
+    facts, setup = setup_for_log(log, model=model, gpu=gpu, engine_version=engine_version)
+    cal = calibration.for_layout(setup["tp"] * setup["pp"]) if calibration is not None else None
+    return estimate_memory(facts, **setup, calibration=cal)
+
+
+def setup_for_log(log: StartupLog, *, model: str | None = None, gpu: str | None = None, engine_version: str | None = None):
+    """(model facts, :func:`estimate_memory` arguments) for the setup a log describes; callers that vary one setting
+    (``infer-advisor doctor``'s edits) change an argument and call the memory model themselves."""
     from ..hardware import resolve_hardware
     from ..model_facts import resolve_model
-    from ..estimate.memory import estimate_memory
 
     hw = resolve_hardware(gpu or log.gpu_name)
     facts = resolve_model(model or log.model, source="auto")
@@ -99,8 +108,7 @@ def estimate_for_log(
         created="-", source="-", max_model_len=log.max_model_len, gpu_memory_bytes=log.total_gpu_memory_bytes,
         memory_fraction=log.gpu_memory_utilization,
     )
-    cal = calibration.for_layout(setup_cal.tp) if calibration is not None else None
-    return estimate_memory(facts, **_logged_setup(setup_cal, log, facts, hw), calibration=cal)
+    return facts, _logged_setup(setup_cal, log, facts, hw)
 
 
 def _fit(cal: MemoryCalibration, log: StartupLog, facts, hw) -> MemoryCalibration:
@@ -116,8 +124,13 @@ def _fit(cal: MemoryCalibration, log: StartupLog, facts, hw) -> MemoryCalibratio
     after = estimate_memory(facts, **setup, calibration=cal)
     measured = _measured_kv_bytes(cal, after)
     if measured is not None and after.accounting == "reserve":
-        cal = cal.model_copy(update={"residual_bytes": int(measured - after.kv_cache_bytes_per_gpu)})
-        after = estimate_memory(facts, **setup, calibration=cal)
+        # the model's KV room is clipped at zero: where it predicted none, one correction leaves a gap; repeat it
+        for _ in range(3):
+            gap = int(measured - after.kv_cache_bytes_per_gpu)
+            if abs(gap) < 2**20:
+                break
+            cal = cal.model_copy(update={"residual_bytes": cal.residual_bytes + gap})
+            after = estimate_memory(facts, **setup, calibration=cal)
     return cal.model_copy(update={"calibrated_kv_cache_tokens": after.kv_cache_tokens})
 
 

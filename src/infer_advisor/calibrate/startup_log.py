@@ -33,7 +33,9 @@ Each pattern below is the engine's own ``logger.info`` format string, read from 
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Iterator
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -48,6 +50,18 @@ FIGURES = {
     "kv_cache_bytes", "kv_cache_tokens", "kv_blocks", "max_concurrency",
 }
 LINE_CHARS = 300
+# Figures a single start-up prints one value of: a second, different value means two runs were concatenated.
+_ONE_VALUE = {"engine_version", "kv_cache_tokens", "kv_blocks", "gpu_name", "max_model_len"}
+# Longest stretch of a line a pattern is tried on: vLLM's "Initializing a V1 LLM engine ... with config:" line, the
+# longest one read, is ~3,000 characters. With at most _TRIES_PER_LINE attempts per line, parsing is linear in the
+# log's size whatever it holds (the old whole-text searches backtracked: 1.1 MB of "llama_kv_cache" took 169 s).
+MAX_LINE_CHARS = 4096
+_TRIES_PER_LINE = 16
+# Lines holding a pattern's literal that are tried before the pattern is given up: a start-up log names each figure
+# within its first few hundred lines; 1 MB of "model=\n" would otherwise cost a Python step per line per pattern.
+_CANDIDATE_LINES = 5000
+# The literal a pattern starts with (escapes undone), used to jump to candidate lines with str.find.
+_LEAD = re.compile(r"(?:[^\\\[\](){}.*+?^$|]|\\[.()\[\]{}#=' /:-])+")
 
 
 class StartupLog(BaseModel):
@@ -84,28 +98,78 @@ def _num(text: str) -> float:
     return float(text.replace(",", ""))
 
 
-def _first(pattern: str, text: str, flags: int = 0) -> re.Match | None:
-    return re.search(pattern, text, flags)
+@functools.cache
+def _compiled(pattern: str, flags: int, anchor: str | None) -> tuple[re.Pattern, str, bool]:
+    """The compiled pattern, the literal to find candidate lines by, and whether the match starts at that literal."""
+    rx = re.compile(pattern, flags)
+    if anchor is not None:
+        return rx, anchor, False
+    m = _LEAD.match(pattern.removeprefix("\\b"))
+    lead = re.sub(r"\\(.)", r"\1", m.group(0)) if m else ""
+    if not lead:
+        raise ValueError(f"pattern {pattern!r} needs a leading literal or an anchor")
+    return rx, lead.lower() if flags & re.I else lead, True
 
 
-def _line(text: str, m: re.Match) -> str:
-    start = text.rfind("\n", 0, m.start()) + 1
-    end = text.find("\n", m.end())
-    return text[start : end if end >= 0 else len(text)].strip()
+class _Lines:
+    """Pattern searches over a log, one line at a time, linear in the log's size: candidate lines are found with
+    ``str.find`` of a literal, each line is cut at MAX_LINE_CHARS and tried at most _TRIES_PER_LINE times."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    @functools.cached_property
+    def lower(self) -> str:
+        return self.text.lower()
+
+    def matches(self, pattern: str, flags: int = 0, anchor: str | None = None) -> Iterator[tuple[re.Match, str]]:
+        """(match, its whole line stripped) for each line that matches, in order."""
+        rx, lit, leading = _compiled(pattern, flags, anchor)
+        text = self.lower if flags & re.I else self.text
+        pos, budget = text.find(lit), _CANDIDATE_LINES
+        while pos >= 0 and budget > 0:
+            budget -= 1
+            start = text.rfind("\n", 0, pos) + 1
+            end = text.find("\n", pos)
+            end = len(text) if end < 0 else end
+            line = self.text[start : min(end, start + MAX_LINE_CHARS)]
+            m = None
+            if leading:
+                at, tries = pos - start, 0
+                while 0 <= at < len(line) and tries < _TRIES_PER_LINE and m is None:
+                    m = rx.match(line, at)
+                    at, tries = (text.find(lit, start + at + 1, start + len(line)) - start), tries + 1
+            else:
+                m = rx.search(line)
+            if m is not None:
+                yield m, self.text[start:end].strip()
+            pos = text.find(lit, end)
+
+    def first(self, pattern: str, flags: int = 0, anchor: str | None = None) -> tuple[re.Match, str] | tuple[None, None]:
+        return next(self.matches(pattern, flags, anchor), (None, None))
+
+    def has(self, *literals: str) -> bool:
+        return any(lit in self.text for lit in literals)
 
 
 def detect_engine(text: str) -> Engine | None:
-    if re.search(r"KV Cache is allocated\. #tokens|sglang\.launch_server|ServerArgs\(|Load weight end\.", text):
+    def has(*literals: str) -> bool:
+        return any(lit in text for lit in literals)
+
+    if has("KV Cache is allocated. #tokens", "sglang.launch_server", "ServerArgs(", "Load weight end."):
         return "sglang"
-    if re.search(r"llama_kv_cache|llama_model_loader|load_tensors:|llama_context:|llama_new_context_with_model", text):
+    if has("llama_kv_cache", "llama_model_loader", "load_tensors:", "llama_context:", "llama_new_context_with_model"):
         return "llama.cpp"
-    if re.search(r"vLLM|vllm|GPU blocks|GPU KV cache size|Maximum concurrency for", text):
+    if has("vLLM", "vllm", "GPU blocks", "GPU KV cache size", "Maximum concurrency for"):
         return "vllm"
     return None
 
 
-def parse_startup_log(text: str, engine: str | None = None) -> StartupLog:
-    """Parse a start-up log of vLLM (V0 or V1 formats), SGLang or llama.cpp; ``engine`` overrides detection."""
+def parse_startup_log(text: str, engine: str | None = None, *, require_kv: bool = True) -> StartupLog:
+    """Parse a start-up log of vLLM (V0 or V1 formats), SGLang or llama.cpp; ``engine`` overrides detection.
+
+    ``require_kv=False`` accepts a log that stopped before the engine printed its KV-cache size (a failed start-up,
+    read by ``infer-advisor doctor``)."""
     from ..errors import RequestError
 
     found = engine or detect_engine(text)
@@ -115,7 +179,7 @@ def parse_startup_log(text: str, engine: str | None = None) -> StartupLog:
             "pass --engine if it is one of them."
         )
     log = {"vllm": _vllm, "sglang": _sglang, "llama.cpp": _llamacpp}[found](text)
-    if log.kv_cache_tokens is None and log.kv_cache_bytes is None:
+    if require_kv and log.kv_cache_tokens is None and log.kv_cache_bytes is None:
         raise RequestError(
             f"No KV-cache size in this {found} log (e.g. 'GPU KV cache size: N tokens', '# GPU blocks: N', "
             "'KV Cache is allocated. #tokens: N', 'llama_kv_cache: size = ...'); pass the whole start-up log."
@@ -127,21 +191,39 @@ class _Reader:
     """Fills a StartupLog from regular expressions, keeping the line each figure came from."""
 
     def __init__(self, text: str, engine: Engine):
-        self.text, self.log = text, StartupLog(engine=engine)
+        self.text, self.log, self.find = text, StartupLog(engine=engine), _Lines(text)
 
-    def take(self, key: str, pattern: str, convert, group: int = 1, flags: int = 0, skip_lines: str | None = None):
-        """Set ``key`` from the first match of ``pattern`` (on a line not matching ``skip_lines``), unless already set."""
+    def take(self, key: str, pattern: str, convert, group: int = 1, flags: int = 0, skip_lines: str | None = None,
+             anchor: str | None = None):
+        """Set ``key`` from the first match of ``pattern`` (on a line without ``skip_lines``), unless already set."""
         if getattr(self.log, key) is not None:
             return None
-        for m in re.finditer(pattern, self.text, flags):
-            line = _line(self.text, m)
-            if skip_lines and re.search(skip_lines, line):
+        found = self.find.matches(pattern, flags, anchor)
+        for m, line in found:
+            if skip_lines and skip_lines in line:
                 continue
-            setattr(self.log, key, convert(m.group(group)))
+            value = convert(m.group(group))
+            setattr(self.log, key, value)
             if key in FIGURES:
                 self.log.lines[key] = line[:LINE_CHARS]
+            if key in _ONE_VALUE:
+                self._refuse_second_value(key, value, line, found, group, convert, skip_lines)
             return m
         return None
+
+    def _refuse_second_value(self, key, value, line, rest, group, convert, skip_lines) -> None:
+        """Two different values of a figure that has one per start-up: the log holds two runs (or another GPU's)."""
+        from ..errors import RequestError
+
+        for m, other in rest:
+            if skip_lines and skip_lines in other:
+                continue
+            second = convert(m.group(group))
+            if second != value:
+                raise RequestError(
+                    f"The log gives two different {key} values ({value!r} in '{line[:80]}' and {second!r} in "
+                    f"'{other[:80]}'): it holds more than one start-up; pass the log of one run."
+                )
 
 
 def _gib(s: str) -> int:
@@ -154,13 +236,14 @@ def _vllm(text: str) -> StartupLog:
     r.take("engine_version", r"vLLM API server version ([0-9][\w.+-]*)", str)
     r.take("engine_version", r"Initializing an? (?:V[01] )?LLM engine \(v([0-9][\w.+-]*)\)", str)
     r.take("engine_version", r"█\s+version\s+([0-9][\w.+-]*)", str)
-    if re.search(r"Initializing a V0 LLM engine", text):
+    has = r.find.has
+    if has("Initializing a V0 LLM engine"):
         log.generation = "V0"
-    elif re.search(r"Initializing a V1 LLM engine|GPU KV cache size:|Available KV cache memory:|EngineCore", text):
+    elif has("Initializing a V1 LLM engine", "GPU KV cache size:", "Available KV cache memory:", "EngineCore"):
         log.generation = "V1"
-    elif re.search(r"# (?:GPU|CUDA|cuda) blocks:|Loading model weights took|Initializing an LLM engine", text):
+    elif has("# GPU blocks:", "# CUDA blocks:", "# cuda blocks:", "Loading model weights took", "Initializing an LLM engine"):
         log.generation = "V0"
-    r.take("model", r"(?:Initializing an? (?:V[01] )?LLM engine[^\n]*?with config: )model=['\"]([^'\"]+)['\"]", str)
+    r.take("model", r"Initializing an? (?:V[01] )?LLM engine[^\n]*?with config: model=['\"]([^'\"]+)['\"]", str)
     r.take("model", r"'model': '([^']+)'", str)
     r.take("model", r"\bmodel=['\"]([^'\"]+)['\"]", str)
     r.take("model", r"█\s+model\s+(\S+)", str)
@@ -181,13 +264,13 @@ def _vllm(text: str) -> StartupLog:
     r.take("weights_bytes", r"model weights take\s*([\d.]+)\s*GiB", _gib)
     r.take("weights_bytes", r"Loading model weights took ([\d.]+) GB", _gib)
     r.take("weights_bytes", r"Model loading took ([\d.]+) GiB", _gib)
-    r.take("non_torch_bytes", r"non_torch_memory(?: takes)?[\s=]+([\d.]+)\s*GiB", _gib, skip_lines=r"memory snapshot")
+    r.take("non_torch_bytes", r"non_torch_memory(?: takes)?[\s=]+([\d.]+)\s*GiB", _gib, skip_lines="memory snapshot")
     r.take("activation_bytes", r"PyTorch activation peak memory(?: takes)?\s+([\d.]+)\s*GiB", _gib)
-    r.take("activation_bytes", r"([\d.]+) GiB for peak activation", _gib)
-    m = re.search(r"peak_torch_memory=([\d.]+)GiB", text)  # 0.6.4-0.6.5: the torch peak includes the weights
+    r.take("activation_bytes", r"([\d.]{1,20}) GiB for peak activation", _gib, anchor=" GiB for peak activation")
+    m, line = r.find.first(r"peak_torch_memory=([\d.]+)GiB")  # 0.6.4-0.6.5: the torch peak includes the weights
     if m and log.activation_bytes is None and log.weights_bytes is not None:
         log.activation_bytes = max(_gib(m.group(1)) - log.weights_bytes, 0)
-        log.lines["activation_bytes"] = _line(text, m)[:LINE_CHARS]
+        log.lines["activation_bytes"] = line[:LINE_CHARS]
     r.take("kv_cache_bytes", r"the rest of the memory reserved for KV Cache is ([\d.]+)\s*GiB", _gib)
     r.take("kv_cache_bytes", r"kv_cache_size=([\d.]+)GiB", _gib)
     r.take("kv_cache_bytes", r"available_kv_cache_memory\s+([\d.]+)\s*GiB", _gib)
@@ -197,7 +280,7 @@ def _vllm(text: str) -> StartupLog:
     r.take("max_concurrency", r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x", float)
     r.take("cuda_graph_bytes", r"CUDA graph pool memory: ([\d.]+) GiB \(actual\)", _gib)
     r.take("cuda_graph_bytes", r"Graph capturing finished in \d+ secs?, took ([\d.]+) GiB", _gib)
-    r.take("cuda_graph_bytes", r"([\d.]+) GiB for CUDAGraph memory", _gib)
+    r.take("cuda_graph_bytes", r"([\d.]{1,20}) GiB for CUDAGraph memory", _gib, anchor=" GiB for CUDAGraph memory")
     r.take("max_num_batched_tokens", r"max_num_batched_tokens[=\s:']+(\d+)", int)
     r.take("max_num_seqs", r"max_num_seqs[=\s:']+(\d+)", int)
     r.take("max_num_seqs", r"Defaulting max_num_seqs to (\d+)", int)
@@ -205,7 +288,7 @@ def _vllm(text: str) -> StartupLog:
     r.take("command", r"args: (Namespace\(.*\))", str)
     r.take("gpu_name", r"GPU 0: ([^\n]+)", lambda s: s.strip())
     if log.kv_cache_tokens is None and log.kv_blocks is not None:
-        block = re.search(r"block_size[=:'\s]+(\d+)", text)
+        block, _ = r.find.first(r"block_size[=:'\s]+(\d+)")
         log.kv_cache_tokens = log.kv_blocks * (int(block.group(1)) if block else 16)
         log.lines["kv_cache_tokens"] = log.lines["kv_blocks"]
     return log
@@ -222,13 +305,13 @@ def _sglang(text: str) -> StartupLog:
     r.take("gpu_memory_utilization", r"mem_fraction_static=([\d.]+)", float)
     r.take("dtype", r"Load weight end\..*?dtype=torch\.(\w+)", str)
     r.take("weights_bytes", r"Load weight end\..*?mem usage=([\d.]+) GB", _gib)
-    m = re.search(r"KV Cache is allocated\. #tokens: (\d+), K size: ([\d.]+) GB, V size: ([\d.]+) GB", text) or re.search(
-        r"KV Cache is allocated\. #tokens: (\d+), KV size: ([\d.]+) GB()", text
-    )
+    m, line = r.find.first(r"KV Cache is allocated\. #tokens: (\d+), K size: ([\d.]+) GB, V size: ([\d.]+) GB")
+    if m is None:
+        m, line = r.find.first(r"KV Cache is allocated\. #tokens: (\d+), KV size: ([\d.]+) GB()")
     if m:
         log.kv_cache_tokens = int(m.group(1))
         log.kv_cache_bytes = int(round((float(m.group(2)) + float(m.group(3) or 0)) * GIB))
-        log.lines["kv_cache_tokens"] = log.lines["kv_cache_bytes"] = _line(text, m)[:LINE_CHARS]
+        log.lines["kv_cache_tokens"] = log.lines["kv_cache_bytes"] = line[:LINE_CHARS]
     r.take("kv_cache_tokens", r"max_total_num_tokens=(\d+)", int)
     r.take("cuda_graph_bytes", r"Capture cuda graph end\..*?mem usage=([\d.]+) GB", _gib)
     r.take("max_num_seqs", r"max_running_requests=(\d+)", int)
@@ -243,25 +326,25 @@ def _llamacpp(text: str) -> StartupLog:
     r.take("engine_version", r"build: (\d+) \(", lambda s: f"b{s}")
     r.take("gpu_name", r"Device \d+: ([^,\n]+), compute capability", lambda s: s.strip())
     r.take("model", r"general\.name\s+str\s+=\s+([^\n]+)", lambda s: s.strip())
-    weights = [float(m.group(1)) for m in re.finditer(r"CUDA\d+ model buffer size =\s+([\d.]+) MiB", text)]
-    if weights:
-        log.weights_bytes = int(round(sum(weights) * MIB))
-        log.lines["weights_bytes"] = _line(text, re.search(r"CUDA\d+ model buffer size", text))[:LINE_CHARS]
-    m = re.search(
-        r"llama_kv_cache\w*: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers,\s+(\d+)(?:/\d+)? seqs\), K \((\w+)\)", text
+    found = list(r.find.matches(r"CUDA\d+ model buffer size =\s+([\d.]+) MiB", anchor=" model buffer size ="))
+    if found:
+        log.weights_bytes = int(round(sum(float(m.group(1)) for m, _ in found) * MIB))
+        log.lines["weights_bytes"] = found[0][1][:LINE_CHARS]
+    m, line = r.find.first(
+        r"llama_kv_cache\w{0,40}: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers,\s+(\d+)(?:/\d+)? seqs\), K \((\w+)\)"
     )
     if m:
         log.kv_cache_bytes, log.kv_cache_tokens, log.max_num_seqs = int(round(float(m.group(1)) * MIB)), int(m.group(2)), int(m.group(4))
         log.kv_cache_dtype = m.group(5)
-        log.lines["kv_cache_bytes"] = log.lines["kv_cache_tokens"] = _line(text, m)[:LINE_CHARS]
-    m = re.search(r"KV self size\s+=\s+([\d.]+) MiB, K \((\w+)\)", text)  # llama_new_context_with_model (older builds)
+        log.lines["kv_cache_bytes"] = log.lines["kv_cache_tokens"] = line[:LINE_CHARS]
+    m, line = r.find.first(r"KV self size\s+=\s+([\d.]+) MiB, K \((\w+)\)")  # llama_new_context_with_model (older builds)
     if m and log.kv_cache_bytes is None:
         log.kv_cache_bytes, log.kv_cache_dtype = int(round(float(m.group(1)) * MIB)), m.group(2)
-        log.lines["kv_cache_bytes"] = _line(text, m)[:LINE_CHARS]
-    compute = [float(m.group(1)) for m in re.finditer(r"CUDA\d+ compute buffer size =\s+([\d.]+) MiB", text)]
-    if compute:
-        log.activation_bytes = int(round(max(compute) * MIB))
-        log.lines["activation_bytes"] = _line(text, re.search(r"CUDA\d+ compute buffer size", text))[:LINE_CHARS]
+        log.lines["kv_cache_bytes"] = line[:LINE_CHARS]
+    found = list(r.find.matches(r"CUDA\d+ compute buffer size =\s+([\d.]+) MiB", anchor=" compute buffer size ="))
+    if found:
+        log.activation_bytes = int(round(max(float(m.group(1)) for m, _ in found) * MIB))
+        log.lines["activation_bytes"] = found[0][1][:LINE_CHARS]
     r.take("max_model_len", r"n_ctx_per_seq\s+=\s+(\d+)", int)
     r.take("max_model_len", r"n_ctx\s+=\s+(\d+)", int)
     if log.kv_cache_tokens is None:

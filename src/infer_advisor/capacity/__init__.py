@@ -31,8 +31,9 @@ def size(model: str | None = None, *, progress=None, **options: Any) -> Capacity
 
     from .._data import format_validation_error
     from ..errors import RequestError
-    from ..request import PlanRequest
+    from ..request import PlanRequest, check_api_arguments
 
+    check_api_arguments(None, model, options, None, None, progress)
     if model is not None:
         options["model"] = model
     try:
@@ -40,6 +41,15 @@ def size(model: str | None = None, *, progress=None, **options: Any) -> Capacity
     except ValidationError as err:
         raise RequestError(format_validation_error(err)) from None
     return size_request(request, progress=progress)
+
+
+def _typed(fn):
+    from ..request import with_request_signature
+
+    return with_request_signature(fn)
+
+
+size = _typed(size)
 
 
 def size_request(request, model_facts=None, *, progress=None) -> CapacityResult:

@@ -10,6 +10,7 @@ with the dice. Every trial is kept: they are the candidate's points on the laten
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 from ..estimate.step_time import StepModel
@@ -81,11 +82,12 @@ def _at(step: StepModel, workload: Workload, cfg: SchedulerConfig, rate: float, 
 
 
 def find_max_rate(step: StepModel, workload: Workload, cfg: SchedulerConfig, targets: LatencyTargets, *,
-                  seed: int = 0, requests: int = TRIAL_REQUESTS) -> RateSearch:
+                  seed: int = 0, requests: int = TRIAL_REQUESTS, deadline: float | None = None) -> RateSearch:
     """Highest Poisson rate one replica sustains with every target met and its queue not growing, never above its
     physical throughput ceiling (``physics.throughput_ceiling``) nor above UTILISATION x what an overloaded trial
     completed. A trial of a few hundred requests on a replica that holds hundreds at once can look fine at any rate
-    (they all fit in one batch); the ceiling, not the trial, says where throughput ends."""
+    (they all fit in one batch); the ceiling, not the trial, says where throughput ends. Past ``deadline``
+    (time.monotonic()) the bisection stops at the highest rate shown to hold so far (a lower bound)."""
     from .physics import throughput_ceiling
 
     est = analytic_rate(step, cfg, workload.mean_input, workload.mean_output)
@@ -129,7 +131,7 @@ def find_max_rate(step: StepModel, workload: Workload, cfg: SchedulerConfig, tar
         half = trial(top / 2)
         a, b = (math.log(half.rate), b) if half.ok else (a, math.log(half.rate))
     for _ in range(BISECTIONS):
-        if b - a <= PRECISION:
+        if b - a <= PRECISION or (deadline is not None and time.monotonic() > deadline):
             break
         mid = trial(math.exp((a + b) / 2))
         a, b = (math.log(mid.rate), b) if mid.ok else (a, math.log(mid.rate))

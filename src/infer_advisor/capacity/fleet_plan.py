@@ -23,9 +23,14 @@ def sized_plan(request, model: ModelFacts, explain: bool, progress: Any = None):
         fallback = max(planned, key=lambda c: c.max_rate_per_replica, default=None)
     target = chosen or fallback
     if target is None:
-        why = "; ".join(f"{c.gpu} {c.layout}: {c.why_not}" for c in result.best_per_gpu[:4]) or "no GPU type could be planned"
+        why = "; ".join(f"{c.gpu} {c.layout}: {c.why_not}" for c in result.best_per_gpu[:3]) or "no GPU type could be planned"
+        if len(why) > 600:  # one readable line, not several KB
+            why = why[:600].rsplit(" ", 1)[0] + " ..."
         from ..errors import RequestError
 
+        budget = next((n for n in result.notes if n.startswith("time budget")), None)
+        if budget:
+            raise RequestError(f"No option found for {model.name} within the search's {budget}. Searched so far: {why}.")
         raise RequestError(f"No GPU type searched can serve {model.name}: {why}.")
     gpr = target.gpus_per_replica
     replicas = max(target.replicas, 1)
@@ -36,6 +41,9 @@ def sized_plan(request, model: ModelFacts, explain: bool, progress: Any = None):
     if target.nodes_per_replica > 1:
         per_node = gpr // target.nodes_per_replica
         gpu_spec = f"{target.gpu}:{per_node}x{target.nodes_per_replica}"
+    custom = _described_gpu(request.gpu)
+    if custom is not None:  # a GPU described inline or in a file has no catalog name to plan by: keep its description
+        gpu_spec = custom + gpu_spec[len(target.gpu):]
     pins = {
         "rate": None, "gpu": gpu_spec, "engine": target.engine, "quantization": _quant_pin(target, model),
         "kv_cache_dtype": "fp8" if target.kv_cache_dtype == "fp8" else "auto",
@@ -65,6 +73,17 @@ def _node_gpus(spec: str) -> int:
     if searches_gpu_types(spec) or ":" not in spec or spec.startswith("{"):
         return NODE_GPUS
     return parse_spec(spec).count
+
+
+def _described_gpu(spec: str) -> str | None:
+    """The description part of an inline ``{...}[:COUNT]`` or file ``PATH.yaml[:COUNT]`` GPU spec, else None."""
+    import re
+
+    text = spec.strip()
+    if text.startswith("{") and "}" in text:
+        return text[: text.rindex("}") + 1]
+    m = re.match(r"^(.*\.(?:ya?ml|json))(?::[0-9xX]+)?$", text, re.IGNORECASE)
+    return m.group(1) if m else None
 
 
 def _quant_pin(c, model: ModelFacts) -> str:

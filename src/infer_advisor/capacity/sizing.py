@@ -145,18 +145,40 @@ def _budget(step: StepModel, plan, w: Workload, targets: LatencyTargets, top: in
     return best, ok
 
 
-def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callable[[str], None]) -> tuple[list[Option], list[Candidate]]:
+# Wall time a sizing search may take (planning and simulating) before it answers with the best found so far and
+# names what it did not search: the issue-18 bound of 30 s for any request, with room for start-up and output.
+SEARCH_BUDGET_S = 25.0
+
+
+def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callable[[str], None],
+                 deadline: float = math.inf) -> tuple[list[Option], list[Candidate]]:
     """Plan every candidate replica (each layout, with the rules' weights and, where the GPU and engine run it, FP8);
-    the infeasible ones come back as Candidates that say why not."""
+    the infeasible ones come back as Candidates that say why not. Past ``deadline`` the GPU types and layouts not
+    planned yet are named in a note and left out."""
     overrides = parse_overrides(request.price_per_gpu_hour)
     w = workload_from(request, model)
     targets = targets_from(request)
     options: list[Option] = []
     refused: list[Candidate] = []
     moe = model.family == "moe"
-    for gpu, per_node, nodes in _gpu_types(request):
+    types = _gpu_types(request)
+    if isinstance(overrides, dict):  # a price for a GPU type not searched would be silently unused
+        unused = sorted(set(overrides) - {g.name for g, _, _ in types})
+        if unused:
+            from ..errors import RequestError
+
+            raise RequestError(f"--price-per-gpu-hour names {', '.join(unused)}, which --gpu {request.gpu} does not "
+                               "search; price only the GPU types asked for (or use --gpu any).")
+    skipped: list[str] = []
+    for gpu, per_node, nodes in types:
+        if time.monotonic() > deadline:
+            skipped.append(gpu.name)
+            continue
         price = price_for(gpu.name, overrides)
         for tp, pp, ep in _layouts(per_node, nodes, request, moe):
+            if time.monotonic() > deadline:
+                skipped.append(f"{gpu.name} TP{tp}xPP{pp} and later layouts")
+                break
             hw = HardwareFacts(kind="gpu", gpus=[gpu] * min(per_node, tp * pp), nodes=max(1, math.ceil(tp * pp / per_node)),
                                source=gpu.source)
             plan, why = _plan_one(plan_fn, hw, tp, pp, ep, {})
@@ -170,6 +192,9 @@ def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callabl
                     refused.append(miss)
         if price is None:
             on_note(f"no price for {gpu.name}: give --price-per-gpu-hour {gpu.name}=PRICE to rank it (left out of the cost ranking)")
+    if skipped:
+        on_note(f"time budget ({SEARCH_BUDGET_S:g} s) reached while planning: not planned: {', '.join(skipped)}; the answer "
+                "is the best among what was planned (pin --gpu or --tensor-parallel-size to search the rest)")
     options, dropped = without_needless_pipelines(options, request)
     seen = set()
     for o in dropped:
@@ -320,7 +345,15 @@ def search(request, model: ModelFacts, plan_fn: Callable, *, progress: Callable[
     targets = targets_from(request)
     w = workload_from(request, model)
     rate = request.rate
-    options, refused = plan_options(request, model, plan_fn, notes.append)
+    if request.lengths_file is not None:
+        from ..simulate.workload import read_trace
+
+        if any(r[2] is not None for r in read_trace(request.lengths_file)):  # parsed once, cached
+            notes.append(f"{request.lengths_file}: arrival_s times are not used; sizing assumes Poisson arrivals at "
+                         f"--rate {rate:g} with the file's lengths")
+    deadline = t0 + SEARCH_BUDGET_S
+    options, refused = plan_options(request, model, plan_fn, notes.append, deadline)
+    unsimulated: dict[str, int] = {}
     by_gpu: dict[str, list[Option]] = {}
     for o in options:
         by_gpu.setdefault(o.gpu.name, []).append(o)
@@ -338,12 +371,15 @@ def search(request, model: ModelFacts, plan_fn: Callable, *, progress: Callable[
         # a GPU type whose cheapest bound is far above the best found gets its first row only
         least = MIN_PER_GPU if opts[0].cost_bound(rate) < FAR * best_cost else 1
         for k, o in enumerate(opts):
+            if time.monotonic() > deadline:
+                unsimulated[name] = len(opts) - k
+                break
             bound = o.cost_bound(rate)
             if k >= MAX_PER_GPU or (k >= least and (bound >= best_here or bound >= best_cost)):
                 if k >= MAX_PER_GPU:
                     capped.append(name)
                 break
-            rs = find_max_rate(o.step, w, o.cfg, targets)
+            rs = find_max_rate(o.step, w, o.cfg, targets, deadline=deadline)
             phys = _physics(o, model, w, rs)
             cand = _candidate(o, rs, rate, targets, w, request).model_copy(update=phys)
             evaluated.append((o, cand, rs))
@@ -359,6 +395,9 @@ def search(request, model: ModelFacts, plan_fn: Callable, *, progress: Callable[
         notes.append("simulated " + ", ".join(f"{g} {n}/{total}" for g, (n, total) in coverage.items()) + " planned options "
                      f"(layout x token budget); the rest were ranked out by their analytic cost bound ({SAFETY:g}x margin), "
                      "which is no lower than the best found")
+    if unsimulated:
+        notes.append(f"time budget ({SEARCH_BUDGET_S:g} s) reached: the answer is the best found so far; not simulated: "
+                     + ", ".join(f"{g} ({n} option{'s' if n > 1 else ''})" for g, n in unsimulated.items()))
     if capped:
         notes.append(f"{', '.join(capped)}: search stopped after the {MAX_PER_GPU} most promising options; a cheaper one may "
                      "exist among the rest (pin --tensor-parallel-size to look at one layout)")

@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "quantize": ("quantize_cmd", "Quantize a model (AWQ, CTranslate2, GGUF) into a new directory."),
     "bench": ("bench_cmd", "Benchmark an engine or an OpenAI-compatible server; compare with the plan."),
     "calibrate": ("calibrate_cmd", "Benchmark at several batch sizes and fit a speed profile for the plan."),
+    "doctor": ("doctor_cmd", "Why a vLLM start-up fails (log or command line): memory ledger, the error, edits that start."),
 }
 
 
@@ -74,12 +75,21 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in args or debug_enabled()
     args = [a for a in args if a != "--debug"]
     previous = _sigterm_as_interrupt()
+    _warnings_as_lines()
+    if sys.stdout is None or sys.stderr is None:  # started with stdout or stderr closed (`>&-`)
+        _reopen_closed_streams()
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        print("error: the working directory no longer exists (it was deleted); cd to a folder that does.", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         code = _run(args)
         sys.stdout.flush()
         return code
     except BrokenPipeError:
         return _closed_pipe()
+
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -92,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
 
                 traceback.print_exc()
             print(f"error: {_one_line(str(err))}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if isinstance(err, OSError) and _environment_error(err):
+            where = getattr(err, "filename", None)
+            print(f"error: cannot write{f' {where}' if where else ''}: {err.strerror} (the disk, the output stream or a "
+                  "file-size limit; nothing half-written is left marked complete).", file=sys.stderr)
             return EXIT_BAD_INPUT
         if debug:
             raise
@@ -150,6 +165,40 @@ def _closed_pipe() -> int:
     except (OSError, ValueError, AttributeError):  # no real fd 1 (embedded, captured): nothing will flush
         pass
     return EXIT_BROKEN_PIPE
+
+
+def _warnings_as_lines() -> None:
+    """Python warnings (a template for an earlier engine version, a library's deprecation) print as one
+    ``warning: ...`` line each, once, instead of Python's two-line file:line form."""
+    import warnings
+
+    shown: set[str] = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001, ARG001
+        from ..untrusted import escape_unsafe
+
+        text = _one_line(escape_unsafe(str(message)))
+        if text not in shown:
+            shown.add(text)
+            print(f"warning: {text}", file=sys.stderr)
+
+    warnings.showwarning = show
+
+
+def _environment_error(err: OSError) -> bool:
+    """A full disk, a file-size limit, a closed or unwritable stream: the environment, not a bug (exit 2, one line)."""
+    import errno
+
+    return err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EBADF, errno.EIO, errno.EROFS)
+
+
+def _reopen_closed_streams() -> None:
+    """Give a closed stdout/stderr a sink (``os.devnull``) so printing cannot raise AttributeError; errors still
+    reach stderr when it is open."""
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives for the process
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
 
 
 def _one_line(text: str) -> str:

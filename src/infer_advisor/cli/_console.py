@@ -19,7 +19,15 @@ def make_console(*, stderr: bool = False):
     exits 141 quietly) instead of rich's own ``SystemExit(1)``, which read as "infeasible plan"."""
     from rich.console import Console
 
+    from ..untrusted import printable_lines
+
     class _Console(Console):
+        def render_str(self, text: str, **kwargs):
+            """Every string printed (a line, a table cell, a title) loses its terminal controls here: ESC, OSC 8
+            links, C1, bidi and \\r are written as visible escapes. Rich markup is escaped where the text is built
+            (:func:`infer_advisor.untrusted.terminal_text`)."""
+            return super().render_str(printable_lines(text), **kwargs)
+
         def on_broken_pipe(self) -> None:
             self.quiet = True
             raise BrokenPipeError
@@ -46,12 +54,23 @@ def fit_width(console, renderable, *, at_most: int = 1000) -> None:
 
 
 def terminal_text(text: str) -> str:
-    """``text`` safe to print on a terminal: every control and format character (ESC, bidi marks) and the Unicode line
-    and paragraph separators (U+2028, U+2029, U+0085) become '?', so a user's value cannot move the cursor or fake a line.
+    """``text`` for a plain (markup-free) terminal line: control, separator and bidi characters written as visible
+    escapes. One implementation: :func:`infer_advisor.untrusted.escape_unsafe`."""
+    from ..untrusted import escape_unsafe
 
-        terminal_text("/tmp/a\x1b[31mred")  # '/tmp/a?[31mred'
-    """
-    import unicodedata
+    return escape_unsafe(str(text))
 
-    return "".join("?" if unicodedata.category(ch)[0] == "C" or unicodedata.category(ch) in ("Zl", "Zp") else ch for ch in text)
 
+def cell(value: object) -> str:
+    """The one function every table cell and printed line of user-derived text goes through on its way to the
+    terminal (:func:`infer_advisor.untrusted.terminal_text`: unsafe characters escaped, then rich markup)."""
+    from ..untrusted import terminal_text as escape
+
+    return escape(value)
+
+
+def md_cell(value: object) -> str:
+    """The one function every Markdown cell and list item goes through (:func:`infer_advisor.untrusted.markdown_cell`)."""
+    from ..untrusted import markdown_cell
+
+    return markdown_cell(value)

@@ -96,4 +96,5 @@ def model_from_namespace(model: type[BaseModel], ns: argparse.Namespace, **extra
         first = err.errors()[0]
         loc = ".".join(str(p) for p in first.get("loc", ()))
         opt = "--" + loc.replace("_", "-") if loc else "input"
-        raise RequestError(f"{opt}: {first.get('msg')}") from None
+        msg = str(first.get("msg")).removeprefix("Value error, ")
+        raise RequestError(msg if msg.startswith(opt + " ") or msg.startswith("--") else f"{opt}: {msg}") from None

@@ -14,7 +14,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     add_model_arguments(parser, BenchRequest)
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="Show a progress bar.")
-    parser.add_argument("--json", action="store_true", help="Print the report as JSON on stdout instead of tables.")
+    from ._format import add_format_option
+
+    add_format_option(parser, ("table", "json"), json_help="Print the report as JSON on stdout instead of tables (--format json).")
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -24,9 +26,12 @@ def run(ns: argparse.Namespace) -> int:
     from ._console import make_console
     from ._derive import model_from_namespace
 
+    from ._format import output_format
+
+    fmt = output_format(ns)
     req = model_from_namespace(BenchRequest, ns)
     report = run_bench(req, progress=ns.progress, command_line=["infer-advisor", *sys.argv[1:]])
-    if ns.json:
+    if fmt == "json":
         print(report.model_dump_json(indent=2))
         return 0
     console = make_console()

@@ -69,6 +69,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser, CalibrateOptions, exclude={"from_file"})
     parser.add_argument("--from", dest="from_file", type=lambda s: [Path(p) for p in s.split(",") if p], default=argparse.SUPPRESS,
                         metavar="FILE[,FILE]", help=CalibrateOptions.model_fields["from_file"].description)
+    from ._format import add_format_option
+
+    add_format_option(parser, ("text", "json"), json_help="Print the calibration written, as JSON, instead of a line (--format json).")
 
 
 def _measure(opts: CalibrateOptions, command: str):
@@ -100,6 +103,8 @@ def _command_line(ns: argparse.Namespace) -> str:
     """The command as given (from the parsed options, so it is right however `main` was called)."""
     words = ["infer-advisor", "calibrate"]
     for key, value in vars(ns).items():
+        if key in ("format", "json", "output_json"):  # how the result is printed, not what was measured
+            continue
         flag = "--from" if key == "from_file" else "--" + key.replace("_", "-")
         if isinstance(value, bool):
             words.append(flag if value else "--no-" + flag[2:])
@@ -118,6 +123,9 @@ def run(ns: argparse.Namespace) -> int:
     from ..hardware import resolve_hardware
     from ._derive import model_from_namespace
 
+    from ._format import output_format
+
+    ns.output_json = output_format(ns, default="text") == "json"
     opts = model_from_namespace(CalibrateOptions, ns)
     if opts.from_log is None and (opts.engine is None or (not opts.from_file and opts.engine not in ("transformers", "ctranslate2", "vllm"))):
         raise RequestError("calibrate measures --engine transformers, ctranslate2 or vllm in this process, fits any engine's "
@@ -126,7 +134,7 @@ def run(ns: argparse.Namespace) -> int:
     if opts.from_log is not None:
         from .calibrate_log import run_from_log
 
-        return run_from_log(opts, model_given="model" in vars(ns))
+        return run_from_log(opts, model_given="model" in vars(ns), as_json=ns.output_json)
     if opts.from_file:
         points, dtype = [], None
         for path in opts.from_file:
@@ -147,7 +155,12 @@ def run(ns: argparse.Namespace) -> int:
     cal = fit_calibration(points, engine=opts.engine, quantization=opts.quantization, dtype=dtype, hw=hw, command=command,
                           max_num_seqs=opts.max_num_seqs, engine_version=opts.engine_version)
     cal.write(opts.out, force=opts.force)
+    if ns.output_json:
+        print(cal.model_dump_json(indent=2))
+        return 0
     err = ", ".join(f"{k} {v:.1%}" for k, v in cal.fit_median_abs_error.items())
     coeffs = ", ".join(f"{k} {v:g}" for k, v in cal.coefficients.items())
-    print(f"{opts.out}: {cal.engine} x {cal.quantization} on {cal.gpu} ({len(cal.points)} points, fit median |error| {err}): {coeffs}")
+    from ..untrusted import escape_unsafe
+
+    print(escape_unsafe(f"{opts.out}: {cal.engine} x {cal.quantization} on {cal.gpu} ({len(cal.points)} points, fit median |error| {err}): {coeffs}"))
     return 0

@@ -61,21 +61,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from ._derive import add_model_arguments
 
     # `--json` by hand: a field named `json` would shadow BaseModel.json; the rest is derived.
+    from ._format import add_format_option
+
     field = GpusOptions.model_fields["json_output"]
-    parser.add_argument("--json", dest="json_output", action="store_true", help=field.description)
+    add_format_option(parser, ("table", "json"), json_dest="json_output", json_help=field.description + " Same as --format json.")
     add_model_arguments(parser, GpusOptions, exclude={"json_output"})
 
 
 def build_report(opts: GpusOptions) -> GpusReport:
-    from ..hardware import gpu_catalog, probe_nvml
-    from ..hardware.resolve import facts_from_probe, resolve_hardware
+    from ..hardware import gpu_catalog
+    from ..hardware.resolve import facts_from_probe, probe_gpus, resolve_hardware
 
     report = GpusReport()
     if not opts.catalog_only:
         if opts.gpu is not None:
             report.hardware = resolve_hardware(opts.gpu)
         else:
-            report.probe = probe_nvml()
+            report.probe = probe_gpus()  # NVML, then amd-smi / rocm-smi
             report.hardware = facts_from_probe(report.probe)
     if not opts.probe_only:
         report.catalog = gpu_catalog()
@@ -85,6 +87,9 @@ def build_report(opts: GpusOptions) -> GpusReport:
 def run(ns: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
+    from ._format import output_format
+
+    ns.json_output = output_format(ns, json_dest="json_output") == "json"
     values = {k: v for k, v in vars(ns).items() if k in GpusOptions.model_fields}
     try:
         opts = GpusOptions(**values)
@@ -118,7 +123,7 @@ def _print_report(report: GpusReport, opts: GpusOptions) -> None:
 
 
 def _print_hardware(console, report: GpusReport, opts: GpusOptions) -> None:  # noqa: ANN001
-    from rich.table import Table
+    from ..untrusted import safe_table, terminal_text
 
     hw = report.hardware
     assert hw is not None
@@ -126,10 +131,10 @@ def _print_hardware(console, report: GpusReport, opts: GpusOptions) -> None:  # 
         cpu = hw.cpu
         head = f"--gpu {opts.gpu}" if opts.gpu else "Probe"
         for note in hw.notes:
-            console.print(f"{head}: {note}")
+            console.print(f"{head}: {terminal_text(note)}")
         if cpu is not None:
             console.print(
-                f"CPU (probe): {cpu.name or 'unknown model'}, {cpu.cores} logical cores, "
+                f"CPU (probe): {terminal_text(cpu.name or 'unknown model')}, {cpu.cores} logical cores, "
                 f"{cpu.memory_bytes / GIB:.1f} GiB RAM"
             )
         return
@@ -137,7 +142,7 @@ def _print_hardware(console, report: GpusReport, opts: GpusOptions) -> None:  # 
         title = f"GPUs on this machine (NVML, driver {hw.driver_version or 'unknown'})"
     else:
         title = f"--gpu {hw.spec}: {hw.gpus_per_node} GPU(s) per node x {hw.nodes} node(s) (catalog)"
-    table = Table(title=title, title_justify="left")
+    table = safe_table(title=title, title_justify="left")
     for col in ("#", "name", "NVML name", "memory GiB", "free GiB", "bandwidth TB/s", "bf16 TFLOPS", "CC",
                 "SM MHz", "link GB/s", "MIG"):
         table.add_column(col)
@@ -166,13 +171,13 @@ def _print_hardware(console, report: GpusReport, opts: GpusOptions) -> None:  # 
         )
     console.print(table)
     for note in hw.notes:
-        console.print(f"note: {note}")
+        console.print(f"note: {terminal_text(note)}")
 
 
 def _print_catalog(console, gpus: list[GPUInfo]) -> None:  # noqa: ANN001
-    from rich.table import Table
+    from ..untrusted import safe_table
 
-    table = Table(
+    table = safe_table(
         title="GPU catalog (all figures: catalog, from datasheets; TFLOPS dense, no sparsity)",
         title_justify="left",
         caption="Each entry's datasheet: `infer-advisor gpus --json --catalog-only` (catalog_source).",

@@ -106,8 +106,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "$XDG_DATA_HOME/infer_advisor/models or ~/.local/share/infer_advisor/models).",
     )
     add.add_argument("--force", action="store_true", help="Replace an existing entry of the same id.")
+    from ._format import add_format_option
+
     field = ModelsOptions.model_fields["json_output"]
-    parser.add_argument("--json", dest="json_output", action="store_true", help=field.description)
+    add_format_option(parser, ("table", "json"), json_dest="json_output", json_help=field.description + " Same as --format json.")
     add_model_arguments(parser, ModelsOptions, exclude={"name", "json_output", "family"})
 
 
@@ -146,6 +148,9 @@ def run(ns: argparse.Namespace) -> int:
         from ..errors import RequestError
 
         raise RequestError(f"unexpected argument '{ns.config}' (did you mean `infer-advisor models add {ns.config}`?)")
+    from ._format import output_format
+
+    ns.json_output = output_format(ns, json_dest="json_output") == "json"
     opts = model_from_namespace(ModelsOptions, ns)
     if opts.name is None:
         report = catalog_report()
@@ -177,13 +182,16 @@ def _add(ns: argparse.Namespace) -> int:
         Path(ns.config), ns.model_id, family=ns.family or "", aliases=ns.alias, variants=ns.variant,
         source=ns.config_source, retrieved_from=ns.retrieved_from, catalog_dir=ns.catalog_dir, force=ns.force,
     )
-    print(
+    from ..untrusted import escape_unsafe
+
+    print(escape_unsafe(
         f"added {entry.name} ({facts.architecture}): {facts.num_parameters:,} parameters "
         f"({facts.num_active_parameters_without_embedding:,} active per token without the input embedding), "
         f"{facts.num_layers} layers {dict(facts.layer_counts)}, "
         f"context {facts.max_position_embeddings:,}"
-    )
-    from ._console import make_console, terminal_text
+    ))
+    from ..untrusted import escape_unsafe as terminal_text  # the one sanitiser (markup=False below)
+    from ._console import make_console
 
     # The folder comes from the user (--catalog-dir, INFER_ADVISOR_HOME): through the terminal escaper, printed as text
     where = terminal_text(str(entry_path(entry.name, ns.catalog_dir or user_folder())))
@@ -193,12 +201,12 @@ def _add(ns: argparse.Namespace) -> int:
 
 def _print_catalog(report: ModelsReport) -> None:
     from rich import box
-    from rich.table import Table
+    from ..untrusted import safe_table
 
     from ._console import fit_width, make_console
 
     ids = len(report.models) + sum(len(r.variants) for r in report.models)
-    table = Table(
+    table = safe_table(
         title=f"Model catalog by family: {len(report.models)} configs, {ids} Hub ids; params computed from each config.json",
         caption="source: catalog (config.json copied from the Hub; URLs in --json). active B: parameters per token "
         "without the input embedding, as model cards count. Variants (+) share their entry's config. `--family TEXT` lists one family; `infer-advisor models NAME` shows one model.",
@@ -233,10 +241,10 @@ def _print_catalog(report: ModelsReport) -> None:
 
 def _print_facts(facts) -> None:
     from ._console import make_console
-    from rich.table import Table
+    from ..untrusted import safe_table
 
     origin = {"catalog": "catalog config.json", "hub": "Hub config.json", "local": "local config.json"}[facts.source]
-    table = Table(title=f"{facts.name}  (source: {facts.source})")
+    table = safe_table(title=f"{facts.name}  (source: {facts.source})")
     table.add_column("fact")
     table.add_column("value", justify="right")
     table.add_column("from")

@@ -15,18 +15,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     add_model_arguments(parser, PlanRequest)
     out = parser.add_argument_group("output")
-    out.add_argument(
-        "--format",
-        choices=("table", "markdown", "json"),
-        default=None,
-        help="table (default; 200 columns wide in a pipe, numbers never cut), markdown (for pull requests and "
-        "tickets) or json (schema: `infer-advisor schema`).",
-    )
-    out.add_argument("--json", action="store_true", help="Same as --format json.")
+    from ._format import add_format_option
+
+    add_format_option(out, ("table", "markdown", "json"), help="table (default; 200 columns wide in a pipe, numbers never cut), "
+                      "markdown (for pull requests and tickets) or json (schema: `infer-advisor schema`).")
     out.add_argument(
         "--explain",
         action="store_true",
         help="Show every rule considered, grouped by the candidate it was applied to, and the deciding comparison.",
+    )
+    out.add_argument(
+        "--all",
+        action="store_true",
+        dest="show_all",
+        help="With --rate: list every GPU type searched, also those costing 10x the chosen fleet or more.",
     )
     out.add_argument(
         "--emit",
@@ -58,9 +60,9 @@ def run(ns: argparse.Namespace) -> int:
     from ._derive import model_from_namespace
 
     request = model_from_namespace(PlanRequest, ns)
-    if ns.json and ns.format not in (None, "json"):
-        raise RequestError(f"--json and --format {ns.format} disagree; pass one of them.")
-    fmt = "json" if ns.json else (ns.format or "table")
+    from ._format import output_format
+
+    fmt = output_format(ns)
     if ns.emit is not None and not ns.out:
         raise RequestError("--emit needs --out DIR (the folder the artifacts are written to).")
     if ns.out is not None and ns.emit is None:
@@ -76,7 +78,7 @@ def run(ns: argparse.Namespace) -> int:
         from ..capacity.plot import is_front_png, require_matplotlib
 
         require_matplotlib()
-        check_file(ns.plot, force=ns.force, ours=is_front_png)  # refused now, not after the search
+        check_file(ns.plot, force=ns.force, ours=is_front_png, option="--plot")  # refused now, not after the search
     if getattr(ns, "startup_check", False):
         return _startup_check(request, fmt)
     kinds = None
@@ -99,9 +101,11 @@ def run(ns: argparse.Namespace) -> int:
     else:
         from .render_plan import print_plan
 
-        print_plan(plan, explain=ns.explain, fmt=fmt)
+        print_plan(plan, explain=ns.explain, fmt=fmt, show_all=ns.show_all)
+        from ..untrusted import escape_unsafe
+
         for path in written:
-            print(f"wrote {path}")
+            print(escape_unsafe(f"wrote {path}"))
     return 0 if plan.feasible else 1
 
 

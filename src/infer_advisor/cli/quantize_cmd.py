@@ -21,7 +21,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--eval", dest="evaluate", action="store_true", default=argparse.SUPPRESS, help="Same as --evaluate."
     )
-    parser.add_argument("--json", action="store_true", help="Print the result as JSON on stdout.")
+    from ._format import add_format_option
+
+    add_format_option(parser, ("text", "json"), json_help="Print the result as JSON on stdout (--format json).")
 
 
 def _check_lines(result) -> list[str]:
@@ -52,6 +54,9 @@ def run(ns: argparse.Namespace) -> int:
     from ..quantize.results import QuantizeRequest
     from ._derive import model_from_namespace
 
+    from ._format import output_format
+
+    fmt = output_format(ns, default="text")
     request = model_from_namespace(QuantizeRequest, ns)
     try:  # clean up the partial output on `kill` as on Ctrl-C (main thread only; restored after)
         previous = signal.signal(signal.SIGTERM, _interrupt)
@@ -62,14 +67,16 @@ def run(ns: argparse.Namespace) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-    if ns.json:
+    if fmt == "json":
         print(result.model_dump_json(indent=2))
     else:
-        print(result.summary())
+        from ..untrusted import printable_lines
+
+        print(printable_lines(result.summary()))
         for line in _check_lines(result):
-            print(line)
+            print(printable_lines(line))
         for note in result.notes:
-            print(f"note: {note}")
+            print(printable_lines(f"note: {note}"))
     if result.check.status == "failed":
         print(f"error: the output was written but did not load: {result.check.detail}", file=sys.stderr)
         return 1

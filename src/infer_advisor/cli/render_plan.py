@@ -1,5 +1,6 @@
-"""Print a DeploymentPlan as rich tables (``--format table``) or Markdown (``--format markdown``, for pull requests
-and tickets). Every figure carries its source in the last column; both formats show the same rows.
+"""Print a DeploymentPlan: the short answer (cli/render_brief.py) and, with ``--explain``, every figure with its source
+and every rule considered, grouped by decision; as rich text (``--format table``) or Markdown (``--format markdown``,
+for pull requests and tickets). Both formats show the same rows.
 
 Numbers are never cut: tables fold a long value onto the next line, and in a pipe or a file the console is
 200 columns wide (cli/_console.py) instead of rich's 80.
@@ -22,24 +23,14 @@ def _hardware(plan) -> tuple[str, str, str]:
         g = hw.gpus[0]
         text = f"{hw.gpus_per_node}x {g.name}" + (f" x {hw.nodes} nodes" if hw.nodes > 1 else "")
         usable = f" ({_gib(g.usable_memory_bytes)} usable)" if g.usable_memory_bytes else ""
-        detail = f"{_gib(g.memory_bytes)}{usable}, {g.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, CC {g.compute_capability}, {g.interconnect}"
+        arch = f"{g.gfx_arch or 'AMD'} (ROCm)" if g.vendor == "amd" else f"CC {g.compute_capability}"
+        detail = f"{_gib(g.memory_bytes)}{usable}, {g.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, {arch}, {g.interconnect}"
         return text, detail, g.source
     return "CPU", f"{hw.cpu_cores} cores, {_gib(hw.cpu_memory_bytes or 0)} RAM", hw.source
 
 
 def _requests(n: int) -> str:
     return f"{n} request" + ("" if n == 1 else "s")
-
-
-def headline(plan) -> list[str]:
-    """The status lines above the tables (plain text)."""
-    hw_text, _, _ = _hardware(plan)
-    lines = [f"Plan for {plan.model.name} on {hw_text}: {'feasible' if plan.feasible else 'NOT feasible'}"]
-    if not plan.feasible:
-        lines.append(str(plan.infeasible_reason))
-        if plan.suggestion:
-            lines.append(f"Smallest catalog hardware that works: {plan.suggestion}")
-    return lines
 
 
 def _quantization_text(q) -> str:
@@ -64,8 +55,10 @@ def summary_rows(plan) -> list[tuple[str, str, str]]:
     server = f"port {eng.port}" if eng.http_server else "no HTTP server: Python script"
     kv_auto = " (f16)" if eng.kv_cache_dtype == "auto" and eng.name == "llama.cpp" else ""
     src = mem.figure_sources
-    overheads = ", ".join(f"{k} {_gib(v)}" for k, v in mem.overhead_bytes_per_gpu.items() if v)
-    outside = ", ".join(f"{k} {_gib(v)}" for k, v in mem.outside_budget_bytes_per_gpu.items() if v)
+    amd = plan.hardware.kind == "gpu" and plan.hardware.gpus[0].vendor == "amd"
+    word = (lambda k: k.replace("cuda_", "hip_")) if amd else (lambda k: k)  # ROCm's HIP runtime, not CUDA
+    overheads = ", ".join(f"{word(k)} {_gib(v)}" for k, v in mem.overhead_bytes_per_gpu.items() if v)
+    outside = ", ".join(f"{word(k)} {_gib(v)}" for k, v in mem.outside_budget_bytes_per_gpu.items() if v)
     calibrated = sorted({k for k, v in src.items() if v == "calibrated (log)"})
     overhead_src = (
         f"calibrated (log): {', '.join(calibrated)}" if calibrated
@@ -196,8 +189,27 @@ def decision_rows(plan) -> list[tuple[str, str, str, str]]:
     return [(d.rule_id, d.decides, d.value, d.reason) for d in plan.decisions]
 
 
-def explain_rows(plan) -> list[tuple[str, str, str, str, str]]:
-    """(candidate, rule, effect, matched, why) with the candidate named once per group."""
+def explain_by_decision(plan) -> list[tuple[str, list[tuple[str, str, str, str, str]]]]:
+    """--explain grouped by decision (engine, dtype, KV-cache dtype, quantization, layout): the deciding comparison
+    line first, then every candidate of that decision with the rules judged for it."""
+    from ..plan.explain import DECISIONS, deciding_comparison
+
+    rows = explain_rows(plan)
+    lines = deciding_comparison(plan)
+    out = []
+    for decides in DECISIONS:
+        label = {"kv_cache_dtype": "KV-cache dtype"}.get(decides, decides)
+        summary = next((ln for ln in lines if ln.split(" (")[0].split(":")[0] == label), f"{label}: no rule considered")
+        mine = [r for r, d in rows if d == decides]
+        if mine:
+            out.append((summary, mine))
+    out += [(ln, []) for ln in lines if ln.split(" (")[0].split(":")[0] not in
+            ("engine", "dtype", "KV-cache dtype", "quantization", "layout")]
+    return out
+
+
+def explain_rows(plan) -> list[tuple[tuple[str, str, str, str, str], str]]:
+    """((candidate, rule, effect, matched, why), decision) with the candidate named once per group."""
     from ..plan.explain import candidate_groups
 
     rows = []
@@ -207,73 +219,110 @@ def explain_rows(plan) -> list[tuple[str, str, str, str, str]]:
             effect = t.effect or ""
             if t.matched and t.score:
                 effect += f" {t.score:+g}"
-            rows.append((f"{g.name} ({status})" if i == 0 else "", t.rule_id, effect, "yes" if t.matched else "no", t.why))
+            rows.append(((f"{g.name} ({status})" if i == 0 else "", t.rule_id, effect, "yes" if t.matched else "no", t.why), g.decides))
     return rows
 
 
 # ---------------------------------------------------------------- table
 
 
-def print_plan(plan, explain: bool = False, fmt: str = "table") -> None:
-    """Print ``plan`` as ``fmt`` ('table' or 'markdown') on stdout."""
+LABEL_WIDTH = 10
+
+
+def brief_lines(plan, width: int) -> list[str]:
+    """The default answer as plain lines for a ``width``-column terminal: labels in a column of their own, text
+    wrapped under its label, a command on one line (the terminal soft-wraps it, so a copy-paste runs as printed),
+    a deciding rule on one line (cut with '…'; --explain and the JSON have it whole)."""
+    import textwrap
+
+    from .render_brief import brief_rows, verdict
+
+    room = max(width - LABEL_WIDTH - 1, 30)
+    indent = " " * (LABEL_WIDTH + 1)
+    out = [verdict(plan)]
+    for row in brief_rows(plan):
+        head = f"{row.label:<{LABEL_WIDTH}} "
+        if row.command:
+            out.append(head + row.text)
+        elif row.one_line:
+            out.append(head + (row.text if len(row.text) <= room else row.text[: room - 1] + "…"))
+        else:
+            wrapped = textwrap.wrap(row.text, room, break_on_hyphens=False) or [""]
+            out += [head + wrapped[0], *(indent + w for w in wrapped[1:])]
+    return out
+
+
+def print_brief(plan, console) -> None:
+    """:func:`brief_lines` on ``console`` (the verdict in bold, green or red), every line through the one cell function."""
+    from ._console import cell
+
+    lines = brief_lines(plan, console.width)
+    colour = "green" if plan.feasible else "red"
+    console.print(f"[bold {colour}]{cell(lines[0])}[/bold {colour}]", soft_wrap=True)
+    for line in lines[1:]:
+        console.print(cell(line), soft_wrap=True)
+
+
+def print_plan(plan, explain: bool = False, fmt: str = "table", show_all: bool = False) -> None:
+    """Print ``plan`` as ``fmt`` ('table' or 'markdown') on stdout: the short answer; with ``explain``, then every
+    figure with its source and every rule considered, grouped by decision (each decision's summary line first)."""
     if fmt == "markdown":
-        sys.stdout.write(plan_markdown(plan, explain=explain))
+        sys.stdout.write(plan_markdown(plan, explain=explain, show_all=show_all))
         return
-    from rich.markup import escape
     from rich.table import Table
 
-    from ._console import make_console
+    from ._console import cell, make_console
 
     console = make_console()
-    head = headline(plan)
-    status = "[green]feasible[/green]" if plan.feasible else "[red]NOT feasible[/red]"
-    console.print(f"[bold]{escape(head[0].rsplit(': ', 1)[0])}[/bold]: {status}")
-    for line in head[1:]:
-        console.print(line, style="red" if line == str(plan.infeasible_reason) else None, markup=False)
+    print_brief(plan, console)
+    if plan.capacity is not None:
+        from .render_capacity import print_capacity
+
+        print_capacity(plan.capacity, console, full=explain, show_all=show_all)
+    if not explain:
+        return
 
     def table(title: str | None, columns: list[tuple[str, dict]], rows) -> Table:
         t = Table(title=title, show_header=True, header_style="bold")
         for name, opts in columns:
             t.add_column(name, overflow="fold", **opts)
         for row in rows:
-            t.add_row(*(escape(str(c)) for c in row))
+            t.add_row(*(cell(c) for c in row))
         return t
 
-    console.print(table(None, [("", {"no_wrap": True}), ("value", {}), ("source", {"style": "dim"})], summary_rows(plan)))
+    console.print(table("every figure and its source", [("", {"no_wrap": True}), ("value", {}), ("source", {"style": "dim"})],
+                        summary_rows(plan)))
     console.print(table(
-        "decisions",
+        "decisions (rules that forbade an option included)",
         [("rule", {"no_wrap": True}), ("decides", {"no_wrap": True}), ("value", {"no_wrap": True}), ("reason", {"ratio": 1, "min_width": 40})],
         decision_rows(plan),
     ))  # fmt: skip
     for w in plan.warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
-    if plan.capacity is not None:
-        from .render_capacity import print_capacity
-
-        print_capacity(plan.capacity, console)
-    if explain and plan.explain:
-        console.print(table(
-            "rules considered, by candidate",
-            [("candidate", {"min_width": 24}), ("rule", {"no_wrap": True}), ("effect", {"no_wrap": True}),
-             ("matched", {"no_wrap": True}), ("why", {"ratio": 1, "min_width": 40})],
-            explain_rows(plan),
-        ))  # fmt: skip
-        from ..plan.explain import deciding_comparison
-
-        console.print("[bold]deciding comparison[/bold]")
-        for line in deciding_comparison(plan):
-            console.print(f"- {escape(line)}")
-        if plan.performance is not None:
-            console.print("[bold]speed model[/bold]")
-            for line in speed_explain_lines(plan.performance):
-                console.print(f"- {escape(line)}")
+        console.print(f"[yellow]warning:[/yellow] {cell(w)}")
+    if plan.explain:
+        for summary, rows in explain_by_decision(plan):
+            console.print(f"[bold]{cell(summary)}[/bold]")
+            if not rows:
+                continue
+            console.print(table(
+                None,
+                [("candidate", {"min_width": 24}), ("rule", {"no_wrap": True}), ("effect", {"no_wrap": True}),
+                 ("matched", {"no_wrap": True}), ("why", {"ratio": 1, "min_width": 40})],
+                rows,
+            ))  # fmt: skip
+    if plan.performance is not None:
+        console.print("[bold]speed model[/bold]")
+        for line in speed_explain_lines(plan.performance):
+            console.print(f"- {cell(line)}")
 
 
 # ---------------------------------------------------------------- markdown
 
 
 def _md_cell(text: str) -> str:
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    from ._console import md_cell
+
+    return md_cell(text)
 
 
 def _md_table(header: list[str], rows) -> list[str]:
@@ -282,25 +331,35 @@ def _md_table(header: list[str], rows) -> list[str]:
     return out
 
 
-def plan_markdown(plan, explain: bool = False) -> str:
-    """The plan as Markdown: the same rows as the tables, for a pull request or a ticket."""
-    head = headline(plan)
-    lines = [f"## {_md_cell(head[0])}", ""]
-    lines += [f"> {_md_cell(line)}" for line in head[1:]]
-    lines += ([""] if head[1:] else []) + _md_table(["", "value", "source"], summary_rows(plan))
-    lines += ["", "### Decisions", "", *_md_table(["rule", "decides", "value", "reason"], decision_rows(plan))]
-    if plan.warnings:
-        lines += ["", "### Warnings", "", *(f"- {_md_cell(w)}" for w in plan.warnings)]
+def brief_markdown(plan) -> list[str]:
+    """The default answer as Markdown: the verdict as a heading, one list item per row."""
+    from .render_brief import brief_rows, verdict
+
+    lines = [f"## {_md_cell(verdict(plan))}", ""]
+    lines += [f"- **{_md_cell(r.label)}**: {_md_cell(r.text)}" if r.label else f"  - {_md_cell(r.text)}" for r in brief_rows(plan)]
+    return lines
+
+
+def plan_markdown(plan, explain: bool = False, show_all: bool = False) -> str:
+    """The plan as Markdown for a pull request or a ticket: the short answer; with ``explain``, every figure with its
+    source, every decision and every rule considered, grouped by decision."""
+    lines = brief_markdown(plan)
     if plan.capacity is not None:
         from .render_capacity import capacity_lines
 
-        lines += ["", *capacity_lines(plan.capacity)]
-    if explain and plan.explain:
-        from ..plan.explain import deciding_comparison
-
-        lines += ["", "### Rules considered, by candidate", ""]
-        lines += _md_table(["candidate", "rule", "effect", "matched", "why"], explain_rows(plan))
-        lines += ["", "### Deciding comparison", "", *(f"- {_md_cell(line)}" for line in deciding_comparison(plan))]
-        if plan.performance is not None:
-            lines += ["", "### Speed model", "", *(f"- {_md_cell(line)}" for line in speed_explain_lines(plan.performance))]
+        lines += ["", *capacity_lines(plan.capacity, full=explain, show_all=show_all)]
+    if not explain:
+        return "\n".join(lines) + "\n"
+    lines += ["", "### Every figure and its source", "", *_md_table(["", "value", "source"], summary_rows(plan))]
+    lines += ["", "### Decisions", "", *_md_table(["rule", "decides", "value", "reason"], decision_rows(plan))]
+    if plan.warnings:
+        lines += ["", "### Warnings", "", *(f"- {_md_cell(w)}" for w in plan.warnings)]
+    if plan.explain:
+        lines += ["", "### Rules considered, by decision"]
+        for summary, rows in explain_by_decision(plan):
+            lines += ["", f"**{_md_cell(summary)}**"]
+            if rows:
+                lines += ["", *_md_table(["candidate", "rule", "effect", "matched", "why"], rows)]
+    if plan.performance is not None:
+        lines += ["", "### Speed model", "", *(f"- {_md_cell(line)}" for line in speed_explain_lines(plan.performance))]
     return "\n".join(lines) + "\n"

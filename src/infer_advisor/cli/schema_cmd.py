@@ -13,11 +13,15 @@ _MODELS = {
     "hardware": ("infer_advisor.hardware.facts", "HardwareFacts"),
     "rules": ("infer_advisor.rules.schema", "RuleFile"),
     "capacity": ("infer_advisor.capacity.result", "CapacityResult"),
+    "diagnosis": ("infer_advisor.calibrate.doctor", "Diagnosis"),
 }
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from ._format import add_format_option
+
     parser.add_argument("which", nargs="?", default="plan", choices=sorted(_MODELS), help="Which model (default: plan).")
+    add_format_option(parser, ("json",), help="json (the only format: a JSON Schema; accepted so every command takes --format json).")
 
 
 def run(ns: argparse.Namespace) -> int:

@@ -35,6 +35,8 @@ _README = ("README", ".md", "README.md")
 
 def parse_kinds(kind: str | list[str] | tuple[str, ...]) -> list[str]:
     """``"script,docker"`` / ``["k8s"]`` / ``"all"`` -> the kinds, in order, without repeats; unknown ones raise."""
+    if not isinstance(kind, (str, list, tuple)) or not all(isinstance(k, str) for k in ([kind] if isinstance(kind, str) else kind)):
+        raise EmitError(f"The artifact kind is a string or a list of strings ({', '.join(ARTIFACT_KINDS)} or all), not {kind!r}.")
     asked = [kind] if isinstance(kind, str) else list(kind)
     asked = [k.strip() for a in asked for k in a.split(",") if k.strip()]
     if not asked:
@@ -87,6 +89,12 @@ def render(
     from .context import build_context
     from .templating import template_name
 
+    from ..plan.models import DeploymentPlan as _Plan
+
+    if not isinstance(plan, _Plan):
+        raise EmitError(f"render() needs a DeploymentPlan, not {type(plan).__name__}.")
+    if out is not None and not isinstance(out, (str, Path)):
+        raise EmitError(f"out must be a folder path (str or Path), not {type(out).__name__}.")
     kinds = parse_kinds(kind)
     if not plan.feasible:
         hint = f" Try {plan.suggestion}." if plan.suggestion else ""

@@ -13,7 +13,10 @@ import warnings
 from functools import cache
 from typing import Any
 
+from markupsafe import Markup
+
 from ..errors import EmitError
+from ..untrusted import escape_unsafe, unsafe_chars
 from .quote import sh_join, sh_quote
 
 
@@ -25,13 +28,27 @@ def _version_key(text: str) -> tuple[int, ...]:
     return tuple(int(n) for n in re.findall(r"\d+", text))
 
 
+def _done(text: str) -> Markup:
+    """A filter's output: already escaped for its target, so :func:`_finalize` leaves it as it is."""
+    return Markup(text)
+
+
+def _finalize(value: Any) -> Any:
+    """Every ``{{ ... }}`` that did not go through a quoting filter (a comment, a README line, a number) has its
+    unsafe characters written as visible escapes: a raw value cannot start a line, a YAML key or a document.
+    Filter and macro outputs are :class:`Markup` and pass as they are (autoescape is on only to mark them)."""
+    if isinstance(value, Markup) or not isinstance(value, str):
+        return value
+    return Markup(escape_unsafe(value))
+
+
 def sh(value: Any) -> str:
     """One shell word."""
-    return sh_quote(value)
+    return _done(sh_quote(value))
 
 
 def shjoin(values: list[Any]) -> str:
-    return sh_join(values)
+    return _done(sh_join(values))
 
 
 def shlines(values: list[Any], indent: str = "  ", head: int = 1) -> str:
@@ -42,21 +59,54 @@ def shlines(values: list[Any], indent: str = "  ", head: int = 1) -> str:
         if i >= head and v.startswith("-") and lines[-1]:
             lines.append([])
         lines[-1].append(sh_quote(v))
-    return f" \\\n{indent}".join(" ".join(line) for line in lines)
+    return _done(f" \\\n{indent}".join(" ".join(line) for line in lines))
 
 
 def json_value(value: Any) -> str:
     """JSON (Dockerfile exec form arrays, HEALTHCHECK CMD). Backslashes are written ``\\u005c``: the same JSON
     string, but no ``\\"`` that hadolint's parser (and a reader) could take for an escaped quote."""
-    return json.dumps(value, ensure_ascii=False).replace("\\\\", "\\u005c")
+    text = json.dumps(value, ensure_ascii=False).replace("\\\\", "\\u005c")
+    if unsafe_chars(text):  # NEL, U+2028, bidi controls: \uXXXX escapes (json.dumps keeps them raw)
+        text = "".join(f"\\u{ord(ch):04x}" if unsafe_chars(ch) else ch for ch in text)
+    return _done(text)
+
+
+def _has_unsafe(value: Any) -> bool:
+    if isinstance(value, str):
+        return bool(unsafe_chars(value))
+    if isinstance(value, (list, tuple)):
+        return any(_has_unsafe(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_unsafe(k) or _has_unsafe(v) for k, v in value.items())
+    return False
+
+
+@cache
+def _quoting_dumper():
+    """A SafeDumper that writes every string double-quoted: with ``allow_unicode=False`` every character outside
+    printable ASCII (NEL, U+2028, bidi controls, newlines) becomes an escape, so the value stays on its line."""
+    import yaml
+
+    class QuotingDumper(yaml.SafeDumper):
+        pass
+
+    def represent_str(dumper, data):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style='"')
+
+    QuotingDumper.add_representer(str, represent_str)
+    return QuotingDumper
 
 
 def yaml_value(value: Any) -> str:
-    """A YAML flow value (one line) for ``value``."""
+    """A YAML flow value (one line) for ``value``; one holding unsafe characters is written double-quoted and escaped."""
     import yaml
 
-    text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=1_000_000, sort_keys=False)
-    return text.removesuffix("\n...\n").rstrip("\n")
+    if _has_unsafe(value):
+        text = yaml.dump(value, Dumper=_quoting_dumper(), default_flow_style=True, allow_unicode=False, width=1_000_000,
+                         sort_keys=False)
+    else:
+        text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=1_000_000, sort_keys=False)
+    return _done(text.removesuffix("\n...\n").rstrip("\n"))
 
 
 def _escape_dollars(value: Any) -> Any:
@@ -75,8 +125,8 @@ def dollar_yaml(value: Any) -> str:
 
 
 def py(value: Any) -> str:
-    """A Python literal."""
-    return repr(value)
+    """A Python literal (``repr`` escapes every non-printable character)."""
+    return _done(repr(value))
 
 
 @cache
@@ -88,7 +138,9 @@ def environment():
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(shipped("templates"))),
         undefined=jinja2.StrictUndefined,
-        autoescape=False,
+        # autoescape only marks filter and macro outputs as escaped (Markup); _finalize escapes everything else.
+        autoescape=True,
+        finalize=_finalize,
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,

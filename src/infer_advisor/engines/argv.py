@@ -19,6 +19,7 @@ from typing import Literal, TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from ..errors import EmitError
+from ..untrusted import refuse_unsafe
 from .launch_facts import engine_facts
 
 if TYPE_CHECKING:  # the plan is read, never built here (engines sit below plan; see tests/test_import_graph.py)
@@ -36,7 +37,6 @@ QUANTIZED_DIR = "models"
 CONTAINER_MODELS = "/models"
 # The file name quantize/gguf_backend.py writes for a GGUF type.
 GGUF_FILE = "model-{type}.gguf"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class ModelRef(BaseModel):
@@ -86,8 +86,7 @@ def model_ref(plan: DeploymentPlan) -> ModelRef:
     local = None
     if plan.model.source == "local":
         local = os.path.abspath(plan.model.path or plan.model.name)
-        if _CONTROL.search(local):
-            raise EmitError(f"Model path {local!r} contains control characters (newline, tab); rename the folder.")
+        refuse_unsafe(local, "Model path", EmitError)
         source = local
     method = _quantize_method(plan)
     if method is not None:
@@ -200,6 +199,9 @@ def vllm_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> list[
         argv += ["--max-num-batched-tokens", str(e.max_num_batched_tokens)]
     if _kv(plan):
         argv += ["--kv-cache-dtype", _kv(plan)]
+    if e.lora is not None:  # adapters are added at run time (--lora-modules or the /v1/load_lora_adapter endpoint)
+        argv += ["--enable-lora", "--max-loras", str(e.lora.max_loras), "--max-lora-rank", str(e.lora.max_lora_rank),
+                 "--max-cpu-loras", str(e.lora.max_cpu_loras)]
     argv += user_value(plan, "--served-model-name", e.served_model_name)
     if p.nodes > 1:
         argv += ["--distributed-executor-backend", "ray"]

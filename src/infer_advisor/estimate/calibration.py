@@ -196,6 +196,7 @@ class Calibrations:
         or GPU; made on another GPU, its total memory is not used (the plan's GPU keeps its own).
         """
         from ..hardware.catalog import normalize
+        from .calibration_file import version_key
 
         if gpu is None:
             return None
@@ -204,7 +205,8 @@ class Calibrations:
             return normalize(c.header.gpu) == normalize(gpu)
 
         def same_version(c) -> bool:  # noqa: ANN001
-            return not c.header.engine_version or not engine_version or c.header.engine_version == engine_version
+            return (not c.header.engine_version or not engine_version
+                    or version_key(c.header.engine_version) == version_key(engine_version))
 
         ours = [c for c in self.memory if c.header.engine == engine]
         matching = [c for c in ours if same_gpu(c) and same_version(c)] or ([] if strict else ours)
@@ -226,7 +228,11 @@ def load_calibrations(paths: list[Path]) -> Calibrations:
         kind = calibration_kind(path)
         if kind == "memory":
             cal = load_memory_calibration(path)
-            key = (cal.header.engine, cal.header.engine_version, cal.header.gpu, cal.header.tp)
+            from ..hardware.catalog import normalize
+            from .calibration_file import version_key
+
+            # h100-80gb and H100-80GB, v0.19.0 and 0.19.0 are one setup: both files would otherwise apply
+            key = (cal.header.engine, version_key(cal.header.engine_version), normalize(cal.header.gpu), cal.header.tp)
             if key in seen:
                 raise DataFileError(str(path), f"a second memory calibration for {cal.header.setup()} (the first is {seen[key]}); pass one")
             seen[key] = path

@@ -41,6 +41,14 @@ class CalibrationHeader(BaseModel):
         return f"{self.engine}{version} on {self.gpu}" + (f" (TP {self.tp})" if self.tp > 1 else "")
 
 
+def version_key(version: str | None) -> str | None:
+    """A version as compared: 'v0.19.0' and '0.19.0' are one version (vLLM logs and tags write both)."""
+    if not version:
+        return version
+    text = version.strip()
+    return text[1:] if text[:1] in ("v", "V") and text[1:2].isdigit() else text
+
+
 def check_applies(
     header: CalibrationHeader, *, path: Path | str, engine: str, engine_version: str | None, gpu: str | None, mode: str
 ) -> str | None:
@@ -53,7 +61,7 @@ def check_applies(
     from ..hardware.catalog import normalize
 
     wrong = header.engine != engine
-    if not wrong and header.engine_version and engine_version and header.engine_version != engine_version:
+    if not wrong and header.engine_version and engine_version and version_key(header.engine_version) != version_key(engine_version):
         wrong = True
     if not wrong and gpu is not None and normalize(header.gpu) != normalize(gpu):
         wrong = True
@@ -90,9 +98,11 @@ def calibration_kind(path: Path) -> str:
 
     if not path.is_file():
         raise DataFileError(str(path), "calibration file not found; write one with `infer-advisor calibrate`")
+    from ..bounded_read import read_text_bounded
+
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
+        raw = json.loads(read_text_bounded(path, "data"))
+    except UnicodeDecodeError as err:
         raise DataFileError(str(path), f"cannot read: {err}") from None
     except json.JSONDecodeError as err:
         raise DataFileError(str(path), f"not a calibration file: invalid JSON at line {err.lineno}: {err.msg}") from None

@@ -5,9 +5,7 @@
     >>> est.kv_cache_tokens, est.fits
 
 Per GPU, under tensor parallelism ``tp`` and pipeline parallelism ``pp``:
-
-- weights: decoder blocks split ``tp x pp`` ways; the embedding and lm_head split ``tp`` ways and, with
-  ``pp > 1``, held by the first and last stage (the larger of the two counts).
+- weights: decoder blocks split ``tp x pp`` ways; the embedding and lm_head split ``tp`` ways and, with ``pp > 1``, held by the first and last stage (the larger of the two counts).
 - KV cache per token: full-attention layers split over ``pp`` stages and KV heads over ``tp`` ranks (a
   rank holds at least one KV head, so ``tp > kv_heads`` replicates); MLA's latent is replicated on every
   TP rank, as vLLM does. Sliding-window and chunked-attention layers hold at most ``sliding_window`` tokens
@@ -22,15 +20,13 @@ Per GPU, under tensor parallelism ``tp`` and pipeline parallelism ``pp``:
 - a published checkpoint whose size is known (``checkpoint_bytes``: its safetensors index ``total_size`` or the
   size its model card states, ``data/published_checkpoints.yaml``) replaces the format's estimate of the weights:
   the same four groups, scaled so they add up to the real size (``weights_origin`` 'published checkpoint').
-- activation peak over ``max_num_batched_tokens`` tokens (or a whole batch's prompts for engines without
-  chunked prefill), plus fp32 logits for the sampled rows.
-- overheads from the engine's memory profile for its version (``data/engine_memory.yaml``, see
-  :mod:`infer_advisor.engines.memory`): the CUDA context, other non-torch memory, communication buffers under
-  TP/PP (by interconnect), CUDA graphs. Each is counted in the KV budget only where that engine version counts
-  it (vLLM V0 and V1 before 0.20 capture CUDA graphs after sizing the KV cache; 0.33 takes NCCL out of the
-  budget; SGLang keeps activations and graphs in its 1 - mem_fraction_static headroom).
-- a memory calibration from the engine's own start-up log (``infer-advisor calibrate --from-log``) replaces the
-  figures it measured; they are then marked ``calibrated (log)`` in ``figure_sources``.
+- activation peak over ``max_num_batched_tokens`` tokens (a whole batch's prompts without chunked prefill), plus fp32 logits.
+- overheads from the engine's memory profile for its version (``data/engine_memory.yaml``, :mod:`infer_advisor.engines.memory`):
+  the CUDA context, other non-torch memory, communication buffers under TP/PP (by interconnect), CUDA graphs, vLLM's
+  LoRA slots (:mod:`.lora`), each in the KV budget only where that engine version counts it (vLLM V0 and V1 before
+  0.20 capture CUDA graphs after sizing the KV cache; 0.33 takes NCCL out of the budget; SGLang keeps activations and
+  graphs in its 1 - mem_fraction_static headroom; V0's profiler misses LoRA buffers).
+- a memory calibration from a start-up log (``calibrate --from-log``) replaces the figures it measured (``calibrated (log)``).
 
 Three accountings (engine profile ``memory_accounting``):
 
@@ -42,8 +38,8 @@ Three accountings (engine profile ``memory_accounting``):
 - ``reserve-free`` (TensorRT-LLM): weights, activations and overheads first, then the KV cache takes
   ``memory_fraction x`` the memory still free (``free_gpu_memory_fraction``).
 
-Speculative decoding adds the draft head's weights (``draft_params`` in the model dtype, split over TP
-like the target) and its KV cache (``draft_kv_elements_per_token`` per token) to the same budget.
+Speculative decoding adds the draft head's weights (``draft_params`` in the model dtype, split over TP like the target)
+and its KV cache (``draft_kv_elements_per_token`` per token) to the same budget.
 """
 
 from __future__ import annotations
@@ -60,6 +56,7 @@ from ..model_facts.facts import ModelFacts
 from .engine_kv import EngineKV, engine_kv_figures
 from .engine_terms import CALIBRATED, apply_calibrated_overheads, budget_bytes, kv_dtype_bytes, overheads_bytes, profile_batch
 from .formats import dtype_bytes, formats, weight_format
+from .lora import add_lora_term
 from .weights import expert_padding_ratio, group_bytes, vision_tower_params, weight_bytes_by_group, weights_bytes, weights_per_gpu
 
 __all__ = ["MemoryEstimate", "estimate_memory", "kv_bytes_per_token_per_gpu", "weight_bytes_by_group", "weights_bytes"]
@@ -193,7 +190,7 @@ def estimate_memory(
     calibration: MemoryCalibration | None = None,
     gpu_memory_source: str = "given",
     engine_version: str | None = None,
-    checkpoint_bytes: int | None = None,
+    checkpoint_bytes: int | None = None, lora_slots: int = 0, lora_rank: int = 0,
 ) -> MemoryEstimate:
     """Estimate per-GPU memory for one layout. See the module docstring for the accounting.
 
@@ -209,7 +206,7 @@ def estimate_memory(
     ``max_num_batched_tokens`` / ``max_num_seqs``: the engine's settings (default: the profile's first tier, i.e.
     the caller resolves per-GPU defaults with :func:`infer_advisor.engines.memory.batch_defaults`);
     ``interconnect``: nvlink or pcie (communication buffers under TP); ``calibration``: a memory calibration
-    already matched to this engine version, GPU and layout.
+    already matched to this engine version, GPU and layout; ``lora_slots`` x ``lora_rank``: vLLM's LoRA buffers (:mod:`.lora`).
     """
     mp = memory or _default_profile(engine)
     version = engine_version or engine.version
@@ -228,6 +225,7 @@ def estimate_memory(
     prompt = min(input_tokens or request_tokens, request_tokens)
     act = _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources)
     overheads, outside = overheads_bytes(mp, on_gpu=on_gpu, tp=tp, pp=pp, interconnect=interconnect, sources=sources)
+    add_lora_term(model, engine, engine_version, lora_slots, lora_rank, dtype_bytes(dtype), tp, pp, overheads, outside, sources)
     if cal is not None and on_gpu:
         apply_calibrated_overheads(cal, mp, tp, pp, overheads, sources)
     activation_in_budget = act["activation"] if (mp.activation_in_budget or not reserve) else 0.0

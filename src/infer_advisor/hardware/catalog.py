@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationError, field_validator, model_validator
 
 from .._paths import shipped
 from ..errors import DataFileError, UnknownGPUError, close_matches
@@ -35,19 +35,23 @@ _VENDOR_WORDS = ("nvidia", "geforce", "tesla", "quadro", "amd", "instinct", "rad
 class GPUEntry(BaseModel):
     """One catalog entry, as written in gpus.yaml (units in the file's header)."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)
 
     name: str = Field(min_length=1, description="Canonical name, e.g. 'A100-80GB'.")
     vendor: Literal["nvidia", "amd", "intel"] = "nvidia"
     aliases: list[str] = Field(default_factory=list)
     nvml_names: list[str] = Field(default_factory=list)
-    memory_gib: PositiveFloat
+    # Upper bounds a factor of ~10 above the largest product (B300 288 GiB, 8 TB/s, 15 PFLOP/s FP4 dense; NVLink 5
+    # 1.8 TB/s): a larger figure is a unit mistake, and it would make any model "fit" at "inf TB/s".
+    memory_gib: PositiveFloat = Field(le=4096)
     memory_type: str
-    memory_bandwidth_gb_s: PositiveFloat
-    tflops: dict[Dtype, PositiveFloat] = Field(min_length=1)
-    compute_capability: float = Field(ge=0)
+    memory_bandwidth_gb_s: PositiveFloat = Field(le=100_000)
+    tflops: dict[Dtype, Annotated[PositiveFloat, Field(le=200_000)]] = Field(min_length=1)
+    compute_capability: float = Field(ge=0, le=20)
+    gfx_arch: str | None = Field(default=None, description="AMD GPU architecture (gfx942 = MI300X/MI325X): what ROCm engines gate kernels on.")
+    gfx_arch_source: str | None = None
     interconnect: Literal["nvlink", "pcie", "infinity-fabric"]
-    interconnect_gb_s: PositiveFloat
+    interconnect_gb_s: PositiveFloat = Field(le=20_000)
     notes: str | None = None
     unified_memory: bool = Field(
         default=False, description="Memory is shared with the CPU and the OS (DGX Spark GB10): not all of it is free."
@@ -57,6 +61,16 @@ class GPUEntry(BaseModel):
     driver_memory_source: str | None = None
     cuda_memory_gib: PositiveFloat | None = Field(default=None, description="Total CUDA gives a process (torch.cuda.mem_get_info).")
     cuda_memory_source: str | None = None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bools_as_numbers(cls, value, info):
+        """``memory_gib: yes`` is a YAML bool, not 1 GiB."""
+        if isinstance(value, bool) and info.field_name != "unified_memory":
+            raise ValueError("a number, not true/false")
+        if isinstance(value, dict) and any(isinstance(v, bool) for v in value.values()):
+            raise ValueError("numbers, not true/false")
+        return value
 
     @model_validator(mode="after")
     def _figures_have_sources(self) -> GPUEntry:
@@ -95,6 +109,7 @@ class GPUEntry(BaseModel):
             usable_memory_bytes=usable,
             usable_memory_source=usable_source,
             compute_capability=self.compute_capability,
+            gfx_arch=self.gfx_arch,
             memory_bandwidth_bytes_per_s=self.memory_bandwidth_gb_s * GB,
             tflops=dict(self.tflops),
             interconnect=self.interconnect,

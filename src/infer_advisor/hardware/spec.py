@@ -27,11 +27,15 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import DataFileError, HardwareSpecError, UnknownGPUError
+from ..request import searches_gpu_types  # noqa: F401 - one definition, used by the request's checks too
 from .catalog import GPUEntry, find_entry, suggest_names
 
 # Longest inline GPU description accepted (a full entry is about 300 characters).
 MAX_INLINE_SPEC = 4000
 SPEC_SOURCE = "user-supplied --gpu spec"
+# Every field a GPU description needs, as one inline --gpu value (README, `plan --help`, and every error shows it).
+SPEC_EXAMPLE = ("{name: RTX-3080-Laptop, memory_gib: 16, memory_bandwidth_gb_s: 448, tflops: {fp16: 60, bf16: 60}, "
+                "compute_capability: 8.6, interconnect: pcie, interconnect_gb_s: 16}")
 
 # Most GPUs one host holds: 16, as in NVIDIA DGX-2 / HGX-2 (16x V100 behind NVSwitch), the largest
 # single-OS-image NVIDIA board; GB200 NVL72 racks are 18 hosts of 4 GPUs.
@@ -128,42 +132,49 @@ def _custom_spec(spec: str, text: str) -> HardwareSpec | None:
         body, _, counts = text.rpartition("}")
         if len(text) > MAX_INLINE_SPEC:
             raise HardwareSpecError(spec[:60] + "...", f"an inline GPU description has at most {MAX_INLINE_SPEC} characters")
-        if "&" in body or "*" in body:
-            raise HardwareSpecError(spec, "YAML anchors and aliases are not allowed in a GPU description")
-        import yaml
+        from .._data import parse_yaml_text
 
-        try:
-            raw = yaml.load(body + "}", Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
-        except yaml.YAMLError as err:
-            raise HardwareSpecError(spec, f"not a YAML mapping ({getattr(err, 'problem', err)})") from None
+        try:  # aliases and duplicate keys refused by the parser (a name may hold '&' or '*')
+            raw = parse_yaml_text(body + "}", "--gpu")
+        except DataFileError as err:
+            raise HardwareSpecError(spec, f"not a YAML mapping ({err.problem})") from None
         count, nodes = _counts(spec, counts.removeprefix(":")) if counts.strip() else (1, 1)
         return HardwareSpec(kind="gpu", name=None, count=count, nodes=nodes, entry=_entry(raw, "--gpu"))
-    path_text, _, counts = text.partition(":") if re.search(r"\.(ya?ml|json):", text) else (text, "", "")
+    path_text, _, counts = text.partition(":") if re.search(r"\.(ya?ml|json):", text, re.IGNORECASE) else (text, "", "")
     if not re.search(r"\.(ya?ml|json)$", path_text, re.IGNORECASE):
         return None
     from .._data import read_structured
 
     path = Path(path_text).expanduser()
-    if not path.is_file():
+    if not path.exists():  # a FIFO or device is refused by read_structured (regular files only), not called missing
         raise HardwareSpecError(spec, f"no GPU description file at {path_text}")
-    raw = read_structured(path)
+    raw = read_structured(path, check=lambda data: _entry(data, str(path)))  # the cache keeps only valid files
     count, nodes = _counts(spec, counts) if counts else (1, 1)
     return HardwareSpec(kind="gpu", name=None, count=count, nodes=nodes, entry=_entry(raw, str(path)))
 
 
 def _entry(raw: object, where: str) -> GPUEntry:
     """Validate a user GPU description as a catalog entry (``source`` and ``memory_type`` may be left out)."""
-    from .._data import format_validation_error
 
     if not isinstance(raw, dict):
         raise DataFileError(where, "a GPU description is a mapping of the catalog's fields (see data/gpus.yaml)")
+    from ..untrusted import check_gpu_name
+
+    for key in ("name", "aliases", "nvml_names"):  # names reach artifacts, tables and comments
+        values = raw.get(key)
+        for value in values if isinstance(values, list) else [values]:
+            if isinstance(value, str):
+                check_gpu_name(value, f"{where}: {key}", lambda msg: DataFileError(where, msg.removeprefix(f"{where}: ")))
     try:
         return GPUEntry.model_validate({"source": SPEC_SOURCE, "memory_type": "unknown", **raw})
     except ValidationError as err:
-        raise DataFileError(where, format_validation_error(err)) from None
+        raise DataFileError(where, spec_problems(err)) from None
 
 
-def searches_gpu_types(spec: str) -> bool:
-    """True for ``--gpu any`` or a comma list of GPU names (an inline YAML spec also has commas, inside braces)."""
-    spec = spec.strip()
-    return spec.lower() == "any" or ("," in spec and not spec.startswith("{"))
+def spec_problems(err: ValidationError) -> str:
+    """Every missing and every wrong field of a GPU description in one line, with a description that works."""
+    missing = [str(e["loc"][0]) for e in err.errors() if e["type"] == "missing" and e.get("loc")]
+    wrong = [f"{'.'.join(str(p) for p in e.get('loc', ()))} ({e['msg'].lower()})" for e in err.errors() if e["type"] != "missing"]
+    parts = ([f"missing {', '.join(missing)}"] if missing else []) + ([f"wrong {'; '.join(wrong)}"] if wrong else [])
+    return f"{'; '.join(parts)}. Every field, e.g.: --gpu '{SPEC_EXAMPLE}'"
+

@@ -37,11 +37,13 @@ def parse_json(text: str | bytes, where: str) -> Any:
 def load_json(path: Path) -> Any:
     """Parse the JSON file ``path``; errors name the file."""
     where = str(path)
+    from ..bounded_read import read_bounded
+
     try:
         size = path.stat().st_size
-        if size > MAX_JSON_BYTES:
-            raise ModelConfigError(where, f"{size} bytes is larger than any real config ({MAX_JSON_BYTES} bytes)")
-        data = path.read_bytes()
     except OSError as err:
         raise ModelConfigError(where, f"cannot read: {err.strerror or err}") from None
+    if size > MAX_JSON_BYTES:
+        raise ModelConfigError(where, f"{size} bytes is larger than any real config ({MAX_JSON_BYTES} bytes)")
+    data = read_bounded(path, "config", ModelConfigError)  # a FIFO or device is refused, never read
     return parse_json(data, where)

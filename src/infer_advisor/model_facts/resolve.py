@@ -88,8 +88,11 @@ def resolve_model(name: str, *, revision: str | None = None, source: Source = "a
     text = name.strip() if isinstance(name, str) else ""
     if not text:
         raise ModelNotFoundError(str(name)[:100], (), "empty model name")
-    if len(text) > MAX_NAME_CHARS or "\x00" in text:
+    if len(text) > MAX_NAME_CHARS:
         raise ModelNotFoundError(text[:100] + "...", (), f"a model name or path has at most {MAX_NAME_CHARS} characters")
+    from ..untrusted import refuse_unsafe
+
+    refuse_unsafe(text, "model name or path")  # control, line-separator and bidi characters reach artifacts and tables
     path = Path(text).expanduser()
     if source in ("auto", "local") and _is_dir(path):
         return _from_local(path, text)

@@ -20,6 +20,7 @@ from ..rules.loader import load_rules
 from .facts import base_facts
 from ..request import PlanRequest
 from .decisions import hw_words, plan_decisions, plural, why_not
+from .checkpoint import where
 from .keep_context import context_is_the_limit, context_refusal
 from .layouts import search
 from .options import Choice
@@ -146,11 +147,15 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
         warnings.append(note)
     speed_file = calibrations.speed[0][0] if calibrations and calibrations.speed else None
     engine_cfg = engine_config(request, model, choice, w.concurrency, settings)
+    if hw.kind == "gpu" and hw.gpu is not None and hw.gpu.vendor == "amd":  # the ROCm build, at the planned version
+        rocm = choice.profile.rocm_image_by_gpu.get(hw.gpu.name) or choice.profile.rocm_image
+        if rocm:
+            engine_cfg.image = rocm.replace(choice.profile.version, settings.version)
     replicas = _replicas(request, hw, choice)
     prefix = request.shared_prefix_tokens if (request.shared_prefix_tokens and prefix_caching_plan(request, choice).enabled) else 0
     perf = _performance(request, model, hw, choice, w.concurrency, w.input_tokens, w.output_tokens, speed_file,
                         engine=engine_cfg, replicas=replicas, prefix_tokens=prefix or 0) if speed else None
-    warnings += _fit_warnings(choice, w)
+    warnings += _fit_warnings(choice, w, request, model.name)
     if choice.profile.maintenance_note:
         warnings.append(choice.profile.maintenance_note)
     decisions = plan_decisions(choice, result, request, unit="GPU" if hw.kind == "gpu" else "socket")
@@ -165,7 +170,7 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
         model=model_summary(model),
         hardware=hardware_summary(hw),
         engine=engine_cfg,
-        quantization=quantization_plan(model, choice, decisions),
+        quantization=quantization_plan(model, choice, decisions, where(choice.profile.name, request, choice.engine.value, hw)),
         dtype=choice.dtype.value,
         parallelism=parallelism(request, hw, choice, replicas),
         memory=MemoryPlan(**choice.memory.model_dump()),
@@ -194,19 +199,28 @@ def _check_request(request: PlanRequest, model: ModelFacts, w: _Workload) -> Non
         )
 
 
-def _fit_warnings(choice: Choice, w: _Workload) -> list[str]:
-    """What the memory model had to give up: a lowered max_model_len, or fewer requests at once than asked."""
+def _fit_warnings(choice: Choice, w: _Workload, request: PlanRequest, model_name: str) -> list[str]:
+    """What the memory model had to give up (a lowered max_model_len, fewer requests at once than asked), said in the
+    user's terms: a default the user never set (the model's full context, the goal's concurrency) is named as such."""
     concurrency, context, request_tokens = w.concurrency, w.context, w.request_tokens
+    many = plural(concurrency, "concurrent request") + ("" if request.concurrency else
+                                                           f" (the {request.goal} goal's default; --concurrency sets it)")
     warnings = []
     if choice.context_lowered:
         # Advise only what the rules would then allow: no fp8 KV cache where a gate refuses it (CPU, older GPUs).
         fixes = ["add GPUs"] + [f"use --kv-cache-dtype {k}" for k in choice.kv_alternatives if k != "auto"]
         fixes.append("lower --concurrency" if concurrency > 1 else "use a smaller --context")
-        warnings.append(
-            f"max_model_len lowered from {context:,} to {choice.context:,}: the KV cache holds "
-            f"{choice.memory.kv_cache_tokens:,} tokens, not {concurrency} x {context:,} "
-            f"({', '.join(fixes[:-1])}, or {fixes[-1]})."
-        )
+        fix = f"{', '.join(fixes[:-1])}, or {fixes[-1]}"
+        if request.context:
+            warnings.append(
+                f"--context {context:,} does not fit: max_model_len lowered to {choice.context:,}; the KV cache holds "
+                f"{choice.memory.kv_cache_tokens:,} tokens, not {many} x {context:,} ({fix})."
+            )
+        else:
+            warnings.append(
+                f"max_model_len lowered to {choice.context:,} tokens, below {model_name}'s full {context:,}: the server refuses "
+                f"longer requests (the KV cache holds {choice.memory.kv_cache_tokens:,} tokens). For longer ones: {fix}."
+            )
     if choice.concurrency_lowered:
         held = choice.memory.kv_cache_tokens
         if choice.profile.kv_preallocated:  # every slot holds the full context from start-up (llama.cpp)
@@ -218,7 +232,7 @@ def _fit_warnings(choice: Choice, w: _Workload) -> list[str]:
         if choice.profile.kv_preallocated:
             fixes.append("lower --context")
         warnings.append(
-            f"{plural(concurrency, 'concurrent request')} {what} do not fit: the KV cache holds {held:,} tokens; "
+            f"{many} {what} do not fit: the KV cache holds {held:,} tokens; "
             f"expect queueing beyond about {plural(max(held // max(per, 1), 1), 'request')} "
             f"({' or '.join(fixes)} to serve more)."
         )

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..engines.lora import LoRASlots
 from ..estimate.memory import MemoryEstimate
 from ..estimate.speed import PerformanceEstimate
 from ..capacity.result import CapacityResult
@@ -52,6 +53,7 @@ class GPUSummary(BaseModel):
     )
     usable_memory_bytes: int | None = Field(default=None, description="What CUDA gives a process: the total plans budget on.")
     usable_memory_source: str | None = Field(default=None, description="Where usable_memory_bytes comes from.")
+    gfx_arch: str | None = Field(default=None, description="AMD GPU architecture, e.g. gfx942 (None for NVIDIA).")
 
 
 class HardwareSummary(BaseModel):
@@ -100,6 +102,7 @@ class EngineConfig(BaseModel):
         "the Triton model).",
     )
     server_version: str | None = Field(default=None, description="Triton release (yy.mm) whose container ships the engine version.")
+    lora: LoRASlots | None = Field(default=None, description="LoRA adapter slots (--lora-adapters), or None without adapters.")
 
 
 class PublishedCheckpointRef(BaseModel):
@@ -107,6 +110,7 @@ class PublishedCheckpointRef(BaseModel):
     repo: str = Field(description="Hub id the engine loads instead of the base model.")
     method: str
     file: str | None = Field(default=None, description="GGUF quant tag (`llama-server -hf REPO:TAG`).")
+    format: str | None = Field(default=None, description="Checkpoint format as engines detect it (data/formats_by_platform.yaml).")
     size_bytes: int | None = Field(
         default=None, description="Weight bytes the repository states, if it does; the memory model then plans with them."
     )
@@ -222,6 +226,18 @@ class DeploymentPlan(BaseModel):
     capacity: CapacityResult | None = Field(
         default=None, description="With --rate: the fleet sizing (chosen option, best per GPU type, front, binding target)."
     )
+
+    def __repr__(self) -> str:
+        """Short: model, hardware, engine, layout and verdict; ``model_dump()`` has everything."""
+        hw = self.hardware
+        where = "CPU" if hw.kind == "cpu" else f"{hw.gpus_per_node}x {hw.gpus[0].name}" + (f" x {hw.nodes} nodes" if hw.nodes > 1 else "")
+        p = self.parallelism
+        layout = f"TP{p.tensor_parallel_size} x PP{p.pipeline_parallel_size}, {p.replicas} replica" + ("" if p.replicas == 1 else "s")
+        verdict = "feasible" if self.feasible else "NOT feasible"
+        return (f"DeploymentPlan(model={self.model.name!r}, hardware={where!r}, engine={self.engine.name + ' ' + self.engine.version!r}, "
+                f"layout={layout!r}, verdict={verdict!r})")
+
+    __str__ = __repr__
 
     def render(self, kind: str, out: str | Path | None = None, **options: Any):
         """Render launch artifacts (``script``, ``docker``, ``compose``, ``k8s``, ``all``); write them under ``out`` if given."""

@@ -54,7 +54,8 @@ def _load_dir(folder: Path) -> list[tuple[Path, Rule]]:
     if not folder.is_dir():
         raise RuleFileError(str(folder), "not a folder of rule files (*.yaml)")
     out: list[tuple[Path, Rule]] = []
-    for path in sorted(folder.glob("*.y*ml")):
+    # SITE.YAML counts as much as site.yaml (a case-sensitive glob skipped it without a word).
+    for path in sorted(p for p in folder.iterdir() if p.suffix.lower() in (".yaml", ".yml")):
         out.extend((path, r) for r in _load_file(path))
     return out
 

@@ -125,6 +125,13 @@ class Rule(BaseModel):
     source: str = Field(min_length=1, description="Where the fact behind the rule comes from.")
     _origin: str = PrivateAttr(default="rules")  # the file the rule was loaded from, for errors at evaluation
 
+    @field_validator("score", mode="before")
+    @classmethod
+    def _score_is_a_number(cls, v):
+        if isinstance(v, bool):  # `score: true` was read as 1
+            raise ValueError("score is a number, not true/false")
+        return v
+
     @field_validator("id")
     @classmethod
     def _id_shape(cls, v: str) -> str:

@@ -12,8 +12,10 @@ tokens a prefix cache serves, e.g. a conversation's earlier turns). ``cached_pre
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,40 +145,59 @@ class Workload(BaseModel):
 
 
 MAX_TRACE_ROWS = 1_000_000
+# Longest prompt or answer a trace line may give: 10^7 tokens, beyond every published context window (Llama 4
+# Scout's 10M); a bigger number is a unit mistake, refused rather than capped.
+MAX_TRACE_TOKENS = 10_000_000
 
 
 def read_trace(path: Path) -> list[tuple[int, int, float | None, int]]:
     """(input, output, arrival or None, cached tokens) per line of a JSONL trace; bad lines raise one RequestError
-    naming the line."""
+    naming the line. Parsed once per file version (path, size, mtime, inode): the sizing search asks many times."""
+    try:
+        st = os.stat(path)
+        key = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    except OSError:
+        key = (str(path), -1, -1, -1)
+    return list(_read_trace_cached(key, path))
+
+
+def _count(value, what: str, where: str, low: int, high: int) -> int:
+    from ..errors import RequestError
+
+    if type(value) is not int or not low <= value <= high:  # no bools, no "512", no 1e30
+        raise RequestError(f"{where}: {what} must be an integer from {low} to {high:,}, got {json.dumps(value)[:40]}.")
+    return value
+
+
+@functools.lru_cache(maxsize=4)
+def _read_trace_cached(key: tuple, path: Path) -> tuple[tuple[int, int, float | None, int], ...]:
+    from ..bounded_read import bounded_lines
     from ..errors import RequestError
 
     rows: list[tuple[int, int, float | None, int]] = []
     try:
-        with open(path, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                if len(rows) >= MAX_TRACE_ROWS:
-                    raise RequestError(f"{path}: more than {MAX_TRACE_ROWS} requests; sample the trace first.")
-                try:
-                    obj = json.loads(line)
-                    i, o = int(obj["input_tokens"]), int(obj["output_tokens"])
-                    a = obj.get("arrival_s")
-                    a = None if a is None else float(a)
-                    c = int(obj.get("cached_tokens", 0))
-                except (ValueError, KeyError, TypeError, RecursionError):
-                    raise RequestError(
-                        f"{path} line {n}: expected a JSON object with integer input_tokens and output_tokens (and optional "
-                        "arrival_s, cached_tokens)."
-                    ) from None
-                if i < 1 or o < 1 or (a is not None and (not math.isfinite(a) or a < 0)) or not 0 <= c <= i:
-                    raise RequestError(f"{path} line {n}: lengths must be >= 1, arrival_s a finite time >= 0 and "
-                                       "cached_tokens between 0 and input_tokens.")
-                rows.append((i, o, a, c))
-    except OSError as err:
-        raise RequestError(f"cannot read the trace {path}: {err.strerror or err}") from None
+        for n, line in enumerate(bounded_lines(path, "trace", lambda p, why: RequestError(f"trace {p}: {why}.")), 1):
+            if not line.strip():
+                continue
+            if len(rows) >= MAX_TRACE_ROWS:
+                raise RequestError(f"{path}: more than {MAX_TRACE_ROWS} requests; sample the trace first.")
+            where = f"{path} line {n}"
+            try:
+                obj = json.loads(line)
+            except (ValueError, RecursionError):
+                obj = None
+            if not isinstance(obj, dict) or "input_tokens" not in obj or "output_tokens" not in obj:
+                raise RequestError(f"{where}: expected a JSON object with integer input_tokens and output_tokens (and "
+                                   "optional arrival_s, cached_tokens).")
+            i = _count(obj["input_tokens"], "input_tokens", where, 1, MAX_TRACE_TOKENS)
+            o = _count(obj["output_tokens"], "output_tokens", where, 1, MAX_TRACE_TOKENS)
+            c = _count(obj.get("cached_tokens", 0), "cached_tokens", where, 0, i)
+            a = obj.get("arrival_s")
+            if a is not None and (type(a) not in (int, float) or not math.isfinite(a) or a < 0):
+                raise RequestError(f"{where}: arrival_s must be a finite number of seconds >= 0.")
+            rows.append((i, o, None if a is None else float(a), c))
     except UnicodeDecodeError:
         raise RequestError(f"{path} is not UTF-8 text (expected JSONL).") from None
     if not rows:
         raise RequestError(f"{path} holds no requests.")
-    return rows
+    return tuple(rows)

@@ -14,7 +14,6 @@ first request on each connection against llama-server on 127.0.0.1.
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 import time
 from collections.abc import Callable, Sequence
@@ -26,8 +25,14 @@ from ..report import DeviceInfo, RequestSample
 from ..request import BenchRequest
 from ..workload import PromptItem, Workload, constant, synthetic_text
 from .base import package_versions
+from .sse import RequestFailed, read_completion_stream
 
 _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
+# Body fields not every OpenAI-compatible server accepts (`transformers serve` answers 422 to ignore_eos and
+# min_tokens): on a 400/422 that names one of them, they are dropped for the rest of the run and the request sent again.
+OPTIONAL_FIELDS = ("ignore_eos", "min_tokens", "seed", "stream_options")
+# Reasons kept per level (the count is always exact).
+MAX_REASONS = 5
 
 
 def _httpx():
@@ -50,7 +55,11 @@ class OpenAIEngine:
         self.base = base[: -len("/v1")] if base.endswith("/v1") else base
         self.notes: list[str] = []
         self.versions = package_versions("httpx")
-        self.timeout = httpx.Timeout(constant("request_timeout_s"), connect=constant("connect_timeout_s"))
+        self.timeout = httpx.Timeout(
+            constant("request_timeout_s"), connect=constant("connect_timeout_s"), read=constant("read_timeout_s")
+        )
+        self.dropped: set[str] = set()  # OPTIONAL_FIELDS the server refused
+        self.level_failures: list[str] = []  # reasons of the last level's failed requests
         self.device = DeviceInfo(kind="remote", name=self.base)
         models = self._models(required=not req.model)
         self.served_model = req.model or str(models[0]["id"])
@@ -63,7 +72,7 @@ class OpenAIEngine:
     def _models(self, required: bool) -> list:
         """The server's /v1/models entries (checked before any request); without ``required``, [] if it has none."""
         try:
-            resp = self.httpx.get(f"{self.base}/v1/models", timeout=self.timeout)
+            resp = self._get_models()
         except self.httpx.ConnectError:
             raise BenchmarkError(
                 f"Cannot connect to {self.base} (connection refused or unreachable). Start the server or fix --url."
@@ -84,6 +93,19 @@ class OpenAIEngine:
         if not data and required:
             raise BenchmarkError(f"{self.base}/v1/models lists no model; pass --model NAME.")
         return data
+
+    def _get_models(self):
+        """GET /v1/models with a total deadline and a size cap: a server that drips its answer byte by byte never
+        trips a read timeout."""
+        httpx = self.httpx
+        deadline = time.monotonic() + constant("models_timeout_s")
+        with httpx.stream("GET", f"{self.base}/v1/models", timeout=self.timeout) as resp:
+            body = b""
+            for chunk in resp.iter_bytes():
+                body += chunk
+                if time.monotonic() > deadline or len(body) > 2**20:
+                    raise httpx.ReadTimeout("the /v1/models answer took too long or was too large")
+            return httpx.Response(resp.status_code, content=body, headers=resp.headers)
 
     def _memory(self):
         host = urlparse(self.base).hostname or ""
@@ -118,7 +140,15 @@ class OpenAIEngine:
         if workload.ignore_eos:
             body["min_tokens"] = n  # vLLM, SGLang, llama-cpp-python
             body["ignore_eos"] = True  # vLLM, SGLang, llama.cpp server
-        return body
+        return {k: v for k, v in body.items() if k not in self.dropped}
+
+    def _refused_fields(self, status: int, detail: str, body: dict) -> set[str]:
+        """Optional fields a 400/422 answer blames (all those sent, if it names none of them)."""
+        if status not in (400, 422):
+            return set()
+        sent = [f for f in OPTIONAL_FIELDS if f in body]
+        named = {f for f in sent if f in detail}
+        return named or set(sent)
 
     def run_level(
         self, items: Sequence[PromptItem], concurrency: int, workload: Workload, on_done: Callable[[int], None]
@@ -140,14 +170,12 @@ class OpenAIEngine:
 
             async def one(item: PromptItem):
                 async with gate:
-                    result = await asyncio.wait_for(
-                        self._request(client, item, concurrency, workload, start=start), constant("request_timeout_s")
-                    )
+                    result = await self._guarded(self._request(client, item, concurrency, workload, start=start))
                 on_done(1)
                 return result
 
             try:
-                results = await asyncio.gather(*(one(it) for it in items))
+                results = self._successes(await asyncio.gather(*(one(it) for it in items)))
             except httpx.ConnectError:
                 raise BenchmarkError(
                     f"Cannot connect to {self.base}: connection refused. Is the server running?"
@@ -182,9 +210,8 @@ class OpenAIEngine:
                 nonlocal in_flight
                 in_flight += 1
                 try:
-                    result = await asyncio.wait_for(
-                        self._request(client, item, in_flight, workload, start=start, scheduled=offset, rate=rate),
-                        constant("request_timeout_s"),
+                    result = await self._guarded(
+                        self._request(client, item, in_flight, workload, start=start, scheduled=offset, rate=rate)
                     )
                 finally:
                     in_flight -= 1
@@ -201,7 +228,7 @@ class OpenAIEngine:
                     if failed is not None:
                         await failed  # a dead server or a refused request stops the level now, not after the schedule
                     tasks.append(asyncio.create_task(one(item, offset)))
-                results = await asyncio.gather(*tasks)
+                results = self._successes(await asyncio.gather(*tasks))
             except httpx.ConnectError:
                 raise BenchmarkError(
                     f"Cannot connect to {self.base}: connection refused. Is the server running?"
@@ -217,6 +244,28 @@ class OpenAIEngine:
         duration = max(end for _, end in results) - start
         self._count_notes(samples, f"Rate {rate:g} req/s", workload.output_tokens)
         return samples, duration
+
+    async def _guarded(self, request):
+        """The request's (sample, end) or (None, reason): a wrong answer or a timeout is one failed request;
+        a refused connection (the server is gone) still stops the level."""
+        try:
+            return await asyncio.wait_for(request, constant("request_timeout_s"))
+        except RequestFailed as err:
+            return None, err.reason
+        except (self.httpx.TimeoutException, asyncio.TimeoutError):
+            return None, f"timed out (read {constant('read_timeout_s'):.0f} s, total {constant('request_timeout_s'):.0f} s)"
+        except (self.httpx.RemoteProtocolError, self.httpx.ReadError) as err:
+            return None, f"the connection broke mid-answer ({type(err).__name__})"
+
+    def _successes(self, results: list) -> list:
+        """The successful results; the failures' reasons go to ``level_failures``; a level where every request
+        failed raises (there is nothing to measure), naming the first reason."""
+        failed = [reason for sample_, reason in results if sample_ is None]
+        self.level_failures = failed
+        ok = [r for r in results if r[0] is not None]
+        if not ok:
+            raise BenchmarkError(f"Every request of the level failed; the first: {failed[0]}.")
+        return ok
 
     def _count_notes(self, samples: list[RequestSample], level: str, max_tokens: int) -> None:
         """Say where chunks and tokens disagree: against the server's usage, or capped at max_tokens."""
@@ -241,33 +290,28 @@ class OpenAIEngine:
 
     async def _request(self, client, item: PromptItem, concurrency: int, workload: Workload, *, start: float,
                        scheduled: float | None = None, rate: float | None = None):
-        body = self.body(item, workload)
-        times: list[float] = []
-        usage: dict = {}
-        sent = time.perf_counter()
-        async with client.stream("POST", "/v1/completions", json=body) as resp:
-            if resp.status_code != 200:
-                detail = (await resp.aread()).decode(errors="replace")[:300]
-                raise BenchmarkError(
-                    f"{self.base}/v1/completions answered HTTP {resp.status_code}: {' '.join(detail.split())}"
-                )
-            async for line in resp.aiter_lines():
-                if not line.startswith("data:"):
-                    continue
-                data = line[len("data:") :].strip()
-                if data == "[DONE]":
+        for _ in range(2):  # a second try only after dropping fields the server refused
+            body = self.body(item, workload)
+            sent = time.perf_counter()
+            async with client.stream("POST", "/v1/completions", json=body) as resp:
+                if resp.status_code == 200:
+                    streamed = await read_completion_stream(
+                        resp, max_tokens=workload.output_tokens, bytes_per_token=constant("max_stream_bytes_per_token"),
+                        events_per_token=constant("max_stream_events_per_token"),
+                    )
                     break
-                now = time.perf_counter()
-                chunk = json.loads(data)
-                if chunk.get("usage"):
-                    usage = chunk["usage"]
-                for choice in chunk.get("choices") or []:
-                    # A token's chunk: text, or (partial UTF-8 held back) empty text before the finish chunk.
-                    if choice.get("text") or choice.get("finish_reason") is None:
-                        times.append(now)
-        if not times:
-            raise BenchmarkError(f"{self.base} streamed no tokens for request {item.index}.")
-        completion = usage.get("completion_tokens")
+                detail = " ".join((await resp.aread())[:2000].decode(errors="replace").split())[:300]
+                refused = self._refused_fields(resp.status_code, detail, body) - self.dropped
+                if not refused:
+                    raise RequestFailed(f"HTTP {resp.status_code}: {detail}")
+                self.dropped |= refused
+                self.notes.append(
+                    f"The server refused {', '.join(sorted(refused))} (HTTP {resp.status_code}): sent without them"
+                    + ("; answers may stop early at end-of-sequence." if refused & {"ignore_eos", "min_tokens"} else ".")
+                )
+        else:
+            raise RequestFailed(f"HTTP {resp.status_code} again without {', '.join(sorted(self.dropped))}")
+        times, completion = streamed.times, streamed.completion_tokens
         count = completion or len(times)
         if not completion and count > workload.output_tokens:
             # max_tokens bounds what a server may generate: chunks beyond it carry held-back text, not tokens
@@ -279,7 +323,7 @@ class OpenAIEngine:
                 index=item.index,
                 sent_at=sent,
                 token_times=times,
-                input_tokens=usage.get("prompt_tokens"),
+                input_tokens=streamed.prompt_tokens,
                 output_tokens=count,
                 source="server-usage" if completion else "streamed-chunks",
                 streamed_chunks=len(times),

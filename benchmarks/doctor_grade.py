@@ -1,0 +1,204 @@
+"""Grade `infer-advisor doctor` on the published failing start-ups (benchmarks/published/startup_failures.yaml).
+
+    python benchmarks/doctor_grade.py                     # the table; held-out entries (id divisible by 3) apart
+    python benchmarks/doctor_grade.py --json benchmarks/results/doctor_grade.json
+
+Each entry runs through exactly what a user runs (:func:`infer_advisor.calibrate.doctor.diagnose`, the function behind
+`infer-advisor doctor`), with the log lines the thread quotes (plus the thread's error line when the quoted lines lack
+it) and what the thread states of the setup as options (--gpu, --model as the catalog entry with the same shapes,
+--engine-version, --tp, --max-model-len, --gpu-memory-utilization). Graded:
+
+- **error**: the doctor names the same kind of error as the thread (logged or predicted);
+- **first edit starts**: checked by the engine's own arithmetic on the log's own figures where they suffice (V0: a
+  max_model_len at or under the printed KV capacity, a utilization whose extra ``(u - u0) x total`` bytes cover the
+  missing tokens at the printed bytes per token, FP8 doubling a 16-bit capacity; V1: a max_model_len at or under the
+  engine's "estimated maximum model length", a utilization or FP8 that covers "X GiB needed" with "Y GiB available";
+  the GPU's catalog total where the log does not print one, marked), else by matching the kind of the fix that worked
+  in the thread (confirmed fixes only); otherwise *unverifiable*;
+- **ledger**: every ledger line the log printed a figure for, and the in-budget sum against utilization x total,
+  within 3%;
+- **KV after the fix**: where the thread prints the KV capacity of the setup that worked, the doctor's figure for that
+  edit (``--try-flags``) within 5%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+GIB = 2**30
+# KV capacity the thread printed for the setup that worked: (entry, the edit, tokens, the quote's figure)
+KV_AFTER_FIX = [("sf01", ["--max-model-len", "20000"], 1952 * 16, "GPU blocks: 1952 (x 16 tokens)")]
+_FIX_KIND = {"--max-model-len": "max_model_len", "--kv-cache-dtype": "kv_cache_dtype", "--enforce-eager": "enforce_eager",
+             "--max-num-seqs": "max_num_seqs", "--tensor-parallel-size": "tensor_parallel"}
+
+
+def doctor_input(f) -> str:
+    text = f.log
+    if re.sub(r"\s+", " ", f.error_line)[:30] not in re.sub(r"\s+", " ", text):
+        text += "\n" + f.error_line
+    return text
+
+
+def run_doctor(f, try_flags=None):
+    from infer_advisor.calibrate.doctor import diagnose
+
+    s = f.settings
+    return diagnose(doctor_input(f), gpu=f.gpu, model=f.catalog_model, engine_version=f.engine_version, tp=f.tp,
+                    max_model_len=s.max_model_len, gpu_memory_utilization=s.gpu_memory_utilization, try_flags=try_flags)
+
+
+def _total_bytes(f, diag) -> tuple[float | None, bool]:
+    """(GPU total, inferred?): the log's figure, else the catalog's for the stated GPU."""
+    if "total_gpu_memory_gib" in f.figures:
+        return f.figures["total_gpu_memory_gib"] * GIB, False
+    if diag.gpu_memory_bytes and f.gpu:
+        return diag.gpu_memory_bytes, True
+    return None, True
+
+
+def engine_check(f, diag, edit) -> tuple[bool | None, str]:
+    """Whether ``edit`` starts by the engine's own arithmetic on the figures the log printed (None: they do not suffice)."""
+    flag, value = edit.argv[0], (edit.argv[1] if len(edit.argv) > 1 else None)
+    fig = f.figures
+    u0 = f.settings.gpu_memory_utilization or 0.90
+    total, inferred = _total_bytes(f, diag)
+    note = " (GPU total from the catalog)" if inferred and total else ""
+    if f.error == "max_len_exceeds_kv" and "kv_cache_tokens" in fig:
+        capacity, length = fig["kv_cache_tokens"], f.settings.max_model_len or diag.max_model_len
+        if flag == "--max-model-len":
+            if int(value) <= capacity:
+                return True, f"{value} <= printed capacity {capacity:,.0f}"
+            return _two_logs(f, int(value), capacity, length)
+        if flag == "--kv-cache-dtype":
+            return 2 * capacity >= length, f"FP8 doubles the 16-bit capacity {capacity:,.0f} -> {2 * capacity:,.0f} vs {length:,}"
+        if flag == "--gpu-memory-utilization" and total and "kv_cache_gib" in fig:
+            per_token = fig["kv_cache_gib"] * GIB / capacity
+            got = capacity + (float(value) - u0) * total / per_token
+            return got >= length, f"{capacity:,.0f} + ({value} - {u0}) x total / {per_token:,.0f} B = {got:,.0f} vs {length:,}{note}"
+    if f.error == "kv_needed_exceeds_available" and "kv_needed_gib" in fig:
+        need, avail = fig["kv_needed_gib"] * GIB, fig["kv_available_gib"] * GIB
+        if flag == "--max-model-len" and "estimated_max_model_len" in fig:
+            return int(value) <= fig["estimated_max_model_len"], f"{value} <= the engine's estimated maximum {fig['estimated_max_model_len']:,.0f}"
+        if flag == "--kv-cache-dtype":
+            return need / 2 <= avail, f"{need / 2 / GIB:.2f} GiB (FP8) <= {avail / GIB:.2f} GiB available"
+        if flag == "--gpu-memory-utilization" and total:
+            got = avail + (float(value) - u0) * total
+            return got >= need, f"{avail / GIB:.2f} + ({value} - {u0}) x {total / GIB:.2f} = {got / GIB:.2f} GiB vs {need / GIB:.2f} needed{note}"
+    return None, "the log's figures do not decide it"
+
+
+def _two_logs(f, length: int, capacity: float, logged_length: int) -> tuple[bool | None, str]:
+    """V0 profiles a batch of max_model_len tokens, so the capacity grows as max_model_len shrinks: where the thread
+    prints a second start of the same setup at another length, interpolate the capacity between the two logs."""
+    other = next(((argv, tokens) for fid, argv, tokens, _ in KV_AFTER_FIX if fid == f.id and argv[0] == "--max-model-len"), None)
+    if other is None:
+        return None, f"{length} > printed capacity {capacity:,.0f} (V0's capacity grows as max_model_len shrinks: not decided)"
+    l2, t2 = int(other[0][1]), other[1]
+    got = capacity + (t2 - capacity) * (logged_length - length) / (logged_length - l2)
+    return got >= length, f"capacity interpolated between the thread's two logs ({logged_length:,}: {capacity:,.0f}; {l2:,}: {t2:,}) = {got:,.0f} vs {length:,}"
+
+
+def fix_match(f, edit) -> bool | None:
+    if f.fix is None or not f.fix.confirmed:
+        return None
+    flag = edit.argv[0]
+    kind = _FIX_KIND.get(flag)
+    if flag == "--gpu-memory-utilization":
+        kind = "gpu_memory_utilization_up" if float(edit.argv[1]) > (f.settings.gpu_memory_utilization or 0.90) else "gpu_memory_utilization_down"
+    return kind == f.fix.kind
+
+
+def ledger_checks(diag) -> list[dict]:
+    out = []
+    for line in diag.ledger:
+        if line.logged_bytes and line.source != "logged":
+            diff = (line.bytes_per_gpu - line.logged_bytes) / abs(line.logged_bytes) * 100
+            out.append({"term": line.term, "ledger_gib": line.bytes_per_gpu / GIB, "logged_gib": line.logged_bytes / GIB, "diff_pct": diff})
+    if diag.budget_bytes and diag.ledger and any(line.logged_bytes for line in diag.ledger):
+        in_budget = sum(line.bytes_per_gpu for line in diag.ledger if line.in_budget)
+        out.append({"term": "in-budget sum vs utilization x total", "ledger_gib": in_budget / GIB, "logged_gib": diag.budget_bytes / GIB,
+                    "diff_pct": (in_budget - diag.budget_bytes) / diag.budget_bytes * 100})
+    return out
+
+
+def grade(f) -> dict:
+    try:
+        diag = run_doctor(f)
+    except Exception as err:  # noqa: BLE001 - a crash is a result of the grade, reported per entry
+        from infer_advisor.errors import InferAdvisorError
+
+        verdict = "not read" if isinstance(err, InferAdvisorError) else "crash"  # one line and exit 2 for a user
+        return {"id": f.id, "held_out": f.held_out, "engine": f.engine, "thread_error": f.error, "verdict": verdict, "crash": f"{type(err).__name__}: {err}"}
+    first = diag.edits[0] if diag.edits else None
+    row = {"id": f.id, "held_out": f.held_out, "engine": f.engine, "url": f.url, "thread_error": f.error,
+           "doctor_error": diag.error.kind if diag.error else None, "error_logged": diag.error_logged,
+           "error_match": (diag.error.kind == f.error) if diag.error else False, "model_run": diag.kv_cache_tokens is not None,
+           "first_edit": first.change if first else None, "thread_fix": f"{f.fix.kind} ({'confirmed' if f.fix.confirmed else 'suggested'})" if f.fix else None}
+    if first is not None:
+        ok, why = engine_check(f, diag, first)
+        match = fix_match(f, first)
+        row.update(engine_arithmetic=ok, engine_arithmetic_why=why, fix_match=match,
+                   verdict="starts" if (ok or (ok is None and match)) else ("fails" if ok is False else "unverifiable"))
+    else:
+        row["verdict"] = "no edit"
+    row["ledger"] = ledger_checks(diag)
+    return row
+
+
+def kv_after_fix(by_id: dict) -> list[dict]:
+    out = []
+    for fid, argv, tokens, quote in KV_AFTER_FIX:
+        diag = run_doctor(by_id[fid], try_flags=argv)
+        got = diag.tried.kv_cache_tokens
+        out.append({"id": fid, "edit": " ".join(argv), "thread_tokens": tokens, "quote": quote, "doctor_tokens": got,
+                    "diff_pct": (got - tokens) / tokens * 100})
+    return out
+
+
+def summary(rows: list[dict], held: bool) -> dict:
+    part = [r for r in rows if r["held_out"] == held]
+    verdicts = [r.get("verdict") for r in part]
+    ledger = [c for r in part for c in r.get("ledger", [])]
+    graded = [v for v in verdicts if v in ("starts", "fails")]
+    return {
+        "entries": len(part), "error_named": sum(1 for r in part if r.get("error_match")),
+        "memory_model_run": sum(1 for r in part if r.get("model_run")),
+        "first_edit_starts": verdicts.count("starts"), "first_edit_fails": verdicts.count("fails"),
+        "unverifiable": verdicts.count("unverifiable"), "no_edit": verdicts.count("no edit"),
+        "not_read": verdicts.count("not read"), "crash": verdicts.count("crash"),
+        "starts_of_graded_pct": round(100 * verdicts.count("starts") / len(graded), 1) if graded else None,
+        "ledger_lines_checked": len(ledger), "ledger_within_3pct": sum(1 for c in ledger if abs(c["diff_pct"]) <= 3),
+    }
+
+
+def main() -> int:
+    from benchmarks.published.startup_failures import load_failures
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--json", type=Path, help="Write the rows and summaries as JSON.")
+    args = parser.parse_args()
+    data = load_failures()
+    rows = [grade(f) for f in data.failures]
+    result = {"rows": rows, "held_out": summary(rows, True), "tuning": summary(rows, False),
+              "kv_after_fix": kv_after_fix({f.id: f for f in data.failures})}
+    for r in rows:
+        mark = "H" if r["held_out"] else " "
+        print(f"{mark} {r['id']} {r['engine']:9} {r['thread_error']:28} doctor={str(r.get('doctor_error')):28} "
+              f"first={str(r.get('first_edit')):32} {r.get('verdict', 'crash'):12} {r.get('engine_arithmetic_why', r.get('crash', ''))}")
+    print("held out:", json.dumps(result["held_out"]))
+    print("tuning:  ", json.dumps(result["tuning"]))
+    print("KV after the thread's fix:", json.dumps(result["kv_after_fix"]))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

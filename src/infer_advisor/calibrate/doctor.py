@@ -1,0 +1,360 @@
+"""`infer-advisor doctor`: why a vLLM start-up fails (or will), and the smallest edits that make it start.
+
+    >>> d = diagnose(Path("vllm.log").read_text(), gpu="RTX-3090", model="meta-llama/Llama-3.1-8B")
+    >>> d.error.kind, d.binding, d.edits[0].change
+    ('max_len_exceeds_kv', 'kv_cache', '--gpu-memory-utilization 0.93')
+
+Input: a start-up log (failed or successful, vLLM V0 or V1 formats, read by :mod:`.startup_log`; the error by
+:mod:`.startup_errors`) or the vLLM command line about to be run (:mod:`.doctor_input`). The figures the log printed
+calibrate the memory model for that setup (:func:`.memory.fit_memory_calibration`: the same fit as
+``calibrate --from-log``), so the ledger reproduces the log where it printed a figure and estimates the rest; every
+edit is the same memory model run with one setting changed (:mod:`.doctor_edits`). No byte is added up here.
+
+Where the model or GPU cannot be resolved (a local folder, a GPU outside the catalog: pass ``--model``/``--gpu``), or
+the engine is not vLLM, the diagnosis names the error in the engine's words and lists the log's own figures only.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .doctor_edits import Edit, Scenario, StartRule, rank_edits, room_outside_budget, starts, tried_edit
+from .startup_errors import StartupError, find_startup_error
+from .startup_log import StartupLog
+
+GIB = 2**30
+# vLLM's own messages, filled with the memory model's figures when the error is predicted rather than logged
+# (V0: worker.py / llm_engine.py; V1: v1/core/kv_cache_utils.py; see startup_errors for the versions read)
+_WORDS = {
+    "no_cache_blocks": "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
+    "max_len_exceeds_kv": "The model's max seq len ({L}) is larger than the maximum number of tokens that can be stored in KV cache ({T}). "
+    "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+    "kv_needed_exceeds_available": "To serve at least one request with the models's max seq len ({L}), ({need:.2f} GiB KV cache is needed, "
+    "which is larger than the available KV cache memory ({avail:.2f} GiB). Based on the available memory, the estimated maximum model "
+    "length is {M}. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+    "cuda_oom_graph_capture": "torch.OutOfMemoryError: CUDA out of memory. (while capturing CUDA graphs: {need:.2f} GiB outside the "
+    "budget, {room:.2f} GiB left)",
+}
+
+
+class LedgerLine(BaseModel):
+    """One term of the memory ledger of one GPU."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    term: str
+    bytes_per_gpu: int
+    in_budget: bool = Field(description="Counted in gpu_memory_utilization x total (False: allocated outside it).")
+    source: str = Field(description="calibrated (log), estimated, engine profile (...), logged.")
+    logged_bytes: int | None = Field(default=None, description="The figure the log printed for this term, if any.")
+    line: str | None = Field(default=None, description="The log line behind it.")
+
+
+class Diagnosis(BaseModel):
+    """What `infer-advisor doctor` found; ``model_json_schema()`` is the published contract (add fields, never rename)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_kind: Literal["log", "command"]
+    engine: str
+    engine_version: str | None
+    version_source: str = Field(description="log, given (--engine-version), or pinned default.")
+    generation: Literal["V0", "V1"] | None = None
+    model: str | None = None
+    gpu: str | None = None
+    tp: int = 1
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    gpu_memory_bytes: int | None = None
+    budget_bytes: int | None = None
+    ledger: list[LedgerLine] = Field(default_factory=list)
+    binding: str | None = Field(default=None, description="The ledger term that decides whether it starts.")
+    error: StartupError | None = Field(default=None, description="The error the engine raised (in the log) or will raise.")
+    error_logged: bool = Field(default=False, description="True: the engine printed it; False: predicted here.")
+    starts: bool | None = Field(default=None, description="The setup as given starts (None: not known without the model).")
+    kv_cache_tokens: int | None = None
+    max_concurrency: int | None = None
+    edits: list[Edit] = Field(default_factory=list, description="Ranked: those that start first, then by cost.")
+    tried: Edit | None = Field(default=None, description="The edit asked for with --try-flags, run through the same model.")
+    fixed_command: str | None = Field(default=None, description="For a command line: it with the first edit that starts applied (shell-quoted).")
+    notes: list[str] = Field(default_factory=list)
+
+
+def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, engine_version: str | None = None,
+             tp: int | None = None, max_model_len: int | None = None, gpu_memory_utilization: float | None = None,
+             try_flags: list[str] | None = None) -> Diagnosis:
+    """Diagnose a start-up log or a vLLM command line (``text``); the options fill what it does not say (the log's
+    own figures win where it printed them)."""
+    from .doctor_input import extras_from_log, log_from_command, looks_like_command
+    from .startup_log import detect_engine, parse_startup_log
+
+    if looks_like_command(text):
+        log, flags = log_from_command(text)
+        error, kind = None, "command"
+    else:
+        error = find_startup_error(text)
+        other = _OTHER_ENGINES.get(error.kind.split("_")[0]) if error is not None else None
+        if other is not None:
+            return _other_engine(text, other, error, parse_startup_log)
+        log = parse_startup_log(text, "vllm" if detect_engine(text) is None and error is not None else None, require_kv=False)
+        flags = extras_from_log(text)
+        _merge_error_figures(log, error)
+        kind = "log"
+    log.tp = log.tp or tp
+    log.max_model_len = log.max_model_len or max_model_len
+    log.gpu_memory_utilization = log.gpu_memory_utilization or gpu_memory_utilization
+    version, version_source = _version(log, engine_version)
+    diag = Diagnosis(input_kind=kind, engine=log.engine, engine_version=version, version_source=version_source,
+                     generation=log.generation or _generation(log.engine, version), model=model or log.model, gpu=gpu or log.gpu_name,
+                     tp=(log.tp or 1) * (log.pp or 1), max_model_len=log.max_model_len, gpu_memory_utilization=log.gpu_memory_utilization,
+                     gpu_memory_bytes=log.total_gpu_memory_bytes, error=error, error_logged=error is not None)
+    if log.engine != "vllm":
+        diag.notes.append(f"The ledger and edits cover vLLM; for {log.engine} this lists the figures the log printed.")
+        diag.ledger = _logged_only(log)
+        return diag
+    return _with_model(diag, log, flags, model=model, gpu=gpu, version=version, try_flags=try_flags)
+
+
+_OTHER_ENGINES = {"sglang": "sglang", "tgi": "tgi", "llamacpp": "llama.cpp"}
+_OTHER_HINTS = {
+    "sglang_not_enough_memory": "SGLang sizes its KV pool from --mem-fraction-static of the GPU: raise it if the weights fill the "
+    "fraction (the message's advice), lower --context-length or --max-running-requests otherwise.",
+    "tgi_prefill_tokens": "Lower --max-batch-prefill-tokens (the message's advice), or shard over more GPUs (--num-shard).",
+    "tgi_total_tokens": "Lower --max-batch-total-tokens or --max-batch-prefill-tokens (the message's advice), or shard over more GPUs.",
+    "llamacpp_alloc_failed": "Lower --ctx-size (the KV cache grows with it and with --parallel), quantize the KV cache "
+    "(--cache-type-k/-v q8_0), or offload fewer layers (--n-gpu-layers).",
+}
+
+
+def _other_engine(text: str, engine: str, error: StartupError, parse) -> Diagnosis:
+    """SGLang, TGI, llama.cpp: the error in the engine's words, the engine's own remedy and the figures the log printed."""
+    from ..errors import InferAdvisorError
+
+    diag = Diagnosis(input_kind="log", engine=engine, engine_version=None, version_source="unknown", error=error, error_logged=True, starts=False)
+    diag.notes.append(_OTHER_HINTS[error.kind])
+    diag.notes.append(f"The ledger and ranked edits cover vLLM; for {engine} this names the error and lists the figures the log printed.")
+    if engine in ("sglang", "llama.cpp"):
+        try:
+            diag.ledger = _logged_only(parse(text, engine=engine, require_kv=False))
+        except InferAdvisorError:
+            pass
+    return diag
+
+
+def _merge_error_figures(log: StartupLog, error: StartupError | None) -> None:
+    """The numbers in the engine's error message are figures of the log too."""
+    if error is None:
+        return
+    f = error.figures
+    if "max_model_len" in f and log.max_model_len is None:
+        log.max_model_len = int(f["max_model_len"])
+    if error.kind == "max_len_exceeds_kv" and log.kv_cache_tokens is None:
+        log.kv_cache_tokens = int(f["kv_cache_tokens"])
+        log.lines["kv_cache_tokens"] = error.line
+    if error.kind == "kv_needed_exceeds_available" and log.kv_cache_bytes is None:
+        log.kv_cache_bytes = int(f["kv_available_bytes"])
+        log.lines["kv_cache_bytes"] = error.line
+    if error.kind == "free_memory_below_utilization":
+        log.total_gpu_memory_bytes = log.total_gpu_memory_bytes or int(f["total_bytes"])
+        log.gpu_memory_utilization = log.gpu_memory_utilization or f["gpu_memory_utilization"]
+
+
+def _version(log: StartupLog, given: str | None) -> tuple[str | None, str]:
+    from ..engines.profiles import engine_profile
+
+    if given:
+        return given, "given"
+    if log.engine_version:
+        return log.engine_version, "log"
+    try:
+        return engine_profile(log.engine).version, "pinned default (the log does not print it: pass --engine-version)"
+    except Exception:  # noqa: BLE001 - an engine without a profile: no version
+        return None, "unknown"
+
+
+def _generation(engine: str, version: str | None) -> Literal["V0", "V1"] | None:
+    from ..engines.memory import version_key
+
+    if engine != "vllm" or not version:
+        return None
+    return "V0" if version_key(version) < (0, 8) else "V1"
+
+
+def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, version, try_flags=None) -> Diagnosis:
+    from ..errors import InferAdvisorError
+    from .memory import fit_memory_calibration, setup_for_log
+
+    missing = [flag for flag, value in (("--gpu NAME", gpu or log.gpu_name), ("--model NAME", model or log.model)) if not value]
+    if missing:
+        diag.notes.append(f"The log does not name the {' or the '.join(m.split()[0][2:] for m in missing)}: pass {' and '.join(missing)} "
+                          "for the memory model's ledger and ranked edits.")
+        diag.ledger = _logged_only(log)
+        diag.edits = engine_figure_edits(diag.error, log.max_model_len)
+        return diag
+    try:
+        facts, setup = setup_for_log(log, model=model, gpu=gpu, engine_version=version)
+    except InferAdvisorError as err:
+        diag.notes.append(f"Without the memory model: {err}")
+        diag.ledger = _logged_only(log)
+        diag.edits = engine_figure_edits(diag.error, log.max_model_len)
+        return diag
+    diag.gpu = gpu or log.gpu_name
+    diag.model = model or log.model
+    if flags.get("enforce-eager"):
+        setup["memory"] = setup["memory"].model_copy(update={"cuda_graph_bytes": 0})
+    if flags.get("enable-lora"):
+        from ..engines.lora import lora_profile
+
+        prof = lora_profile("vllm", setup["engine_version"])
+        setup["lora_slots"] = int(flags.get("max-loras") or prof.default_max_loras)
+        setup["lora_rank"] = int(flags.get("max-lora-rank") or prof.default_max_lora_rank)
+    cal = None
+    if diag.input_kind == "log" and _has_figures(log):
+        try:
+            cal = fit_memory_calibration(log, source="doctor input", model=model, gpu=gpu, engine_version=version)
+        except InferAdvisorError as err:  # figures the model cannot be fitted to (another layout, another checkpoint)
+            diag.notes.append(f"The log's figures were not used to calibrate the model ({err}); the ledger is the model's alone.")
+    sc = Scenario(facts, setup, cal)
+    base = _estimate(sc)
+    sc.rule = _rule(diag.error, base, setup, flags)
+    diag.starts = starts(base, sc.rule)
+    diag.gpu_memory_bytes, diag.budget_bytes = base.gpu_memory_bytes, base.budget_bytes_per_gpu
+    diag.gpu_memory_utilization = setup["memory_fraction"]
+    diag.max_model_len = setup["context"]
+    diag.kv_cache_tokens, diag.max_concurrency = base.kv_cache_tokens, base.max_concurrency
+    diag.ledger = _ledger(base, log, diag.error)
+    if "free-at-start" in flags and not (diag.error and diag.error.kind == "free_memory_below_utilization"):
+        used = int(flags["total-at-start"] - flags["free-at-start"])
+        diag.ledger.insert(-1, LedgerLine(term="other processes (used at start)", bytes_per_gpu=used, in_budget=False, source="logged"))
+    residual = cal.for_layout(diag.tp).residual_bytes if cal is not None else 0
+    if residual and "residual" in base.figure_sources:  # what the log's KV says the engine used that no term explains
+        diag.ledger.insert(-1, LedgerLine(term="not explained by the model (from the log's KV figure)", bytes_per_gpu=-residual,
+                                          in_budget=True, source="calibrated (log)"))
+    diag.binding = _binding(base, sc.rule, diag.error)
+    if diag.error is None and not diag.starts:
+        diag.error = _predicted_error(base, setup, diag.generation)
+    if not diag.starts:
+        diag.edits = rank_edits(sc, base)
+    if try_flags:
+        diag.tried = tried_edit(sc, try_flags)
+    first = next((e for e in diag.edits if e.starts), None)
+    if diag.input_kind == "command" and first is not None and log.command:
+        from .doctor_input import apply_edit
+
+        diag.fixed_command = apply_edit(log.command, first.argv)
+    if diag.starts and diag.error is not None:
+        diag.notes.append("The engine raised this error, but the memory model with the log's figures finds the setup starts: "
+                          "the log lacks the figure that decided it, so the edits are the engine's own figures only.")
+        diag.edits = engine_figure_edits(diag.error, diag.max_model_len)
+    return diag
+
+
+def engine_figure_edits(error: StartupError | None, max_model_len: int | None) -> list[Edit]:
+    """Edits read from the engine's own message (no model needed): the longest context it says fits; for an
+    out-of-memory while capturing CUDA graphs, eager mode (the graphs are what the engine allocates after sizing the KV
+    cache, whatever their size; a lower utilization would need the pool's size, which the model gives)."""
+    if error is not None and error.kind == "cuda_oom_graph_capture":
+        return [Edit(change="--enforce-eager", argv=["--enforce-eager"], starts=True, kv_cache_tokens=None, max_concurrency=None,
+                     max_model_len=max_model_len or 0, cost="decode steps without CUDA graphs (slower at small batches); from the "
+                     "engine's own advice in its capture message", cost_rank=0.3)]
+    if error is None or not max_model_len:
+        return []
+    fits = error.figures.get("estimated_max_model_len") or (error.figures.get("kv_cache_tokens") if error.kind == "max_len_exceeds_kv" else None)
+    if not fits or fits >= max_model_len:
+        return []
+    length = int(fits) - int(fits) % 256 if fits >= 1024 else int(fits)
+    lost = 1 - length / max_model_len
+    return [Edit(change=f"--max-model-len {length}", argv=["--max-model-len", str(length)], starts=True, kv_cache_tokens=int(fits),
+                 max_concurrency=1, max_model_len=length, cost=f"context {max_model_len:,} -> {length:,} tokens ({lost:.0%} shorter); "
+                 "from the engine's own figure in its message", cost_rank=lost)]
+
+
+def _has_figures(log: StartupLog) -> bool:
+    return any(getattr(log, k) is not None for k in ("weights_bytes", "kv_cache_bytes", "kv_cache_tokens", "non_torch_bytes", "activation_bytes"))
+
+
+def _estimate(sc: Scenario):
+    from ..estimate.memory import estimate_memory
+
+    cal = sc.calibration.for_layout(sc.setup["tp"] * sc.setup["pp"]) if sc.calibration is not None else None
+    return estimate_memory(sc.facts, **sc.setup, calibration=cal)
+
+
+def _rule(error: StartupError | None, base, setup: dict, flags: dict) -> StartRule:
+    """What a logged failure adds to the start checks (see doctor_edits); vLLM 0.11+ also refuses a budget above the
+    memory free when it started (other processes' memory), which its log prints."""
+    if error is None:
+        return StartRule(max_budget_bytes=flags.get("free-at-start"))
+    if error.kind == "cuda_oom_graph_capture":
+        graph_pool = setup["memory"].cuda_graph_bytes or 0
+        return StartRule(min_room_bytes=room_outside_budget(base) + graph_pool)
+    if error.kind == "free_memory_below_utilization":
+        return StartRule(max_budget_bytes=error.figures["free_bytes"])
+    return StartRule()
+
+
+def _ledger(est, log: StartupLog, error: StartupError | None) -> list[LedgerLine]:
+    src = est.figure_sources
+    lines = [LedgerLine(term="weights", bytes_per_gpu=est.weights_bytes_per_gpu, in_budget=True, source=src.get("weights", "estimated"),
+                        logged_bytes=log.weights_bytes, line=log.lines.get("weights_bytes"))]
+    act_in = "activation" not in est.outside_budget_bytes_per_gpu
+    lines.append(LedgerLine(term="activation peak", bytes_per_gpu=est.activation_bytes_per_gpu, in_budget=act_in,
+                            source=src.get("activation", "estimated"), logged_bytes=log.activation_bytes, line=log.lines.get("activation_bytes")))
+    non_torch = sum(est.overhead_bytes_per_gpu.get(k, 0) for k in ("cuda_context", "non_torch", "nccl"))
+    lines.append(LedgerLine(term="non-torch (CUDA context, NCCL, workspaces)", bytes_per_gpu=non_torch, in_budget=True,
+                            source=src.get("non_torch", "estimated"), logged_bytes=log.non_torch_bytes, line=log.lines.get("non_torch_bytes")))
+    graphs_in = est.overhead_bytes_per_gpu.get("cuda_graphs", 0)
+    graphs_out = est.outside_budget_bytes_per_gpu.get("cuda_graphs", 0)
+    lines.append(LedgerLine(term="CUDA graphs", bytes_per_gpu=graphs_in or graphs_out, in_budget=bool(graphs_in),
+                            source=src.get("cuda_graphs", "estimated"), logged_bytes=log.cuda_graph_bytes, line=log.lines.get("cuda_graph_bytes")))
+    lora_in, lora_out = est.overhead_bytes_per_gpu.get("lora", 0), est.outside_budget_bytes_per_gpu.get("lora", 0)
+    if lora_in or lora_out:
+        lines.append(LedgerLine(term="LoRA slots (max_loras x max_lora_rank buffers)", bytes_per_gpu=lora_in or lora_out, in_budget=bool(lora_in),
+                                source=src.get("lora", "estimated")))
+    for term in ("cuda_context", "nccl"):
+        if est.outside_budget_bytes_per_gpu.get(term):
+            lines.append(LedgerLine(term=f"{term.replace('_', ' ')} (outside the budget)", bytes_per_gpu=est.outside_budget_bytes_per_gpu[term],
+                                    in_budget=False, source=src.get(term, "estimated")))
+    if error is not None and error.kind == "free_memory_below_utilization":
+        used = int(error.figures["total_bytes"] - error.figures["free_bytes"])
+        lines.append(LedgerLine(term="other processes (used at start)", bytes_per_gpu=used, in_budget=False, source="logged", line=error.line))
+    lines.append(LedgerLine(term="KV cache", bytes_per_gpu=est.kv_cache_bytes_per_gpu, in_budget=True, source=src.get("residual", "estimated (what is left)"),
+                            logged_bytes=log.kv_cache_bytes, line=log.lines.get("kv_cache_bytes") or log.lines.get("kv_cache_tokens")))
+    return lines
+
+
+def _binding(est, rule: StartRule, error: StartupError | None) -> str:
+    if (error is not None and error.kind == "free_memory_below_utilization") or (
+            rule.max_budget_bytes is not None and est.budget_bytes_per_gpu > rule.max_budget_bytes):
+        return "other processes"
+    if room_outside_budget(est) < rule.min_room_bytes:
+        return "CUDA graphs"
+    if est.kv_cache_bytes_per_gpu <= 0:
+        return "weights" if est.weights_bytes_per_gpu >= est.activation_bytes_per_gpu else "activation peak"
+    return "KV cache"
+
+
+def _predicted_error(est, setup: dict, generation: str | None) -> StartupError:
+    length = setup["context"]
+    if est.kv_cache_bytes_per_gpu <= 0 or est.kv_cache_tokens <= 0:
+        return StartupError(kind="no_cache_blocks", line=_WORDS["no_cache_blocks"])
+    if est.max_concurrency < 1:
+        need = length * est.kv_cache_bytes_per_token_per_gpu / GIB
+        if generation == "V0":
+            return StartupError(kind="max_len_exceeds_kv", line=_WORDS["max_len_exceeds_kv"].format(L=length, T=est.kv_cache_tokens),
+                                figures={"max_model_len": length, "kv_cache_tokens": est.kv_cache_tokens})
+        words = _WORDS["kv_needed_exceeds_available"].format(L=length, need=need, avail=est.kv_cache_bytes_per_gpu / GIB, M=est.max_context)
+        return StartupError(kind="kv_needed_exceeds_available", line=words, figures={"max_model_len": length})
+    outside = sum(est.outside_budget_bytes_per_gpu.values())
+    room = est.gpu_memory_bytes - est.budget_bytes_per_gpu
+    return StartupError(kind="cuda_oom_graph_capture", line=_WORDS["cuda_oom_graph_capture"].format(need=outside / GIB, room=room / GIB))
+
+
+def _logged_only(log: StartupLog) -> list[LedgerLine]:
+    """The log's own figures, when the memory model cannot be run."""
+    terms = [("weights", "weights_bytes"), ("activation peak", "activation_bytes"), ("non-torch (CUDA context, NCCL, workspaces)", "non_torch_bytes"),
+             ("CUDA graphs", "cuda_graph_bytes"), ("KV cache", "kv_cache_bytes")]
+    return [LedgerLine(term=t, bytes_per_gpu=getattr(log, k), in_budget=t != "CUDA graphs", source="logged", logged_bytes=getattr(log, k),
+                       line=log.lines.get(k)) for t, k in terms if getattr(log, k) is not None]

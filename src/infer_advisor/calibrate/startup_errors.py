@@ -1,0 +1,183 @@
+"""The error an engine raised while starting, in its own words, with the figures the message carries.
+
+    >>> err = find_startup_error(Path("vllm.log").read_text())
+    >>> err.kind, err.figures
+    ('max_len_exceeds_kv', {'max_model_len': 29000, 'kv_cache_tokens': 23648})
+
+Each pattern is the engine's own message, read from its source (the format strings, not paraphrases):
+
+- vLLM V0 ``worker.raise_if_cache_size_invalid`` / ``llm_engine._init_cache`` (0.2-0.7): "No available memory for the
+  cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine." and "The model's max seq len
+  ({max_model_len}) is larger than the maximum number of tokens that can be stored in KV cache ({max_seq_len}). ...";
+  0.6.6+ prints the budget first: "the rest of the memory reserved for KV Cache is {kv}GiB." (negative when it fails).
+- vLLM V1 ``v1/core/kv_cache_utils.check_enough_kv_cache_memory`` (0.8+): the same "No available memory ..." and "To
+  serve at least one request with the models's max seq len ({max_model_len}), ({needed} GiB KV cache is needed, which is
+  larger than the available KV cache memory ({available} GiB). Based on the available memory, the estimated maximum
+  model length is {estimated}. ..." (0.11 fixed the spelling to "model's"); ``v1/worker/gpu_worker`` (0.11+): "Free
+  memory on device ({free}/{total} GiB) on startup is less than desired GPU memory utilization ({util}, {desired}
+  GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."
+- PyTorch's allocator: "CUDA out of memory. Tried to allocate {n} MiB. GPU {i} has a total capacity of {t} GiB of
+  which {f} MiB is free." (older torch: "capacty"); the phase is read from the engine's lines before it (CUDA-graph
+  capture, the memory profile run, or loading).
+- SGLang ``model_runner.init_memory_pool``: "Not enough memory. Please try to increase --mem-fraction-static."
+- TGI ``flash_causal_lm.warmup``: "Not enough memory to handle {n} prefill tokens. You need to decrease
+  `--max-batch-prefill-tokens`" and "... {n} total tokens with {m} prefill tokens ...".
+- llama.cpp ``ggml_backend_cuda_buffer_type_alloc_buffer``: "allocating {n} MiB on device {d}: cudaMalloc failed: out
+  of memory", then "failed to allocate buffer for kv cache" or "failed to allocate compute buffers".
+- NCCL (vLLM pynccl): "NCCL error: {reason}".
+
+Every pattern is one ``re.search`` without nested repetition, so reading a log stays linear in its length.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+GIB = 2**30
+MIB = 2**20
+LINE_CHARS = 400
+
+ErrorKind = Literal[
+    "no_cache_blocks", "max_len_exceeds_kv", "kv_needed_exceeds_available", "free_memory_below_utilization",
+    "cuda_oom_graph_capture", "cuda_oom_profile", "cuda_oom_load", "cuda_oom", "sglang_not_enough_memory",
+    "tgi_prefill_tokens", "tgi_total_tokens", "llamacpp_alloc_failed", "nccl_error",
+]
+
+
+class StartupError(BaseModel):
+    """One error an engine raised at start-up: its kind, the line as printed and the numbers in it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: ErrorKind
+    line: str = Field(description="The engine's message as the log printed it (shortened to 400 characters).")
+    figures: dict[str, float] = Field(default_factory=dict, description="Numbers the message carries (bytes, tokens).")
+
+
+_V1_NEEDED = re.compile(
+    r"To serve at least one request with the models?'s max seq len \((\d+)\),\s*\(?([\d.]+) GiB KV cache is needed, "
+    r"which is larger than the available KV cache memory \(([\d.]+) GiB\)"
+)
+_V1_ESTIMATED = re.compile(r"estimated maximum model length is (\d+)")
+_V0_MAX_LEN = re.compile(
+    r"The model's max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)"
+)
+_FREE = re.compile(
+    r"Free memory on device \(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU memory utilization \(([\d.]+), ([\d.]+) GiB\)"
+)
+_NO_BLOCKS = re.compile(r"No available memory for the cache blocks")
+_NEGATIVE_KV = re.compile(r"the rest of the memory reserved for KV Cache is (-[\d.]+)\s*GiB")
+_TORCH_OOM = re.compile(
+    r"CUDA out of memory\. Tried to allocate ([\d.]+) (KiB|MiB|GiB)\. GPU (\d+) has a total capac(?:i)?ty of ([\d.]+) GiB "
+    r"of which ([\d.]+) (KiB|MiB|GiB) is free"
+)
+_CUDA_OOM = re.compile(r"CUDA error: out of memory|CUDA out of memory")
+_SGLANG = re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static")
+_TGI_PREFILL = re.compile(r"Not enough memory to handle (\d+) prefill tokens")
+_TGI_TOTAL = re.compile(r"Not enough memory to handle (\d+) total tokens with (\d+) prefill tokens")
+_LLAMACPP = re.compile(r"allocating ([\d.]+) MiB on device (\d+): cudaMalloc failed: out of memory")
+_NCCL = re.compile(r"NCCL error: ([^\n(]{1,120})")
+_GRAPH_PHASE = re.compile(r"Capturing (?:the model for )?(?:CUDA graphs|cudagraphs)|Capturing CUDA graph|torch\.cuda\.graph\(|capture_end\(\)|cuda graph capture")
+_PROFILE_PHASE = re.compile(r"profile_run|determine_num_available_blocks|determine_available_memory|Memory profiling")
+_UNITS = {"KiB": 1024, "MiB": MIB, "GiB": GIB}
+
+
+def _line(text: str, m: re.Match) -> str:
+    start = text.rfind("\n", 0, m.start()) + 1
+    end = text.find("\n", m.end())
+    return text[start : end if end >= 0 else len(text)].strip()[:LINE_CHARS]
+
+
+def _gib(s: str) -> float:
+    return float(s) * GIB
+
+
+def find_startup_error(text: str) -> StartupError | None:
+    """The first start-up error of a known kind in ``text`` (the most specific message wins), else None."""
+    for finder in (_vllm_kv, _free_memory, _no_blocks, _oom, _other_engines, _nccl):
+        found = finder(text)
+        if found is not None:
+            return found
+    return None
+
+
+def _vllm_kv(text: str) -> StartupError | None:
+    m = _V1_NEEDED.search(text)
+    if m:
+        figures = {"max_model_len": int(m.group(1)), "kv_needed_bytes": _gib(m.group(2)), "kv_available_bytes": _gib(m.group(3))}
+        est = _V1_ESTIMATED.search(text, m.end())
+        if est:
+            figures["estimated_max_model_len"] = int(est.group(1))
+        return StartupError(kind="kv_needed_exceeds_available", line=_line(text, m), figures=figures)
+    m = _V0_MAX_LEN.search(text)
+    if m:
+        return StartupError(kind="max_len_exceeds_kv", line=_line(text, m),
+                            figures={"max_model_len": int(m.group(1)), "kv_cache_tokens": int(m.group(2))})
+    return None
+
+
+def _free_memory(text: str) -> StartupError | None:
+    m = _FREE.search(text)
+    if not m:
+        return None
+    return StartupError(kind="free_memory_below_utilization", line=_line(text, m), figures={
+        "free_bytes": _gib(m.group(1)), "total_bytes": _gib(m.group(2)), "gpu_memory_utilization": float(m.group(3)),
+        "desired_bytes": _gib(m.group(4)),
+    })
+
+
+def _no_blocks(text: str) -> StartupError | None:
+    m = _NO_BLOCKS.search(text)
+    neg = _NEGATIVE_KV.search(text)
+    if not (m or neg):
+        return None
+    figures = {"kv_cache_bytes": _gib(neg.group(1))} if neg else {}
+    return StartupError(kind="no_cache_blocks", line=_line(text, m or neg), figures=figures)
+
+
+def _oom(text: str) -> StartupError | None:
+    m = _TORCH_OOM.search(text) or _CUDA_OOM.search(text)
+    if not m:
+        return None
+    figures: dict[str, float] = {}
+    if m.re is _TORCH_OOM:
+        figures = {
+            "requested_bytes": float(m.group(1)) * _UNITS[m.group(2)], "gpu_index": int(m.group(3)),
+            "total_bytes": _gib(m.group(4)), "free_bytes": float(m.group(5)) * _UNITS[m.group(6)],
+        }
+    # the phase: the engine's last step before the error (a log may list the error before the lines that led to it)
+    if _GRAPH_PHASE.search(text):
+        kind = "cuda_oom_graph_capture"
+    elif _PROFILE_PHASE.search(text):
+        kind = "cuda_oom_profile"
+    elif re.search(r"Loading model weights|Starting to load model|load_weights", text):
+        kind = "cuda_oom_load"
+    else:
+        kind = "cuda_oom"
+    return StartupError(kind=kind, line=_line(text, m), figures=figures)
+
+
+def _other_engines(text: str) -> StartupError | None:
+    m = _SGLANG.search(text)
+    if m:
+        return StartupError(kind="sglang_not_enough_memory", line=_line(text, m))
+    m = _TGI_TOTAL.search(text)
+    if m:
+        return StartupError(kind="tgi_total_tokens", line=_line(text, m),
+                            figures={"max_batch_total_tokens": int(m.group(1)), "prefill_tokens": int(m.group(2))})
+    m = _TGI_PREFILL.search(text)
+    if m:
+        return StartupError(kind="tgi_prefill_tokens", line=_line(text, m), figures={"max_batch_prefill_tokens": int(m.group(1))})
+    m = _LLAMACPP.search(text)
+    if m:
+        return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m),
+                            figures={"requested_bytes": float(m.group(1)) * MIB, "device": int(m.group(2))})
+    return None
+
+
+def _nccl(text: str) -> StartupError | None:
+    m = _NCCL.search(text)
+    return StartupError(kind="nccl_error", line=_line(text, m)) if m else None

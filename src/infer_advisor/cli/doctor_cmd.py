@@ -1,0 +1,83 @@
+"""`infer-advisor doctor LOG_OR_COMMAND`: why a vLLM start-up fails (or will), and the smallest edits that start it.
+
+    infer-advisor doctor vllm-startup.log --gpu RTX-3090 --model meta-llama/Llama-3.1-8B
+    infer-advisor doctor "vllm serve Qwen/Qwen3-8B --max-model-len 40960 --gpu-memory-utilization 0.4" --gpu A800-80GB
+    kubectl logs pod/vllm-0 | infer-advisor doctor - --gpu H100-80GB --format json
+
+Exit codes: 0 the setup starts (or the log shows a start); 1 it fails (the edits say what starts); 2 bad input.
+The JSON is :class:`infer_advisor.calibrate.doctor.Diagnosis` (``infer-advisor schema diagnosis``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+HELP = "Read a failed (or successful) vLLM start-up log or a command line: the memory ledger, the error and the edits that start."
+MAX_LOG_BYTES = 32 * 2**20  # a start-up log is a few MiB at most; the rest of a long pod log is not read
+
+
+class DoctorOptions(BaseModel):
+    """Options of `infer-advisor doctor`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpu: str | None = Field(default=None, description="GPU the log was made on or the command will run on (catalog name); vLLM does not print it.")
+    model: str | None = Field(default=None, description="Catalog name or local folder of the model, when the log names a local path.")
+    engine_version: str | None = Field(default=None, description="Engine version, when the log does not print it (default: the pinned one).")
+    tp: int | None = Field(default=None, gt=0, le=1024, description="GPUs per model instance, when the log does not print it.")
+    max_model_len: int | None = Field(default=None, gt=0, description="max_model_len of the run, when the log does not print it.")
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1, description="gpu_memory_utilization of the run, when the log does not print it.")
+    try_flags: str | None = Field(default=None, description="An edit of your own to run through the same model, as vLLM flags in quotes "
+                                  "(e.g. '--max-model-len 20000 --kv-cache-dtype fp8').")
+    format: Literal["text", "json"] = Field(default="text", description="Output format.")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from ._derive import add_model_arguments
+
+    parser.add_argument("source", metavar="LOG_OR_COMMAND", help="A start-up log file, '-' for stdin, or a vLLM command line in quotes.")
+    add_model_arguments(parser, DoctorOptions)
+    parser.add_argument("--json", dest="format", action="store_const", const="json", default=argparse.SUPPRESS,
+                        help="Same as --format json.")
+
+
+def _read(source: str) -> str:
+    from ..errors import DataFileError, RequestError
+    from ..calibrate.doctor_input import looks_like_command
+
+    if looks_like_command(source):
+        return source
+    if source == "-":
+        return sys.stdin.read(MAX_LOG_BYTES)
+    path = Path(source)
+    if not path.is_file():
+        raise RequestError(f"'{source[:80]}' is neither a log file nor a vLLM command line (vllm serve MODEL ...).")
+    try:
+        with path.open("rb") as fh:
+            return fh.read(MAX_LOG_BYTES).decode("utf-8", errors="replace")
+    except OSError as err:
+        raise DataFileError(str(path), f"cannot read the log: {err.strerror or err}") from None
+
+
+def run(ns: argparse.Namespace) -> int:
+    from ..calibrate.doctor import diagnose
+    from ._derive import model_from_namespace
+
+    opts = model_from_namespace(DoctorOptions, ns)
+    text = _read(ns.source)
+    diag = diagnose(text, gpu=opts.gpu, model=opts.model, engine_version=opts.engine_version, tp=opts.tp,
+                    max_model_len=opts.max_model_len, gpu_memory_utilization=opts.gpu_memory_utilization,
+                    try_flags=opts.try_flags.split() if opts.try_flags else None)
+    if opts.format == "json":
+        print(json.dumps(diag.model_dump(mode="json"), indent=2))
+    else:
+        from .render_doctor import print_diagnosis
+
+        print_diagnosis(diag)
+    return 1 if (diag.error is not None or diag.starts is False) else 0

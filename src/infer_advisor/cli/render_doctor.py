@@ -1,0 +1,70 @@
+"""The text form of a :class:`~infer_advisor.calibrate.doctor.Diagnosis`: the ledger, the error, the ranked edits.
+
+Every value from the log or the user passes :func:`cell` (control and Unicode separator characters dropped, rich
+markup escaped) before it reaches the terminal.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..formatting import human_bytes
+
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+def cell(value: object) -> str:
+    from rich.markup import escape
+
+    return escape(_UNSAFE.sub("", str(value)))
+
+
+def _gib(n: int | None) -> str:
+    return "-" if n is None else (f"-{human_bytes(-n)}" if n < 0 else human_bytes(n))
+
+
+def print_diagnosis(d) -> None:
+    from rich.table import Table
+
+    from ._console import make_console
+
+    console = make_console()
+    setup = ", ".join(x for x in [
+        f"{d.engine} {d.engine_version or ''} ({d.version_source})".strip(), d.model and f"model {d.model}", d.gpu and f"GPU {d.gpu}",
+        f"TP {d.tp}", d.max_model_len and f"max_model_len {d.max_model_len:,}",
+        d.gpu_memory_utilization and f"gpu_memory_utilization {d.gpu_memory_utilization:.2f}",
+    ] if x)
+    console.print(f"[bold]doctor[/bold]: {cell(setup)}")
+    if d.ledger:
+        t = Table(title="memory ledger, one GPU" + (f" of {_gib(d.gpu_memory_bytes)}" if d.gpu_memory_bytes else ""), header_style="bold")
+        for name in ("term", "bytes", "budget", "source", "logged"):
+            t.add_column(name, overflow="fold")
+        for line in d.ledger:
+            mark = " <- binding" if d.binding and line.term.startswith(d.binding) else ""
+            t.add_row(cell(line.term + mark), _gib(line.bytes_per_gpu), "in" if line.in_budget else "outside", cell(line.source),
+                      _gib(line.logged_bytes) if line.logged_bytes is not None else "")
+        if d.budget_bytes:
+            t.add_row("budget (utilization x total)", _gib(d.budget_bytes), "", "", "")
+        console.print(t)
+    if d.kv_cache_tokens is not None:
+        console.print(f"KV cache: {d.kv_cache_tokens:,} tokens; {d.max_concurrency} request(s) of max_model_len at once")
+    if d.error is not None:
+        said = "the engine raised" if d.error_logged else "the engine will raise"
+        console.print(f"[red]{said}[/red] ({cell(d.error.kind)}): {cell(d.error.line)}")
+    elif d.starts:
+        console.print("[green]starts[/green]: every start-up check passes")
+    if d.edits:
+        t = Table(title="edits, smallest first", header_style="bold")
+        for name in ("#", "edit", "starts", "KV tokens", "requests at max_model_len", "cost"):
+            t.add_column(name, overflow="fold")
+        for i, e in enumerate(d.edits, 1):
+            t.add_row(str(i), cell(e.change), "yes" if e.starts else "no", "?" if e.kv_cache_tokens is None else f"{e.kv_cache_tokens:,}", "?" if e.max_concurrency is None else str(e.max_concurrency), cell(e.cost))
+        console.print(t)
+    if d.fixed_command:
+        console.print(f"fixed command: {cell(d.fixed_command)}")
+    if d.tried is not None:
+        e = d.tried
+        console.print(f"--try-flags {cell(e.change)}: {'starts' if e.starts else 'does not start'}; KV {e.kv_cache_tokens:,} tokens, "
+                      f"{e.max_concurrency} request(s) of {e.max_model_len:,} tokens at once")
+    for note in d.notes:
+        console.print(f"note: {cell(note)}", style="dim")

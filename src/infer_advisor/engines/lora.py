@@ -1,0 +1,87 @@
+"""vLLM's LoRA facts by version (``data/lora.yaml``): accepted ranks, defaults, and whether the memory profile sees
+the adapter buffers (when it does not, they come out of the headroom outside ``gpu_memory_utilization``).
+
+    >>> lora_profile("vllm", "0.7.3").profiler_sees_lora, lora_profile("vllm", "0.19.0").profiler_sees_lora
+    (False, True)
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._data import load_validated
+from .._paths import shipped
+
+
+class LoRAProfile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    first: str
+    below: str | None
+    profiler_sees_lora: bool
+    profiler_source: str = Field(min_length=8)
+    max_ranks: list[int] = Field(min_length=1)
+    ranks_source: str = Field(min_length=8)
+    default_max_loras: int = Field(ge=1)
+    default_max_lora_rank: int = Field(ge=1)
+    defaults_source: str = Field(min_length=8)
+
+
+class _File(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    vllm: list[LoRAProfile]
+
+
+@cache
+def _profiles() -> dict[str, tuple[LoRAProfile, ...]]:
+    data = load_validated(shipped("data") / "lora.yaml", _File)
+    return {"vllm": tuple(data.vllm)}
+
+
+def lora_profile(engine: str, version: str) -> LoRAProfile | None:
+    """The range of ``engine`` covering ``version`` (the newest for a newer version); None for an engine without LoRA facts."""
+    from .memory import version_key
+
+    ranges = _profiles().get(engine)
+    if not ranges:
+        return None
+    key = version_key(version)
+    for prof in ranges:
+        if version_key(prof.first) <= key and (prof.below is None or key < version_key(prof.below)):
+            return prof
+    return max(ranges, key=lambda p: version_key(p.first)) if key >= version_key(ranges[-1].first) else ranges[0]
+
+
+MAX_GPU_SLOTS = 16  # the plan keeps at most this many adapters on the GPU; the rest wait in host memory (--max-cpu-loras)
+
+
+class LoRASlots(BaseModel):
+    """The LoRA settings a plan emits: GPU slots, the rank every slot is sized for, and host-memory adapters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_loras: int = Field(ge=1, description="Adapters held on the GPU at once (vLLM --max-loras); every slot is allocated at start-up.")
+    max_lora_rank: int = Field(ge=1, description="Rank every slot is sized for (vLLM --max-lora-rank): the largest adapter's rank, rounded up to one vLLM accepts.")
+    max_cpu_loras: int = Field(ge=1, description="Adapters cached in host memory (vLLM --max-cpu-loras).")
+
+
+def lora_slots(engine: str, version: str, adapters: int, rank: int | None) -> LoRASlots | None:
+    """What a plan serving ``adapters`` LoRA adapters of at most ``rank`` sets (None: no adapters).
+
+    All adapters stay on the GPU up to :data:`MAX_GPU_SLOTS` (each slot costs memory whether used or not); the rank is
+    rounded up to the next one the version accepts."""
+    from ..errors import RequestError
+
+    if adapters <= 0:
+        return None
+    prof = lora_profile(engine, version)
+    if prof is None:
+        raise RequestError(f"--lora-adapters: no LoRA facts for {engine} here (data/lora.yaml covers vllm); plan with --engine vllm.")
+    wanted = rank or prof.default_max_lora_rank
+    fits = [r for r in prof.max_ranks if r >= wanted]
+    if not fits:
+        raise RequestError(f"--max-lora-rank {wanted}: {engine} {version} accepts ranks up to {max(prof.max_ranks)} ({prof.ranks_source}).")
+    slots = min(adapters, MAX_GPU_SLOTS)
+    return LoRASlots(max_loras=slots, max_lora_rank=fits[0], max_cpu_loras=max(adapters, slots))

@@ -1,0 +1,30 @@
+"""benchmarks/doctor_grade.py: the committed grade is what the doctor gives now, and its checks use the engine's words."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks.doctor_grade import engine_check, grade, run_doctor, summary
+from benchmarks.published.startup_failures import load_failures
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "doctor_grade.json"
+
+
+def test_committed_summaries_match_a_fresh_run():
+    rows = [grade(f) for f in load_failures().failures]
+    committed = json.loads(RESULTS.read_text())
+    assert summary(rows, True) == committed["held_out"]
+    assert summary(rows, False) == committed["tuning"]
+
+
+def test_v1_context_edit_is_checked_against_the_engines_estimate():
+    f = next(x for x in load_failures().failures if x.id == "sf15")
+    row = grade(f)
+    assert row["verdict"] == "starts" and "810,208" in row["engine_arithmetic_why"]
+
+    class _Edit:
+        argv = ["--max-model-len", "900000"]
+
+    ok, why = engine_check(f, run_doctor(f), _Edit())
+    assert ok is False and "900000 <=" in why

@@ -1,0 +1,61 @@
+"""The published failing start-ups (benchmarks/published/startup_failures.yaml): schema, held-out rule, catalog links."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from benchmarks.published.startup_failures import DATA_FILE, load_failures
+
+
+def test_file_loads_with_thirty_failures_and_a_held_out_third():
+    data = load_failures()
+    assert len(data.failures) >= 30
+    held = data.held_out()
+    assert [f.id for f in held] == [f.id for f in data.failures if int(f.id[2:]) % 3 == 0]
+    assert len(held) >= len(data.failures) // 3
+    assert {f.engine for f in data.failures} >= {"vllm", "sglang", "tgi", "llama.cpp"}
+
+
+def test_held_out_flag_must_follow_the_rule(tmp_path):
+    raw = yaml.safe_load(DATA_FILE.read_text())
+    raw["failures"][0]["held_out"] = True  # sf01 is not a multiple of 3
+    bad = tmp_path / "f.yaml"
+    bad.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ValueError, match="held_out must be False"):
+        load_failures(bad)
+
+
+def test_unknown_keys_are_refused(tmp_path):
+    raw = yaml.safe_load(DATA_FILE.read_text())
+    raw["failures"][1]["gpu_name"] = "A100"
+    bad = tmp_path / "f.yaml"
+    bad.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ValueError, match="sf02"):
+        load_failures(bad)
+
+
+def test_error_lines_are_quoted_or_placed():
+    for f in load_failures().failures:
+        in_log = re.sub(r"\s+", " ", f.error_line)[:30] in re.sub(r"\s+", " ", f.log)
+        assert in_log or f.error_line_where, f.id
+
+
+def test_catalog_names_exist():
+    from infer_advisor.hardware.catalog import catalog
+    from infer_advisor.model_facts.catalog import catalog_names
+
+    gpus = {g.name for g in catalog().gpus}
+    models = set(catalog_names())
+    for f in load_failures().failures:
+        assert f.gpu is None or f.gpu in gpus, (f.id, f.gpu)
+        assert f.catalog_model is None or f.catalog_model in models, (f.id, f.catalog_model)
+
+
+def test_printed_kv_tokens_follow_from_blocks():
+    """Where the log prints '# GPU blocks: N' and the error's token figure, tokens = 16 x blocks (vLLM's default block)."""
+    for f in load_failures().failures:
+        if "kv_blocks" in f.figures and "kv_cache_tokens" in f.figures:
+            assert f.figures["kv_cache_tokens"] == 16 * f.figures["kv_blocks"], f.id

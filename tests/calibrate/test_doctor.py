@@ -1,0 +1,154 @@
+"""infer-advisor doctor: the error in the engine's words, the ledger against the log's own figures, edits that start.
+
+Logs are lines quoted from public vLLM issues (benchmarks/published/startup_failures.yaml); expected figures are the
+log's own (weights, activation, KV) or follow from them by the engine's rule written out here by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from benchmarks.published.startup_failures import load_failures
+from infer_advisor.calibrate.doctor import Diagnosis, diagnose
+from infer_advisor.calibrate.doctor_input import log_from_command, looks_like_command
+from infer_advisor.calibrate.startup_errors import find_startup_error
+from infer_advisor.cli import main
+
+GIB = 2**30
+FAILURES = {f.id: f for f in load_failures().failures}
+SF01 = dict(gpu="RTX-3090", model="meta-llama/Llama-3.1-8B", engine_version="0.6.4")
+
+
+def test_errors_are_named_in_the_engines_words():
+    err = find_startup_error(FAILURES["sf01"].log)
+    assert err.kind == "max_len_exceeds_kv" and err.figures == {"max_model_len": 29000, "kv_cache_tokens": 23648}
+    err = find_startup_error(FAILURES["sf14"].log)
+    assert err.kind == "kv_needed_exceeds_available"
+    assert err.figures["estimated_max_model_len"] == 205728 and err.figures["kv_needed_bytes"] == 62.00 * GIB
+    assert find_startup_error(FAILURES["sf03"].log).figures["kv_cache_bytes"] == pytest.approx(-1.05 * GIB)
+    assert find_startup_error(FAILURES["sf20"].log).kind == "cuda_oom_graph_capture"
+    assert find_startup_error(FAILURES["sf25"].log).kind == "sglang_not_enough_memory"
+    assert find_startup_error(FAILURES["sf31"].log).kind == "llamacpp_alloc_failed"
+    assert find_startup_error("INFO all good\nGPU KV cache size: 10 tokens") is None
+
+
+def test_error_patterns_stay_linear_on_hostile_input():
+    text = "To serve at least one request with the model's max seq len (" + "9" * 200_000 + " CUDA out of memory. Tried to allocate " + "1." * 100_000
+    start = time.perf_counter()
+    find_startup_error(text)
+    assert time.perf_counter() - start < 0.5
+
+
+def test_ledger_reproduces_the_logs_figures_and_sums_to_the_budget():
+    d = diagnose(FAILURES["sf01"].log, **SF01)
+    assert d.error_logged and d.error.kind == "max_len_exceeds_kv" and d.starts is False and d.binding == "KV cache"
+    by = {line.term.split(" (")[0]: line for line in d.ledger}
+    for term in ("weights", "activation peak", "non-torch", "KV cache"):
+        line = by[term]
+        assert line.logged_bytes is not None and abs(line.bytes_per_gpu - line.logged_bytes) <= 0.03 * line.logged_bytes, term
+    in_budget = sum(line.bytes_per_gpu for line in d.ledger if line.in_budget)
+    assert in_budget == pytest.approx(0.90 * 23.58 * GIB, rel=0.03)
+    assert d.kv_cache_tokens == 23648  # the log's own count, through the calibration
+
+
+def test_first_edit_starts_by_the_engines_own_arithmetic():
+    """V0 0.6.4: KV = util x total - weights - non-torch - activation; 128 KiB per token for Llama-3.1-8B in bf16."""
+    d = diagnose(FAILURES["sf01"].log, **SF01)
+    first = d.edits[0]
+    assert first.starts
+    per_token = 2.89 * GIB / 23648
+    if first.argv[0] == "--max-model-len":
+        assert int(first.argv[1]) <= 29000 and first.kv_cache_tokens >= int(first.argv[1])
+    else:
+        u = float(first.argv[1])
+        assert 23648 + (u - 0.90) * 23.58 * GIB / per_token >= 29000
+    assert [e.starts for e in d.edits] == sorted((e.starts for e in d.edits), reverse=True)  # those that start first
+
+
+def test_graph_capture_oom_needs_a_graph_pool_of_room():
+    """issue 11251: 15.77 GiB cards, the run at 0.95 ran out of memory capturing CUDA graphs; the 0.90 log started."""
+    log = FAILURES["sf17"].log.replace("(0.90) = 14.20GiB", "(0.95) = 14.98GiB") + "\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 15.77 GiB of which 5.00 MiB is free."
+    # 7.51 GiB of weights per GPU at TP 2 and 1 MiB per 16-token block (3.76 GiB / 3852): Llama-3.1-8B's shapes
+    d = diagnose(log, gpu="V100-16GB", model="meta-llama/Llama-3.1-8B", engine_version="0.6.4.post1", tp=2)
+    assert d.error.kind == "cuda_oom_graph_capture" and d.binding == "CUDA graphs" and not d.starts
+    changes = {e.argv[0]: e for e in d.edits if e.starts}
+    assert "--enforce-eager" in changes
+    assert "--gpu-memory-utilization" in changes and float(changes["--gpu-memory-utilization"].argv[1]) < 0.95
+
+
+def test_a_command_line_is_read_as_the_setup_and_predicted():
+    cmd = "vllm serve meta-llama/Llama-3.1-8B --max-model-len=131072 --gpu-memory-utilization 0.9 -tp 1 --enforce-eager"
+    assert looks_like_command(cmd)
+    log, flags = log_from_command(cmd)
+    assert (log.model, log.max_model_len, log.gpu_memory_utilization, log.tp, flags) == ("meta-llama/Llama-3.1-8B", 131072, 0.9, 1, {"enforce-eager": True})
+    d = diagnose(cmd, gpu="L4", engine_version="0.19.0")
+    # 131072 tokens x 128 KiB = 16 GiB of KV for one request; an L4 has 22 GiB usable and 15 GiB of weights
+    assert d.starts is False and not d.error_logged and d.error.kind in ("kv_needed_exceeds_available", "no_cache_blocks")
+    assert d.edits and d.edits[0].starts
+    import shlex
+
+    fixed = shlex.split(d.fixed_command)  # the first edit applied, the rest kept, shell-quoted
+    assert fixed[:3] == ["vllm", "serve", "meta-llama/Llama-3.1-8B"] and fixed.count("--max-model-len") <= 1
+    assert fixed[-len(d.edits[0].argv):] == d.edits[0].argv and "--enforce-eager" in fixed
+
+
+def test_no_model_or_gpu_gives_the_engines_own_figures():
+    d = diagnose(FAILURES["sf09"].log)
+    assert d.error.kind == "max_len_exceeds_kv" and d.starts is None
+    assert d.edits[0].argv == ["--max-model-len", "16640"] and "pass --gpu NAME" in d.notes[0]
+
+
+def test_cli_json_schema_and_exit_codes(tmp_path, capsys):
+    log = tmp_path / "vllm.log"
+    log.write_text(FAILURES["sf01"].log)
+    start = time.perf_counter()
+    code = main(["doctor", str(log), "--gpu", "RTX-3090", "--model", "meta-llama/Llama-3.1-8B", "--engine-version", "0.6.4", "--json"])
+    assert time.perf_counter() - start < 1.0
+    out = capsys.readouterr().out
+    assert code == 1 and Diagnosis.model_validate(json.loads(out)).edits
+    assert main(["doctor", str(tmp_path / "missing.log")]) == 2
+    assert "neither a log file nor a vLLM command line" in capsys.readouterr().err
+    assert main(["doctor", "vllm serve Qwen/Qwen3-8B --max-model-len 4096", "--gpu", "H100-80GB", "--format", "json"]) == 0
+    assert main(["schema", "diagnosis"]) == 0 and "Diagnosis" in capsys.readouterr().out
+
+
+def test_terminal_output_strips_control_characters(tmp_path, capsys):
+    log = tmp_path / "vllm.log"
+    log.write_text(FAILURES["sf09"].log.replace("ValueError", "Value\x1b[31mError\u202e"))
+    main(["doctor", str(log)])
+    out = capsys.readouterr().out
+    assert "\x1b[31m" not in out and "\u202e" not in out
+
+
+def test_lora_slots_are_read_and_take_their_buffers_out_of_the_kv_cache():
+    """V1 (0.19): the LoRA buffers are allocated at load, so the profile sees them (vllm#14450); 8 slots of rank 128 on
+    Llama-3.1-8B: 8 x 128 x 2,621,440 elements x 2 bytes = 5.0 GiB (hand count in tests/estimate/test_lora.py)."""
+    cmd = "vllm serve meta-llama/Llama-3.1-8B --max-model-len 32768 --enable-lora --max-loras 8 --max-lora-rank 128"
+    _, extras = log_from_command(cmd)
+    assert extras == {"enable-lora": True, "max-loras": 8, "max-lora-rank": 128}
+    d = diagnose(cmd, gpu="L4", engine_version="0.19.0")
+    lora = next(line for line in d.ledger if line.term.startswith("LoRA slots"))
+    assert lora.in_budget and lora.bytes_per_gpu == 8 * 128 * 2_621_440 * 2
+    assert d.starts is False and d.error.kind == "no_cache_blocks"
+    fewer = next(e for e in d.edits if e.argv == ["--max-loras", "1"])
+    assert fewer.kv_cache_tokens > 0
+    log = "INFO non-default args: {'model': 'meta-llama/Llama-3.1-8B', 'enable_lora': True, 'max_loras': 4, 'max_lora_rank': 64}"
+    from infer_advisor.calibrate.doctor_input import extras_from_log
+
+    assert extras_from_log(log) == {"enable-lora": True, "max-loras": 4, "max-lora-rank": 64}
+
+
+def test_other_processes_memory_at_start_is_a_ledger_line_and_a_start_check():
+    """A log made from vLLM 0.11+ format strings: it prints the memory free at start; a budget above it fails ('Free memory on device ... is less than
+    desired GPU memory utilization'). Here 40 of 79.19 GiB are free and 0.9 asks for 71.27 GiB."""
+    log = ("INFO [gpu_worker.py] Free memory on device (40.0/79.19 GiB) on startup. Desired GPU memory utilization is (0.9, 71.27 GiB).\n"
+           "INFO non-default args: {'model': 'meta-llama/Llama-3.1-8B', 'max_model_len': 8192}\nGPU KV cache size: 400,000 tokens")
+    d = diagnose(log, gpu="H100-80GB", model="meta-llama/Llama-3.1-8B", engine_version="0.11.0", max_model_len=8192)
+    other = next(line for line in d.ledger if line.term.startswith("other processes"))
+    assert other.bytes_per_gpu == int((79.19 - 40.0) * GIB) and not other.in_budget
+    assert d.starts is False and d.binding == "other processes"
+    first = d.edits[0]
+    assert first.argv[0] == "--gpu-memory-utilization" and float(first.argv[1]) * 79.19 <= 40.0
