@@ -91,6 +91,7 @@ class ServerStep:
     decode_s: dict[int, float]
     prefill_fixed_s: float
     prefill_s_per_row: float
+    pp: int = 1  # one pipeline stage: the simulator asks every step model for its stage count (simulate/pipeline.py)
 
     @classmethod
     def from_probe(cls, probe: dict) -> ServerStep:

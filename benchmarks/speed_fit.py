@@ -2,7 +2,6 @@
 
     PYTHONPATH=src:. python benchmarks/speed_fit.py --write            # fit, write data/speed/fitted.yaml (+ report)
     PYTHONPATH=src:. python benchmarks/speed_fit.py --loso --write     # and grade leave-one-source-out (slow)
-    PYTHONPATH=src:. python benchmarks/speed_fit.py --freeze           # hash the written profile (data/speed/fitted.yaml)
 
 Every prediction is ``advise()`` (``benchmarks/speed_predict.py``): the plan is made once per point, and the call
 the plan made to ``estimate.speed.estimate_speed`` is recorded and replayed with trial coefficients (set through
@@ -52,7 +51,8 @@ ENGINE_PARAMS = {
 }
 HOST_PARAMS = ["step_overhead_s", "per_sequence_s", "request_overhead_s"]
 ENGINE_ITERS, HOST_ITERS = 70, 40
-CANONICAL_FIELDS = ("coefficients",)
+LOSO_ITERS = (30, 15)  # leave-one-source-out refits: from the priors like the full fit, fewer iterations (time)
+PARTIAL: Path | None = None  # where --loso writes its rows after each held-out source
 
 
 class Point:
@@ -131,8 +131,12 @@ def _errors(pts: list[Point], profiles: dict) -> list[float | None]:
         return [pt.error() for pt in pts]
 
 
-def fit_engine(engine: str, pts: list[Point], iters: tuple[int, int] = (ENGINE_ITERS, HOST_ITERS)) -> dict[str, dict[str, float]]:
-    """{profile key: coefficients}: the engine-wide factors under ``engine``, the host terms under each range key."""
+def fit_engine(engine: str, pts: list[Point], iters: tuple[int, int] = (ENGINE_ITERS, HOST_ITERS),
+               start: dict[str, dict[str, float]] | None = None) -> dict[str, dict[str, float]]:
+    """{profile key: coefficients}: the engine-wide factors under ``engine``, the host terms under each range key.
+
+    ``start``: a fit to start from (its keys as returned here); the priors stay the stated values."""
+    start = start or {}
     if not pts:
         return {}
     stated = engine_speeds(apply_fitted=False).engines[engine]
@@ -141,7 +145,7 @@ def fit_engine(engine: str, pts: list[Point], iters: tuple[int, int] = (ENGINE_I
     def wide_errors(trial_prof):
         return _errors(pts, _trial(engine, {n: getattr(trial_prof, n).value for n in names}, {}))
 
-    wide = fit_coefficients(stated, names, wide_errors, iters=iters[0]) if names else {}
+    wide = fit_coefficients(stated, names, wide_errors, iters=iters[0], start=start.get(engine)) if names else {}
     out = {engine: wide}
     for key in sorted({key_of(pt) for pt in pts}):
         group = [pt for pt in pts if key_of(pt) == key]
@@ -152,7 +156,7 @@ def fit_engine(engine: str, pts: list[Point], iters: tuple[int, int] = (ENGINE_I
         def host_errors(trial_prof, key=key, group=group, host_names=host_names):
             return _errors(group, _trial(engine, wide, {key: {n: getattr(trial_prof, n).value for n in host_names}}))
 
-        host = fit_coefficients(row_prof, host_names, host_errors, iters=iters[1]) if host_names else {}
+        host = fit_coefficients(row_prof, host_names, host_errors, iters=iters[1], start=start.get(key)) if host_names else {}
         out[key] = {**out.get(key, {}), **host}  # an engine without version ranges keeps both under its name
     return out
 
@@ -194,6 +198,9 @@ def main() -> int:
     ap.add_argument("--loso", action="store_true", help="Also grade leave-one-source-out (refits per held-out source).")
     ap.add_argument("--engines", default="", help="Comma-separated engines to fit (default: all with points).")
     ap.add_argument("--data", action="append", default=[], help="Extra point files (same schema) to fit on as well.")
+    ap.add_argument("--reverse", action="store_true", help="--loso: hold the sources out in reverse order (a second process).")
+    ap.add_argument("--coefficients-from", type=Path,
+                    help="Take the full fit from this fitted.yaml instead of refitting (e.g. to grade it leave-one-source-out).")
     ap.add_argument("--report", type=Path, help="Write the per-point report (JSON) here, without touching data/speed/fitted.yaml.")
     args = ap.parse_args()
     t0 = time.time()
@@ -209,12 +216,18 @@ def main() -> int:
     by_engine = {e: [pt for pt in pts if engine_of(pt.p) == e] for e in engines}
     print(f"{len(pts)} points predictable through advise() ({time.time() - t0:.0f} s)", file=sys.stderr)
     full = {}
+    given = yaml.safe_load(args.coefficients_from.read_text())["engines"] if args.coefficients_from else None
     for e in engines:
+        if given is not None:
+            full[e] = {k: v["coefficients"] for k, v in given.items() if k.split("@")[0] == e}
+            continue
         full[e] = fit_engine(e, by_engine[e])
         print(f"  {e}: {full[e]} ({time.time() - t0:.0f} s)", file=sys.stderr)
     rows = _rows(pts, by_engine, full)
     if args.loso:
-        _loso(pts, by_engine, engines, rows, t0)
+        global PARTIAL
+        PARTIAL = args.report
+        _loso(pts, by_engine, engines, rows, t0, full, args.reverse)
     summary = _summary(rows, by_engine, full)
     for k, s in summary.items():
         print(f"{k:16s} points {s['points']:3d} sources {s['sources']:2d} in-sample {s['in_sample_median_abs_error'] or 0:6.1%} "
@@ -240,16 +253,20 @@ def _rows(pts, by_engine, full) -> dict:
     return rows
 
 
-def _loso(pts, by_engine, engines, rows, t0) -> None:
-    for s in sorted({pt.p.source_id for pt in pts}):
+def _loso(pts, by_engine, engines, rows, t0, full, reverse: bool = False) -> None:
+    """Refit each engine without one source (from the priors, as the full fit, with LOSO_ITERS iterations), predict that
+    source. With ``--report`` the rows so far are written after every source (a long run can be read while it runs)."""
+    for s in sorted({pt.p.source_id for pt in pts}, reverse=reverse):
         held = [pt for pt in pts if pt.p.source_id == s]
         for e in sorted({engine_of(pt.p) for pt in held} & set(engines)):
             train = [pt for pt in by_engine[e] if pt.p.source_id != s]
-            coeffs = fit_engine(e, train, iters=(30, 20)) if train else {}
+            coeffs = fit_engine(e, train, iters=LOSO_ITERS) if train else {}
             test = [pt for pt in held if engine_of(pt.p) == e]
             for pt, err in zip(test, _errors(test, profiles_of(e, coeffs))):
                 rows[pt.p.id]["loso_error"] = math.nan if err is None else err
         print(f"  held out {s}: {len(held)} points ({time.time() - t0:.0f} s)", file=sys.stderr)
+        if PARTIAL is not None:
+            PARTIAL.write_text(json.dumps({"partial": True, "points": list(rows.values())}, indent=1))
 
 
 def _med(xs):

@@ -94,6 +94,11 @@ class PlanRequest(BaseModel):
     download_speed: float | None = Field(
         default=None, gt=0, le=1_000_000, description="Download speed of the model weights in MB/s, for the start-up allowance (default: the assumption in data/emit.yaml)."
     )
+    network: Literal["tcp", "rdma"] = Field(
+        default="tcp",
+        description="How multi-node artifacts link the nodes: tcp (NCCL over TCP, starts anywhere) or rdma (InfiniBand/RoCE "
+        "devices, IPC_LOCK and the RDMA device-plugin resource: only where that hardware and plugin exist).",
+    )
     startup_timeout: int | None = Field(
         default=None, gt=0, le=86_400, description="Seconds a server may take to become healthy (download + load); overrides the computed allowance."
     )

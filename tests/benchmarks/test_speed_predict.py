@@ -52,3 +52,19 @@ def test_unstated_versions_are_read_from_the_source_date():
     dated = next(p for p in POINTS.values() if p.source_id == "premai-benchmarks-llama2-a100" and p.engine == "vllm")
     version, how = engine_version(dated)
     assert version == "0.5.0" and "2024-01" in how
+
+
+def test_the_shipped_profile_hash_names_its_coefficients_and_the_protocol_files_agree():
+    import json
+    from pathlib import Path
+
+    from benchmarks.speed_fit import band_90
+    from benchmarks.speed_prospective import shipped_hash
+
+    recomputed, stated = shipped_hash()
+    assert recomputed == stated  # data/speed/fitted.yaml's frozen_sha256 is the hash of its coefficients
+    pred = json.loads(Path("benchmarks/published/prospective/batch1_predictions.json").read_text())
+    assert pred["profile_sha256"] != stated  # predicted by the frozen profile, shipped coefficients are its later refit
+    errors = [r["error"] for r in pred["points"] if r["error"] is not None]
+    lo, hi = band_90(errors)
+    assert lo < 1 < hi and sum(lo <= 1 / (1 + e) <= hi for e in errors) >= 0.88 * len(errors)

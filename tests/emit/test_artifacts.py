@@ -109,7 +109,7 @@ def test_kubernetes_objects(rendered):
     else:
         resource = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}[vendor]
         assert resources["limits"] == {resource: plan.parallelism.tensor_parallel_size * plan.parallelism.pipeline_parallel_size
-                                       // plan.parallelism.nodes} | ({"rdma/rdma_shared_device_a": 1} if plan.parallelism.nodes > 1 else {})
+                                       // plan.parallelism.nodes} | ({"rdma/rdma_shared_device_a": 1} if plan.request.network == "rdma" and plan.parallelism.nodes > 1 else {})
         assert {"key": resource, "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
         if plan.parallelism.nodes == 1:
             assert workload["spec"]["strategy"] == {"type": "Recreate"}

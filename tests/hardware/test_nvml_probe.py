@@ -39,8 +39,8 @@ def test_no_nvml_variable_skips_the_probe(monkeypatch):
     assert not result.ok and "INFER_ADVISOR_NO_NVML=1" in result.error
     hw = resolve_hardware("auto")
     assert hw.kind == "cpu" and hw.notes == [
-        "No NVIDIA GPU found (INFER_ADVISOR_NO_NVML=1 is set, so the NVML probe was skipped); "
-        "describing this machine's CPU instead."
+        "No GPU found (INFER_ADVISOR_NO_NVML=1 is set, so the NVML probe was skipped; "
+        "INFER_ADVISOR_NO_NVML=1 is set, so the AMD probe was skipped); describing this machine's CPU instead."
     ]
 
 

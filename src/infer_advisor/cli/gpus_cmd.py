@@ -69,15 +69,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def build_report(opts: GpusOptions) -> GpusReport:
-    from ..hardware import gpu_catalog, probe_nvml
-    from ..hardware.resolve import facts_from_probe, resolve_hardware
+    from ..hardware import gpu_catalog
+    from ..hardware.resolve import facts_from_probe, probe_gpus, resolve_hardware
 
     report = GpusReport()
     if not opts.catalog_only:
         if opts.gpu is not None:
             report.hardware = resolve_hardware(opts.gpu)
         else:
-            report.probe = probe_nvml()
+            report.probe = probe_gpus()  # NVML, then amd-smi / rocm-smi
             report.hardware = facts_from_probe(report.probe)
     if not opts.probe_only:
         report.catalog = gpu_catalog()

@@ -23,7 +23,8 @@ def _hardware(plan) -> tuple[str, str, str]:
         g = hw.gpus[0]
         text = f"{hw.gpus_per_node}x {g.name}" + (f" x {hw.nodes} nodes" if hw.nodes > 1 else "")
         usable = f" ({_gib(g.usable_memory_bytes)} usable)" if g.usable_memory_bytes else ""
-        detail = f"{_gib(g.memory_bytes)}{usable}, {g.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, CC {g.compute_capability}, {g.interconnect}"
+        arch = f"{g.gfx_arch or 'AMD'} (ROCm)" if g.vendor == "amd" else f"CC {g.compute_capability}"
+        detail = f"{_gib(g.memory_bytes)}{usable}, {g.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, {arch}, {g.interconnect}"
         return text, detail, g.source
     return "CPU", f"{hw.cpu_cores} cores, {_gib(hw.cpu_memory_bytes or 0)} RAM", hw.source
 
@@ -54,8 +55,10 @@ def summary_rows(plan) -> list[tuple[str, str, str]]:
     server = f"port {eng.port}" if eng.http_server else "no HTTP server: Python script"
     kv_auto = " (f16)" if eng.kv_cache_dtype == "auto" and eng.name == "llama.cpp" else ""
     src = mem.figure_sources
-    overheads = ", ".join(f"{k} {_gib(v)}" for k, v in mem.overhead_bytes_per_gpu.items() if v)
-    outside = ", ".join(f"{k} {_gib(v)}" for k, v in mem.outside_budget_bytes_per_gpu.items() if v)
+    amd = plan.hardware.kind == "gpu" and plan.hardware.gpus[0].vendor == "amd"
+    word = (lambda k: k.replace("cuda_", "hip_")) if amd else (lambda k: k)  # ROCm's HIP runtime, not CUDA
+    overheads = ", ".join(f"{word(k)} {_gib(v)}" for k, v in mem.overhead_bytes_per_gpu.items() if v)
+    outside = ", ".join(f"{word(k)} {_gib(v)}" for k, v in mem.outside_budget_bytes_per_gpu.items() if v)
     calibrated = sorted({k for k, v in src.items() if v == "calibrated (log)"})
     overhead_src = (
         f"calibrated (log): {', '.join(calibrated)}" if calibrated

@@ -14,7 +14,6 @@ from pydantic import BaseModel, Field
 from .._version import __version__
 from ..errors import EmitError
 from .boundary import check_plan_values
-from ..estimate.formats import dtype_bytes
 from ..plan.models import DeploymentPlan
 from ..engines import argv as A
 from ..engines import triton_launch as T
@@ -25,6 +24,8 @@ from .platform import Platform, platform_for
 from ..engines.launch import launch_argv, prepare_steps
 from ..engines.prepare import PrepareStep
 from .quote import sh_join, sh_quote
+from ..engines.launch_facts import download_args
+from .startup import served_repo, startup_budget, stored_bytes
 
 _GIB = 2**30
 # Label values and resource names are DNS-1123 labels: at most 63 characters (Kubernetes object names docs).
@@ -101,6 +102,10 @@ class EmitContext(BaseModel):
     multi_node: bool
     multi_node_env: list[str]
     rdma_resource: str
+    rdma: bool = Field(default=False, description="Multi-node with --network rdma: InfiniBand devices, IPC_LOCK and the RDMA resource.")
+    download_bytes: int = Field(default=0, description="Bytes of the checkpoint downloaded and read, in its stored format.")
+    served_repo: str = Field(default="", description="The Hub repository the engine loads (and the artifacts download).")
+    host_download: list[str] | None = Field(default=None, description="hf download of the served repository, for the README.")
     ray_head_argv: list[str]
     ray_worker_argv: list[str] = Field(description="With HEAD_ADDRESS as the placeholder for the head's address.")
     ray_port: int
@@ -120,6 +125,7 @@ class EmitContext(BaseModel):
     startup_seconds: int
     startup_assumption: str = Field(description="How the start-up allowance was reached, in words.")
     k8s_startup_seconds: int = Field(description="Start-up allowance of a pod whose init container already downloaded/prepared.")
+    k8s_startup_assumption: str = Field(default="", description="How the pod's start-up allowance was reached, in words.")
     probe_period: int
     startup_failures: int
     k8s_cpu_request: str
@@ -171,9 +177,9 @@ def _docker_run(ctx: dict, image: str) -> str:
         parts.append(sh_join(platform.docker_device_args))
     parts.append("--ipc=host")
     if ctx["multi_node"]:
-        parts.append("--network=host")
-        # InfiniBand/RoCE for NCCL between the nodes (vLLM docs, distributed serving).
-        parts.append(sh_join(["--device=/dev/infiniband", "--cap-add=IPC_LOCK", "--ulimit", "memlock=-1"]))
+        parts.append("--network=host")  # Ray and NCCL reach the other nodes at the hosts' addresses
+        if ctx["rdma"]:  # --network rdma: InfiniBand/RoCE for NCCL between the nodes (vLLM docs, distributed serving)
+            parts.append(sh_join(["--device=/dev/infiniband", "--cap-add=IPC_LOCK", "--ulimit", "memlock=-1"]))
         parts.append(sh_join([x for name in MULTI_NODE_ENV for x in ("-e", name)]))
     elif ctx["port"]:
         parts.append(sh_join([x for p in ctx["ports"] for x in ("-p", f"{p.port}:{p.port}")]))
@@ -198,25 +204,31 @@ def _csv_field(field: str) -> str:
     return '"' + field.replace('"', '""') + '"' if any(c in field for c in ',"') else field
 
 
-def _startup(plan: DeploymentPlan, checkpoint_bytes: float) -> tuple[int, int, str]:
-    """(allowance with the download, allowance when the cache is already filled, the assumption in words)."""
-    facts = emit_facts()
-    r = plan.request
-    base = facts.startup_seconds_base
-    speed = r.download_speed or facts.download_speed_mb_s
-    download = checkpoint_bytes / (speed * 1e6)
-    timeout = r.startup_timeout
-    if timeout:
-        return timeout, timeout, f"start-up allowance {timeout} s (--startup-timeout)"
-    total = int(base + download)
-    speed_words = f"{speed:g} MB/s (--download-speed)" if r.download_speed else (
-        f"an assumed {speed:g} MB/s (not measured; set --download-speed or --startup-timeout)"
+def _download_and_startup(plan: DeploymentPlan, ef, ref: A.ModelRef, prepare_container: list[PrepareStep]) -> dict:
+    """What is downloaded (the served repository, only the files the engine loads) and the start-up allowances: with
+    the download for serve.sh, Docker and compose, without it for a pod whose init container downloaded first."""
+    # Images whose entrypoint.sh prepares (MLC, ExLlamaV2) download in it; the others fill the cache with the hub CLI.
+    needs_download = (ef.download.command is not None and ref.mount_source is None and plan.engine.http_server
+                      and not (ef.builds_image and ef.entrypoint_script))
+    init_download = _init_download(plan, ef.download.command) if needs_download else None
+    if prepare_container:  # the init container runs the entrypoint's prepare steps (download, conversion)
+        init_download = ["/opt/infer-advisor/entrypoint.sh", "prepare"]
+    budget = startup_budget(plan, downloads=ref.mount_source is None)
+    k8s_budget = startup_budget(plan, downloads=False) if init_download else budget
+    period = emit_facts().probe_period_seconds
+    return dict(
+        download_bytes=int(stored_bytes(plan)[0]), served_repo=served_repo(plan), init_download=init_download,
+        host_download=init_download if init_download and init_download[:2] == ["hf", "download"] else None,
+        startup_seconds=budget.seconds, startup_assumption=budget.words,
+        k8s_startup_seconds=k8s_budget.seconds, k8s_startup_assumption=k8s_budget.words,
+        probe_period=period, startup_failures=math.ceil(k8s_budget.seconds / period),
     )
-    words = (
-        f"start-up allowance {total} s = {base} s to start, load and capture graphs + a {checkpoint_bytes / _GIB:.1f} GiB "
-        f"download at {speed_words}"
-    )
-    return total, base, words
+
+
+def _init_download(plan: DeploymentPlan, command: list[str]) -> list[str]:
+    """The init container's download: the served repository only, and (hf download) only the files the engine loads."""
+    argv = [*command, served_repo(plan)]
+    return [*argv, *download_args()] if command[:2] == ["hf", "download"] else argv
 
 
 def _replica_groups(plan: DeploymentPlan, per_replica: int, host: list[str], container: list[str]) -> list[ReplicaGroup]:
@@ -292,9 +304,6 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
     groups = _replica_groups(plan, per_replica, argv_host, argv_container)
     ports = [NamedPort(name=x.name, port=x.port) for x in T.ports()] if triton else [NamedPort(name="http", port=e.port or 0)]
     health_url = f"http://localhost:{e.port}{e.health_path}" if e.http_server and e.health_path else None
-    period = facts.probe_period_seconds
-    checkpoint_bytes = plan.model.num_parameters * dtype_bytes(plan.model.torch_dtype if plan.model.torch_dtype in ("float16", "bfloat16", "float32") else "bfloat16")
-    startup, startup_cached, startup_words = _startup(plan, checkpoint_bytes)
     multi = p.nodes > 1
     wait = (
         f'until [ "$(python3 -c \'import ray; ray.init(address="auto", logging_level="ERROR"); '
@@ -314,12 +323,7 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
         else sh_join([*argv_host[:2], "--prompt", "Hello, my name is"])
     )
     prepare_container = prepare_steps(plan, ref, "container")
-    # Images whose entrypoint.sh prepares (MLC, ExLlamaV2) download in it; the others fill the cache with the hub CLI.
-    needs_download = (ef.download.command is not None and ref.mount_source is None and e.http_server
-                      and not (ef.builds_image and ef.entrypoint_script))
-    init_download = [*ef.download.command, plan.model.name] if needs_download else None
-    if prepare_container:  # the init container runs the entrypoint's prepare steps (download, conversion)
-        init_download = ["/opt/infer-advisor/entrypoint.sh", "prepare"]
+    fetch = _download_and_startup(plan, ef, ref, prepare_container)
     resident = plan.memory.weights_bytes_per_gpu * max(gpus_per_node, 1) if gpu else plan.memory.total_bytes_per_gpu
     replicas_anywhere = p.replicas > 1 or multi
     check_plan_values(plan, platform.image, platform.from_image, f"infer-advisor/{app}:{A.slug(key)}-{e.version}")
@@ -332,16 +336,15 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
         gpus_per_node=gpus_per_node, gpus_per_pod=per_replica, nodes=p.nodes, replicas=p.replicas, replica_groups=groups,
         local_replicas=A.local_replicas(plan),
         multi_node=multi, multi_node_env=MULTI_NODE_ENV, rdma_resource=facts.rdma_resource,
+        rdma=multi and plan.request.network == "rdma", **fetch,
         ray_head_argv=A.ray_head_argv(), ray_worker_argv=A.ray_worker_argv("HEAD_ADDRESS"), ray_port=A.RAY_PORT,
         ray_wait=wait, leader_script=leader, lws_worker_script=worker,
         compose_services=_compose_services(e.http_server, multi, groups, e.port, ef.builds_image, ports), cache_dir=ef.cache_dir,
-        cache_storage=_storage(checkpoint_bytes * (3 if prepare_container else 1)), models_storage=_storage(plan.memory.weights_bytes),
+        cache_storage=_storage(fetch["download_bytes"] * (3 if prepare_container else 1)),
+        models_storage=_storage(plan.memory.weights_bytes),
         cache_access_mode="ReadWriteMany" if replicas_anywhere else "ReadWriteOnce",
-        download_env=dict(ef.download.env), init_download=init_download,
+        download_env=dict(ef.download.env),
         prepare_host=prepare_steps(plan, ref, "host"), prepare_container=prepare_container, config_files=_config_files(plan, ref),
-        startup_seconds=startup, startup_assumption=startup_words,
-        k8s_startup_seconds=startup_cached if init_download else startup,
-        probe_period=period, startup_failures=math.ceil((startup_cached if init_download else startup) / period),
         k8s_cpu_request=str(max(facts.k8s_cpu_per_gpu * max(per_replica, 1), 1)),
         k8s_memory_request=f"{math.ceil(resident / max(A.local_replicas(plan), 1) / _GIB) + facts.k8s_memory_base_gib}Gi",
         quantize_lines=[sh_join(s) for s in ref.quantize_steps], request_path=request_path, request_line=request_line,
@@ -352,7 +355,7 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
         pip_packages=facts.pip_packages.get(e.name, []), pip_find_links=facts.pip_find_links.get(e.name),
         apt_packages=facts.apt_packages.get(e.name, []), tabbyapi_git=facts.tabbyapi_git, hf_cli_package=facts.hf_cli_package,
         device="cuda" if gpu else "cpu", max_new_tokens=plan.request.output_tokens or DEFAULT_NEW_TOKENS,
-        max_batch=e.max_num_seqs, summary=_summary(plan, gpus_per_node, startup_words), warnings=list(plan.warnings),
+        max_batch=e.max_num_seqs, summary=_summary(plan, gpus_per_node, fetch["startup_assumption"]), warnings=list(plan.warnings),
     )
     ctx["docker_run"] = _docker_run(ctx, ctx["built_image"])
     values = [*argv_host, *argv_container, str(ref.host), str(ref.container), *(x for step in ref.quantize_steps for x in step)]

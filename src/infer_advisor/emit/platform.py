@@ -62,7 +62,10 @@ def _image(plan: DeploymentPlan, vendor: str) -> str:
         return e.image
     gpu = plan.hardware.gpus[0]
     if vendor == "amd":
-        image = ef.rocm_image_by_gpu.get(gpu.name) or ef.rocm_image
+        from ..engines.profiles import engine_profile
+
+        profile = engine_profile(e.name)
+        image = profile.rocm_image_by_gpu.get(gpu.name) or profile.rocm_image
         if image is None:
             raise EmitError(f"{e.name} has no ROCm build to emit for {gpu.name}; plan with --engine vllm (ROCm image).")
         return _at_version(plan, image)

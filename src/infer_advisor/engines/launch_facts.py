@@ -26,8 +26,6 @@ class EngineEmitFacts(BaseModel):
     gpu_image: str | None = Field(default=None, description="Image for GPU plans when engines.yaml's is a CPU build.")
     kv_cache_dtype: dict[str, str] = Field(description="Plan kv_cache_dtype -> the engine's flag value.")
     equals_form: bool = Field(default=False, description="User-derived values are written --flag=value.")
-    rocm_image: str | None = Field(default=None, description="ROCm image for AMD GPUs (None: no ROCm artifact).")
-    rocm_image_by_gpu: dict[str, str] = Field(default_factory=dict, description="ROCm image per AMD GPU name, where it differs.")
     gpu_image_by_sm: list[int] = Field(default_factory=list, description="CUDA architectures gpu_image is built for ({sm} in it).")
     builds_image: bool = Field(default=False, description="The Dockerfile installs the engine (compose/Kubernetes run the built image).")
     entrypoint_script: bool = Field(
@@ -66,9 +64,14 @@ class EmitFile(BaseModel):
     gpu_node_labels_source: str
     rdma_resource: str
     rdma_source: str
-    startup_seconds_base: int = Field(gt=0)
-    startup_seconds_per_gib: float = Field(ge=0)
+    startup_seconds_base: int = Field(gt=0, description="Image start, engine start-up, compilation and CUDA-graph capture (s).")
+    startup_floor_seconds: int = Field(gt=0, description="The smallest start-up allowance ever emitted (s).")
     startup_source: str
+    load_speed_mb_s: float = Field(gt=0, description="Bytes per second a server reads its weights from the cache volume (MB/s).")
+    load_speed_source: str
+    download_include: list[str] = Field(description="hf download --include patterns: the files a safetensors engine loads.")
+    download_exclude: list[str] = Field(description="hf download --exclude patterns: copies in other formats, never loaded.")
+    download_patterns_source: str
     probe_period_seconds: int = Field(gt=0)
     probe_period_source: str
     cache_headroom: float = Field(ge=1)
@@ -91,3 +94,9 @@ def emit_key(plan) -> str:
 
 def engine_facts(plan) -> EngineEmitFacts:
     return emit_facts().engines[emit_key(plan)]
+
+
+def download_args() -> list[str]:
+    """``hf download`` filters for the files a safetensors engine loads (no original/, metal/, .pth or GGUF copies)."""
+    facts = emit_facts()
+    return [*(x for p in facts.download_include for x in ("--include", p)), *(x for p in facts.download_exclude for x in ("--exclude", p))]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from .argv import ModelRef, Where, slug, user_value
-from .launch_facts import emit_facts, engine_facts
+from .launch_facts import download_args, emit_facts, engine_facts
 
 if TYPE_CHECKING:  # the plan is read, never built here (engines sit below plan; see tests/test_import_graph.py)
     from ..plan.models import DeploymentPlan
@@ -46,7 +46,8 @@ def _source(plan: DeploymentPlan, ref: ModelRef, where: Where) -> tuple[list[Pre
     folder = f"{_base(plan, where)}/hf/{_name(plan)}"
     step = PrepareStep(
         creates=f"{folder}/config.json",
-        argv=["hf" if where == "host" else HF_CLI, "download", plan.model.name, *user_value(plan, "--local-dir", folder)],
+        argv=["hf" if where == "host" else HF_CLI, "download", plan.model.name, *download_args(),
+              *user_value(plan, "--local-dir", folder)],
         what=f"download {plan.model.name} from the Hugging Face Hub (hf_xet high-performance mode)",
     )
     return [step], folder

@@ -36,6 +36,9 @@ class EngineProfile(BaseModel):
     )
     version: str = Field(description="Engine version the templates and flags target.")
     image: str = Field(description="Official container image, pinned (never latest).")
+    rocm_image: str | None = Field(default=None, description="The engine's ROCm image for AMD GPUs (None: no ROCm build emitted).")
+    rocm_image_by_gpu: dict[str, str] = Field(default_factory=dict, description="ROCm image per AMD GPU name, where it differs.")
+    rocm_image_source: str | None = None
     http_server: bool
     health_path: str | None
     port: int | None

@@ -128,13 +128,15 @@ def prior_penalty(base: EngineSpeed, values: dict[str, float], weight: float = P
 
 def fit_coefficients(base: EngineSpeed, names: Sequence[str],
                      predict_errors: Callable[[EngineSpeed], Sequence[float | None]], iters: int = 120,
-                     prior_weight: float = PRIOR_WEIGHT) -> dict[str, float]:
+                     prior_weight: float = PRIOR_WEIGHT, start: dict[str, float] | None = None) -> dict[str, float]:
     """Coefficient values (4 significant digits) minimising soft-L1 of ``predict_errors`` + the prior penalty.
 
     With a prior (published-data fits) the search starts from the stated values, the priors; without one
     (``prior_weight=0``: a calibration on the user's own measurements) from the fixed ``START``, so that it does not
     depend on what an earlier calibration wrote, inside the generic ``BOUNDS`` (a user's own machine may sit outside
     the range the published engines were seen in). Published-data fits stay inside each coefficient's own bounds.
+    ``start`` overrides the starting point only (leave-one-source-out refits start from the full fit; the prior is
+    still the stated value).
     """
     names = list(names)
     if not names:
@@ -144,6 +146,8 @@ def fit_coefficients(base: EngineSpeed, names: Sequence[str],
     hi = [b[1] for b in box]
     stated = [getattr(getattr(base, n, None), "value", None) for n in names]
     x0 = [min(max(v if (v is not None and prior_weight > 0) else START[n], lo_), hi_) for n, v, lo_, hi_ in zip(names, stated, lo, hi)]
+    if start:
+        x0 = [min(max(start.get(n, x), lo_), hi_) for n, x, lo_, hi_ in zip(names, x0, lo, hi)]
 
     def loss(x: list[float]) -> float:
         values = dict(zip(names, x))

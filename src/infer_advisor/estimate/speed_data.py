@@ -266,6 +266,7 @@ class FittedEngine(BaseModel):
     band_from: str | None = Field(default=None, description="Which errors the band comes from (in-sample at freeze, prospective).")
     prospective_profile_sha256: str | None = Field(default=None, description="The frozen profile the prospective figures grade.")
     prospective_points: int | None = Field(default=None, description="Points gathered after the freeze, from sources never used.")
+    prospective_scope: str | None = Field(default=None, description="Whose points: this engine's, or all engines' where it had fewer than 8.")
     prospective_median_abs_error: float | None = Field(default=None, description="Median |error| of the frozen profile on them.")
     prospective_p90_abs_error: float | None = None
 

@@ -48,6 +48,8 @@ class GPUEntry(BaseModel):
     memory_bandwidth_gb_s: PositiveFloat = Field(le=100_000)
     tflops: dict[Dtype, Annotated[PositiveFloat, Field(le=200_000)]] = Field(min_length=1)
     compute_capability: float = Field(ge=0, le=20)
+    gfx_arch: str | None = Field(default=None, description="AMD GPU architecture (gfx942 = MI300X/MI325X): what ROCm engines gate kernels on.")
+    gfx_arch_source: str | None = None
     interconnect: Literal["nvlink", "pcie", "infinity-fabric"]
     interconnect_gb_s: PositiveFloat = Field(le=20_000)
     notes: str | None = None
@@ -107,6 +109,7 @@ class GPUEntry(BaseModel):
             usable_memory_bytes=usable,
             usable_memory_source=usable_source,
             compute_capability=self.compute_capability,
+            gfx_arch=self.gfx_arch,
             memory_bandwidth_bytes_per_s=self.memory_bandwidth_gb_s * GB,
             tflops=dict(self.tflops),
             interconnect=self.interconnect,

@@ -19,6 +19,7 @@ class GPUInfo(BaseModel):
     memory_bytes: int = Field(gt=0, description="Total device memory in bytes.")
     free_memory_bytes: int | None = Field(default=None, description="Free memory when probed.")
     compute_capability: float = Field(description="CUDA compute capability, e.g. 8.0 (0.0 for non-NVIDIA).")
+    gfx_arch: str | None = Field(default=None, description="AMD GPU architecture, e.g. gfx942 (None for NVIDIA).")
     memory_bandwidth_bytes_per_s: float = Field(gt=0, description="Peak DRAM bandwidth.")
     tflops: dict[str, float] = Field(
         default_factory=dict,

@@ -9,7 +9,7 @@ as ``ok=False`` with the reason in ``error``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -47,6 +47,8 @@ class DeviceRecord(BaseModel):
     errors: dict[str, str] = Field(
         default_factory=dict, description="Calls that failed with something other than 'not supported'."
     )
+    vendor: Literal["nvidia", "amd"] = Field(default="nvidia", description="Which seam reported it: NVML, or amd-smi/rocm-smi.")
+    gfx_arch: str | None = Field(default=None, description="AMD: the GFX target the tool reports, e.g. gfx942.")
 
 
 class ProbeResult(BaseModel):

@@ -40,14 +40,14 @@ def resolve_hardware(spec: str = "auto", *, probe: Callable[[], ProbeResult] | N
         spec: ``auto`` (probe this machine), ``cpu``, or ``NAME[:COUNT][xNODES]`` with a catalog name
             or alias (case-insensitive), e.g. ``H100-80GB:8x2``, ``rtx-4090``, ``T4``.
         probe: the NVML probe to use for ``auto`` (tests pass recorded results); default
-            :func:`~infer_advisor.hardware.probe.probe_nvml`.
+            :func:`probe_gpus` (NVML, then amd-smi / rocm-smi).
 
     Raises:
         HardwareSpecError: bad syntax or impossible counts. UnknownGPUError: name not in the catalog.
     """
     parsed = parse_spec(spec)
     if parsed.kind == "auto":
-        return facts_from_probe((probe or probe_nvml)())
+        return facts_from_probe((probe or probe_gpus)())
     if parsed.kind == "cpu":
         return HardwareFacts(kind="cpu", cpu=probe_cpu(), source="probe", spec="cpu")
     notes: list[str] = []
@@ -77,6 +77,17 @@ def resolve_hardware(spec: str = "auto", *, probe: Callable[[], ProbeResult] | N
         spec=canonical,
         notes=notes,
     )
+
+
+def probe_gpus() -> ProbeResult:
+    """This machine's GPUs: NVML first, then (no NVIDIA GPU) the AMD seam, amd-smi / rocm-smi. Never raises."""
+    found = probe_nvml()
+    if found.ok and found.devices:
+        return found
+    from .probe_amd import probe_amd
+
+    amd = probe_amd()
+    return amd if amd.ok else found.model_copy(update={"error": f"{found.error}; {amd.error}"})
 
 
 def probe_cpu() -> CPUInfo:
@@ -124,7 +135,7 @@ def facts_from_probe(result: ProbeResult) -> HardwareFacts:
             cpu=probe_cpu(),
             source="probe",
             spec="auto",
-            notes=[f"No NVIDIA GPU found ({reason}); describing this machine's CPU instead."],
+            notes=[f"No GPU found ({reason}); describing this machine's CPU instead."],
             driver_version=result.driver_version,
         )
     first = result.devices[0].name
@@ -189,7 +200,8 @@ def _gpu_from_record(record: DeviceRecord, entry: GPUEntry | None, notes: list[s
     sources["usable_memory_bytes"] = "probe"
     return GPUInfo(
         name=entry.name if entry is not None else record.name,
-        vendor=entry.vendor if entry is not None else "nvidia",
+        vendor=entry.vendor if entry is not None else record.vendor,
+        gfx_arch=record.gfx_arch or (base.gfx_arch if base else None),
         memory_bytes=pick("memory_bytes", record.memory_total_bytes, None),
         free_memory_bytes=record.memory_free_bytes,
         driver_memory_bytes=record.memory_total_bytes,
@@ -224,6 +236,8 @@ def probed_usable_memory(record: DeviceRecord, entry: GPUEntry | None) -> tuple[
     """
     from .catalog import MIB
 
+    if record.vendor == "amd":  # HIP keeps no driver reserve out of the total (gpus.yaml MI300X cuda_memory_source)
+        return record.memory_total_bytes, "probe: amd-smi/rocm-smi VRAM total (HIP keeps no reserve out of it)"
     reserve = entry.cuda_reserve_bytes() if entry is not None else catalog().cuda_reserve_mib * MIB
     whose = f"{entry.name}'s" if entry is not None and entry.driver_memory_mib and entry.cuda_memory_gib else "the catalog's default"
     return max(record.memory_total_bytes - reserve, 0), (

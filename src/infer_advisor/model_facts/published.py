@@ -4,7 +4,7 @@
 model card as source, where the repository name was seen (``verified``) and, where known, its real size
 (``size_bytes``: the safetensors index ``metadata.total_size`` or the file size its model card states, with
 ``size_source``). The plan's memory model uses that size instead of its format estimate
-(:func:`checkpoint_bytes_for`). Online, :func:`hub_quantized` asks the Hub for models tagged
+(plan/checkpoint.py picks the checkpoint). Online, :func:`hub_quantized` asks the Hub for models tagged
 ``base_model:quantized:<id>`` (the tag the Hub derives from a model card's ``base_model`` and
 ``base_model_relation: quantized``).
 
@@ -29,6 +29,10 @@ class PublishedCheckpoint(BaseModel):
     repo: str = Field(description="Hub id of the quantized repository.")
     method: str = Field(description="Weight format it is in (data/formats.yaml key, e.g. awq, fp8, gguf-q4_k_m).")
     file: str | None = Field(default=None, description="GGUF quant tag for `llama-server -hf REPO:TAG`.")
+    format: str | None = Field(
+        default=None, description="Checkpoint format as engines detect it (data/formats_by_platform.yaml key); required for fp8, "
+        "whose repositories come as ModelOpt, compressed-tensors or plain fp8 exports.",
+    )
     size_bytes: int | None = Field(
         default=None, gt=0, description="Bytes of weights: the safetensors index total_size, or the file size the model card states."
     )
@@ -43,6 +47,8 @@ class PublishedCheckpoint(BaseModel):
     def _size_has_a_source(self) -> PublishedCheckpoint:
         if self.size_bytes is not None and not self.size_source:
             raise ValueError(f"{self.repo}: size_bytes needs size_source (where the size was read)")
+        if self.method == "fp8" and self.format is None:
+            raise ValueError(f"{self.repo}: an fp8 checkpoint needs `format` (modelopt-fp8, compressed-tensors, fp8-tensor or quark)")
         return self
 
 
@@ -64,15 +70,6 @@ def find_published(model: str, method: str, *, verified_only: bool = True) -> Pu
         if ckpt.method == method and (ckpt.verified or not verified_only):
             return ckpt
     return None
-
-
-def checkpoint_bytes_for(model_name: str, source: str, pre_quantized: bool, method: str) -> int | None:
-    """The real size of the published checkpoint a plan for ``model_name`` in ``method`` would serve, when the data
-    file states one; None for local folders and pre-quantized checkpoints (they are their own weights)."""
-    if source == "local" or pre_quantized or method in ("none", "ct2-int8"):
-        return None
-    found = find_published(model_name, method)
-    return found.size_bytes if found is not None else None
 
 
 # Words in a quantized repository's name or tags -> the weight format it most likely holds.

@@ -20,6 +20,7 @@ from ..rules.loader import load_rules
 from .facts import base_facts
 from ..request import PlanRequest
 from .decisions import hw_words, plan_decisions, plural, why_not
+from .checkpoint import where
 from .keep_context import context_is_the_limit, context_refusal
 from .layouts import search
 from .options import Choice
@@ -146,6 +147,10 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
         warnings.append(note)
     speed_file = calibrations.speed[0][0] if calibrations and calibrations.speed else None
     engine_cfg = engine_config(request, model, choice, w.concurrency, settings)
+    if hw.kind == "gpu" and hw.gpu is not None and hw.gpu.vendor == "amd":  # the ROCm build, at the planned version
+        rocm = choice.profile.rocm_image_by_gpu.get(hw.gpu.name) or choice.profile.rocm_image
+        if rocm:
+            engine_cfg.image = rocm.replace(choice.profile.version, settings.version)
     replicas = _replicas(request, hw, choice)
     prefix = request.shared_prefix_tokens if (request.shared_prefix_tokens and prefix_caching_plan(request, choice).enabled) else 0
     perf = _performance(request, model, hw, choice, w.concurrency, w.input_tokens, w.output_tokens, speed_file,
@@ -165,7 +170,7 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
         model=model_summary(model),
         hardware=hardware_summary(hw),
         engine=engine_cfg,
-        quantization=quantization_plan(model, choice, decisions),
+        quantization=quantization_plan(model, choice, decisions, where(choice.profile.name, request, choice.engine.value, hw)),
         dtype=choice.dtype.value,
         parallelism=parallelism(request, hw, choice, replicas),
         memory=MemoryPlan(**choice.memory.model_dump()),

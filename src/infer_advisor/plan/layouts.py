@@ -18,7 +18,7 @@ from ..estimate.formats import weight_format
 from ..estimate.memory import MemoryEstimate, estimate_memory
 from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
-from ..model_facts.published import checkpoint_bytes_for
+from .checkpoint import published_bytes, refusal, where
 from ..rules.evaluate import Trace, Verdict, judge, rank
 from ..rules.schema import Rule
 from ..engines.speculative import DraftPair, draft_for
@@ -172,6 +172,10 @@ class _EngineSearch:
             if qv.value not in profile.quantizations:
                 result.rejected.append(f"{profile.display} cannot load weights in format '{qv.value}'")
                 continue
+            refused = refusal(t.model, qv.value, **where(profile.name, t.request, ev.value, t.hw))
+            if refused is not None:  # data/formats_by_platform.yaml: the engine's own source says it cannot load it here
+                result.rejected.append(f"{refused.why} ({refused.source})")
+                continue
             fmt = weight_format(qv.value)
             f_q = {**f_k, "quantization": qv.value, "quant.group_size": fmt.group_size, "quant.bits": fmt.bits}
             for layout in layouts(t.hw, t.tp_sizes, t.request, t.model):
@@ -228,7 +232,7 @@ class _EngineSearch:
             gpu_memory_source=t.mem_source,
             engine_version=settings.version,
             # a published checkpoint the plan would serve, at its stated size (the same lookup advise makes)
-            checkpoint_bytes=checkpoint_bytes_for(model.name, model.source, model.pre_quantized is not None, qv.value),
+            checkpoint_bytes=published_bytes(model, qv.value, **where(profile.name, request, self.ev.value, hw)),
         )
 
     @staticmethod

@@ -53,6 +53,7 @@ class GPUSummary(BaseModel):
     )
     usable_memory_bytes: int | None = Field(default=None, description="What CUDA gives a process: the total plans budget on.")
     usable_memory_source: str | None = Field(default=None, description="Where usable_memory_bytes comes from.")
+    gfx_arch: str | None = Field(default=None, description="AMD GPU architecture, e.g. gfx942 (None for NVIDIA).")
 
 
 class HardwareSummary(BaseModel):
@@ -109,6 +110,7 @@ class PublishedCheckpointRef(BaseModel):
     repo: str = Field(description="Hub id the engine loads instead of the base model.")
     method: str
     file: str | None = Field(default=None, description="GGUF quant tag (`llama-server -hf REPO:TAG`).")
+    format: str | None = Field(default=None, description="Checkpoint format as engines detect it (data/formats_by_platform.yaml).")
     size_bytes: int | None = Field(
         default=None, description="Weight bytes the repository states, if it does; the memory model then plans with them."
     )

@@ -64,7 +64,7 @@ def hardware_summary(hw: HardwareFacts) -> HardwareSummary:
                 name=g.name, memory_bytes=g.memory_bytes, compute_capability=g.compute_capability,
                 memory_bandwidth_bytes_per_s=g.memory_bandwidth_bytes_per_s, interconnect=g.interconnect, source=g.source,
                 vendor=g.vendor, product_names=_product_names(g),
-                usable_memory_bytes=g.usable_memory_bytes, usable_memory_source=g.usable_memory_source,
+                usable_memory_bytes=g.usable_memory_bytes, usable_memory_source=g.usable_memory_source, gfx_arch=g.gfx_arch,
             )
             for g in hw.gpus
         ],
@@ -181,11 +181,13 @@ def triton_memory_note() -> str:
 
 
 
-def quantization_plan(model: ModelFacts, c: Choice, decisions: list[Decision] | None = None) -> QuantizationPlan:
+def quantization_plan(model: ModelFacts, c: Choice, decisions: list[Decision] | None = None, where: dict | None = None) -> QuantizationPlan:
+    """``where``: engine, platform, version and GPU (plan/checkpoint.py where()), so the published checkpoint is one
+    the engine loads on the plan's platform."""
     method = c.quantization.value
     fmt = weight_format(method)
     pre = model.pre_quantized is not None
-    published = _published(model, method) if not pre and method not in {"none", "ct2-int8"} else None
+    published = _published(model, method, where or {}) if not pre and method not in {"none", "ct2-int8"} else None
     # Let vLLM/SGLang detect pre-quantized and published checkpoints (they pick awq_marlin/gptq_marlin themselves);
     # pass --quantization only for the methods the engine quantizes at load (data/engines.yaml load_time_quantizations).
     flag = method if (method in c.profile.load_time_quantizations and not pre and not published) else None
@@ -207,19 +209,24 @@ def quantization_plan(model: ModelFacts, c: Choice, decisions: list[Decision] | 
 
 
 
-def _published(model: ModelFacts, method: str) -> PublishedCheckpointRef | None:
-    """A published checkpoint of ``model`` in ``method``: the data file first, then (online, Hub models) the Hub."""
-    from ..model_facts.published import find_published, hub_quantized
+def _published(model: ModelFacts, method: str, where: dict) -> PublishedCheckpointRef | None:
+    """A published checkpoint of ``model`` in ``method`` that the engine loads on the plan's platform: the data file
+    first (plan/checkpoint.py), then (online, Hub models) the Hub."""
+    from ..model_facts.published import hub_quantized
+    from .checkpoint import format_of, pick_published
 
     if model.source == "local":
         return None
-    found = find_published(model.name, method)
+    found = pick_published(model, method, **where) if where else None
     if found is None and model.source == "hub":
         found = hub_quantized(model.name, method)
+        if found is not None and method == "fp8" and where.get("platform") == "rocm":
+            found = None  # a Hub search cannot tell a ModelOpt FP8 export from a ROCm-loadable one
     if found is None:
         return None
     return PublishedCheckpointRef(
-        repo=found.repo, method=found.method, file=found.file, size_bytes=found.size_bytes, size_source=found.size_source,
+        repo=found.repo, method=found.method, file=found.file, format=format_of(found), size_bytes=found.size_bytes,
+        size_source=found.size_source,
         source=found.source,
     )
 

@@ -5,10 +5,10 @@
 # hardware: 1x RTX-4090 (catalog)
 # engine: ExLlamaV2 (TabbyAPI) 0.3.2, dtype float16, quantization exl2, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
-# context: max_model_len 8192, 1 sequences at once
+# context: max_model_len 8192, 8 sequences at once
 # memory per GPU (estimated): 6.7 GiB of 23.5 GiB, weights 5.2 GiB, KV cache 146156 tokens
 # prefix caching: on by default in ExLlamaV2 (TabbyAPI); the artifacts keep it on
-# start-up allowance 621 s = 300 s to start, load and capture graphs + a 15.0 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
+# start-up allowance 573 s = 240 s to start, compile and capture graphs + 5.2 GiB read at 500 MB/s (11 s) + the 15.0 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout) (321 s)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
 set -euo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")"
@@ -19,6 +19,35 @@ export HF_XET_HIGH_PERFORMANCE="${HF_XET_HIGH_PERFORMANCE:-1}"
 # 1. download meta-llama/Llama-3.1-8B from the Hugging Face Hub (hf_xet high-performance mode)
 if [ ! -e ./hf/llama-3-1-8b/config.json ]; then
   hf download meta-llama/Llama-3.1-8B \
+    --include '*.safetensors' \
+    --include '*.safetensors.index.json' \
+    --include config.json \
+    --include generation_config.json \
+    --include hf_quant_config.json \
+    --include quantization_config.json \
+    --include quant_config.json \
+    --include tokenizer.json \
+    --include tokenizer_config.json \
+    --include tokenizer.model \
+    --include special_tokens_map.json \
+    --include '*.tiktoken' \
+    --include vocab.json \
+    --include merges.txt \
+    --include chat_template.jinja \
+    --include chat_template.json \
+    --include preprocessor_config.json \
+    --include processor_config.json \
+    --include '*.py' \
+    --exclude 'original/*' \
+    --exclude 'metal/*' \
+    --exclude '*.pth' \
+    --exclude '*.pt' \
+    --exclude '*.bin' \
+    --exclude '*.gguf' \
+    --exclude '*.onnx' \
+    --exclude '*.msgpack' \
+    --exclude '*.h5' \
+    --exclude '*.ot' \
     --local-dir=./hf/llama-3-1-8b
 fi
 # 2. convert to EXL2 at 4.0 bits per weight (measurement + quantization on this GPU)
@@ -37,7 +66,7 @@ exec python3 main.py \
   --max-seq-len 8192 \
   --cache-size 8192 \
   --cache-mode FP16 \
-  --max-batch-size 1 \
+  --max-batch-size 8 \
   --chunk-size 2048 \
   --disable-auth true \
   --host 0.0.0.0 \

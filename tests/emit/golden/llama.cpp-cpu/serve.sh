@@ -8,7 +8,7 @@
 # context: max_model_len 8192, 1 sequences at once
 # memory per socket (host RAM) (estimated): 5.5 GiB of 20.0 GiB, weights 4.5 GiB, KV cache 8192 tokens
 # prefix caching: on by default in llama.cpp server; the artifacts keep it on
-# start-up allowance 621 s = 300 s to start, load and capture graphs + a 15.0 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
+# start-up allowance 300 s = 240 s to start, compile and capture graphs + 4.5 GiB read at 500 MB/s (10 s); raised to the 300 s floor
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
 set -euo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")"

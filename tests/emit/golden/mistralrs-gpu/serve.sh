@@ -8,7 +8,7 @@
 # context: max_model_len 8192, 32 sequences at once
 # memory per GPU (estimated): 40.8 GiB of 44.5 GiB, weights 8.4 GiB, KV cache 292733 tokens
 # prefix caching: on by default in mistral.rs; the artifacts keep it on
-# start-up allowance 621 s = 300 s to start, load and capture graphs + a 15.0 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
+# start-up allowance 594 s = 240 s to start, compile and capture graphs + 15.0 GiB read at 500 MB/s (32 s) + the 15.0 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout) (321 s)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
 set -euo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")"

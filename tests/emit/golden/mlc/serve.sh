@@ -5,10 +5,10 @@
 # hardware: 1x RTX-4090 (catalog)
 # engine: MLC LLM 0.20.0, dtype float16, quantization mlc-q4f16_1, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
-# context: max_model_len 121248, 1 sequences at once
-# memory per GPU (estimated): 20.0 GiB of 23.5 GiB, weights 4.2 GiB, KV cache 121248 tokens
+# context: max_model_len 121136, 16 sequences at once
+# memory per GPU (estimated): 20.0 GiB of 23.5 GiB, weights 4.2 GiB, KV cache 121136 tokens
 # prefix caching: on by default in MLC LLM; the artifacts keep it on
-# start-up allowance 621 s = 300 s to start, load and capture graphs + a 15.0 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
+# start-up allowance 571 s = 240 s to start, compile and capture graphs + 4.2 GiB read at 500 MB/s (9 s) + the 15.0 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout) (321 s)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
 set -euo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")"
@@ -19,6 +19,35 @@ export HF_XET_HIGH_PERFORMANCE="${HF_XET_HIGH_PERFORMANCE:-1}"
 # 1. download meta-llama/Llama-3.1-8B from the Hugging Face Hub (hf_xet high-performance mode)
 if [ ! -e ./hf/llama-3-1-8b/config.json ]; then
   hf download meta-llama/Llama-3.1-8B \
+    --include '*.safetensors' \
+    --include '*.safetensors.index.json' \
+    --include config.json \
+    --include generation_config.json \
+    --include hf_quant_config.json \
+    --include quantization_config.json \
+    --include quant_config.json \
+    --include tokenizer.json \
+    --include tokenizer_config.json \
+    --include tokenizer.model \
+    --include special_tokens_map.json \
+    --include '*.tiktoken' \
+    --include vocab.json \
+    --include merges.txt \
+    --include chat_template.jinja \
+    --include chat_template.json \
+    --include preprocessor_config.json \
+    --include processor_config.json \
+    --include '*.py' \
+    --exclude 'original/*' \
+    --exclude 'metal/*' \
+    --exclude '*.pth' \
+    --exclude '*.pt' \
+    --exclude '*.bin' \
+    --exclude '*.gguf' \
+    --exclude '*.onnx' \
+    --exclude '*.msgpack' \
+    --exclude '*.h5' \
+    --exclude '*.ot' \
     --local-dir=./hf/llama-3-1-8b
 fi
 # 2. convert the weights to MLC q4f16_1
@@ -32,9 +61,9 @@ if [ ! -e ./mlc/llama-3-1-8b-q4f16_1/mlc-chat-config.json ]; then
   mlc_llm gen_config ./hf/llama-3-1-8b \
     --quantization q4f16_1 \
     --conv-template llama-3 \
-    --context-window-size 121248 \
+    --context-window-size 121136 \
     --prefill-chunk-size 2048 \
-    --max-batch-size 1 \
+    --max-batch-size 16 \
     --tensor-parallel-shards 1 \
     --output=./mlc/llama-3-1-8b-q4f16_1
 fi
@@ -49,6 +78,6 @@ exec mlc_llm serve ./mlc/llama-3-1-8b-q4f16_1 \
   --model-lib=./mlc/llama-3-1-8b-q4f16_1/lib.so \
   --mode server \
   --device cuda \
-  --overrides 'max_num_sequence=1;max_total_seq_length=121248;prefill_chunk_size=2048;context_window_size=121248;gpu_memory_utilization=0.85;tensor_parallel_shards=1' \
+  --overrides 'max_num_sequence=16;max_total_seq_length=121136;prefill_chunk_size=2048;context_window_size=121136;gpu_memory_utilization=0.85;tensor_parallel_shards=1' \
   --host 0.0.0.0 \
   --port 8000

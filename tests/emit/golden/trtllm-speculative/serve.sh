@@ -5,11 +5,11 @@
 # hardware: 4x H100-80GB (catalog)
 # engine: TensorRT-LLM (trtllm-serve) 1.2.1, dtype bfloat16, quantization none, KV cache auto
 # layout: tensor parallel 4, pipeline parallel 1, nodes 1, replicas 1
-# context: max_model_len 131072, 1 sequences at once
-# memory per GPU (estimated): 74.9 GiB of 79.2 GiB, weights 33.5 GiB, KV cache 496384 tokens
+# context: max_model_len 131072, 256 sequences at once
+# memory per GPU (estimated): 74.9 GiB of 79.2 GiB, weights 33.5 GiB, KV cache 495680 tokens
 # prefix caching: on by default in TensorRT-LLM (trtllm-serve); the artifacts keep it on
 # speculative decoding: eagle3 with yuhuili/EAGLE3-LLaMA3.3-Instruct-70B, 3 draft tokens per step (1.40 B draft parameters counted in memory)
-# start-up allowance 3122 s = 300 s to start, load and capture graphs + a 131.4 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
+# start-up allowance 3345 s = 240 s to start, compile and capture graphs + 131.4 GiB read at 500 MB/s (282 s) + the 131.4 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout) (2822 s)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
 set -euo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")"
@@ -20,7 +20,7 @@ exec trtllm-serve meta-llama/Llama-3.3-70B-Instruct \
   --backend pytorch \
   --tp_size 4 \
   --pp_size 1 \
-  --max_batch_size 1 \
+  --max_batch_size 256 \
   --max_num_tokens 8192 \
   --max_seq_len 131072 \
   --kv_cache_free_gpu_memory_fraction 0.9 \

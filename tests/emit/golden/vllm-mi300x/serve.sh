@@ -8,7 +8,7 @@
 # context: max_model_len 131072, 1024 sequences at once
 # memory per GPU (estimated): 176.6 GiB of 192.0 GiB, weights 67.7 GiB, KV cache 338096 tokens
 # prefix caching: on by default in vLLM; the artifacts keep it on
-# start-up allowance 3122 s = 300 s to start, load and capture graphs + a 131.4 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout)
+# start-up allowance 3345 s = 240 s to start, compile and capture graphs + 131.4 GiB read at 500 MB/s (282 s) + the 131.4 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout) (2822 s)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
 set -euo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")"
