@@ -281,6 +281,18 @@ def _config_files(plan: DeploymentPlan, ref: A.ModelRef) -> list[ConfigFile]:
     return [ConfigFile(name=A.TRTLLM_OPTIONS, text=text, container_dir=A.CONTAINER_CONFIG_DIR)]
 
 
+def _ray_scripts(nodes: int, argv_k8s: list[str]) -> tuple[str, str, str]:
+    """Multi-node (Ray) shell lines: wait until ``nodes`` are alive, the leader pod's script, the worker pod's."""
+    wait = (
+        f'until [ "$(python3 -c \'import ray; ray.init(address="auto", logging_level="ERROR"); '
+        f'print(sum(1 for n in ray.nodes() if n["Alive"]))\')" -ge {nodes} ]; do sleep 5; done'
+    )
+    leader = f"{sh_join(A.ray_head_argv())} && {wait} && exec {sh_join(argv_k8s)}"
+    # LeaderWorkerSet injects LWS_LEADER_ADDRESS into every pod; `$$` survives Kubernetes' $(VAR) expansion.
+    worker = f'exec ray start --block "--address=$${{LWS_LEADER_ADDRESS}}:{A.RAY_PORT}"'
+    return wait, leader, worker
+
+
 def build_context(plan: DeploymentPlan) -> EmitContext:
     """All template values for ``plan``; raises :class:`~infer_advisor.errors.EmitError` for what cannot be emitted."""
     facts = emit_facts()
@@ -305,13 +317,7 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
     ports = [NamedPort(name=x.name, port=x.port) for x in T.ports()] if triton else [NamedPort(name="http", port=e.port or 0)]
     health_url = f"http://localhost:{e.port}{e.health_path}" if e.http_server and e.health_path else None
     multi = p.nodes > 1
-    wait = (
-        f'until [ "$(python3 -c \'import ray; ray.init(address="auto", logging_level="ERROR"); '
-        f'print(sum(1 for n in ray.nodes() if n["Alive"]))\')" -ge {p.nodes} ]; do sleep 5; done'
-    )
-    leader = f"{sh_join(A.ray_head_argv())} && {wait} && exec {sh_join(argv_k8s)}"
-    # LeaderWorkerSet injects LWS_LEADER_ADDRESS into every pod; `$$` survives Kubernetes' $(VAR) expansion.
-    worker = f'exec ray start --block "--address=$${{LWS_LEADER_ADDRESS}}:{A.RAY_PORT}"'
+    wait, leader, worker = _ray_scripts(p.nodes, argv_k8s)
     request_path = "/v1/completions"
     named = {} if e.name in MODEL_FROM_PATH else {"model": e.served_model_name}
     body = json.dumps({**named, "prompt": "Hello, my name is", "max_tokens": FIRST_REQUEST_MAX_TOKENS})
