@@ -75,7 +75,8 @@ def calibrated_step(calibration: Path, model_dir: Path):
                                 source=str(calibration))
     hw = resolve_hardware("cpu")
     return build_step_model(resolve_model(str(model_dir)), gpu=None, engine=ENGINE, quantization=QUANT, dtype=DTYPE,
-                            profile=profile, cpu_cores=hw.cpu.cores if hw.cpu else None)
+                            profile=profile, cpu_cores=hw.cpu.cores if hw.cpu else None,
+                            cpu_simd=hw.cpu.simd if hw.cpu else None)
 
 
 @dataclass

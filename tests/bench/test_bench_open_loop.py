@@ -19,26 +19,31 @@ OUT_TOKENS = 48
 
 def test_requests_leave_on_schedule_and_an_overloaded_queue_grows(llama_server, tmp_path):
     out = tmp_path / "open"
-    # The tiny model answers 48 tokens in about 0.1-0.2 s here, one request at a time: 0.5 req/s is light, 25 is not.
-    report = bench("openai", url=llama_server, workload="throughput", request_rate=[0.5, 25.0], input_tokens=16,
-                   output_tokens=OUT_TOKENS, num_prompts=40, max_duration=8.0, seed=1, out=out, progress=False)
+    # The tiny model answers 48 tokens in 0.05-0.2 s, one request at a time, depending on the CPU (about 20 req/s
+    # served on an AVX-512 Xeon, where 25 req/s did not overload it): 0.5 req/s is light, 100 overloads any of them.
+    report = bench("openai", url=llama_server, workload="throughput", request_rate=[0.5, 100.0], input_tokens=16,
+                   output_tokens=OUT_TOKENS, num_prompts=80, max_duration=8.0, seed=1, out=out, progress=False)
     light, heavy = report.levels
-    assert report.complete and [lv.request_rate for lv in report.levels] == [0.5, 25.0]
+    assert report.complete and [lv.request_rate for lv in report.levels] == [0.5, 100.0]
     # Sent on schedule, whatever was still in flight: the client was never more than a few ms late.
     for lv in report.levels:
         assert lv.send_lateness_s.p99 < 0.05
-    reqs = [s for s in report.requests if s.request_rate == 25.0]
-    assert len(reqs) == heavy.num_requests == 40  # 40 arrivals take ~1.6 s at 25 req/s, inside --max-duration
+    reqs = [s for s in report.requests if s.request_rate == 100.0]
+    assert len(reqs) == heavy.num_requests == 80  # 80 arrivals take ~0.8 s at 100 req/s, inside --max-duration
     assert heavy.concurrency > 3  # many requests in flight on a one-at-a-time server
-    assert heavy.achieved_rate_per_s == pytest.approx(25.0, rel=0.5)  # a 40-sample Poisson stream, seeded
+    assert heavy.achieved_rate_per_s == pytest.approx(100.0, rel=0.5)  # an 80-sample Poisson stream, seeded
     # The server serves far fewer: the last requests wait for all before them, the first do not.
     ordered = sorted(reqs, key=lambda s: s.sent_offset_s)
     assert ordered[-1].ttft_s > 5 * ordered[0].ttft_s
-    assert heavy.saturated is True and heavy.ttft_s.p90 > 1.0
+    # The queue grew: late arrivals waited for all before them (an absolute TTFT depends on the CPU's speed).
+    assert heavy.saturated is True and heavy.ttft_s.p90 > 5 * light.ttft_s.p50
     assert light.saturated is None or light.saturated is False  # max_duration 8 s at 0.5 req/s: few requests
     assert light.num_requests <= 10 and light.ttft_s.p50 < heavy.ttft_s.p50
     for s in report.requests:
-        assert s.output_tokens == OUT_TOKENS and 0 < s.ttft_s <= s.e2e_s
+        # Counted from streamed chunks: llama-cpp-python's server holds back a token that is an incomplete UTF-8 byte
+        # and sends it merged with the next one, so a count can come up short by one or two (issue 21, item 6: open).
+        short = 2 if s.token_count_source == "streamed-chunks" else 0
+        assert OUT_TOKENS - short <= s.output_tokens <= OUT_TOKENS and 0 < s.ttft_s <= s.e2e_s
         assert s.scheduled_offset_s is not None and s.sent_offset_s >= s.scheduled_offset_s
     saved = BenchReport.model_validate_json((out / "bench.json").read_text())
     assert saved == report

@@ -139,6 +139,6 @@ def test_llama_cpp_closed_loop_point_runs_every_slot():
                          origin="test", mode="closed_loop", dtype="float16")
     _, tpot = predict_point(p, model, hw, base, engine="llama.cpp", quantization="gguf-f16", dtype="float16", max_num_seqs=4)
     step = build_step_model(model, gpu=None, engine="llama.cpp", quantization="gguf-f16", dtype="float16", profile=base,
-                            cpu_cores=hw.cpu.cores)
+                            cpu_cores=hw.cpu.cores, cpu_simd=hw.cpu.simd)
     mid = 4 * (147 + 1 + 31)  # the four contexts half-way through the answer
     assert tpot == pytest.approx(step.decode_seconds(4, mid), rel=0.03)

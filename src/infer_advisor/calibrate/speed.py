@@ -57,7 +57,7 @@ def predict_point(point: CalibrationPoint, model, hw, profile, *, engine: str, q
     gpu = hw.gpu if hw.kind == "gpu" else None
     dt = point.dtype or dtype
     step = build_step_model(model, gpu=gpu, engine=engine, quantization=quantization, dtype=dt, tp=point.tp, profile=profile,
-                            cpu_cores=hw.cpu.cores if hw.cpu else None)
+                            cpu_cores=hw.cpu.cores if hw.cpu else None, cpu_simd=hw.cpu.simd if hw.cpu else None)
     ctx = point.input_tokens + point.output_tokens
     mem_bytes = gpu.memory_bytes if gpu else (hw.cpu.memory_bytes if hw.cpu else 16 * 2**30)
     mem = estimate_memory(model, gpu_memory_bytes=mem_bytes, engine=engine_profile(engine), quantization=quantization,

@@ -248,6 +248,7 @@ def _options_for(plan, gpu: GPUInfo, model: ModelFacts, w: Workload, targets: La
     step = build_step_model(
         model, gpu=gpu, engine=plan.engine.name, quantization=plan.quantization.method, dtype=plan.dtype,
         kv_cache_dtype=plan.engine.kv_cache_dtype, tp=tp, pp=pp, nodes=p.nodes, expert_parallel=ep,
+        cpu_cores=plan.hardware.cpu_cores, cpu_simd=plan.hardware.cpu_simd,
     )
     floor = _latency_floor(step, w, targets)
     if floor:

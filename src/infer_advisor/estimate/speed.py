@@ -184,7 +184,7 @@ def estimate_speed(
         source, kind, band = "calibrated", "calibrated", None
     step = build_step_model(model, gpu=gpu, engine=engine, quantization=quantization, dtype=dtype, kv_cache_dtype=kv_cache_dtype,
                             tp=tp, pp=pp, nodes=nodes, expert_parallel=expert_parallel,
-                            cpu_cores=hw.cpu.cores if hw.cpu else None, profile=profile)
+                            cpu_cores=hw.cpu.cores if hw.cpu else None, cpu_simd=hw.cpu.simd if hw.cpu else None, profile=profile)
     notes = list(step.notes)
     notes.append(f"speed: operator step-time model on {step.ceil.source}; kernel efficiencies measured on the H200 "
                  f"(data/speed/kernels.yaml) applied to these ceilings; engine coefficients {kind} ({accuracy})")

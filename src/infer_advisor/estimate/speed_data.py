@@ -234,6 +234,9 @@ class CPUCeilings(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     memory_bandwidth_bytes_per_s: float = Field(gt=0)
     flops_per_core_per_s: float = Field(gt=0)
+    flops_per_core_per_s_by_simd: dict[str, float] = Field(
+        default_factory=dict, description="Peak per core by the CPU's probed vector extension (avx2, avx512)."
+    )
     compute_efficiency: float = Field(gt=0, le=1)
     source: str
 

@@ -30,12 +30,13 @@ class Ceilings:
     source: str
 
 
-def device_ceilings(gpu: GPUInfo | None, *, cpu_cores: int | None, dtype: str) -> Ceilings:
+def device_ceilings(gpu: GPUInfo | None, *, cpu_cores: int | None, dtype: str, cpu_simd: str | None = None) -> Ceilings:
     data = engine_speeds()
     if gpu is None:
         cpu = data.cpu
         cores = max(cpu_cores or 1, 1)
-        flops = cpu.flops_per_core_per_s * cores * cpu.compute_efficiency
+        per_core = cpu.flops_per_core_per_s_by_simd.get(cpu_simd or "", cpu.flops_per_core_per_s)
+        flops = per_core * cores * cpu.compute_efficiency
         return Ceilings(bandwidth=cpu.memory_bandwidth_bytes_per_s, peaks={k: flops for k in ("bf16", "fp16", "fp8", "int8", "fp4")},
                         link_bandwidth=1e12, link="none", gddr=False, source=f"CPU figures ({cpu.source})")
     t = gpu.tflops

@@ -346,10 +346,11 @@ def build_step_model(
     cpu_cores: int | None = None,
     profile: EngineSpeed | None = None,
     engine_version: str | None = None,
+    cpu_simd: str | None = None,
 ) -> StepModel:
     """Precompute the step coefficients of one plan (engine at a version x quantization x layout on one GPU type)."""
     prof = profile or engine_speed(engine, engine_version)
-    ceil = device_ceilings(gpu, cpu_cores=cpu_cores, dtype=dtype)
+    ceil = device_ceilings(gpu, cpu_cores=cpu_cores, dtype=dtype, cpu_simd=cpu_simd)
     notes: list[str] = []
     gemms, weights = gemm_efficiencies(prof, quantization, gpu, ceil, notes)
     on_gpu = gpu is not None

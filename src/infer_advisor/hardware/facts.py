@@ -71,6 +71,9 @@ class CPUInfo(BaseModel):
     name: str | None = Field(default=None, description="CPU model name, when the OS says.")
     physical_cores: int | None = Field(default=None, description="Physical cores, when psutil can tell.")
     available_memory_bytes: int | None = Field(default=None, description="RAM available when probed.")
+    simd: Literal["avx512", "avx2"] | None = Field(
+        default=None, description="Widest x86 vector extension the CPU reports (/proc/cpuinfo flags), when probed."
+    )
 
 
 class HardwareFacts(BaseModel):

@@ -103,7 +103,21 @@ def probe_cpu() -> CPUInfo:
         memory_bytes=int(vm.total),
         available_memory_bytes=int(vm.available),
         name=_cpu_name(),
+        simd=_cpu_simd(),
     )
+
+
+def _cpu_simd() -> str | None:
+    """'avx512' or 'avx2' from the first ``flags`` line of /proc/cpuinfo (bounded read), else None."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for _, line in zip(range(4096), fh):
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return "avx512" if "avx512f" in flags else ("avx2" if "avx2" in flags else None)
+    except OSError:
+        pass
+    return None
 
 
 def _cpu_name() -> str | None:

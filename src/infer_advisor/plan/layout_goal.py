@@ -22,7 +22,8 @@ def _figures(model, hw, engine: str, dtype: str, kv: str, qv, layout, concurrenc
     from ..estimate.step_time import build_step_model, decode_shape, prefill_shape
 
     step = build_step_model(model, gpu=hw.gpu, engine=engine, quantization=qv.value, dtype=dtype, kv_cache_dtype=kv,
-                            tp=layout.tp, pp=layout.pp, nodes=layout.nodes, expert_parallel=layout.ep)
+                            tp=layout.tp, pp=layout.pp, nodes=layout.nodes, expert_parallel=layout.ep,
+                            cpu_cores=hw.cpu.cores if hw.cpu else None, cpu_simd=hw.cpu.simd if hw.cpu else None)
     batch = max(1, concurrency)
     ctx = max(1, (input_tokens + request_tokens) / 2)
     output = max(1, request_tokens - input_tokens)

@@ -63,6 +63,7 @@ class HardwareSummary(BaseModel):
     gpus_per_node: int
     nodes: int
     cpu_cores: int | None = None
+    cpu_simd: str | None = Field(default=None, description="CPU vector extension probed (avx512, avx2): sets the CPU compute ceiling.")
     cpu_memory_bytes: int | None = None
     source: str
     notes: list[str] = Field(default_factory=list)

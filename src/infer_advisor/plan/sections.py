@@ -71,6 +71,7 @@ def hardware_summary(hw: HardwareFacts) -> HardwareSummary:
         gpus_per_node=hw.gpus_per_node,
         nodes=hw.nodes,
         cpu_cores=hw.cpu.cores if hw.cpu else None,
+        cpu_simd=hw.cpu.simd if hw.cpu else None,
         cpu_memory_bytes=hw.cpu.memory_bytes if hw.cpu else None,
         source=hw.source,
         notes=list(hw.notes),
