@@ -14,6 +14,7 @@ first request on each connection against llama-server on 127.0.0.1.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import time
 from collections.abc import Callable, Sequence
@@ -155,6 +156,19 @@ class OpenAIEngine:
     ) -> tuple[list[RequestSample], float]:
         return asyncio.run(self._level(items, concurrency, workload, on_done))
 
+    @contextlib.contextmanager
+    def _connection_errors(self):
+        """A refused connection or a timed-out request ends the level with one line (BenchmarkError), not a traceback."""
+        httpx = self.httpx
+        try:
+            yield
+        except httpx.ConnectError:
+            raise BenchmarkError(f"Cannot connect to {self.base}: connection refused. Is the server running?") from None
+        except (httpx.TimeoutException, asyncio.TimeoutError):
+            raise BenchmarkError(
+                f"A request to {self.base} timed out (limit {constant('request_timeout_s'):.0f} s)."
+            ) from None
+
     def _client(self, connections: int | None):
         """An async client whose sockets send at once (TCP_NODELAY, see the module docstring)."""
         httpx = self.httpx
@@ -163,7 +177,6 @@ class OpenAIEngine:
         return httpx.AsyncClient(base_url=self.base, timeout=self.timeout, transport=transport)
 
     async def _level(self, items, concurrency, workload, on_done):
-        httpx = self.httpx
         gate = asyncio.Semaphore(concurrency)
         async with self._client(concurrency) as client:
             start = time.perf_counter()
@@ -174,16 +187,8 @@ class OpenAIEngine:
                 on_done(1)
                 return result
 
-            try:
+            with self._connection_errors():
                 results = self._successes(await asyncio.gather(*(one(it) for it in items)))
-            except httpx.ConnectError:
-                raise BenchmarkError(
-                    f"Cannot connect to {self.base}: connection refused. Is the server running?"
-                ) from None
-            except (httpx.TimeoutException, asyncio.TimeoutError):
-                raise BenchmarkError(
-                    f"A request to {self.base} timed out (limit {constant('request_timeout_s'):.0f} s)."
-                ) from None
         samples = [s for s, _ in results]
         duration = max(end for _, end in results) - start
         self._count_notes(samples, f"Concurrency {concurrency}", workload.output_tokens)
@@ -201,7 +206,6 @@ class OpenAIEngine:
         return asyncio.run(self._open_level(items, offsets, rate, workload, on_done))
 
     async def _open_level(self, items, offsets, rate, workload, on_done):
-        httpx = self.httpx
         in_flight = 0
         async with self._client(None) as client:
             start = time.perf_counter()
@@ -219,27 +223,20 @@ class OpenAIEngine:
                 return result
 
             tasks = []
-            try:
-                for item, offset in zip(items, offsets, strict=True):
-                    delay = start + offset - time.perf_counter()
-                    if delay > 0:
-                        await asyncio.sleep(delay)
-                    failed = next((t for t in tasks if t.done() and not t.cancelled() and t.exception()), None)
-                    if failed is not None:
-                        await failed  # a dead server or a refused request stops the level now, not after the schedule
-                    tasks.append(asyncio.create_task(one(item, offset)))
-                results = self._successes(await asyncio.gather(*tasks))
-            except httpx.ConnectError:
-                raise BenchmarkError(
-                    f"Cannot connect to {self.base}: connection refused. Is the server running?"
-                ) from None
-            except (httpx.TimeoutException, asyncio.TimeoutError):
-                raise BenchmarkError(
-                    f"A request to {self.base} timed out (limit {constant('request_timeout_s'):.0f} s)."
-                ) from None
-            finally:
-                for task in tasks:
-                    task.cancel()
+            with self._connection_errors():
+                try:
+                    for item, offset in zip(items, offsets, strict=True):
+                        delay = start + offset - time.perf_counter()
+                        if delay > 0:
+                            await asyncio.sleep(delay)
+                        failed = next((t for t in tasks if t.done() and not t.cancelled() and t.exception()), None)
+                        if failed is not None:
+                            await failed  # a dead server or a refused request stops the level now, not after the schedule
+                        tasks.append(asyncio.create_task(one(item, offset)))
+                    results = self._successes(await asyncio.gather(*tasks))
+                finally:
+                    for task in tasks:
+                        task.cancel()
         samples = [s for s, _ in results]
         duration = max(end for _, end in results) - start
         self._count_notes(samples, f"Rate {rate:g} req/s", workload.output_tokens)
