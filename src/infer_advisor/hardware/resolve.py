@@ -97,40 +97,38 @@ def probe_cpu() -> CPUInfo:
     import psutil
 
     vm = psutil.virtual_memory()
+    name, simd = _cpuinfo()
     return CPUInfo(
         cores=psutil.cpu_count(logical=True) or os.cpu_count() or 1,
         physical_cores=psutil.cpu_count(logical=False),
         memory_bytes=int(vm.total),
         available_memory_bytes=int(vm.available),
-        name=_cpu_name(),
-        simd=_cpu_simd(),
+        name=name,
+        simd=simd,
     )
 
 
-def _cpu_simd() -> str | None:
-    """'avx512' or 'avx2' from the first ``flags`` line of /proc/cpuinfo (bounded read), else None."""
+def _cpuinfo() -> tuple[str | None, str | None]:
+    """(model name, widest vector extension: 'avx512', 'avx2' or None) from the first processor of /proc/cpuinfo,
+    read once and only that far (the file repeats itself for every logical CPU)."""
+    import platform
+
+    name = flags = None
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
             for _, line in zip(range(4096), fh):
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return "avx512" if "avx512f" in flags else ("avx2" if "avx2" in flags else None)
+                key, _, value = line.partition(":")
+                key = key.strip().lower()
+                if key == "model name" and name is None:
+                    name = value.strip() or None
+                elif key == "flags" and flags is None:
+                    flags = set(value.split())
+                if name is not None and flags is not None:
+                    break
     except OSError:
         pass
-    return None
-
-
-def _cpu_name() -> str | None:
-    import platform
-
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip() or None
-    except OSError:
-        pass
-    return platform.processor() or None
+    simd = None if flags is None else ("avx512" if "avx512f" in flags else ("avx2" if "avx2" in flags else None))
+    return name or platform.processor() or None, simd
 
 
 def probed_bandwidth(record: DeviceRecord) -> float | None:
