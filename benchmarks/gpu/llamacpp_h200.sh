@@ -27,7 +27,7 @@ MODEL="${MODEL:-meta-llama/Llama-3.1-8B}"
 IN_TOK="${IN_TOK:-1000}"
 OUT_TOK="${OUT_TOK:-200}"
 PLAN_IN="${PLAN_IN:-1137}"  # the bench's 1000 synthetic words are 1,137 Llama-3 tokens (call 1: server usage)
-FRACTIONS="${FRACTIONS:-0.3,0.6,0.85,1.1,1.4}"  # levels as fractions of the predicted highest sustainable rate
+FRACTIONS="${FRACTIONS:-0.35,0.65,0.85,1.0,1.15,1.35}"  # levels as fractions of the predicted highest sustainable rate
 OUT="${OUT:-/tmp/out}"
 W=/tmp/lc
 REPO="$(pwd)"
@@ -46,6 +46,10 @@ nproc; python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.ge
 TARGETS="llama-server"
 [ "$PHASE" = openloop ] || TARGETS="$TARGETS llama-batched-bench"
 [ "$PHASE" = steps ] && TARGETS="$TARGETS llama-quantize"
+if [ ! -x "$W/build/bin/llama-server" ] && compgen -G ".gpu/lcbin.part-*" >/dev/null; then
+  # the build of an earlier call (fit packs it): same path as it was built at, so its RPATH holds
+  mkdir -p "$W/build" && cat .gpu/lcbin.part-* | tar xzf - -C "$W/build" && say "llama.cpp binaries from .gpu/lcbin.part-*"
+fi
 NEED_BUILD=0
 for t in $TARGETS; do [ -x "$W/build/bin/$t" ] || NEED_BUILD=1; done
 say "unpack + configure + build (background, needed: $NEED_BUILD); GGUF written meanwhile"
@@ -72,6 +76,20 @@ say "GGUF ready"
 say "build rc=$(cat "$W/build.rc")"; tail -3 "$W/res/build.log"
 [ "$(cat "$W/build.rc")" = 0 ] || { tar czf "$OUT/results.tar.gz" -C "$W" res; exit 1; }
 export PATH="$W/build/bin:$PATH"
+BUILT_HERE=$NEED_BUILD
+
+pack_build() {  # llama-server and its shared libraries, stripped, in <= 6 parts of 15 MiB for the next call's .gpu/
+  local stage="$W/pack"; rm -rf "$stage"; mkdir -p "$stage/bin"
+  cp -a "$W/build/bin/llama-server" "$W"/build/bin/*.so* "$stage/bin/" 2>/dev/null
+  strip --strip-unneeded "$stage"/bin/* 2>/dev/null
+  tar czf "$W/lcbin.tgz" -C "$stage" bin
+  local size parts; size=$(stat -c %s "$W/lcbin.tgz")
+  if [ "$size" -le $(( 90 * 1024 * 1024 )) ]; then
+    split -b 15M -a 2 "$W/lcbin.tgz" "$OUT/lcbin.part-"; parts=("$OUT"/lcbin.part-*); say "packed build: $size bytes -> ${#parts[@]} parts"
+  else
+    say "packed build: $size bytes, over 90 MiB: not sent back"
+  fi
+}
 
 start_server() {  # the plan's own serve.sh, the GGUF put where it expects it
   local deploy="$1"; shift
@@ -117,6 +135,7 @@ if [ "$PHASE" = steps ]; then
   say "MoE grouped GEMMs"
   [ $(( $(date +%s) - T0 )) -lt 520 ] && timeout 60 python3 benchmarks/gpu/moe_gemm.py --out "$W/res/moe_gemm.json"
 elif [ "$PHASE" = fit ]; then
+  [ "$BUILT_HERE" = 1 ] && pack_build
   # llama-batched-bench as the server runs (unified KV, flash attention on, 2048/512 batch): 1137-token prompts
   # (the bench's 1000 words) and 128; decode over 128 steps at 1, 2, 3, 4 and 8 sequences.
   say "batched-bench f16, unified KV"
@@ -127,6 +146,16 @@ elif [ "$PHASE" = fit ]; then
   timeout 60 llama-batched-bench -m "$W/model-f16.gguf" -c 32768 -b 2048 -ub 512 -ngl 99 -fa on \
     -npp 1137 -ntg 128 -npl 1,2,3,4 --output-format jsonl >"$W/res/batched-f16-split.jsonl" 2>"$W/res/batched-f16-split.log"
   tail -6 "$W/res/batched-f16-split.log"
+  NSYS=$(command -v nsys); for n in /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys; do [ -z "$NSYS" ] && [ -x "$n" ] && NSYS=$n; done
+  if [ -n "$NSYS" ]; then  # GPU kernel time per decode step (the rest of the step is the host's): 32 steps at 1 and 4
+    say "nsys: kernels of batched-bench decode ($NSYS)"
+    timeout 90 "$NSYS" profile -t cuda --cuda-graph-trace=node -o "$W/res/bb-nsys" -f true llama-batched-bench \
+      -m "$W/model-f16.gguf" -c 16384 -b 2048 -ub 512 -ngl 99 -fa on -kvu -npp 1137 -ntg 32 -npl 1,4 >"$W/res/bb-nsys.log" 2>&1
+    timeout 60 "$NSYS" stats -r cuda_gpu_kern_sum,cuda_api_sum -f csv -o "$W/res/bb-nsys" "$W/res/bb-nsys.nsys-rep" >/dev/null 2>&1
+    rm -f "$W/res/bb-nsys.nsys-rep" "$W/res/bb-nsys.sqlite"; ls "$W"/res/bb-nsys*
+  else
+    say "no nsys on this machine"
+  fi
   say "server (plan's command) + closed loops"
   start_server "$W/deploy-fit" --rate 1 --no-headroom
   grep -E "n_slots|kv_unified|n_ctx|cache_ram|flash_attn" "$W/res/server-deploy-fit.log" | head -12
@@ -146,9 +175,16 @@ else
   cp "$W/res/predictions.json" "$OUT/predictions.json"
   say "levels: $RATES"
   start_server "$W/deploy-open" --rate 1 --no-headroom
-  timeout 250 python3 -m infer_advisor.cli bench --engine openai --url http://127.0.0.1:8080 --model "$MODEL" \
-    --input-tokens "$IN_TOK" --output-tokens "$OUT_TOK" --request-rate "$RATES" --num-prompts 80 --max-duration 35 \
-    --ignore-eos --out "$W/res/open" --json >"$W/res/open.json" 2>"$W/res/open.err"
+  # seconds of arrivals per level: what is left of ~9.5 minutes after the server is up, over the levels, each level
+  # then draining its queue (past saturation a level drains for about (1 - served/offered) of its length)
+  N_LEVELS=$(echo "$RATES" | tr ',' '\n' | wc -l)
+  LEFT=$(( 560 - ($(date +%s) - T0) ))
+  LEVEL_S=$(( LEFT * 10 / 13 / N_LEVELS )); [ "$LEVEL_S" -gt 60 ] && LEVEL_S=60
+  PROMPTS=$(python3 -c "print(int(max(float(r) for r in '$RATES'.split(',')) * $LEVEL_S * 1.6) + 10)")
+  say "open loop: $N_LEVELS levels x $LEVEL_S s of arrivals, at most $PROMPTS requests each, ${LEFT}s left"
+  timeout $(( LEFT - 15 )) python3 -m infer_advisor.cli bench --engine openai --url http://127.0.0.1:8080 --model "$MODEL" \
+    --input-tokens "$IN_TOK" --output-tokens "$OUT_TOK" --request-rate "$RATES" --num-prompts "$PROMPTS" \
+    --max-duration "$LEVEL_S" --ignore-eos --out "$W/res/open" --json >"$W/res/open.json" 2>"$W/res/open.err"
   tail -8 "$W/res/open.err"
   stop_server
 fi
