@@ -147,12 +147,16 @@ elif [ "$PHASE" = fit ]; then
     -npp 1137 -ntg 128 -npl 1,2,3,4 --output-format jsonl >"$W/res/batched-f16-split.jsonl" 2>"$W/res/batched-f16-split.log"
   tail -6 "$W/res/batched-f16-split.log"
   NSYS=$(command -v nsys); for n in /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys; do [ -z "$NSYS" ] && [ -x "$n" ] && NSYS=$n; done
-  if [ -n "$NSYS" ]; then  # GPU kernel time per decode step (the rest of the step is the host's): 32 steps at 1 and 4
-    say "nsys: kernels of batched-bench decode ($NSYS)"
-    timeout 90 "$NSYS" profile -t cuda --cuda-graph-trace=node -o "$W/res/bb-nsys" -f true llama-batched-bench \
-      -m "$W/model-f16.gguf" -c 16384 -b 2048 -ub 512 -ngl 99 -fa on -kvu -npp 1137 -ntg 32 -npl 1,4 >"$W/res/bb-nsys.log" 2>&1
-    timeout 60 "$NSYS" stats -r cuda_gpu_kern_sum,cuda_api_sum -f csv -o "$W/res/bb-nsys" "$W/res/bb-nsys.nsys-rep" >/dev/null 2>&1
-    rm -f "$W/res/bb-nsys.nsys-rep" "$W/res/bb-nsys.sqlite"; ls "$W"/res/bb-nsys*
+  if [ -n "$NSYS" ]; then  # GPU kernel time of one decode step at one sequence (the rest of the step is the host's):
+    # two runs that differ only by 64 decode steps (-ntg 1 vs 65); the difference of their kernel sums / 64
+    say "nsys: kernels of batched-bench decode, 1 sequence ($NSYS)"
+    for tg in 1 65; do
+      timeout 60 "$NSYS" profile -t cuda --cuda-graph-trace=node -o "$W/res/nsys-tg$tg" -f true llama-batched-bench \
+        -m "$W/model-f16.gguf" -c 8192 -b 2048 -ub 512 -ngl 99 -fa on -kvu -npp 1137 -ntg $tg -npl 1 >"$W/res/nsys-tg$tg.log" 2>&1
+      timeout 40 "$NSYS" stats -r cuda_gpu_kern_sum -f csv -o "$W/res/nsys-tg$tg" "$W/res/nsys-tg$tg.nsys-rep" >/dev/null 2>&1
+      rm -f "$W/res/nsys-tg$tg.nsys-rep" "$W/res/nsys-tg$tg.sqlite"
+    done
+    ls "$W"/res/nsys-*
   else
     say "no nsys on this machine"
   fi
