@@ -60,6 +60,7 @@ class RunLog:
     max_kv_tokens: int = 0
     aborted: str | None = None
     end_time: float = 0.0
+    request_overhead: float = 0.0  # host seconds per request before it was queued: in TTFT and end-to-end
 
 
 def run(
@@ -73,15 +74,22 @@ def run(
     closed_loop_clients: int | None = None,
     reserve_full: bool = False,
     max_steps: int = 2_000_000,
+    request_overhead: float = 0.0,
 ) -> RunLog:
     """Simulate ``requests`` (open loop: their arrival times; closed loop: ``closed_loop_clients`` at a time).
 
     ``reserve_full``: admit a request only when KV room for its whole prompt and output is free, and keep it
     reserved (TensorRT-LLM's GUARANTEED_NO_EVICT, TGI, llama.cpp slots): nothing is ever preempted. Otherwise KV
     is taken as tokens are scheduled and the newest request is preempted when decodes run out of room (vLLM, SGLang).
+
+    ``request_overhead``: seconds of host work per request before the scheduler sees it (HTTP, tokenisation): an
+    open-loop request is queued that long after it arrives; a request's ``arrival`` is when it was queued, and the
+    log keeps the overhead for :func:`.result.summarise` to add to TTFT and end-to-end (a closed-loop client's next
+    request is queued when the last finishes: its cycle leaves the overhead out, a small optimism where requests
+    take seconds).
     """
-    reqs = [_Req(i, r.arrival, r.input_tokens, r.output_tokens) for i, r in enumerate(requests)]
-    log = RunLog(requests=reqs)
+    reqs = [_Req(i, r.arrival + request_overhead, r.input_tokens, r.output_tokens) for i, r in enumerate(requests)]
+    log = RunLog(requests=reqs, request_overhead=request_overhead)
     if not reqs:
         return log
     s = _Scheduler(step, reqs, log, max_num_seqs=max_num_seqs, budget_max=max(max_num_batched_tokens, 1),
