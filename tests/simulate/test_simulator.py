@@ -137,3 +137,13 @@ def test_reserved_slots_of_exactly_the_request_size_all_run_at_once():
     res = simulate(SM, _fixed(i, o, arrival="closed", concurrency=seqs), cfg, requests=40, warmup_fraction=0.25)
     assert res.mean_batch == pytest.approx(seqs, rel=0.05)
     assert res.peak_kv_tokens <= seqs * (i + o)
+
+
+def test_more_clients_than_slots_wait_for_a_free_slot():
+    # llama-server's --parallel 4: six clients, four slots; the other two wait for one to finish
+    slots = BIG.model_copy(update={"max_num_seqs": 4, "kv_admission": "reserve"})
+    six = simulate(SM, _fixed(100, 200, arrival="closed", concurrency=6), slots, requests=120, warmup_fraction=0.2)
+    four = simulate(SM, _fixed(100, 200, arrival="closed", concurrency=4), slots, requests=120, warmup_fraction=0.2)
+    assert six.mean_batch <= 4 and six.queue_s.p50 > 0.2 * six.e2e_s.p50
+    assert six.requests_per_s == pytest.approx(four.requests_per_s, rel=0.05)  # the slots, not the clients, set the pace
+    assert six.ttft_s.mean > four.ttft_s.mean + 0.3 * (six.e2e_s.mean - six.ttft_s.mean) / 2
