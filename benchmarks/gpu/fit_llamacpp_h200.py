@@ -116,6 +116,20 @@ def fit_sampler(sm, short: list[dict], in_tokens: float, out_tokens: float) -> t
     return slope, pts
 
 
+def gpu_seconds_per_decode_step(folder: Path) -> float | None:
+    """nsys kernel sums of batched-bench at -ntg 1 and -ntg 65 (one sequence): their difference over 64 steps."""
+    import csv
+
+    totals = []
+    for tg in (1, 65):
+        path = folder / f"nsys-tg{tg}_cuda_gpu_kern_sum.csv"
+        if not path.exists():
+            return None
+        rows = list(csv.DictReader(path.read_text().splitlines()))
+        totals.append(sum(float(r["Total Time (ns)"]) for r in rows) * 1e-9)
+    return (totals[1] - totals[0]) / 64
+
+
 def server_timings(log: Path) -> list[tuple[str, float, int]]:
     return [(m[1], float(m[2]) / 1e3, int(m[3])) for m in TIMING.finditer(log.read_text(errors="replace"))]
 
@@ -126,11 +140,19 @@ def main() -> None:
     ap.add_argument("--closed", type=Path, help="bench JSON, closed loop, 1000-word prompts (1 client at least)")
     ap.add_argument("--short", type=Path, help="bench JSON, closed loop, short prompts at 1, 2, 4 clients")
     ap.add_argument("--server-log", type=Path)
+    ap.add_argument("--nsys", type=Path, help="folder with nsys-tg1/nsys-tg65 _cuda_gpu_kern_sum.csv")
     args = ap.parse_args()
     sm = step_model()
     prof = engine_speed("llama.cpp", gpu=GPU)
     k = kernels().gemm["bf16"]
     wk = engines_file().weight_kernels["ggml-f16"]
+    if args.nsys:  # before the kernel fit: the host part of a batched-bench step is what the GPU does not account for
+        gpu = gpu_seconds_per_decode_step(args.nsys)
+        rows = [r for r in batched_rows(args.batched) if r["pl"] == 1 and r["pp"] >= 1000]
+        if gpu and rows:
+            step = statistics.median(r["t_tg"] / r["tg"] for r in rows)
+            print(json.dumps({"nsys_gpu_s_per_decode_step": gpu, "batched_bench_step_s": step,
+                              "host_s_per_step (step_overhead_s + per_sequence_s)": step - gpu}))
     fit = fit_steps(sm, batched_rows(args.batched))
     bw = sm.ceil.bandwidth * k.bandwidth_efficiency * prof.gemm_scale.value
     out = {"ggml-f16 (x the factors now in the file)": {

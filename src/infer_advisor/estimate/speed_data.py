@@ -429,15 +429,17 @@ def engine_speed(name: str, version: str | None = None, gpu: str | None = None) 
     return measured_setup(prof, gpu)
 
 
+def _setup_on(prof: EngineSpeed, gpu: str | None) -> MeasuredSetup | None:
+    return next((m for m in prof.measured_on if gpu is not None and m.gpu == gpu), None)
+
+
 def measured_setup(prof: EngineSpeed, gpu: str | None) -> EngineSpeed:
     """``prof`` with the coefficients measured on ``gpu`` (``measured_on``), when it has any."""
-    setup = next((m for m in prof.measured_on if gpu is not None and m.gpu == gpu), None)
-    if setup is None:
-        return prof
-    return prof.model_copy(update=dict(setup.coefficients))
+    setup = _setup_on(prof, gpu)
+    return prof if setup is None else prof.model_copy(update=dict(setup.coefficients))
 
 
 def measured_label(prof: EngineSpeed, gpu: str | None) -> str | None:
     """Where the coefficients measured on ``gpu`` come from, or None."""
-    setup = next((m for m in prof.measured_on if gpu is not None and m.gpu == gpu), None)
+    setup = _setup_on(prof, gpu)
     return f"{setup.label} ({setup.source})" if setup else None
