@@ -134,6 +134,30 @@ def server_timings(log: Path) -> list[tuple[str, float, int]]:
     return [(m[1], float(m[2]) / 1e3, int(m[3])) for m in TIMING.finditer(log.read_text(errors="replace"))]
 
 
+def server_by_level(timings: list, closed: Path | None, short: Path | None) -> list[dict]:
+    """The server's own prompt-eval and per-token eval times by closed-loop level, in the order the levels ran (one
+    warm-up round of `concurrency` requests before each level's measured ones; long and short prompts apart)."""
+    pe = [(s, n) for kind, s, n in timings if kind == "prompt eval"]
+    ev = [(s, n) for kind, s, n in timings if kind == "eval"]
+    out = []
+    for path, is_long in ((closed, True), (short, False)):
+        if path is None:
+            continue
+        mine = [i for i, (_, n) in enumerate(pe) if (n > 600) == is_long]
+        at = 0
+        for lv in levels(path):
+            count = lv["concurrency"] + lv["ttft_s"]["n"]
+            idx = mine[at:at + count][lv["concurrency"]:]  # the warm-up round first
+            at += count
+            p_s = [pe[i][0] for i in idx if i < len(pe)]
+            e_s = [ev[i][0] / ev[i][1] for i in idx if i < len(ev) and ev[i][1]]
+            out.append({"prompt": "long" if is_long else "short", "concurrency": lv["concurrency"], "requests": len(p_s),
+                        "prompt_eval_s_median": statistics.median(p_s) if p_s else None,
+                        "eval_s_per_token_median": statistics.median(e_s) if e_s else None,
+                        "ttft_p50_s": lv["ttft_s"]["p50"], "itl_p50_s": lv["itl_s"]["p50"], "requests_per_s": lv["requests_per_s"]})
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batched", type=Path, action="append", required=True)
@@ -176,9 +200,7 @@ def main() -> None:
         out["request_overhead_s"] = one["ttft_s"]["p50"] - prefill
         out["ttft_p50_one_client_s"], out["modelled_prefill_step_s"] = one["ttft_s"]["p50"], prefill
     if args.server_log:
-        t = server_timings(args.server_log)
-        long_pp = [s / n * 1137 for kind, s, n in t if kind == "prompt eval" and n > 900]
-        out["server_prompt_eval_s_per_1137_tokens_median"] = statistics.median(long_pp) if long_pp else None
+        out["server_by_level"] = server_by_level(server_timings(args.server_log), args.closed, args.short)
     print(json.dumps(out, indent=1))
 
 
