@@ -12,7 +12,14 @@ three output slices), o_proj (4096 -> 4096), gate_up_proj (4096 -> 14336|14336, 
 per slice) and one *expand* (that @ B added into the base output), each as one Triton kernel over all slices and
 all adapters of the batch (vllm/lora/ops/triton_ops/lora_shrink_op.py, lora_expand_op.py; tokens sorted by
 adapter, one program per adapter x token tile x output tile: SGMV-style). No vLLM or punica kernel is available on
-the lent machine, so torch stands in three ways:
+the lent machine, so four stand-ins run:
+
+- ``triton_sgmv``: this file's own Triton kernels written the same way (not vLLM's code): per wrapped module, the
+  fp32 shrink buffer zeroed, one split-K shrink (grid: split-K x token tiles x rank tiles, slices, adapters; atomic
+  adds) and one expand adding into the base output (grid: token tiles x output tiles, slices, adapters), tokens
+  grouped by adapter: 3 launches per module, as vLLM V1. Checked against per-adapter matmuls on tiny shapes first
+  (``triton_sgmv_check_rel_error``). Needs Triton (bundled with torch's CUDA wheels); a CPU smoke runs it under
+  ``TRITON_INTERPRET=1`` in float16.
 
 - ``grouped_mm``: ``torch._grouped_mm`` over the adapters' segments, one shrink over all slices and one expand per
   slice (closest to SGMV: one launch for all adapters). Segments are padded to 16 rows, as the Triton kernels'
@@ -50,6 +57,12 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+try:  # Triton ships with torch's CUDA wheels; without it the triton_sgmv method is skipped
+    import triton
+    import triton.language as tl
+except ImportError:
+    triton = None
+
 # Llama-3.1-8B (data/models/meta-llama--Llama-3.1-8B.json): hidden 4096, 32 query heads and 8 KV heads of 128,
 # MLP 14336, 32 layers.
 FULL = {"hidden": 4096, "q": 4096, "kv": 1024, "inter": 14336, "layers": 32}
@@ -60,7 +73,91 @@ ADAPTERS = [1, 2, 4, 8, 16, 32, 64]
 COARSE = {"rank": {8, 64}, "tokens": {1, 16, 256, 2048}, "adapters": {1, 8, 64}}
 SEGMENT_ROWS = 16  # grouped_mm segments padded to the Triton kernels' smallest token tile
 GATHER_LIMIT_BYTES = 1 << 30
+DTYPE = [torch.bfloat16]  # float16 for a CPU smoke under TRITON_INTERPRET=1 (numpy has no bfloat16)
 COPIES = 2  # layer copies rotated through: base weights alone are 436 MB per copy, far above the 60 MB L2
+
+
+if triton is not None:
+    @triton.jit
+    def _sgmv_shrink(x_ptr, a_ptr, out_ptr, seg_start_ptr, seg_len_ptr, M, K, R,
+                     stride_xm, stride_as, stride_ag, stride_ak, stride_os, stride_om,
+                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr):
+        pid = tl.program_id(0)
+        s = tl.program_id(1)
+        g = tl.program_id(2)
+        n_tiles = tl.cdiv(R, BN)
+        m_tiles = tl.cdiv(M, BM)
+        pid_k = pid % SPLIT_K
+        pid_m = (pid // SPLIT_K) % m_tiles
+        pid_n = pid // (SPLIT_K * m_tiles)
+        seg_len = tl.load(seg_len_ptr + g)
+        if pid_m * BM < seg_len:
+            start = tl.load(seg_start_ptr + g)
+            rm = pid_m * BM + tl.arange(0, BM)
+            rn = pid_n * BN + tl.arange(0, BN)
+            rk = tl.arange(0, BK)
+            mask_m = rm < seg_len
+            mask_n = rn < R
+            acc = tl.zeros((BM, BN), dtype=tl.float32)
+            for k0 in range(pid_k * BK, K, BK * SPLIT_K):
+                kk = k0 + rk
+                xt = tl.load(x_ptr + (start + rm)[:, None] * stride_xm + kk[None, :],
+                             mask=mask_m[:, None] & (kk[None, :] < K), other=0.0)
+                at = tl.load(a_ptr + s * stride_as + g * stride_ag + kk[:, None] * stride_ak + rn[None, :],
+                             mask=(kk[:, None] < K) & mask_n[None, :], other=0.0)
+                acc += tl.dot(xt, at)
+            ptrs = out_ptr + s * stride_os + (start + rm)[:, None] * stride_om + rn[None, :]
+            tl.atomic_add(ptrs, acc, mask=mask_m[:, None] & mask_n[None, :])
+
+    @triton.jit
+    def _sgmv_expand(h_ptr, b_ptr, y_ptr, seg_start_ptr, seg_len_ptr, col_off_ptr, width_ptr, M, R, NMAX,
+                     stride_hs, stride_hm, stride_bs, stride_bg, stride_br, stride_ym,
+                     BM: tl.constexpr, BN: tl.constexpr, BR: tl.constexpr):
+        pid = tl.program_id(0)
+        s = tl.program_id(1)
+        g = tl.program_id(2)
+        m_tiles = tl.cdiv(M, BM)
+        pid_m = pid % m_tiles
+        pid_n = pid // m_tiles
+        seg_len = tl.load(seg_len_ptr + g)
+        width = tl.load(width_ptr + s)
+        if (pid_m * BM < seg_len) & (pid_n * BN < width):
+            start = tl.load(seg_start_ptr + g)
+            col0 = tl.load(col_off_ptr + s)
+            rm = pid_m * BM + tl.arange(0, BM)
+            rn = pid_n * BN + tl.arange(0, BN)
+            rr = tl.arange(0, BR)
+            mask_m = rm < seg_len
+            mask_n = rn < width
+            ht = tl.load(h_ptr + s * stride_hs + (start + rm)[:, None] * stride_hm + rr[None, :],
+                         mask=mask_m[:, None] & (rr[None, :] < R), other=0.0)
+            bt = tl.load(b_ptr + s * stride_bs + g * stride_bg + rr[:, None] * stride_br + rn[None, :],
+                         mask=(rr[:, None] < R) & mask_n[None, :], other=0.0)
+            acc = tl.dot(ht.to(bt.dtype), bt)
+            yp = y_ptr + (start + rm)[:, None] * stride_ym + (col0 + rn)[None, :]
+            mask = mask_m[:, None] & mask_n[None, :]
+            y = tl.load(yp, mask=mask, other=0.0)
+            tl.store(yp, (y.to(tl.float32) + acc).to(y.dtype), mask=mask)
+
+
+def sgmv_module(x, a_all, b_all, y, h, seg_start, seg_len, col_off, widths, d, rank):
+    """One wrapped module the SGMV way: zero the shrink buffer, one shrink and one expand launch over every slice and
+    adapter. x (M, K); a_all (S, G, K, R); b_all (S, G, R, NMAX); y (M, sum widths); h (S, M, R) float32."""
+    M, K = x.shape
+    S = a_all.shape[0]
+    nmax = b_all.shape[-1]
+    h.zero_()
+    BM, BN = 16, 16
+    BK = 64
+    split_k = 64 if M < 128 else 8
+    grid = (split_k * triton.cdiv(M, BM) * triton.cdiv(rank, BN), S, d)
+    _sgmv_shrink[grid](x, a_all, h, seg_start, seg_len, M, K, rank, x.stride(0), a_all.stride(0), a_all.stride(1),
+                       a_all.stride(2), h.stride(0), h.stride(1), BM=BM, BN=BN, BK=BK, SPLIT_K=split_k)
+    BNE = 64
+    br = max(16, triton.next_power_of_2(rank))
+    grid = (triton.cdiv(M, BM) * triton.cdiv(nmax, BNE), S, d)
+    _sgmv_expand[grid](h, b_all, y, seg_start, seg_len, col_off, widths, M, rank, nmax, h.stride(0), h.stride(1),
+                       b_all.stride(0), b_all.stride(1), b_all.stride(2), y.stride(0), BM=BM, BN=BNE, BR=br)
 
 
 def modules(s: dict) -> list[tuple[str, int, list[int]]]:
@@ -127,14 +224,17 @@ class Timer:
 class Layer:
     """One copy of a decoder layer's base weights and its stacked LoRA buffers (``slots`` adapters of ``rank``)."""
 
-    def __init__(self, s: dict, rank: int, slots: int, dev: str):
-        bf = dict(device=dev, dtype=torch.bfloat16)
+    def __init__(self, s: dict, rank: int, slots: int, dev: str, sgmv: bool = False):
+        bf = dict(device=dev, dtype=DTYPE[0])
         self.mods = modules(s)
         self.w = [torch.randn(sum(outs), n_in, **bf) * 0.02 for _, n_in, outs in self.mods]
         # A of every slice side by side (one shrink reads them all), B per slice: (slots, rank, out)
         self.a = [column_major(torch.randn(slots, n_in, len(outs) * rank, **bf) * 0.02) for _, n_in, outs in self.mods]
         self.b = [[column_major(torch.randn(slots, rank, o, **bf) * 0.02) for o in outs] for _, _, outs in self.mods]
         self.rank = rank
+        # the SGMV kernels' layout: A (slices, slots, in, rank); B (slices, slots, rank, widest slice), columns masked
+        self.a_all = [torch.randn(len(outs), slots, n_in, rank, **bf) * 0.02 for _, n_in, outs in self.mods] if sgmv else []
+        self.b_all = [torch.randn(len(outs), slots, rank, max(outs), **bf) * 0.02 for _, _, outs in self.mods] if sgmv else []
 
 
 def base(layer: Layer, x: torch.Tensor, xd: torch.Tensor) -> list[torch.Tensor]:
@@ -150,6 +250,12 @@ def lora_grouped_mm(layer: Layer, xs: list[torch.Tensor], ys: list[torch.Tensor]
         for j, (o, b) in enumerate(zip(outs, bs)):
             y[:, col:col + o] += torch._grouped_mm(h[:, j * r:(j + 1) * r].contiguous(), b[:d], offs=offs)
             col += o
+
+
+def lora_triton_sgmv(layer: Layer, xs: list[torch.Tensor], ys: list[torch.Tensor], meta: dict, d: int) -> None:
+    for k, (x, y) in enumerate(zip(xs, ys)):
+        sgmv_module(x, layer.a_all[k], layer.b_all[k], y, meta["h"][k], meta["start"], meta["len"], meta["col"][k],
+                    meta["width"][k], d, layer.rank)
 
 
 def lora_segment_loop(layer: Layer, xs: list[torch.Tensor], ys: list[torch.Tensor], bounds: list[tuple[int, int]]) -> None:
@@ -178,11 +284,11 @@ def grouped_mm_works(dev: str) -> bool:
     ``Layer`` then stores it so, see ``column_major``)."""
     if not hasattr(torch, "_grouped_mm"):
         return False
-    x = torch.randn(32, 64, device=dev, dtype=torch.bfloat16)
+    x = torch.randn(32, 64, device=dev, dtype=DTYPE[0])
     offs = torch.tensor([16, 32], device=dev, dtype=torch.int32)
     for major in (False, True):
         try:
-            torch._grouped_mm(x, column_major(torch.randn(2, 64, 16, device=dev, dtype=torch.bfloat16), major), offs=offs)
+            torch._grouped_mm(x, column_major(torch.randn(2, 64, 16, device=dev, dtype=DTYPE[0]), major), offs=offs)
             COLUMN_MAJOR[0] = major
             return True
         except Exception:  # noqa: BLE001 - this build cannot; the other two methods still run
@@ -204,7 +310,7 @@ def spread(tokens: int, d: int) -> list[int]:
 
 def case_op(method: str, layers: list[Layer], s: dict, tokens: int, d: int, dev: str):
     """A callable running one layer (rotating over the copies) with ``method``'s LoRA, or the base GEMMs alone."""
-    bf = dict(device=dev, dtype=torch.bfloat16)
+    bf = dict(device=dev, dtype=DTYPE[0])
     per = spread(tokens, d)
     if method == "grouped_mm":
         rows = [-(-p // SEGMENT_ROWS) * SEGMENT_ROWS for p in per]
@@ -215,6 +321,7 @@ def case_op(method: str, layers: list[Layer], s: dict, tokens: int, d: int, dev:
     x, xd = torch.randn(n, s["hidden"], **bf), torch.randn(n, s["inter"], **bf)
     bounds = [(sum(per[:k]), sum(per[:k + 1])) for k in range(d)]
     idx = torch.tensor([t % d for t in range(tokens)], device=dev, dtype=torch.long)
+    meta = sgmv_meta(layers[0], per, n, dev) if method == "triton_sgmv" else {}
     state = {"c": 0}
 
     def op():
@@ -228,8 +335,39 @@ def case_op(method: str, layers: list[Layer], s: dict, tokens: int, d: int, dev:
             lora_segment_loop(layer, xs, ys, bounds)
         elif method == "gathered_bmm":
             lora_gathered(layer, xs, ys, idx)
+        elif method == "triton_sgmv":
+            lora_triton_sgmv(layer, xs, ys, meta, d)
 
     return op, n
+
+
+def sgmv_meta(layer: Layer, per: list[int], n: int, dev: str) -> dict:
+    """Segment starts and lengths per adapter, slice column offsets and widths per module, fp32 shrink buffers."""
+    i32 = dict(device=dev, dtype=torch.int32)
+    outs = [o for _, _, o in layer.mods]
+    return {"start": torch.tensor([sum(per[:k]) for k in range(len(per))], **i32), "len": torch.tensor(per, **i32),
+            "col": [torch.tensor([sum(o[:j]) for j in range(len(o))], **i32) for o in outs],
+            "width": [torch.tensor(o, **i32) for o in outs],
+            "h": [torch.empty(len(o), n, layer.rank, device=dev, dtype=torch.float32) for o in outs]}
+
+
+def check_sgmv(dev: str) -> float:
+    """Largest difference, relative to the largest output, between the Triton SGMV kernels and per-adapter matmuls on
+    the same weights (tiny shapes, 3 adapters of uneven segments): the kernels compute what they stand for."""
+    layer = Layer(TINY, 16, 3, dev, sgmv=True)
+    for k, (_, _, outs) in enumerate(layer.mods):  # the same weights in the segment loop's layout
+        a_all, b_all = layer.a_all[k], layer.b_all[k]
+        layer.a[k] = a_all.permute(1, 2, 0, 3).reshape(a_all.shape[1], a_all.shape[2], -1).contiguous()
+        layer.b[k] = [b_all[j, :, :, :o].contiguous() for j, o in enumerate(outs)]
+    per = [5, 1, 10]
+    n = sum(per)
+    x, xd = torch.randn(n, TINY["hidden"], device=dev, dtype=DTYPE[0]), torch.randn(n, TINY["inter"], device=dev, dtype=DTYPE[0])
+    xs = [xd if name == "down_proj" else x for name, _, _ in layer.mods]
+    ys_ref, ys = base(layer, x, xd), base(layer, x, xd)
+    lora_segment_loop(layer, xs, ys_ref, [(sum(per[:k]), sum(per[:k + 1])) for k in range(3)])
+    lora_triton_sgmv(layer, xs, ys, sgmv_meta(layer, per, n, dev), 3)
+    scale = max(float(r.float().abs().max()) for r in ys_ref)
+    return max(float((a.float() - b.float()).abs().max()) for a, b in zip(ys, ys_ref)) / scale
 
 
 def launches(method: str, s: dict, d: int) -> int:
@@ -239,6 +377,8 @@ def launches(method: str, s: dict, d: int) -> int:
         return len(modules(s)) + 3 * slices  # shrink, then per slice: contiguous copy, grouped expand, add
     if method == "segment_loop":
         return d * (len(modules(s)) + slices)
+    if method == "triton_sgmv":
+        return 3 * len(modules(s))  # as vLLM V1: buffer zeroing, shrink, expand per module
     return 2 * len(modules(s)) + 4 * slices  # gathers and bmm for shrink and each slice's expand, plus the add
 
 
@@ -249,7 +389,8 @@ def cases(ranks, tokens_list, adapters_list) -> list[tuple[int, int, int]]:
     return coarse + [c for c in all_cases if c not in coarse]
 
 
-def measure_cases(s: dict, dev: str, timer: Timer, grid: list, deadline: float, have_grouped: bool) -> tuple[list, list, dict]:
+def measure_cases(s: dict, dev: str, timer: Timer, grid: list, deadline: float, have_grouped: bool,
+                  have_triton: bool) -> tuple[list, list, dict]:
     rows, skipped, base_s = [], [], {}
     max_slots = max(d for _, _, d in grid)
     by_rank: dict[int, list[Layer]] = {}
@@ -262,14 +403,14 @@ def measure_cases(s: dict, dev: str, timer: Timer, grid: list, deadline: float, 
             by_rank.clear()
             if dev.startswith("cuda"):
                 torch.cuda.empty_cache()
-            by_rank[rank] = [Layer(s, rank, max_slots, dev) for _ in range(COPIES)]
+            by_rank[rank] = [Layer(s, rank, max_slots, dev, sgmv=have_triton) for _ in range(COPIES)]
         layers = by_rank[rank]
         if tokens not in base_s:
             op, _ = case_op("base", layers, s, tokens, 1, dev)
             base_s[tokens] = timer(op)
-        for method in ("grouped_mm", "segment_loop", "gathered_bmm"):
+        for method in ("triton_sgmv", "grouped_mm", "segment_loop", "gathered_bmm"):
             row = {"method": method, "rank": rank, "tokens": tokens, "adapters": d}
-            if method == "grouped_mm" and not have_grouped:
+            if (method == "grouped_mm" and not have_grouped) or (method == "triton_sgmv" and not have_triton):
                 continue
             gathered = tokens * rank * max(max(n_in, max(outs)) for _, n_in, outs in modules(s)) * 2
             if method == "gathered_bmm" and gathered > GATHER_LIMIT_BYTES:
@@ -337,6 +478,10 @@ def main(argv: list[str] | None = None) -> int:
     dev = "cuda" if cuda else "cpu"
     s = TINY if args.smoke else FULL
     ranks, tokens_list, adapters_list = ([8, 16], [1, 4, 16], [1, 2, 4]) if args.smoke else (RANKS, TOKENS, ADAPTERS)
+    interpret = os.environ.get("TRITON_INTERPRET") == "1"
+    have_triton = triton is not None and (cuda or (args.smoke and interpret))
+    if interpret and not cuda:
+        DTYPE[0] = torch.float16
     have_grouped = grouped_mm_works(dev)
     out_path = Path(args.out or os.path.join(os.environ.get("OUT", "/tmp/out"), "lora_kernels.json"))
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -346,12 +491,19 @@ def main(argv: list[str] | None = None) -> int:
         "elements_per_slot_per_rank_per_layer": elements_per_slot_per_rank(s),
         "device": torch.cuda.get_device_name() if cuda else platform.processor() or "cpu",
         "torch": torch.__version__, "cuda": torch.version.cuda, "grouped_mm": have_grouped,
+        "triton": getattr(triton, "__version__", None) if have_triton else None,
         "timing": "CUDA-graph replay, median of 3 rounds" if cuda else "eager wall clock (smoke)",
         "segment_rows": SEGMENT_ROWS, "copies": COPIES,
     }
+    if have_triton:
+        try:
+            result["triton_sgmv_check_rel_error"] = check_sgmv(dev)
+        except Exception as err:  # noqa: BLE001 - record why; the method is then not trusted
+            result["triton_sgmv_check_error"] = repr(err)[:300]
+            have_triton = False
     result["buffer_memory"] = buffer_memory(s, dev, [(1, 8), (4, 16), (4, 64), (16, 64), (8, 128)])
     grid = cases(ranks, tokens_list, adapters_list)
-    rows, skipped, base_s = measure_cases(s, dev, Timer(cuda), grid, t_start + args.budget_s, have_grouped)
+    rows, skipped, base_s = measure_cases(s, dev, Timer(cuda), grid, t_start + args.budget_s, have_grouped, have_triton)
     result.update({"base_layer_s_by_tokens": base_s, "rows": rows, "skipped": skipped,
                    "wall_s": time.monotonic() - t_start})
     out_path.write_text(json.dumps(result, indent=1))
