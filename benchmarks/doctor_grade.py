@@ -138,7 +138,7 @@ def grade(f) -> dict:
     first = diag.edits[0] if diag.edits else None
     row = {"id": f.id, "held_out": f.held_out, "engine": f.engine, "url": f.url, "thread_error": f.error,
            "doctor_error": diag.error.kind if diag.error else None, "error_logged": diag.error_logged,
-           "error_match": (diag.error.kind == f.error) if diag.error else False, "model_run": diag.kv_cache_tokens is not None,
+           "error_match": (diag.error.kind == f.error) if diag.error else False, "model_run": diag.memory_model, "gpu_source": diag.gpu_source,
            "first_edit": first.change if first else None, "thread_fix": f"{f.fix.kind} ({'confirmed' if f.fix.confirmed else 'suggested'})" if f.fix else None}
     if first is not None:
         ok, why = engine_check(f, diag, first)

@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .doctor_edits import Edit, Scenario, StartRule, rank_edits, room_outside_budget, starts, tried_edit
+from .doctor_edits import Edit, LedgerLine, Scenario, StartRule, rank_edits, room_outside_budget, starts, tried_edit
 from .startup_errors import StartupError, find_startup_error
 from .startup_log import StartupLog
 
@@ -39,19 +39,6 @@ _WORDS = {
 }
 
 
-class LedgerLine(BaseModel):
-    """One term of the memory ledger of one GPU."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    term: str
-    bytes_per_gpu: int
-    in_budget: bool = Field(description="Counted in gpu_memory_utilization x total (False: allocated outside it).")
-    source: str = Field(description="calibrated (log), estimated, engine profile (...), logged.")
-    logged_bytes: int | None = Field(default=None, description="The figure the log printed for this term, if any.")
-    line: str | None = Field(default=None, description="The log line behind it.")
-
-
 class Diagnosis(BaseModel):
     """What `infer-advisor doctor` found; ``model_json_schema()`` is the published contract (add fields, never rename)."""
 
@@ -64,6 +51,7 @@ class Diagnosis(BaseModel):
     generation: Literal["V0", "V1"] | None = None
     model: str | None = None
     gpu: str | None = None
+    gpu_source: str | None = Field(default=None, description="given (--gpu), or how it was inferred from the log's own lines.")
     tp: int = 1
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
@@ -76,6 +64,7 @@ class Diagnosis(BaseModel):
     starts: bool | None = Field(default=None, description="The setup as given starts (None: not known without the model).")
     kv_cache_tokens: int | None = None
     max_concurrency: int | None = None
+    memory_model: bool = Field(default=False, description="The memory model ran for this setup (model and GPU resolved).")
     edits: list[Edit] = Field(default_factory=list, description="Ranked: those that start first, then by cost.")
     tried: Edit | None = Field(default=None, description="The edit asked for with --try-flags, run through the same model.")
     fixed_command: str | None = Field(default=None, description="For a command line: it with the first edit that starts applied (shell-quoted).")
@@ -87,60 +76,93 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
              try_flags: list[str] | None = None) -> Diagnosis:
     """Diagnose a start-up log or a vLLM command line (``text``); the options fill what it does not say (the log's
     own figures win where it printed them)."""
+    from .doctor_gpu import infer_gpu
     from .doctor_input import extras_from_log, log_from_command, looks_like_command
     from .startup_log import detect_engine, parse_startup_log
 
+    gpu_source = "given" if gpu else None
     if looks_like_command(text):
         log, flags = log_from_command(text)
         error, kind = None, "command"
     else:
         error = find_startup_error(text)
-        other = _OTHER_ENGINES.get(error.kind.split("_")[0]) if error is not None else None
-        if other is not None:
-            return _other_engine(text, other, error, parse_startup_log)
-        log = parse_startup_log(text, "vllm" if detect_engine(text) is None and error is not None else None, require_kv=False)
+        engine = detect_engine(text) or (_OTHER_ENGINES.get(error.kind.split("_")[0]) if error is not None else None)
+        if engine in ("sglang", "tgi", "llama.cpp"):
+            return _other_engine(text, engine, error, gpu=gpu, model=model, engine_version=engine_version, tp=tp,
+                                 max_model_len=max_model_len, memory_fraction=gpu_memory_utilization)
+        log = parse_startup_log(text, "vllm", require_kv=False)
         flags = extras_from_log(text)
         _merge_error_figures(log, error)
         kind = "log"
+        if not gpu:
+            gpu, gpu_source = infer_gpu(text, log.gpu_name)
     log.tp = log.tp or tp
     log.max_model_len = log.max_model_len or max_model_len
     log.gpu_memory_utilization = log.gpu_memory_utilization or gpu_memory_utilization
     version, version_source = _version(log, engine_version)
     diag = Diagnosis(input_kind=kind, engine=log.engine, engine_version=version, version_source=version_source,
                      generation=log.generation or _generation(log.engine, version), model=model or log.model, gpu=gpu or log.gpu_name,
-                     tp=(log.tp or 1) * (log.pp or 1), max_model_len=log.max_model_len, gpu_memory_utilization=log.gpu_memory_utilization,
-                     gpu_memory_bytes=log.total_gpu_memory_bytes, error=error, error_logged=error is not None)
-    if log.engine != "vllm":
-        diag.notes.append(f"The ledger and edits cover vLLM; for {log.engine} this lists the figures the log printed.")
-        diag.ledger = _logged_only(log)
-        return diag
+                     gpu_source=gpu_source, tp=(log.tp or 1) * (log.pp or 1), max_model_len=log.max_model_len,
+                     gpu_memory_utilization=log.gpu_memory_utilization, gpu_memory_bytes=log.total_gpu_memory_bytes, error=error,
+                     error_logged=error is not None)
+    if gpu_source and gpu_source != "given":
+        diag.notes.append(f"GPU {gpu}: {gpu_source}; pass --gpu to say which.")
     return _with_model(diag, log, flags, model=model, gpu=gpu, version=version, try_flags=try_flags)
 
 
 _OTHER_ENGINES = {"sglang": "sglang", "tgi": "tgi", "llamacpp": "llama.cpp"}
-_OTHER_HINTS = {
-    "sglang_not_enough_memory": "SGLang sizes its KV pool from --mem-fraction-static of the GPU: raise it if the weights fill the "
-    "fraction (the message's advice), lower --context-length or --max-running-requests otherwise.",
-    "tgi_prefill_tokens": "Lower --max-batch-prefill-tokens (the message's advice), or shard over more GPUs (--num-shard).",
-    "tgi_total_tokens": "Lower --max-batch-total-tokens or --max-batch-prefill-tokens (the message's advice), or shard over more GPUs.",
-    "llamacpp_alloc_failed": "Lower --ctx-size (the KV cache grows with it and with --parallel), quantize the KV cache "
-    "(--cache-type-k/-v q8_0), or offload fewer layers (--n-gpu-layers).",
-}
 
 
-def _other_engine(text: str, engine: str, error: StartupError, parse) -> Diagnosis:
-    """SGLang, TGI, llama.cpp: the error in the engine's words, the engine's own remedy and the figures the log printed."""
+def _other_engine(text: str, engine: str, error: StartupError | None, *, gpu, model, engine_version, tp, max_model_len,
+                  memory_fraction) -> Diagnosis:
+    """SGLang, TGI, llama.cpp: the engine's own arithmetic on the log's figures (:mod:`.doctor_engines`), with the memory
+    model's KV bytes per token where the model and GPU are known and the log does not print them."""
     from ..errors import InferAdvisorError
+    from .doctor_engines import engine_findings
+    from .doctor_gpu import infer_gpu
+    from .startup_log import parse_startup_log
 
-    diag = Diagnosis(input_kind="log", engine=engine, engine_version=None, version_source="unknown", error=error, error_logged=True, starts=False)
-    diag.notes.append(_OTHER_HINTS[error.kind])
-    diag.notes.append(f"The ledger and ranked edits cover vLLM; for {engine} this names the error and lists the figures the log printed.")
-    if engine in ("sglang", "llama.cpp"):
-        try:
-            diag.ledger = _logged_only(parse(text, engine=engine, require_kv=False))
-        except InferAdvisorError:
-            pass
+    try:
+        log = parse_startup_log(text, engine=engine, require_kv=False)
+    except InferAdvisorError:
+        log = StartupLog(engine=engine)
+    log.tp, log.max_model_len = log.tp or tp, log.max_model_len or max_model_len
+    log.gpu_memory_utilization = log.gpu_memory_utilization or memory_fraction
+    gpu_source = "given" if gpu else None
+    if not gpu:
+        gpu, gpu_source = infer_gpu(text, log.gpu_name)
+    version = engine_version or log.engine_version
+    diag = Diagnosis(input_kind="log", engine=engine, engine_version=version, version_source="given" if engine_version else
+                     ("log" if log.engine_version else "unknown"), model=model or log.model, gpu=gpu, gpu_source=gpu_source,
+                     tp=(log.tp or 1) * (log.pp or 1), max_model_len=log.max_model_len, gpu_memory_utilization=log.gpu_memory_utilization,
+                     error=error, error_logged=error is not None)
+    cell, total = _model_cell(log, model or log.model, gpu, version, diag.notes)
+    diag.memory_model = cell is not None
+    found = engine_findings(log, error, kv_bytes_per_token=cell, gpu_memory_bytes=total)
+    diag.ledger, diag.binding, diag.starts, diag.edits = found.ledger, found.binding, found.starts, found.edits
+    diag.kv_cache_tokens, diag.budget_bytes, diag.gpu_memory_bytes = found.kv_cache_tokens, found.budget_bytes, found.gpu_memory_bytes
+    diag.notes += found.notes
+    if gpu_source and gpu_source != "given":
+        diag.notes.append(f"GPU {gpu}: {gpu_source}; pass --gpu to say which.")
     return diag
+
+
+def _model_cell(log: StartupLog, model: str | None, gpu: str | None, version: str | None, notes: list[str]) -> tuple[float | None, int | None]:
+    """(KV bytes per token per GPU, the GPU's CUDA-visible total) from the memory model, where the model and GPU resolve."""
+    from ..errors import InferAdvisorError
+    from .memory import setup_for_log
+
+    if not (model and gpu):
+        return None, None
+    try:
+        from ..estimate.memory import estimate_memory
+
+        facts, setup = setup_for_log(log.model_copy(update={"model": model}), model=model, gpu=gpu, engine_version=version)
+        est = estimate_memory(facts, **setup)
+    except (InferAdvisorError, ValueError) as err:
+        notes.append(f"Without the memory model: {err}")
+        return None, None
+    return est.kv_cache_bytes_per_token_per_gpu, est.gpu_memory_bytes
 
 
 def _merge_error_figures(log: StartupLog, error: StartupError | None) -> None:
@@ -218,6 +240,7 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
             diag.notes.append(f"The log's figures were not used to calibrate the model ({err}); the ledger is the model's alone.")
     sc = Scenario(facts, setup, cal)
     base = _estimate(sc)
+    diag.memory_model = True
     sc.rule = _rule(diag.error, base, setup, flags)
     diag.starts = starts(base, sc.rule)
     diag.gpu_memory_bytes, diag.budget_bytes = base.gpu_memory_bytes, base.budget_bytes_per_gpu

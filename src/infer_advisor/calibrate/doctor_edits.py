@@ -29,6 +29,24 @@ MIN_UTILIZATION = 0.30
 ROUND_TOKENS = 256
 
 
+class LedgerLine(BaseModel):
+    """One term of the memory ledger of one GPU."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    term: str
+    bytes_per_gpu: int
+    in_budget: bool = Field(description="Counted in gpu_memory_utilization x total (False: allocated outside it).")
+    source: str = Field(description="calibrated (log), estimated, engine profile (...), logged.")
+    logged_bytes: int | None = Field(default=None, description="The figure the log printed for this term, if any.")
+    line: str | None = Field(default=None, description="The log line behind it.")
+
+
+def edit_order(e: Edit) -> tuple[int, float]:
+    """Those that start first, then those the figures do not decide, then by cost."""
+    return ({True: 0, None: 1, False: 2}[e.starts], e.cost_rank)
+
+
 class Edit(BaseModel):
     """One change to the launch settings and what the memory model says it gives."""
 
@@ -36,7 +54,8 @@ class Edit(BaseModel):
 
     change: str = Field(description="The edit as vLLM flags, e.g. '--max-model-len 23552'.")
     argv: list[str] = Field(description="The flags to add or replace.")
-    starts: bool = Field(description="The engine's start-up checks pass with this edit (by the memory model's figures).")
+    starts: bool | None = Field(description="The engine's start-up checks pass with this edit (by the memory model's figures, or the "
+                                "engine's own arithmetic on the log's figures); None: the log's figures do not decide it.")
     kv_cache_tokens: int | None = Field(description="KV-cache capacity in tokens with the edit (None: not known without the model).")
     max_concurrency: int | None = Field(description="Requests of max_model_len tokens that fit at once with the edit.")
     max_model_len: int
@@ -221,4 +240,4 @@ def rank_edits(sc: Scenario, base) -> list[Edit]:
         tp_edit(sc),
     ]
     edits = [e for e in found if e is not None]
-    return sorted(edits, key=lambda e: (not e.starts, e.cost_rank))
+    return sorted(edits, key=edit_order)
