@@ -1,7 +1,11 @@
 """Grade `infer-advisor doctor` on the published failing start-ups (benchmarks/published/startup_failures.yaml).
 
-    python benchmarks/doctor_grade.py                     # the table; held-out entries (id divisible by 3) apart
+    python benchmarks/doctor_grade.py                     # the table; batch 1 held out / tuning and batch 2 apart
     python benchmarks/doctor_grade.py --json benchmarks/results/doctor_grade.json
+
+Batch 1 (sf01-sf33) was gathered before the doctor existed, a third held out by id; batch 2 (sf34-) was gathered after the
+SGLang/TGI/llama.cpp doctor was written and is graded prospectively as a whole (its first answers are committed in
+benchmarks/results/doctor_grade_batch2_first.json before any change they prompted).
 
 Each entry runs through exactly what a user runs (:func:`infer_advisor.calibrate.doctor.diagnose`, the function behind
 `infer-advisor doctor`), with the log lines the thread quotes (plus the thread's error line when the quoted lines lack
@@ -35,7 +39,12 @@ GIB = 2**30
 # KV capacity the thread printed for the setup that worked: (entry, the edit, tokens, the quote's figure)
 KV_AFTER_FIX = [("sf01", ["--max-model-len", "20000"], 1952 * 16, "GPU blocks: 1952 (x 16 tokens)")]
 _FIX_KIND = {"--max-model-len": "max_model_len", "--kv-cache-dtype": "kv_cache_dtype", "--enforce-eager": "enforce_eager",
-             "--max-num-seqs": "max_num_seqs", "--tensor-parallel-size": "tensor_parallel"}
+             "--max-num-seqs": "max_num_seqs", "--tensor-parallel-size": "tensor_parallel",
+             # the same knobs in SGLang's, TGI's and llama.cpp's flags (src/infer_advisor/data/doctor_flags.yaml)
+             "--context-length": "max_model_len", "--max-total-tokens": "max_model_len", "--max-input-tokens": "max_model_len",
+             "--ctx-size": "max_model_len", "--cache-type-k": "kv_cache_dtype", "--disable-cuda-graph": "enforce_eager",
+             "--cuda-graphs": "enforce_eager", "--tp-size": "tensor_parallel", "--num-shard": "tensor_parallel"}
+_FRACTION_FLAGS = ("--gpu-memory-utilization", "--mem-fraction-static", "--cuda-memory-fraction")
 
 
 def doctor_input(f) -> str:
@@ -90,6 +99,24 @@ def engine_check(f, diag, edit) -> tuple[bool | None, str]:
         if flag == "--gpu-memory-utilization" and total:
             got = avail + (float(value) - u0) * total
             return got >= need, f"{avail / GIB:.2f} + ({value} - {u0}) x {total / GIB:.2f} = {got / GIB:.2f} GiB vs {need / GIB:.2f} needed{note}"
+    if f.error == "sglang_not_enough_memory":
+        return _sglang_check(f, flag, value)
+    return None, "the log's figures do not decide it"
+
+
+def _sglang_check(f, flag, value) -> tuple[bool | None, str]:
+    """SGLang: rest = after - before x (1 - fraction) must be above zero; the minimum fraction is the engine's printed one,
+    or 1 - after / before with before = after + the weights' load (GB as SGLang prints them, bytes / 2**30)."""
+    fig = f.figures
+    minimum = fig.get("minimum_mem_fraction_static")
+    before = fig["free_after_load_gb"] + fig["weights_gb"] if {"free_after_load_gb", "weights_gb"} <= fig.keys() else None
+    if minimum is None and before:
+        minimum = 1 - fig["free_after_load_gb"] / before
+    if flag == "--mem-fraction-static" and minimum is not None:
+        return float(value) > minimum, f"{value} > the engine's minimum {minimum:.4f} (rest > 0)"
+    if flag == "--tp-size" and before and f.settings.gpu_memory_utilization:
+        half = fig["weights_gb"] / 2 / before
+        return f.settings.gpu_memory_utilization > half, f"weights per GPU halve: minimum {half:.4f} < {f.settings.gpu_memory_utilization}"
     return None, "the log's figures do not decide it"
 
 
@@ -107,11 +134,14 @@ def _two_logs(f, length: int, capacity: float, logged_length: int) -> tuple[bool
 def fix_match(f, edit) -> bool | None:
     if f.fix is None or not f.fix.confirmed:
         return None
-    flag = edit.argv[0]
-    kind = _FIX_KIND.get(flag)
-    if flag == "--gpu-memory-utilization":
-        kind = "gpu_memory_utilization_up" if float(edit.argv[1]) > (f.settings.gpu_memory_utilization or 0.90) else "gpu_memory_utilization_down"
-    return kind == f.fix.kind
+    kinds = set()
+    for i, flag in enumerate(edit.argv):
+        if flag in _FRACTION_FLAGS and i + 1 < len(edit.argv):
+            up = float(edit.argv[i + 1]) > (f.settings.gpu_memory_utilization or 0.90)
+            kinds.add("gpu_memory_utilization_up" if up else "gpu_memory_utilization_down")
+        elif flag in _FIX_KIND:
+            kinds.add(_FIX_KIND[flag])
+    return f.fix.kind in kinds
 
 
 def ledger_checks(diag) -> list[dict]:
@@ -134,9 +164,9 @@ def grade(f) -> dict:
         from infer_advisor.errors import InferAdvisorError
 
         verdict = "not read" if isinstance(err, InferAdvisorError) else "crash"  # one line and exit 2 for a user
-        return {"id": f.id, "held_out": f.held_out, "engine": f.engine, "thread_error": f.error, "verdict": verdict, "crash": f"{type(err).__name__}: {err}"}
+        return {"id": f.id, "held_out": f.held_out, "batch": f.batch, "engine": f.engine, "thread_error": f.error, "verdict": verdict, "crash": f"{type(err).__name__}: {err}"}
     first = diag.edits[0] if diag.edits else None
-    row = {"id": f.id, "held_out": f.held_out, "engine": f.engine, "url": f.url, "thread_error": f.error,
+    row = {"id": f.id, "held_out": f.held_out, "batch": f.batch, "engine": f.engine, "url": f.url, "thread_error": f.error,
            "doctor_error": diag.error.kind if diag.error else None, "error_logged": diag.error_logged,
            "error_match": (diag.error.kind == f.error) if diag.error else False, "model_run": diag.memory_model, "gpu_source": diag.gpu_source,
            "first_edit": first.change if first else None, "thread_fix": f"{f.fix.kind} ({'confirmed' if f.fix.confirmed else 'suggested'})" if f.fix else None}
@@ -161,14 +191,16 @@ def kv_after_fix(by_id: dict) -> list[dict]:
     return out
 
 
-def summary(rows: list[dict], held: bool) -> dict:
-    part = [r for r in rows if r["held_out"] == held]
+def summary(rows: list[dict], held: bool | None, batch: int = 1) -> dict:
+    """Batch 1's held-out (held=True) or tuning (False) part, or a whole batch (held=None)."""
+    part = [r for r in rows if r["batch"] == batch and (held is None or r["held_out"] == held)]
     verdicts = [r.get("verdict") for r in part]
     ledger = [c for r in part for c in r.get("ledger", [])]
     graded = [v for v in verdicts if v in ("starts", "fails")]
     return {
         "entries": len(part), "error_named": sum(1 for r in part if r.get("error_match")),
         "memory_model_run": sum(1 for r in part if r.get("model_run")),
+        "gpu_inferred": sum(1 for r in part if r.get("gpu_source") not in (None, "given")),
         "first_edit_starts": verdicts.count("starts"), "first_edit_fails": verdicts.count("fails"),
         "unverifiable": verdicts.count("unverifiable"), "no_edit": verdicts.count("no edit"),
         "not_read": verdicts.count("not read"), "crash": verdicts.count("crash"),
@@ -185,14 +217,15 @@ def main() -> int:
     args = parser.parse_args()
     data = load_failures()
     rows = [grade(f) for f in data.failures]
-    result = {"rows": rows, "held_out": summary(rows, True), "tuning": summary(rows, False),
+    result = {"rows": rows, "held_out": summary(rows, True), "tuning": summary(rows, False), "batch2": summary(rows, None, batch=2),
               "kv_after_fix": kv_after_fix({f.id: f for f in data.failures})}
     for r in rows:
-        mark = "H" if r["held_out"] else " "
+        mark = "2" if r["batch"] == 2 else ("H" if r["held_out"] else " ")
         print(f"{mark} {r['id']} {r['engine']:9} {r['thread_error']:28} doctor={str(r.get('doctor_error')):28} "
               f"first={str(r.get('first_edit')):32} {r.get('verdict', 'crash'):12} {r.get('engine_arithmetic_why', r.get('crash', ''))}")
     print("held out:", json.dumps(result["held_out"]))
     print("tuning:  ", json.dumps(result["tuning"]))
+    print("batch 2: ", json.dumps(result["batch2"]))
     print("KV after the thread's fix:", json.dumps(result["kv_after_fix"]))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
