@@ -108,7 +108,7 @@ def _per_token(log: StartupLog, model_figure: float | None) -> tuple[float | Non
 # --- SGLang -------------------------------------------------------------------------------------------------------
 
 
-def _sglang(log: StartupLog, error: StartupError | None, model_cell: float | None, _total: int | None) -> Findings:
+def _sglang(log: StartupLog, error: StartupError | None, model_cell: float | None, total: int | None) -> Findings:
     out = Findings()
     f = log.gpu_memory_utilization or (error.figures.get("mem_fraction_static") if error else None)
     pre, post = log.free_at_start_bytes, log.free_after_load_bytes
@@ -124,9 +124,14 @@ def _sglang(log: StartupLog, error: StartupError | None, model_cell: float | Non
         out.notes.append("The log does not print SGLang's 'Load weight begin/end ... avail mem' lines and mem_fraction_static: "
                          "the engine's own remedy only.")
         if error is not None and error.kind == "sglang_not_enough_memory":
+            from ..engines.memory import default_memory_fraction, memory_profile
+
+            default = default_memory_fraction(memory_profile("sglang"), driver_memory_bytes=total, tp=(log.tp or 1) * (log.pp or 1))
+            value = min(max(default, (f or 0.0) + 0.05), 0.95)
             out.binding = "weights"
-            out.edits.append(_edit([engine_flags("sglang").memory_fraction, f"{min((f or 0.85) + 0.05, 0.95):.2f}"], None,
-                                   "the engine's own advice (raise the fraction); not decided without the log's avail mem lines", 0.05))
+            out.edits.append(_edit([engine_flags("sglang").memory_fraction, f"{value:.2f}"], None,
+                                   f"the engine's own advice (raise the fraction), to SGLang's default for this GPU ({default:.2f}) or "
+                                   "0.05 above the current value; not decided without the log's 'avail mem' lines", 0.05))
         return _sglang_graph_edits(out, log, error, f, pre)
     rest = post - pre * (1 - f)
     weights = pre - post

@@ -81,10 +81,10 @@ _TORCH_OOM = re.compile(
     r"of which ([\d.]+) (KiB|MiB|GiB) is free"
 )
 _CUDA_OOM = re.compile(r"CUDA error: out of memory|CUDA out of memory")
-_SGLANG = re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static")
+_SGLANG = re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static(?:\. Current value: [\w.]{0,40}mem_fraction_static=(\d*\.?\d+))?")
 _SGLANG_NO_KV = re.compile(
-    r"Loaded weights leave no GPU memory for the KV cache\s+under\s+--mem-fraction-static=([\d.]+)\.(?:\s+Raise --mem-fraction-static\s+"
-    r"above ([\d.]+)\s+\(minimum viable = 1 - available/pre = ([\d.]+)\))?"
+    r"Loaded weights leave no GPU memory for the KV cache\s+under\s+--mem-fraction-static=(\d*\.?\d+)\.(?:\s+Raise --mem-fraction-static\s+"
+    r"above (\d*\.?\d+)(?:\s+\(minimum viable = 1 - available/pre = (\d*\.?\d+)\))?)?"
 )
 _TGI_PREFILL = re.compile(r"Not enough memory to handle (\d+) prefill tokens")
 _TGI_TOTAL = re.compile(r"Not enough memory to handle (\d+) total tokens with (\d+) prefill tokens")
@@ -183,12 +183,13 @@ def _other_engines(text: str) -> StartupError | None:
     m = _SGLANG_NO_KV.search(text)
     if m:
         figures = {"mem_fraction_static": float(m.group(1))}
-        if m.group(3):
-            figures["minimum_mem_fraction_static"] = float(m.group(3))
+        if m.group(3) or m.group(2):  # the exact minimum, else the engine's rounded-up suggestion
+            figures["minimum_mem_fraction_static"] = float(m.group(3) or m.group(2))
         return StartupError(kind="sglang_not_enough_memory", line=_line(text, m), figures=figures)
     m = _SGLANG.search(text)
     if m:
-        return StartupError(kind="sglang_not_enough_memory", line=_line(text, m))
+        figures = {"mem_fraction_static": float(m.group(1))} if m.group(1) else {}
+        return StartupError(kind="sglang_not_enough_memory", line=_line(text, m), figures=figures)
     m = _TGI_MAX_TOTAL.search(text)
     if m:
         return StartupError(kind="tgi_total_tokens", line=_line(text, m), figures={"max_total_tokens": int(m.group(1))})

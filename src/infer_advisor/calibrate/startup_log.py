@@ -165,7 +165,8 @@ def detect_engine(text: str) -> Engine | None:
     def has(*literals: str) -> bool:
         return any(lit in text for lit in literals)
 
-    if has("KV Cache is allocated. #tokens", "sglang.launch_server", "ServerArgs(", "Load weight end."):
+    if has("KV Cache is allocated. #tokens", "sglang.launch_server", "ServerArgs(", "Load weight end.", "/sglang/srt/", "sglang serve",
+           "--mem-fraction-static"):
         return "sglang"
     if has("llama_kv_cache", "llama_model_loader", "load_tensors:", "llama_context:", "llama_new_context_with_model"):
         return "llama.cpp"
@@ -213,7 +214,10 @@ class _Reader:
         for m, line in found:
             if skip_lines and skip_lines in line:
                 continue
-            value = convert(m.group(group))
+            try:
+                value = convert(m.group(group))
+            except ValueError:  # a figure that does not parse ('0.88.' at a sentence's end): not this line
+                continue
             setattr(self.log, key, value)
             if key in FIGURES:
                 self.log.lines[key] = line[:LINE_CHARS]
@@ -229,7 +233,10 @@ class _Reader:
         for m, other in rest:
             if skip_lines and skip_lines in other:
                 continue
-            second = convert(m.group(group))
+            try:
+                second = convert(m.group(group))
+            except ValueError:
+                continue
             if second != value:
                 raise RequestError(
                     f"The log gives two different {key} values ({value!r} in '{line[:80]}' and {second!r} in "
@@ -319,7 +326,11 @@ def _sglang(text: str) -> StartupLog:
     r.take("weights_bytes", r"Load weight end\..*?mem usage=([\d.]+) GB", _gib)
     r.take("free_at_start_bytes", r"Load weight begin\. avail mem=([\d.]+) GB", _gib)
     r.take("free_after_load_bytes", r"Load weight end\..*?avail mem=([\d.]+) GB", _gib)
-    r.take("gpu_memory_utilization", r"--mem-fraction-static[= ]([\d.]+)", float)
+    r.take("gpu_memory_utilization", r"--mem-fraction-static[= ](\d*\.?\d+)", float)
+    if log.free_at_start_bytes is None and log.free_after_load_bytes is not None and log.weights_bytes is not None:
+        # "mem usage" at "Load weight end" is the free memory before loading minus after it (model_runner.load_model)
+        log.free_at_start_bytes = log.free_after_load_bytes + log.weights_bytes
+        log.lines["free_at_start_bytes"] = log.lines.get("free_after_load_bytes", "")
     m, line = r.find.first(r"KV Cache is allocated\. #tokens: (\d+), K size: ([\d.]+) GB, V size: ([\d.]+) GB")
     if m is None:
         m, line = r.find.first(r"KV Cache is allocated\. #tokens: (\d+), KV size: ([\d.]+) GB()")
