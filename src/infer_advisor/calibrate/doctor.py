@@ -81,13 +81,26 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
     from .startup_log import detect_engine, parse_startup_log
 
     gpu_source = "given" if gpu else None
+    if gpu:  # a GPU the user named must be one the catalog knows: one line and exit 2 otherwise
+        from ..hardware import resolve_hardware
+
+        resolve_hardware(gpu)
     if looks_like_command(text):
         log, flags = log_from_command(text)
         error, kind = None, "command"
     else:
         error = find_startup_error(text)
         engine = detect_engine(text) or (_OTHER_ENGINES.get(error.kind.split("_")[0]) if error is not None else None)
+        if engine is None and error is None:
+            from ..errors import RequestError
+
+            raise RequestError("Nothing in this input looks like a vLLM, SGLang, TGI or llama.cpp start-up log or a vLLM command line "
+                               "(no engine line, no start-up error); pass the engine's start-up log.")
         if engine in ("sglang", "tgi", "llama.cpp"):
+            if try_flags:
+                from ..errors import RequestError
+
+                raise RequestError(f"--try-flags runs vLLM flags through the memory model; for {engine} the edits are listed in its own flags.")
             return _other_engine(text, engine, error, gpu=gpu, model=model, engine_version=engine_version, tp=tp,
                                  max_model_len=max_model_len, memory_fraction=gpu_memory_utilization)
         log = parse_startup_log(text, "vllm", require_kv=False)

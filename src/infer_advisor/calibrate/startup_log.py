@@ -172,7 +172,7 @@ def detect_engine(text: str) -> Engine | None:
         return "llama.cpp"
     if has("text_generation_launcher", "text_generation_router", "text_generation_server", "text-generation-inference"):
         return "tgi"
-    if has("vLLM", "vllm", "GPU blocks", "GPU KV cache size", "Maximum concurrency for"):
+    if has("vLLM", "vllm", "GPU blocks", "GPU KV cache size", "Maximum concurrency for", "Loading model weights took", "Model loading took"):
         return "vllm"
     return None
 
@@ -331,9 +331,9 @@ def _sglang(text: str) -> StartupLog:
         # "mem usage" at "Load weight end" is the free memory before loading minus after it (model_runner.load_model)
         log.free_at_start_bytes = log.free_after_load_bytes + log.weights_bytes
         log.lines["free_at_start_bytes"] = log.lines.get("free_after_load_bytes", "")
-    m, line = r.find.first(r"KV Cache is allocated\. #tokens: (\d+), K size: ([\d.]+) GB, V size: ([\d.]+) GB")
+    m, line = r.find.first(r"KV Cache is allocated\. (?:dtype: [\w.]{1,30}, )?#tokens: (\d+), K size: ([\d.]+) GB, V size: ([\d.]+) GB")
     if m is None:
-        m, line = r.find.first(r"KV Cache is allocated\. #tokens: (\d+), KV size: ([\d.]+) GB()")
+        m, line = r.find.first(r"KV Cache is allocated\. (?:dtype: [\w.]{1,30}, )?#tokens: (\d+), KV size: ([\d.]+) GB()")
     if m:
         log.kv_cache_tokens = int(m.group(1))
         log.kv_cache_bytes = int(round((float(m.group(2)) + float(m.group(3) or 0)) * GIB))
