@@ -57,6 +57,8 @@ class Diagnosis(BaseModel):
     gpu_memory_utilization: float | None = None
     gpu_memory_bytes: int | None = None
     budget_bytes: int | None = None
+    budget_base: str | None = Field(default=None, description="What the memory fraction is of: total (vLLM, TGI), free before loading "
+                                    "(SGLang), free at start (llama.cpp, which has no fraction).")
     ledger: list[LedgerLine] = Field(default_factory=list)
     binding: str | None = Field(default=None, description="The ledger term that decides whether it starts.")
     error: StartupError | None = Field(default=None, description="The error the engine raised (in the log) or will raise.")
@@ -154,6 +156,7 @@ def _other_engine(text: str, engine: str, error: StartupError | None, *, gpu, mo
     found = engine_findings(log, error, kv_bytes_per_token=cell, gpu_memory_bytes=total)
     diag.ledger, diag.binding, diag.starts, diag.edits = found.ledger, found.binding, found.starts, found.edits
     diag.kv_cache_tokens, diag.budget_bytes, diag.gpu_memory_bytes = found.kv_cache_tokens, found.budget_bytes, found.gpu_memory_bytes
+    diag.budget_base = found.budget_base
     diag.notes += found.notes
     if gpu_source and gpu_source != "given":
         diag.notes.append(f"GPU {gpu}: {gpu_source}; pass --gpu to say which.")

@@ -80,6 +80,7 @@ class Findings(BaseModel):
     kv_cache_tokens: int | None = None
     budget_bytes: int | None = None
     gpu_memory_bytes: int | None = None
+    budget_base: str | None = None
     edits: list[Edit] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
@@ -135,7 +136,7 @@ def _sglang(log: StartupLog, error: StartupError | None, model_cell: float | Non
         return _sglang_graph_edits(out, log, error, f, pre)
     rest = post - pre * (1 - f)
     weights = pre - post
-    out.gpu_memory_bytes, out.budget_bytes = int(pre), int(f * pre)
+    out.gpu_memory_bytes, out.budget_bytes, out.budget_base = int(pre), int(f * pre), "free before loading"
     out.kv_cache_tokens = int(rest // cell) if (cell and rest > 0) else (0 if rest <= 0 else None)
     out.ledger = [
         LedgerLine(term="weights and load buffers (avail mem before - after loading)", bytes_per_gpu=int(weights), in_budget=True,
@@ -277,6 +278,7 @@ def _llamacpp(log: StartupLog, error: StartupError | None, model_cell: float | N
             out.ledger.append(LedgerLine(term=term, bytes_per_gpu=int(value), in_budget=True, source=src))
     if free:
         out.gpu_memory_bytes = out.budget_bytes = int(free)
+        out.budget_base = "free at start" if free_source == "logged" else "total (catalog)"
         out.notes.append(f"Free memory at start: {free / GIB:.2f} GiB ({free_source}).")
     if error is None:
         out.starts, out.binding = True, None
