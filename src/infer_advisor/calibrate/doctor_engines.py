@@ -6,14 +6,16 @@
 
 Each engine sizes its KV cache its own way (read at the versions named; the same rules as data/engine_memory.yaml):
 
-- **SGLang** (0.1-0.5 ``model_runner.profile_max_num_token``; 2026 ``model_runner_kv_cache_mixin._profile_available_bytes``):
+- **SGLang** (0.1-0.5 ``model_runner.profile_max_num_token``; ``model_runner_kv_cache_mixin.profile_max_num_token`` /
+  ``init_memory_pool`` read at sgl-project/sglang 226149ac; 2026 ``_profile_available_bytes``):
   ``rest = available_after_load - pre_model_load x (1 - mem_fraction_static)``; ``max_total_num_tokens = rest / cell``;
   ``rest <= 0`` raises "Not enough memory" (later "Loaded weights leave no GPU memory for the KV cache ... minimum viable
   = 1 - available/pre"). Activations and CUDA graphs live in the ``(1 - mem_fraction_static) x pre`` headroom.
 - **TGI** (flash_causal_lm.warmup and the v3 router, read at v3.3.7): a warm-up batch of ``max_batch_prefill_tokens``
   ("Not enough memory to handle N prefill tokens" when it runs out), then ``KV-cache blocks: B, size: S`` from the memory
   left, and the router refuses a ``max_total_tokens`` above ``B x S`` ("Not enough memory to handle `max_total_tokens=N`").
-- **llama.cpp** (llama-kv-cache.cpp, llama-context.cpp): weights, then a KV buffer of ``n_ctx`` cells (all ``--parallel``
+- **llama.cpp** (src/llama-kv-cache.cpp read at ggml-org/llama.cpp 3514e9f6, llama-context.cpp, llama.cpp's
+  ``llama_model_load_from_file_impl`` "using device ... MiB free"): weights, then a KV buffer of ``n_ctx`` cells (all ``--parallel``
   slots together), then compute buffers, each one ``cudaMalloc`` that must fit in the memory free at start.
 
 Edits are written in the engine's own flags (data/doctor_flags.yaml). ``starts`` is decided by that arithmetic where
