@@ -1,17 +1,20 @@
-"""`infer-advisor doctor`: why a vLLM start-up fails (or will), and the smallest edits that make it start.
+"""`infer-advisor doctor`: why an engine's start-up fails (or will), and the smallest edits that make it start.
 
     >>> d = diagnose(Path("vllm.log").read_text(), gpu="RTX-3090", model="meta-llama/Llama-3.1-8B")
     >>> d.error.kind, d.binding, d.edits[0].change
     ('max_len_exceeds_kv', 'kv_cache', '--gpu-memory-utilization 0.93')
 
-Input: a start-up log (failed or successful, vLLM V0 or V1 formats, read by :mod:`.startup_log`; the error by
-:mod:`.startup_errors`) or the vLLM command line about to be run (:mod:`.doctor_input`). The figures the log printed
-calibrate the memory model for that setup (:func:`.memory.fit_memory_calibration`: the same fit as
+Input: a start-up log (failed or successful; vLLM V0 or V1, SGLang, TGI or llama.cpp, read by :mod:`.startup_log`; the
+error by :mod:`.startup_errors`) or the vLLM command line about to be run (:mod:`.doctor_input`). For vLLM the figures
+the log printed calibrate the memory model for that setup (:func:`.memory.fit_memory_calibration`: the same fit as
 ``calibrate --from-log``), so the ledger reproduces the log where it printed a figure and estimates the rest; every
 edit is the same memory model run with one setting changed (:mod:`.doctor_edits`). No byte is added up here.
+SGLang, TGI and llama.cpp logs are worked by each engine's own start-up arithmetic on the figures they printed
+(:mod:`.doctor_engines`), with the memory model's KV bytes per token where the model and GPU resolve.
 
-Where the model or GPU cannot be resolved (a local folder, a GPU outside the catalog: pass ``--model``/``--gpu``), or
-the engine is not vLLM, the diagnosis names the error in the engine's words and lists the log's own figures only.
+Where the model or GPU cannot be resolved (a local folder, a GPU outside the catalog: pass ``--model``/``--gpu``; the
+GPU is otherwise inferred from the log's own lines, :mod:`.doctor_gpu`), the diagnosis names the error in the engine's
+words and offers what the engine's own message or figures decide.
 """
 
 from __future__ import annotations
