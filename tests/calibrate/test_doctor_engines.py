@@ -73,6 +73,22 @@ def test_sglang_graph_capture_oom_gives_the_engines_remedies():
     assert {e.argv[0] for e in d.edits} >= {"--disable-cuda-graph", "--cuda-graph-max-bs"}
 
 
+def test_sglang_command_line_through_the_memory_model():
+    """An L4 (22.1 GiB free at start) at mem_fraction_static 0.70 budgets 15.1 GiB: Llama-3.1-8B's 15.0 GiB of weights and
+    0.25 GiB of non-torch memory leave no pool, so SGLang will raise "Not enough memory"; 0.71 leaves a pool (SGLang
+    starts with any pool), TP 2 halves the weights. Edits in SGLang's flags; the fixed command keeps the rest."""
+    import shlex
+
+    cmd = "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B --mem-fraction-static 0.7 --context-length 131072"
+    d = diagnose(cmd, gpu="L4")
+    assert d.engine == "sglang" and d.starts is False and d.error.kind == "sglang_not_enough_memory" and not d.error_logged
+    assert d.edits[0].argv == ["--mem-fraction-static", "0.71"] and d.edits[0].starts and "longer prompts are refused" in d.edits[0].cost
+    assert all(not e.argv[0].startswith(("--gpu-memory", "--max-model-len", "--tensor-parallel", "--enforce")) for e in d.edits)
+    fixed = shlex.split(d.fixed_command)
+    assert fixed[-2:] == ["--mem-fraction-static", "0.71"] and fixed.count("--mem-fraction-static") == 1
+    assert diagnose("sglang serve --model-path meta-llama/Llama-3.1-8B --context-length 8192", gpu="L4").starts is True
+
+
 def test_tgi_max_total_tokens_against_its_kv_blocks():
     """TGI v3: 2,000 blocks x 16 = 32,000 tokens of KV; a max_total_tokens of 65,536 is refused; 32,000 (125 x 256) starts."""
     log = ("INFO text_generation_launcher: Args { model_id: \"meta-llama/Llama-3.1-8B\", num_shard: Some(1), max_total_tokens: Some(65536), "

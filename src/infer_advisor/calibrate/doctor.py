@@ -39,6 +39,9 @@ _WORDS = {
     "length is {M}. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
     "cuda_oom_graph_capture": "torch.OutOfMemoryError: CUDA out of memory. (while capturing CUDA graphs: {need:.2f} GiB outside the "
     "budget, {room:.2f} GiB left)",
+    # SGLang model_runner_kv_cache_mixin.init_memory_pool (sglang 226149ac)
+    "sglang_not_enough_memory": "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: "
+    "self.server_args.mem_fraction_static={f}",
 }
 
 
@@ -93,6 +96,10 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
     if looks_like_command(text):
         log, flags = log_from_command(text)
         error, kind = None, "command"
+        if try_flags and log.engine != "vllm":
+            from ..errors import RequestError
+
+            raise RequestError(f"--try-flags runs vLLM flags through the memory model; for {log.engine} the edits are listed in its own flags.")
     else:
         error = find_startup_error(text)
         engine = detect_engine(text) or (_OTHER_ENGINES.get(error.kind.split("_")[0]) if error is not None else None)
@@ -260,9 +267,13 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
     sc = Scenario(facts, setup, cal)
     base = _estimate(sc)
     diag.memory_model = True
+    from .doctor_engines import engine_flags
+
     sc.rule = _rule(diag.error, base, setup, flags)
+    sc.rule.any_kv = engine_flags(log.engine).start_check == "any_kv"
     diag.starts = starts(base, sc.rule)
     diag.gpu_memory_bytes, diag.budget_bytes = base.gpu_memory_bytes, base.budget_bytes_per_gpu
+    diag.budget_base = "free at start" if setup["memory"].budget_base == "free_at_start" else "total"
     diag.gpu_memory_utilization = setup["memory_fraction"]
     diag.max_model_len = setup["context"]
     diag.kv_cache_tokens, diag.max_concurrency = base.kv_cache_tokens, base.max_concurrency
@@ -276,9 +287,14 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
                                           in_budget=True, source="calibrated (log)"))
     diag.binding = _binding(base, sc.rule, diag.error)
     if diag.error is None and not diag.starts:
-        diag.error = _predicted_error(base, setup, diag.generation)
+        diag.error = _predicted_error(base, setup, diag.generation, log.engine)
     if not diag.starts:
-        diag.edits = rank_edits(sc, base)
+        from .doctor_engines import in_engine_flags
+
+        diag.edits = rank_edits(sc, base) if log.engine == "vllm" else in_engine_flags(rank_edits(sc, base), log.engine)
+    if diag.starts and log.engine != "vllm" and base.max_concurrency < 1:
+        diag.notes.append(f"The KV pool holds {base.kv_cache_tokens:,} tokens, less than one request of {setup['context']:,}: "
+                          f"{log.engine} starts, but refuses longer prompts.")
     if try_flags:
         diag.tried = tried_edit(sc, try_flags)
     first = next((e for e in diag.edits if e.starts), None)
@@ -378,8 +394,10 @@ def _binding(est, rule: StartRule, error: StartupError | None) -> str:
     return "KV cache"
 
 
-def _predicted_error(est, setup: dict, generation: str | None) -> StartupError:
+def _predicted_error(est, setup: dict, generation: str | None, engine: str = "vllm") -> StartupError:
     length = setup["context"]
+    if engine == "sglang" and (est.kv_cache_bytes_per_gpu <= 0 or est.kv_cache_tokens <= 0):
+        return StartupError(kind="sglang_not_enough_memory", line=_WORDS["sglang_not_enough_memory"].format(f=setup["memory_fraction"]))
     if est.kv_cache_bytes_per_gpu <= 0 or est.kv_cache_tokens <= 0:
         return StartupError(kind="no_cache_blocks", line=_WORDS["no_cache_blocks"])
     if est.max_concurrency < 1:

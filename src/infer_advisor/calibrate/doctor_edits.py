@@ -69,6 +69,7 @@ class StartRule:
 
     min_room_bytes: float = 0.0
     max_budget_bytes: float | None = None
+    any_kv: bool = False  # the engine starts with any KV pool (SGLang), not only with one request of the context
 
 
 @dataclass
@@ -86,7 +87,7 @@ def room_outside_budget(est) -> float:
 
 def starts(est, rule: StartRule) -> bool:
     """The engine's start-up checks on the memory model's figures (see the module docstring)."""
-    if est.kv_cache_bytes_per_gpu <= 0 or est.kv_cache_tokens <= 0 or est.max_concurrency < 1:
+    if est.kv_cache_bytes_per_gpu <= 0 or est.kv_cache_tokens <= 0 or (est.max_concurrency < 1 and not rule.any_kv):
         return False
     if rule.max_budget_bytes is not None and est.budget_bytes_per_gpu > rule.max_budget_bytes:
         return False
@@ -104,6 +105,8 @@ def _estimate(sc: Scenario, changes: dict, calibration=None):
 
 
 def _edit(sc: Scenario, est, change: str, argv: list[str], cost: str, rank: float, length: int | None = None) -> Edit:
+    if sc.rule.any_kv and est.max_concurrency < 1 and est.kv_cache_tokens > 0:
+        cost += f"; the pool holds {est.kv_cache_tokens:,} tokens, less than one request of {length or sc.setup['context']:,} (longer prompts are refused)"
     return Edit(change=change, argv=argv, starts=starts(est, sc.rule), kv_cache_tokens=est.kv_cache_tokens,
                 max_concurrency=est.max_concurrency, max_model_len=length or sc.setup["context"], cost=cost, cost_rank=round(rank, 3))
 
@@ -163,7 +166,8 @@ def eager_edit(sc: Scenario) -> Edit | None:
     if not memory.cuda_graph_bytes and not (sc.calibration is not None and sc.calibration.cuda_graph_bytes):
         return None
     cal = sc.calibration.model_copy(update={"cuda_graph_bytes": 0}) if sc.calibration is not None and sc.calibration.cuda_graph_bytes else None
-    rule = StartRule(min_room_bytes=max(sc.rule.min_room_bytes - memory.cuda_graph_bytes, 0.0), max_budget_bytes=sc.rule.max_budget_bytes)
+    rule = StartRule(min_room_bytes=max(sc.rule.min_room_bytes - memory.cuda_graph_bytes, 0.0), max_budget_bytes=sc.rule.max_budget_bytes,
+                     any_kv=sc.rule.any_kv)
     eager = Scenario(sc.facts, {**sc.setup, "memory": memory.model_copy(update={"cuda_graph_bytes": 0})}, sc.calibration, rule)
     est = _estimate(eager, {}, calibration=cal)
     return _edit(eager, est, "--enforce-eager", ["--enforce-eager"], "decode steps without CUDA graphs (slower at small batches)", 0.3)
@@ -225,7 +229,8 @@ def tried_edit(sc: Scenario, argv: list[str]) -> Edit:
     base_sc = Scenario(sc.facts, {**sc.setup, **changes}, sc.calibration, sc.rule)
     if eager:
         eager_sc = Scenario(sc.facts, {**base_sc.setup, "memory": base_sc.setup["memory"].model_copy(update={"cuda_graph_bytes": 0})},
-                            sc.calibration, StartRule(max(sc.rule.min_room_bytes - sc.setup["memory"].cuda_graph_bytes, 0.0), sc.rule.max_budget_bytes))
+                            sc.calibration, StartRule(max(sc.rule.min_room_bytes - sc.setup["memory"].cuda_graph_bytes, 0.0), sc.rule.max_budget_bytes,
+                                                      sc.rule.any_kv))
         cal = sc.calibration.model_copy(update={"cuda_graph_bytes": 0}) if sc.calibration is not None and sc.calibration.cuda_graph_bytes else None
         est, base_sc = _estimate(eager_sc, {}, calibration=cal), eager_sc
     else:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from functools import cache
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -56,6 +57,7 @@ class EngineFlags(BaseModel):
     prefill_tokens: str | None
     gpu_layers: str | None
     graph_bs: str | None
+    start_check: Literal["one_request", "any_kv"]
     source: str = Field(min_length=8)
 
 
@@ -71,6 +73,30 @@ def engine_flags(engine: str) -> EngineFlags:
     from .._paths import shipped
 
     return load_validated(shipped("data") / "doctor_flags.yaml", FlagsFile).engines[engine]
+
+
+_KNOB = {"--gpu-memory-utilization": "memory_fraction", "--max-model-len": "context", "--max-num-seqs": "max_seqs",
+         "--tensor-parallel-size": "tp"}
+
+
+def in_engine_flags(edits: list[Edit], engine: str) -> list[Edit]:
+    """The memory model's edits (spelled as vLLM flags by :mod:`.doctor_edits`) in ``engine``'s own flags; an edit whose
+    knob the engine lacks (LoRA slots outside vLLM, a utilization for llama.cpp) is left out."""
+    flags = engine_flags(engine)
+    out = []
+    for e in edits:
+        flag = e.argv[0]
+        if flag == "--kv-cache-dtype":
+            argv = list(flags.kv_8bit)
+        elif flag == "--enforce-eager":
+            argv = list(flags.eager) if flags.eager else None
+        elif flag in _KNOB and getattr(flags, _KNOB[flag]):
+            argv = [getattr(flags, _KNOB[flag]), *e.argv[1:]]
+        else:
+            argv = None
+        if argv:
+            out.append(e.model_copy(update={"argv": argv, "change": " ".join(argv)}))
+    return out
 
 
 class Findings(BaseModel):
