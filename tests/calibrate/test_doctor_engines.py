@@ -132,6 +132,8 @@ def test_gpu_inferred_from_the_logs_own_lines():
     (["doctor", "vllm serve m --max-model-len lots"], "is not a int"),
     (["doctor", "vllm serve meta-llama/Llama-3.1-8B", "--gpu", "H10"], "H10"),
     (["doctor", "vllm serve meta-llama/Llama-3.1-8B", "--tp", "0"], "tp"),
+    (["doctor", "vllm serve x", "--model", "nonexistent-org/no-model"], "not found"),
+    (["doctor", "python -m sglang.launch_server --model-path m --tp abc"], "is not a int"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, words, capsys, monkeypatch):
     import io

@@ -89,10 +89,14 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
     from .startup_log import detect_engine, parse_startup_log
 
     gpu_source = "given" if gpu else None
-    if gpu:  # a GPU the user named must be one the catalog knows: one line and exit 2 otherwise
+    if gpu:  # a GPU or model the user named must resolve: one line and exit 2 otherwise
         from ..hardware import resolve_hardware
 
         resolve_hardware(gpu)
+    if model:
+        from ..model_facts import resolve_model
+
+        resolve_model(model, source="auto")
     if looks_like_command(text):
         log, flags = log_from_command(text)
         error, kind = None, "command"

@@ -58,7 +58,7 @@ def _read(source: str) -> str:
         return sys.stdin.read(MAX_LOG_BYTES)
     path = Path(source)
     if not path.is_file():
-        raise RequestError(f"'{source[:80]}' is neither a log file nor a vLLM command line (vllm serve MODEL ...).")
+        raise RequestError(f"'{source[:80]}' is neither a log file nor a vLLM or SGLang command line (vllm serve MODEL ..., python -m sglang.launch_server ...).")
     try:
         with path.open("rb") as fh:
             return fh.read(MAX_LOG_BYTES).decode("utf-8", errors="replace")
