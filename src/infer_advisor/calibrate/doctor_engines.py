@@ -296,7 +296,7 @@ def _llamacpp(log: StartupLog, error: StartupError | None, model_cell: float | N
     kv = failed if buffer == "kv" else log.kv_cache_bytes
     compute = failed if buffer == "compute" else log.activation_bytes
     free, free_source = (log.free_at_start_bytes, "logged") if log.free_at_start_bytes else (total, "GPU catalog (inferred)")
-    weights = log.weights_bytes
+    weights = failed if (buffer == "weights" and log.weights_bytes is None) else log.weights_bytes
     cells = log.kv_cache_tokens or log.max_model_len
     reserve = compute if compute is not None else memory_profile("llama.cpp").cuda_context_bytes
     reserve_source = "logged" if compute is not None else "engine profile (llama.cpp compute buffers and context)"
@@ -330,4 +330,20 @@ def _llamacpp(log: StartupLog, error: StartupError | None, model_cell: float | N
         q8 = kv * Q8_0_RATIO
         out.edits.append(_edit(list(flags.kv_8bit), q8 <= room, f"KV cache in q8_0: {q8 / GIB:.2f} GiB for {room / GIB:.2f} GiB of room "
                                "(needs flash attention, -fa)", 0.15, tokens=cells))
+    out.edits += _fewer_layers(log, free - reserve, weights, kv or 0, cells)
     return out
+
+
+def _fewer_layers(log: StartupLog, room: float, weights: float, kv: float, cells: int | None) -> list[Edit]:
+    """--n-gpu-layers: each offloaded layer brings its weights and its KV cells to the GPU; the layers that fit the room,
+    by the per-layer average of what the log printed (the output layer counted as an average one: estimated)."""
+    layers = log.gpu_layers
+    if not layers or room <= 0:
+        return []
+    per_layer = (weights + kv) / layers
+    fit = min(int(room // per_layer), layers - 1)
+    if fit < 1:
+        return []
+    return [_edit([engine_flags("llama.cpp").gpu_layers, str(fit)], True, f"{layers - fit} of {log.total_layers or layers} layers on the CPU "
+                  f"(at the CPU's memory bandwidth: much slower); {per_layer / MIB:,.0f} MiB a layer, from the log's averages", 0.5 + (1 - fit / layers),
+                  tokens=cells)]

@@ -99,6 +99,8 @@ class StartupLog(BaseModel):
     max_num_batched_tokens: int | None = None
     free_at_start_bytes: int | None = Field(default=None, description="Free device memory before the weights loaded (SGLang, llama.cpp).")
     free_after_load_bytes: int | None = Field(default=None, description="Free device memory after the weights loaded (SGLang).")
+    gpu_layers: int | None = Field(default=None, description="Layers offloaded to the GPU (llama.cpp 'offloaded N/M layers to GPU').")
+    total_layers: int | None = Field(default=None, description="Layers of the model (llama.cpp 'offloaded N/M layers to GPU').")
     command: str | None = Field(default=None, description="The engine's command line or argument summary, as printed.")
     lines: dict[str, str] = Field(default_factory=dict, description="The log line each figure was read from.")
 
@@ -385,6 +387,9 @@ def _llamacpp(text: str) -> StartupLog:
     if log.kv_cache_tokens is None:
         r.take("kv_cache_tokens", r"n_ctx\s+=\s+(\d+)", int)
     r.take("max_num_seqs", r"n_seq_max\s+=\s+(\d+)", int)
+    m = r.take("gpu_layers", r"offloaded (\d+)/(\d+) layers to GPU", int)
+    if m:
+        log.total_layers = int(m.group(2))
     r.take("max_num_batched_tokens", r"n_batch\s+=\s+(\d+)", int)
     return log
 
