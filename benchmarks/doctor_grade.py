@@ -218,15 +218,16 @@ def main() -> int:
     args = parser.parse_args()
     data = load_failures()
     rows = [grade(f) for f in data.failures]
-    result = {"rows": rows, "held_out": summary(rows, True), "tuning": summary(rows, False), "batch2": summary(rows, None, batch=2),
+    result = {"rows": rows, "held_out": summary(rows, True), "tuning": summary(rows, False), "batch2": summary(rows, None, batch=2), "batch3": summary(rows, None, batch=3),
               "kv_after_fix": kv_after_fix({f.id: f for f in data.failures})}
     for r in rows:
-        mark = "2" if r["batch"] == 2 else ("H" if r["held_out"] else " ")
+        mark = str(r["batch"]) if r["batch"] > 1 else ("H" if r["held_out"] else " ")
         print(f"{mark} {r['id']} {r['engine']:9} {r['thread_error']:28} doctor={str(r.get('doctor_error')):28} "
               f"first={str(r.get('first_edit')):32} {r.get('verdict', 'crash'):12} {r.get('engine_arithmetic_why', r.get('crash', ''))}")
     print("held out:", json.dumps(result["held_out"]))
     print("tuning:  ", json.dumps(result["tuning"]))
     print("batch 2: ", json.dumps(result["batch2"]))
+    print("batch 3: ", json.dumps(result["batch3"]))
     print("KV after the thread's fix:", json.dumps(result["kv_after_fix"]))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
