@@ -101,6 +101,8 @@ def engine_check(f, diag, edit) -> tuple[bool | None, str]:
             return got >= need, f"{avail / GIB:.2f} + ({value} - {u0}) x {total / GIB:.2f} = {got / GIB:.2f} GiB vs {need / GIB:.2f} needed{note}"
     if f.error == "sglang_not_enough_memory":
         return _sglang_check(f, flag, value)
+    if f.error == "llamacpp_alloc_failed" and {"weights_cuda0_mib", "kv_cuda0_mib", "compute_alloc_mib", "n_ctx"} <= fig.keys() and total:
+        return _llamacpp_check(f, diag, flag, value, total)
     return None, "the log's figures do not decide it"
 
 
@@ -118,6 +120,25 @@ def _sglang_check(f, flag, value) -> tuple[bool | None, str]:
         half = fig["weights_gb"] / 2 / before
         return f.settings.gpu_memory_utilization > half, f"weights per GPU halve: minimum {half:.4f} < {f.settings.gpu_memory_utilization}"
     return None, "the log's figures do not decide it"
+
+
+def _llamacpp_check(f, diag, flag, value, total) -> tuple[bool | None, str]:
+    """llama.cpp: weights + KV (n_ctx cells, scaled) + the compute buffer that failed must fit device 0; free memory is the
+    catalog total less the engine profile's CUDA context where the log prints no free line (marked)."""
+    from infer_advisor.engines.memory import memory_profile
+
+    fig, mib = f.figures, 2**20
+    free = total - memory_profile("llama.cpp").cuda_context_bytes
+    weights, kv, compute = fig["weights_cuda0_mib"] * mib, fig["kv_cuda0_mib"] * mib, fig["compute_alloc_mib"] * mib
+    if flag == "--ctx-size":
+        need = weights + kv * int(value) / fig["n_ctx"] + compute
+    elif flag == "--n-gpu-layers":
+        layers = int(re.search(r"offloaded (\d+)/", f.log).group(1))
+        need = (weights + kv) * int(value) / layers + compute
+    else:
+        return None, "the log's figures do not decide it"
+    return need <= free, (f"{need / mib:,.0f} MiB needed <= {free / mib:,.0f} MiB (catalog total less the CUDA context)" if need <= free
+                          else f"{need / mib:,.0f} MiB needed > {free / mib:,.0f} MiB")
 
 
 def _two_logs(f, length: int, capacity: float, logged_length: int) -> tuple[bool | None, str]:

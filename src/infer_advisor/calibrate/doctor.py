@@ -177,13 +177,23 @@ def _other_engine(text: str, engine: str, error: StartupError | None, *, gpu, mo
     return diag
 
 
+def _catalog_total(gpu: str | None) -> int | None:
+    from ..errors import InferAdvisorError
+    from ..hardware import resolve_hardware
+
+    try:
+        return resolve_hardware(gpu).gpu.budget_memory_bytes if gpu else None
+    except InferAdvisorError:  # an inferred name the catalog does not hold
+        return None
+
+
 def _model_cell(log: StartupLog, model: str | None, gpu: str | None, version: str | None, notes: list[str]) -> tuple[float | None, int | None]:
     """(KV bytes per token per GPU, the GPU's CUDA-visible total) from the memory model, where the model and GPU resolve."""
     from ..errors import InferAdvisorError
     from .memory import setup_for_log
 
     if not (model and gpu):
-        return None, None
+        return None, _catalog_total(gpu)
     try:
         from ..estimate.memory import estimate_memory
 

@@ -319,7 +319,8 @@ def _llamacpp(log: StartupLog, error: StartupError | None, model_cell: float | N
         out.edits.append(_edit([flags.context, str(max((cells or 8192) // 2, ROUND_TOKENS))], None, "half the context", 0.5))
         out.edits.append(_edit(list(flags.kv_8bit), None, "KV cache in q8_0 (needs flash attention, -fa)", 0.15))
         return out
-    room = free - weights - reserve
+    context_bytes = memory_profile("llama.cpp").cuda_context_bytes if (free_source != "logged" and compute is not None) else 0
+    room = free - weights - reserve - context_bytes  # a catalog total still holds the CUDA context, which the free line excludes
     slots = log.max_num_seqs or 1
     n_ctx = int(room // per_token) if room > 0 else 0
     n_ctx -= n_ctx % ROUND_TOKENS if n_ctx >= 4 * ROUND_TOKENS else 0
@@ -330,7 +331,7 @@ def _llamacpp(log: StartupLog, error: StartupError | None, model_cell: float | N
         q8 = kv * Q8_0_RATIO
         out.edits.append(_edit(list(flags.kv_8bit), q8 <= room, f"KV cache in q8_0: {q8 / GIB:.2f} GiB for {room / GIB:.2f} GiB of room "
                                "(needs flash attention, -fa)", 0.15, tokens=cells))
-    out.edits += _fewer_layers(log, free - reserve, weights, kv or 0, cells)
+    out.edits += _fewer_layers(log, free - reserve - context_bytes, weights, kv or 0, cells)
     return out
 
 

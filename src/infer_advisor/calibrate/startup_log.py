@@ -359,7 +359,8 @@ def _llamacpp(text: str) -> StartupLog:
         log.free_at_start_bytes = int(m.group(2)) * MIB
         log.lines["free_at_start_bytes"] = line[:LINE_CHARS]
     r.take("model", r"general\.name\s+str\s+=\s+([^\n]+)", lambda s: s.strip())
-    found = list(r.find.matches(r"CUDA\d+ model buffer size =\s+([\d.]+) MiB", anchor=" model buffer size ="))
+    # "CUDA0 model buffer size" (load_tensors, 2024-10+) or the older "CUDA0 buffer size" (llm_load_tensors)
+    found = list(r.find.matches(r"CUDA\d+ (?:model )?buffer size =\s+([\d.]+) MiB", anchor=" buffer size ="))
     if found:
         log.weights_bytes = int(round(sum(float(m.group(1)) for m, _ in found) * MIB))
         log.lines["weights_bytes"] = found[0][1][:LINE_CHARS]
@@ -379,7 +380,7 @@ def _llamacpp(text: str) -> StartupLog:
         log.activation_bytes = int(round(max(float(m.group(1)) for m, _ in found) * MIB))
         log.lines["activation_bytes"] = found[0][1][:LINE_CHARS]
     found = list(r.find.matches(r"CUDA0 KV buffer size =\s+([\d.]+) MiB", anchor="CUDA0 KV buffer size"))
-    if found and log.kv_cache_bytes is None:
+    if found and (log.kv_cache_bytes is None or "KV self size" in log.lines.get("kv_cache_bytes", "")):  # device 0's share wins
         log.kv_cache_bytes = int(round(float(found[0][0].group(1)) * MIB))
         log.lines["kv_cache_bytes"] = found[0][1][:LINE_CHARS]
     r.take("max_model_len", r"n_ctx_per_seq\s+=\s+(\d+)", int)
