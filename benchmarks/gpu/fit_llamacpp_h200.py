@@ -131,7 +131,29 @@ def gpu_seconds_per_decode_step(folder: Path) -> float | None:
 
 
 def server_timings(log: Path) -> list[tuple[str, float, int]]:
-    return [(m[1], float(m[2]) / 1e3, int(m[3])) for m in TIMING.finditer(log.read_text(errors="replace"))]
+    import gzip
+
+    text = gzip.decompress(log.read_bytes()).decode(errors="replace") if log.suffix == ".gz" else log.read_text(errors="replace")
+    return [(m[1], float(m[2]) / 1e3, int(m[3])) for m in TIMING.finditer(text)]
+
+
+def check_closed_loops(paths: list[Path]) -> list[dict]:
+    """Every closed-loop level predicted through the user's path (``advise(concurrency=...)``: the plan's own
+    slots, token budget and KV cache) against the measured means."""
+    from infer_advisor import advise
+
+    rows = []
+    for path in paths:
+        for lv in levels(path):
+            plan = advise(model=MODEL, gpu=GPU, engine="llama.cpp", quantization="gguf-f16", concurrency=lv["concurrency"],
+                          input_tokens=round(lv["input_tokens_mean"]), output_tokens=200)
+            perf = plan.performance
+            got = {"ttft": perf.ttft_s, "tpot": perf.tpot_s, "req_s": perf.requests_per_s}
+            want = {"ttft": lv["ttft_s"]["mean"], "tpot": lv["tpot_s"]["mean"], "req_s": lv["requests_per_s"]}
+            rows.append({"run": path.stem, "clients": lv["concurrency"], "slots": plan.engine.max_num_seqs,
+                         **{f"{k}_measured": round(want[k], 4) for k in got}, **{f"{k}_predicted": round(got[k], 4) for k in got},
+                         **{f"{k}_error": round(got[k] / want[k] - 1, 3) for k in got}})
+    return rows
 
 
 def server_by_level(timings: list, closed: Path | None, short: Path | None) -> list[dict]:
@@ -165,7 +187,12 @@ def main() -> None:
     ap.add_argument("--short", type=Path, help="bench JSON, closed loop, short prompts at 1, 2, 4 clients")
     ap.add_argument("--server-log", type=Path)
     ap.add_argument("--nsys", type=Path, help="folder with nsys-tg1/nsys-tg65 _cuda_gpu_kern_sum.csv")
+    ap.add_argument("--check", action="store_true", help="only predict the closed loops (--closed, --short) and print the errors")
     args = ap.parse_args()
+    if args.check:
+        for row in check_closed_loops([p for p in (args.closed, args.short) if p]):
+            print(json.dumps(row))
+        return
     sm = step_model()
     prof = engine_speed("llama.cpp", gpu=GPU)
     k = kernels().gemm["bf16"]
