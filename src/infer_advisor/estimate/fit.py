@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from .speed_data import Coefficient, EngineSpeed
+from ..engines.speed_terms import Coefficient, EngineSpeed
 
 BOUNDS: dict[str, tuple[float, float]] = {
     "step_overhead_s": (5e-5, 0.02),
