@@ -66,9 +66,7 @@ def _top_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code (see the module docstring)."""
-    # pydantic plugins (observability hooks for applications) have nothing to watch in this CLI, and finding
-    # them scans every installed distribution's entry points on the first model built: a cold-start cost.
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    _no_pydantic_plugins()
     from ..constants import debug_enabled
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -122,6 +120,34 @@ def main(argv: list[str] | None = None) -> int:
             import signal
 
             signal.signal(signal.SIGTERM, previous)
+
+
+def _no_pydantic_plugins() -> None:
+    """pydantic plugins (observability hooks for applications) have nothing to watch in this CLI: turn them off.
+
+    Finding them scans every installed distribution's entry points on the first model built, so the CLI sets
+    ``PYDANTIC_DISABLE_PLUGINS`` (pydantic's documented switch). pydantic still imports its plugin loader, and with it
+    ``importlib.metadata`` (email, zipfile, csv: about a tenth of a plan's start-up CPU), only to read that switch; when
+    it says ``__all__`` the CLI answers the loader's one question itself (no plugins). Anything else asked of the
+    loader imports the real one. A user who names plugins to disable (not all) gets pydantic's own loader.
+    """
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    name = "pydantic.plugin._loader"
+    if os.environ["PYDANTIC_DISABLE_PLUGINS"] != "__all__" or name in sys.modules:
+        return
+    import types
+
+    loader = types.ModuleType(name, "PYDANTIC_DISABLE_PLUGINS=__all__: no plugins (infer_advisor.cli._no_pydantic_plugins).")
+
+    def real(attr: str):
+        if attr.startswith("__"):  # the import system asks for __path__, __spec__ ...: a plain module has none
+            raise AttributeError(attr)
+        sys.modules.pop(name, None)
+        return getattr(importlib.import_module(name), attr)
+
+    loader.get_plugins = lambda: ()  # what pydantic's own loader returns for __all__
+    loader.__getattr__ = real  # PEP 562: any other name comes from pydantic's loader
+    sys.modules[name] = loader
 
 
 def _interrupt(signum, frame):
