@@ -5,7 +5,6 @@ the adapter buffers (when it does not, they come out of the headroom outside ``g
     (False, True)
 """
 
-from __future__ import annotations
 
 from functools import cache
 

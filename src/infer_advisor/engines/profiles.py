@@ -5,7 +5,6 @@
     0.92
 """
 
-from __future__ import annotations
 
 from functools import cache
 from typing import Literal

@@ -5,7 +5,6 @@ over them by ``estimate/speed_data.py`` from ``data/speed/fitted.yaml``).
 Engine facts, so they live here; the step-time model (``estimate/step_time.py``) reads them.
 """
 
-from __future__ import annotations
 
 import math
 from typing import Literal

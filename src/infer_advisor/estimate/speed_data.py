@@ -8,7 +8,6 @@
 - ``links.yaml``: all-reduce latency and bus efficiency per interconnect, with sources.
 """
 
-from __future__ import annotations
 
 import math
 from contextlib import contextmanager

@@ -19,7 +19,6 @@ Condition kinds: ``always``, ``compare`` (fact op value; value may be ``{fact: o
 ``all`` / ``any`` (of a list), ``not`` (of one).
 """
 
-from __future__ import annotations
 
 import re
 from typing import Annotated, Literal, Union

@@ -10,7 +10,6 @@ tokens a prefix cache serves, e.g. a conversation's earlier turns). ``cached_pre
 (a shared system prompt). The simulator prefills only the uncached part of each prompt.
 """
 
-from __future__ import annotations
 
 import functools
 import json
@@ -82,7 +81,7 @@ class Workload(BaseModel):
     cached_prefix_tokens: int = Field(default=0, ge=0, description="Prompt tokens every request finds in the prefix cache.")
 
     @model_validator(mode="after")
-    def _complete(self) -> Workload:
+    def _complete(self) -> "Workload":
         if self.trace is None and (self.input_tokens is None or self.output_tokens is None):
             raise ValueError("give input_tokens and output_tokens, or a trace file")
         if self.arrival == "poisson" and self.rate is None:
