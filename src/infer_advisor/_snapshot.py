@@ -18,9 +18,7 @@ import contextlib
 import functools
 import hashlib
 import os
-import pickle
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -101,12 +99,17 @@ def _read(target: Path) -> tuple[object] | None:
     finally:
         os.close(fd)
     try:
-        return (pickle.loads(data),)  # noqa: S301 - our own snapshot, owned by this user and written only by it
+        from _pickle import loads  # the C unpickler pickle.py wraps (pickle.py itself costs a millisecond to import)
+
+        return (loads(data),)  # noqa: S301 - our own snapshot, owned by this user and written only by it
     except Exception:  # noqa: BLE001 - a torn or stale snapshot costs only a validation
         return None
 
 
 def _write(target: Path, value: object) -> None:
+    import pickle
+    import tempfile
+
     tmp = None
     try:
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)

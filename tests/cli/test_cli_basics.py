@@ -120,3 +120,15 @@ def test_a_closed_pipe_is_quiet(tmp_path):
         err = proc.stderr.read().decode()
         assert proc.wait() == 141, (args, err)
         assert err == "", (args, err)
+
+
+def test_the_garbage_collector_pauses_only_while_a_quick_command_runs(monkeypatch):
+    import gc
+
+    from infer_advisor.cli import plan_cmd
+
+    seen = []
+    monkeypatch.setattr(plan_cmd, "run", lambda ns: seen.append(gc.isenabled()) or 0)
+    assert gc.isenabled()
+    assert main(["plan", "--model", "x"]) == 0
+    assert seen == [False] and gc.isenabled()  # off while plan ran, on again after
