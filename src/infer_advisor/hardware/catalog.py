@@ -204,8 +204,11 @@ def _entry_name(err: ValidationError, raw: object) -> str:
 
 
 def load_catalog(path: Path) -> GPUCatalog:
-    """Read and validate a catalog file; errors name the file and the entry."""
-    from .._data import format_validation_error, read_structured
+    """Read and validate a catalog file; errors name the file and the entry (the validated catalog is kept for
+    the next run: ``_snapshot``)."""
+    from .._data import format_validation_error, parse_structured
+    from .._snapshot import validated_snapshot
+    from ..bounded_read import read_bounded
 
     def validate(raw: object) -> GPUCatalog:
         try:
@@ -215,7 +218,8 @@ def load_catalog(path: Path) -> GPUCatalog:
             problem = format_validation_error(err)
             raise DataFileError(str(path), f"{where}: {problem}" if where else problem) from None
 
-    return validate(read_structured(path, check=validate))
+    raw = read_bounded(path, "data")
+    return validated_snapshot(path, raw, "gpu-catalog", lambda: validate(parse_structured(path, raw, check=validate)))
 
 
 @cache
