@@ -74,6 +74,7 @@ ALLOWED = {
     ("engines.launch", "plan.models"): "type annotation only (TYPE_CHECKING)",
     ("engines.prepare", "plan.models"): "type annotation only (TYPE_CHECKING)",
     ("engines.triton_launch", "plan.models"): "type annotation only (TYPE_CHECKING)",
+    ("engines.front_server", "plan.models"): "type annotation only (TYPE_CHECKING)",
 }
 
 

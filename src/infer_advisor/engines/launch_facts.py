@@ -34,6 +34,13 @@ class EngineEmitFacts(BaseModel):
         "prepares everything at build time and its ENTRYPOINT is the server command.",
     )
     download: DownloadFacts = Field(default_factory=DownloadFacts)
+    request_names_model: bool = Field(
+        default=True, description="A request names the model it asks for; false: the server answers the one model it "
+        "was started with and names it after its path (MLC: the converted folder), so the first request leaves it out.",
+    )
+    single_gpu_reason: str | None = Field(
+        default=None, description="Why artifacts for more than one GPU per replica are not emitted (None: they are).",
+    )
     source: str
 
 
