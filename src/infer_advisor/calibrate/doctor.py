@@ -4,7 +4,7 @@
     >>> d.error.kind, d.binding, d.edits[0].change
     ('max_len_exceeds_kv', 'kv_cache', '--gpu-memory-utilization 0.93')
 
-Input: a start-up log (failed or successful, vLLM V0 or V1 formats, read by :mod:`.startup_log`; the error by
+Input: a start-up log (failed or successful, vLLM V0 or V1 formats, read by :mod:`infer_advisor.engines.startup_log`; the error by
 :mod:`.startup_errors`) or the vLLM command line about to be run (:mod:`.doctor_input`). The figures the log printed
 calibrate the memory model for that setup (:func:`.memory.fit_memory_calibration`: the same fit as
 ``calibrate --from-log``), so the ledger reproduces the log where it printed a figure and estimates the rest; every
@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .doctor_edits import Edit, Scenario, StartRule, rank_edits, room_outside_budget, starts, tried_edit
 from .startup_errors import StartupError, find_startup_error
-from .startup_log import StartupLog
+from ..engines.startup_log import StartupLog
 
 GIB = 2**30
 # vLLM's own messages, filled with the memory model's figures when the error is predicted rather than logged
@@ -88,7 +88,7 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
     """Diagnose a start-up log or a vLLM command line (``text``); the options fill what it does not say (the log's
     own figures win where it printed them)."""
     from .doctor_input import extras_from_log, log_from_command, looks_like_command
-    from .startup_log import detect_engine, parse_startup_log
+    from ..engines.startup_log import detect_engine, parse_startup_log
 
     if looks_like_command(text):
         log, flags = log_from_command(text)
