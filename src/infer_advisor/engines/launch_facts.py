@@ -11,14 +11,14 @@ from .._paths import shipped
 
 
 class DownloadFacts(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     command: list[str] | None = Field(default=None, description="Command in the engine's image that fills the HF cache (+ model id).")
     env: dict[str, str] = Field(default_factory=dict, description="Variables that turn on the hub's high-performance download.")
 
 
 class EngineEmitFacts(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     host_command: list[str] = Field(description="How the engine starts where it is installed.")
     container_command: list[str] = Field(description="How it starts inside its image.")
@@ -45,7 +45,7 @@ class EngineEmitFacts(BaseModel):
 
 
 class EmitFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     engines: dict[str, EngineEmitFacts]
     pip_packages: dict[str, list[str]]

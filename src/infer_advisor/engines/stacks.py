@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .triton import triton_facts, triton_release
-
 
 @dataclass(frozen=True)
 class ServerStack:
@@ -23,6 +21,8 @@ class ServerStack:
 def _triton(version: str) -> ServerStack:
     """The same TensorRT-LLM engine behind Triton Inference Server (data/triton.yaml): Triton's image, HTTP port,
     readiness path and model name."""
+    from .triton import triton_facts, triton_release
+
     facts, release = triton_facts(), triton_release(version)
     image = facts.image_for(release)
     return ServerStack(

@@ -31,7 +31,7 @@ DEFAULT_LOGNORMAL_SIGMA = 0.7
 class LengthSpec(BaseModel):
     """Token lengths: a fixed number, or a mean with a named distribution."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     mean: float = Field(gt=0, le=10_000_000, description="Mean length in tokens (the length itself when fixed).")
     distribution: Distribution = Field(default="fixed", description="fixed, uniform, exponential, lognormal or normal.")
@@ -67,7 +67,7 @@ class Request:
 class Workload(BaseModel):
     """Requests and how they arrive: open loop (Poisson at ``rate``, or a trace's times) or closed loop (``concurrency`` clients)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     input_tokens: LengthSpec | None = Field(default=None, description="Prompt lengths (not needed with a trace).")
     output_tokens: LengthSpec | None = Field(default=None, description="Answer lengths (not needed with a trace).")
