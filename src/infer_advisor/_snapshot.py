@@ -45,14 +45,11 @@ def validated_snapshot(path: Path, raw: bytes, kind: str, validate: Callable[[],
     return value
 
 
-def _enabled() -> bool:
-    return os.environ.get("INFER_ADVISOR_NO_SNAPSHOT", "").strip().lower() not in {"1", "true", "yes", "on"}
-
-
 def _target(path: Path, raw: bytes, kind: str) -> Path | None:
-    if not _enabled():
+    from .constants import cache_dir, snapshots_disabled
+
+    if snapshots_disabled():
         return None
-    from .constants import cache_dir
 
     h = hashlib.sha256(f"{FORMAT}\0{_code_fingerprint()}\0{kind}\0{Path(path).resolve()}\0".encode())
     h.update(raw)
