@@ -58,11 +58,14 @@ def _target(path: Path, raw: bytes, kind: str) -> Path | None:
 
 @functools.cache
 def _code_fingerprint() -> str:
-    """Path, size and modification time of every module of the package, and the interpreter's and pydantic's
-    versions (one directory walk, about half a millisecond)."""
+    """Path, size and modification time of every module of the package, and the package's, the interpreter's and
+    pydantic's versions (one directory walk, about half a millisecond; the versions alone where the package is not a
+    folder, as in a zip)."""
     import pydantic
 
-    h = hashlib.sha256(f"{sys.version}\0{pydantic.VERSION}\0".encode())
+    from ._version import __version__
+
+    h = hashlib.sha256(f"{__version__}\0{sys.version}\0{pydantic.VERSION}\0".encode())
     stack = [_PACKAGE]
     while stack:
         folder = stack.pop()
