@@ -132,3 +132,17 @@ def test_the_garbage_collector_pauses_only_while_a_quick_command_runs(monkeypatc
     assert gc.isenabled()
     assert main(["plan", "--model", "x"]) == 0
     assert seen == [False] and gc.isenabled()  # off while plan ran, on again after
+
+
+def test_help_is_as_wide_as_argparse_makes_it(monkeypatch):
+    """The CLI's formatter finds the width as shutil.get_terminal_size() does (argparse's own way), without shutil."""
+    import shutil
+
+    from infer_advisor.cli import _terminal_columns
+
+    for columns in ("132", "40", "0", "wide", None):
+        if columns is None:
+            monkeypatch.delenv("COLUMNS", raising=False)
+        else:
+            monkeypatch.setenv("COLUMNS", columns)
+        assert _terminal_columns() == shutil.get_terminal_size().columns, columns

@@ -44,8 +44,35 @@ COMMANDS: dict[str, tuple[str, str]] = {
 QUICK_COMMANDS = frozenset({"plan", "gpus", "models", "schema"})
 
 
+def _terminal_columns() -> int:
+    """What ``shutil.get_terminal_size().columns`` gives ($COLUMNS, else the terminal on stdout, else 80), without
+    importing shutil (which imports bz2, lzma and zlib for its archive functions: a millisecond or two per start)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+        columns = columns or 80
+    return columns
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter at the width it would pick (argparse itself imports shutil to find it)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None):
+        super().__init__(prog, indent_increment, max_help_position, _terminal_columns() - 2 if width is None else width)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line usage errors (exit 2), like every other bad input."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         hint = f"see `{self.prog} --help`"
