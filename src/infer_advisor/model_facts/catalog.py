@@ -17,7 +17,6 @@ index of their own; they are read beside the shipped ones and win over a shipped
     entry.name, entry.config["hidden_size"]
 """
 
-from __future__ import annotations
 
 import json
 from functools import cache

@@ -11,7 +11,6 @@ outside. A pipeline-parallel replica (a step model with ``pp > 1``) is one sched
 the batch cut into micro-batches, each stage doing 1/pp of the work, bounded by the slowest stage (``pipeline.py``).
 """
 
-from __future__ import annotations
 
 from typing import Literal
 
