@@ -58,9 +58,12 @@ def model_ref(entry: dict, by_id: dict[str, dict], folder: Path) -> str:
 def startup_log(entry: dict):
     """The StartupLog the entry's published figures amount to (the type `calibrate --from-log` parses logs into)."""
     try:
-        from infer_advisor.calibrate.startup_log import StartupLog
-    except ImportError:  # the code frozen for the prospective figures (commit 745df12)
-        from infer_advisor.estimate.startup_log import StartupLog
+        from infer_advisor.engines.startup_log import StartupLog
+    except ImportError:  # older code: calibrate/ (issue 19 phase 1), or the code frozen for the prospective figures (745df12)
+        try:
+            from infer_advisor.calibrate.startup_log import StartupLog
+        except ImportError:
+            from infer_advisor.estimate.startup_log import StartupLog
 
     m = entry["measured"]
 

@@ -1,6 +1,5 @@
 """What a user asks for: the one typed config surface from which `infer-advisor plan`'s flags are derived."""
 
-from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal

@@ -23,7 +23,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from ..estimate.calibration import MemoryCalibration
-from .startup_log import StartupLog
+from ..engines.startup_log import StartupLog
 
 
 def fit_memory_calibration(

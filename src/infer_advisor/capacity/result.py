@@ -1,7 +1,6 @@
 """The typed result of a capacity search: the cheapest fleet that meets the targets, the best per GPU type, the
 trade-off front, and which target binds when nothing meets them."""
 
-from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 

@@ -10,7 +10,6 @@ The figures themselves are computed in :mod:`infer_advisor.estimate.engine_kv`; 
 which message text a version uses. Engines without an entry report the plan's own capacity (``pool_tokens``).
 """
 
-from __future__ import annotations
 
 from functools import cache
 from typing import Literal

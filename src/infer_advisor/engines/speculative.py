@@ -5,7 +5,6 @@
     'yuhuili/EAGLE3-LLaMA3.3-Instruct-70B'
 """
 
-from __future__ import annotations
 
 from functools import cache
 from typing import Literal

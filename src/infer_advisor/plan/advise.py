@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .._data import format_validation_error, load_validated
 from .._paths import shipped
 from ..engines.memory import EngineSettings, engine_settings, version_note
+from ..engines.stacks import server_stack
 from ..errors import DoesNotFitError, RequestError
 from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
@@ -24,7 +25,7 @@ from .checkpoint import where
 from .keep_context import context_is_the_limit, context_refusal
 from .layouts import search
 from .options import Choice
-from .models import DeploymentPlan, MemoryPlan
+from .models import Decision, DeploymentPlan, MemoryPlan
 from .sections import (
     engine_config,
     hardware_summary,
@@ -34,8 +35,6 @@ from .sections import (
     quantization_plan,
     rule_traces,
     speculative_plan,
-    triton_decision,
-    triton_memory_note,
 )
 
 if TYPE_CHECKING:  # read only with --calibration (imported in _load_calibrations)
@@ -159,9 +158,11 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
     if choice.profile.maintenance_note:
         warnings.append(choice.profile.maintenance_note)
     decisions = plan_decisions(choice, result, request, unit="GPU" if hw.kind == "gpu" else "socket")
-    if engine_cfg.server == "triton":
-        decisions.append(triton_decision(engine_cfg))
-        warnings.append(triton_memory_note())
+    stack = server_stack(choice.profile.name, request.stack, engine_cfg.version)
+    if stack is not None:  # the server --stack put in front of the engine: its decision and what the estimate leaves out
+        decisions.append(Decision(**stack.decision))
+        if stack.note:
+            warnings.append(stack.note)
     return DeploymentPlan(
         feasible=feasible,
         infeasible_reason=reason,

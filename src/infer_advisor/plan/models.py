@@ -5,7 +5,6 @@
 added over time, never renamed.
 """
 
-from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Literal
