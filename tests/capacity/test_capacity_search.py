@@ -219,7 +219,7 @@ def test_the_sustainable_rate_stays_below_what_an_overloaded_replica_completes()
     """A few hundred simulated requests just past capacity end before the queue breaks a target: the search caps the
     rate at 95% of the throughput an overloaded trial completed or of the physical ceiling (capacity/physics.py)."""
     from infer_advisor.capacity.evaluate import UTILISATION, find_max_rate, operating_point
-    from infer_advisor.capacity.sizing import targets_from, workload_from
+    from infer_advisor.capacity.candidates import targets_from, workload_from
     from infer_advisor.estimate.step_time import build_step_model
     from infer_advisor.hardware import lookup_gpu
     from infer_advisor.model_facts import resolve_model
