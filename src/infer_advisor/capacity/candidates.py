@@ -16,8 +16,9 @@ from ..hardware.spec import searches_gpu_types
 from ..model_facts.facts import ModelFacts
 from ..rules.sizing import applies, by_kind
 from ..simulate import LengthSpec, SchedulerConfig, Workload
-from .evaluate import analytic_rate
-from .policy import EXCLUDE_PP, said, without_needless_pipelines
+from .evaluate import UTILISATION, analytic_rate
+from .physics import throughput_ceiling
+from .policy import EXCLUDE_PP, replicas_for, said, without_needless_pipelines
 from .prices import parse_overrides, price_for
 from .result import Candidate
 from .targets import TARGET_METRICS, LatencyTargets, TargetCheck
@@ -26,7 +27,6 @@ BUDGETS = (128, 256, 512, 1024, 2048, 4096, 8192)  # max_num_batched_tokens trie
 NODE_GPUS = 8  # GPUs of one node the search lays a replica over (HGX/DGX-class nodes)
 ITL_LIMITED = 0.05  # ranking only: an option whose smallest prompt chunk already breaks the ITL target sustains little
 SAFETY = 1.2  # the analytic rate assumes perfect batching (optimistic); the bound allows it to be pessimistic by this much
-
 
 
 @dataclass
@@ -41,13 +41,18 @@ class Option:
     gpus: int
     price: float | None
     price_source: str | None
+    ceiling: float = math.inf  # the physical throughput ceiling (physics.throughput_ceiling): no search goes past
+    # UTILISATION x it
 
-    def cost_bound(self, rate: float) -> float:
-        """Lowest cost per hour this option could reach (infinite without a price)."""
+    def cost_bound(self, rate: float, request) -> float:
+        """Lowest cost per hour this option could reach (infinite without a price): the fleet ``replicas_for`` sizes
+        (headroom and confidence band included, as the search will) at the highest rate a replica could be found to
+        sustain: the analytic estimate with its margin, never above what the rate search allows under the ceiling."""
         if self.price is None:
             return math.inf
-        replicas = max(1, math.ceil(rate / max(self.estimate * SAFETY, 1e-9)))
-        return replicas * self.gpus * self.price
+        top = max(min(self.estimate * SAFETY, UTILISATION * self.ceiling), 1e-9)
+        replicas = request.replicas or replicas_for(rate, top, request, self.plan.engine.name)[0]
+        return max(replicas, 1) * self.gpus * self.price
 
 
 def workload_from(request, model: ModelFacts) -> Workload:
@@ -257,6 +262,7 @@ def _options_for(plan, gpu: GPUInfo, model: ModelFacts, w: Workload, targets: La
         if not b_ok:  # a prompt chunk makes a step longer than the ITL margin: only part of the load keeps p99 under it
             est *= ITL_LIMITED if b == budget else 0.5
         out.append(Option(gpu=gpu, plan=plan, step=step, cfg=cfg, estimate=est, gpus=tp * pp,
+                          ceiling=throughput_ceiling(step, cfg, w.mean_input, w.mean_output),
                           price=price.usd_per_gpu_hour if price else None, price_source=price.source if price else None))
     return out, None
 

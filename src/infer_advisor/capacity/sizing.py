@@ -115,18 +115,18 @@ def search(request, model: ModelFacts, plan_fn: Callable, *, progress: Callable[
     best_cost = math.inf
     last_report = t0
     for opts in by_gpu.values():
-        opts.sort(key=lambda o: (o.cost_bound(rate), -o.estimate))
+        opts.sort(key=lambda o: (o.cost_bound(rate, request), -o.estimate))
     # the most promising GPU types first, so the best found early prunes the rest
-    for name, opts in sorted(by_gpu.items(), key=lambda kv: (kv[1][0].cost_bound(rate), -kv[1][0].estimate)):
+    for name, opts in sorted(by_gpu.items(), key=lambda kv: (kv[1][0].cost_bound(rate, request), -kv[1][0].estimate)):
         best_here = math.inf
         simulated = 0
         # a GPU type whose cheapest bound is far above the best found gets its first row only
-        least = MIN_PER_GPU if opts[0].cost_bound(rate) < FAR * best_cost else 1
+        least = MIN_PER_GPU if opts[0].cost_bound(rate, request) < FAR * best_cost else 1
         for k, o in enumerate(opts):
             if time.monotonic() > deadline:
                 unsimulated[name] = len(opts) - k
                 break
-            bound = o.cost_bound(rate)
+            bound = o.cost_bound(rate, request)
             if k >= MAX_PER_GPU or (k >= least and (bound >= best_here or bound >= best_cost)):
                 if k >= MAX_PER_GPU:
                     capped.append(name)
