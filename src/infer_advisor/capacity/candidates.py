@@ -18,7 +18,7 @@ from ..rules.sizing import applies, by_kind
 from ..simulate import LengthSpec, SchedulerConfig, Workload
 from .evaluate import UTILISATION, analytic_rate
 from .physics import throughput_ceiling
-from .policy import EXCLUDE_PP, replicas_for, said, without_needless_pipelines
+from .policy import EXCLUDE_PP, needless_pipeline, replicas_for, said
 from .prices import parse_overrides, price_for
 from .result import Candidate
 from .targets import TARGET_METRICS, LatencyTargets, TargetCheck
@@ -160,15 +160,21 @@ def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callabl
             raise RequestError(f"--price-per-gpu-hour names {', '.join(unused)}, which --gpu {request.gpu} does not "
                                "search; price only the GPU types asked for (or use --gpu any).")
     skipped: list[str] = []
+    needless = 0
     for gpu, per_node, nodes in types:
         if time.monotonic() > deadline:
             skipped.append(gpu.name)
             continue
         price = price_for(gpu.name, overrides)
-        for tp, pp, ep in _layouts(per_node, nodes, request, moe):
+        fits = False  # a single-stage layout of one node holds the model (and meets the latency floor)
+        for tp, pp, ep in sorted(_layouts(per_node, nodes, request, moe), key=lambda layout: layout[1] > 1):
             if time.monotonic() > deadline:
                 skipped.append(f"{gpu.name} TP{tp}xPP{pp} and later layouts")
                 break
+            if needless_pipeline(pp, fits, request):  # not even planned
+                needless += 1
+                refused.append(_refused(gpu, tp, pp, ep, f"not searched: a single-stage layout holds the model (rule {EXCLUDE_PP})"))
+                continue
             hw = HardwareFacts(kind="gpu", gpus=[gpu] * min(per_node, tp * pp), nodes=max(1, math.ceil(tp * pp / per_node)),
                                source=gpu.source)
             plan, why = _plan_one(plan_fn, hw, tp, pp, ep, {})
@@ -178,6 +184,7 @@ def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callabl
             for plan in [plan, *_fp8_variants(plan_fn, hw, tp, pp, ep, plan, request, model)]:
                 made, miss = _options_for(plan, gpu, model, w, targets, request, price)
                 options += made
+                fits = fits or bool(made and pp == 1 and plan.parallelism.nodes == 1)
                 if miss is not None:
                     refused.append(miss)
         if price is None:
@@ -185,16 +192,8 @@ def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callabl
     if skipped:
         on_note(f"time budget ({budget_s:g} s) reached while planning: not planned: {', '.join(skipped)}; the answer "
                 "is the best among what was planned (pin --gpu or --tensor-parallel-size to search the rest)")
-    options, dropped = without_needless_pipelines(options, request)
-    seen = set()
-    for o in dropped:
-        key = (o.gpu.name, o.step.tp, o.step.pp)
-        if key not in seen:
-            seen.add(key)
-            refused.append(_refused(o.gpu, o.step.tp, o.step.pp, o.step.expert_parallel,
-                                    f"not searched: a single-stage layout holds the model (rule {EXCLUDE_PP})", o.plan))
-    if dropped:
-        on_note(said(EXCLUDE_PP, f"{len(dropped)} pipeline-parallel options left out where tensor parallelism within a node holds the model"))
+    if needless:
+        on_note(said(EXCLUDE_PP, f"{needless} pipeline-parallel layouts left out where tensor parallelism within a node holds the model"))
     return options, refused
 
 

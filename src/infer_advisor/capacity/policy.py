@@ -18,16 +18,11 @@ def said(rule_id: str, what: str) -> str:
     return f"{what} (rule {rule_id})"
 
 
-def without_needless_pipelines(options: list, request) -> tuple[list, list]:
-    """(kept, dropped): pipeline-parallel options of a GPU type where a single-stage layout of one node fits."""
-    rule = sizing_rule(EXCLUDE_PP)
-    fits = {o.gpu.name for o in options if o.plan.parallelism.pipeline_parallel_size == 1 and o.plan.parallelism.nodes == 1}
-    kept, dropped = [], []
-    for o in options:
-        s = {"pp": o.plan.parallelism.pipeline_parallel_size, "fits_without_pipeline": o.gpu.name in fits,
-             "pinned_pp": request.pipeline_parallel_size}
-        (dropped if applies(rule, s) else kept).append(o)
-    return kept, dropped
+def needless_pipeline(pp: int, fits_without_pipeline: bool, request) -> bool:
+    """A pipeline-parallel layout on a GPU type where a single-stage layout of one node holds the model (rule
+    sizing.pipeline-only-when-tensor-parallel-cannot-hold-it): not searched."""
+    return applies(sizing_rule(EXCLUDE_PP), {"pp": pp, "fits_without_pipeline": fits_without_pipeline,
+                                             "pinned_pp": request.pipeline_parallel_size})
 
 
 def error_band_upper(engine: str, confidence: float) -> float:
