@@ -301,7 +301,10 @@ class StepModel:
         """Seconds of one step (the sum of :meth:`terms`, with the parts that depend only on row counts cached)."""
         rows = decode + prefill_tokens
         dec, pre = self._attention(decode, decode_context, window_context, prefill_tokens, prefill_pairs, chunks)
-        gpu = self.layers_per_stage * self._layer_fixed(rows) + dec + pre + self._head_cached(decode + completes, rows)
+        layer = self._layer_cache.get(rows)  # the simulator's hot path: the cached look-up inline
+        if layer is None:
+            layer = self._layer_fixed(rows)
+        gpu = self.layers_per_stage * layer + dec + pre + self._head_cached(decode + completes, rows)
         gpu *= self.pp
         if self.host_bound:
             gpu = max(gpu, self.kernel_count(decode, prefill_tokens) * self.host_launch_s)
