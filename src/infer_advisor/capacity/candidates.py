@@ -14,7 +14,8 @@ from ..estimate.step_time import StepModel, build_step_model
 from ..hardware.facts import GPUInfo, HardwareFacts
 from ..hardware.spec import searches_gpu_types
 from ..model_facts.facts import ModelFacts
-from ..rules.sizing import applies, by_kind
+from ..estimate.formats import weight_format
+from ..rules.sizing import PUBLISHED_METHODS, applies, by_kind
 from ..simulate import LengthSpec, SchedulerConfig, Workload
 from .evaluate import UTILISATION, analytic_rate
 from .physics import throughput_ceiling
@@ -167,6 +168,7 @@ def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callabl
             continue
         price = price_for(gpu.name, overrides)
         fits = False  # a single-stage layout of one node holds the model (and meets the latency floor)
+        smallest_tp = math.inf  # of a single-stage layout the rules' own plan fits (published checkpoints up to it)
         for tp, pp, ep in sorted(_layouts(per_node, nodes, request, moe), key=lambda layout: layout[1] > 1):
             if time.monotonic() > deadline:
                 skipped.append(f"{gpu.name} TP{tp}xPP{pp} and later layouts")
@@ -178,10 +180,15 @@ def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callabl
             hw = HardwareFacts(kind="gpu", gpus=[gpu] * min(per_node, tp * pp), nodes=max(1, math.ceil(tp * pp / per_node)),
                                source=gpu.source)
             plan, why = _plan_one(plan_fn, hw, tp, pp, ep, {})
-            if plan is None:
+            published = (_published_variants(plan_fn, hw, tp, pp, ep, plan, request, model)
+                         if pp == 1 and tp <= smallest_tp else [])
+            if plan is None and not published:
                 refused.append(_refused(gpu, tp, pp, ep, why))
                 continue
-            for plan in [plan, *_fp8_variants(plan_fn, hw, tp, pp, ep, plan, request, model)]:
+            if plan is not None and pp == 1:
+                smallest_tp = min(smallest_tp, tp)
+            plans = [plan, *_fp8_variants(plan_fn, hw, tp, pp, ep, plan, request, model)] if plan is not None else []
+            for plan in plans + published:
                 made, miss = _options_for(plan, gpu, model, w, targets, request, price)
                 options += made
                 fits = fits or bool(made and pp == 1 and plan.parallelism.nodes == 1)
@@ -226,6 +233,29 @@ def _fp8_variants(plan_fn: Callable, hw, tp: int, pp: int, ep: bool, plan, reque
             break
         if variant.engine.kv_cache_dtype == pins.get("kv_cache_dtype", variant.engine.kv_cache_dtype):
             out.append(variant)
+    return out
+
+
+def _published_variants(plan_fn: Callable, hw, tp: int, pp: int, ep: bool, plan, request, model: ModelFacts) -> list:
+    """The model's published quantized checkpoints (4-bit AWQ/GPTQ, INT8 W8A8) beside the rules' own choice (rule
+    sizing.published-checkpoints), each planned with its format pinned and kept where the plan serves the published
+    checkpoint itself (its engine loads the format on this GPU; data/formats_by_platform.yaml); one per weight width
+    (AWQ and GPTQ INT4 run the same step model: a second is the same option twice)."""
+    from ..model_facts.published import published
+
+    rule = by_kind("published_checkpoint")
+    listed = {k.lower(): v for k, v in published().checkpoints.items()}.get(model.name.lower(), [])
+    methods = {c.method for c in listed if c.verified}
+    out, bits = [], set()
+    for method in [m for m in PUBLISHED_METHODS if m in methods]:  # AWQ before GPTQ: one checkpoint per weight width
+        situation = {"quantization": request.quantization, "pre_quantized": bool(model.pre_quantized),
+                     "chosen": plan.quantization.method if plan is not None else None, "method": method}
+        if not applies(rule, situation) or weight_format(method).bits in bits:
+            continue
+        variant, _ = _plan_one(plan_fn, hw, tp, pp, ep, {"quantization": method})
+        if variant is not None and variant.quantization.method == method and variant.quantization.published_checkpoint:
+            out.append(variant)
+            bits.add(weight_format(method).bits)
     return out
 
 

@@ -50,6 +50,7 @@ def _candidate(o: Option, rs: RateSearch, rate: float, targets: LatencyTargets, 
     per_user = (1.0 / res.tpot_s.mean) if (res is not None and res.tpot_s.mean and math.isfinite(res.tpot_s.mean)) else None
     return Candidate(
         gpu=o.gpu.name, engine=p.engine.name, quantization=p.quantization.method, kv_cache_dtype=p.engine.kv_cache_dtype,
+        checkpoint=p.quantization.published_checkpoint.repo if p.quantization.published_checkpoint else None,
         tensor_parallel_size=p.parallelism.tensor_parallel_size, pipeline_parallel_size=p.parallelism.pipeline_parallel_size,
         expert_parallel=o.step.expert_parallel, nodes_per_replica=p.parallelism.nodes, gpus_per_replica=o.gpus,
         max_num_seqs=o.cfg.max_num_seqs, max_num_batched_tokens=o.cfg.max_num_batched_tokens, kv_cache_tokens=o.cfg.kv_capacity_tokens,

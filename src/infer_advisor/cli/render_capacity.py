@@ -189,6 +189,14 @@ def capacity_lines(result: CapacityResult, *, full: bool = False, show_all: bool
     return out
 
 
+def _cut_keeping_rule(text: str, room: int) -> str:
+    """``text`` cut to ``room`` with '…', the ``(rule ...)`` that ends it kept whole (--explain has the rest)."""
+    m = _RULE.match(text)
+    tail = f" (rule {m['rule']})" if m else ""
+    head = m["text"] if m else text
+    return head[: max(room - len(tail) - 1, 10)] + "…" + tail
+
+
 def print_capacity(result: CapacityResult, console, *, full: bool = False, show_all: bool = False) -> None:
     """The ranking on ``console`` (labels in a column, text wrapped under them); with ``full``, the per-GPU table."""
     import textwrap
@@ -201,7 +209,7 @@ def print_capacity(result: CapacityResult, console, *, full: bool = False, show_
     rows = summary_rows(result, show_all=show_all)
     for n, (label, text) in enumerate(rows):
         if label == "sizing" or (label == "" and n and _in_block(rows, n, "sizing")):  # one line each (--explain: whole)
-            text = text if len(text) <= room or full else text[: room - 1] + "…"
+            text = text if len(text) <= room or full else _cut_keeping_rule(text, room)
         wrapped = textwrap.wrap(text, room, break_on_hyphens=False) or [""]
         style = "bold green" if label == "chosen" else "bold red" if label == "no option" else None
         for i, line in enumerate(wrapped):
