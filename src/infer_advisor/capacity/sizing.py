@@ -34,13 +34,16 @@ MAX_PER_GPU = 6  # simulated per GPU type at most (the cost bound usually stops 
 SEARCH_BUDGET_S = 25.0
 
 
-def _candidate(o: Option, rs: RateSearch, rate: float, targets: LatencyTargets, w: Workload, request) -> Candidate:
+def _candidate(o: Option, rs: RateSearch, rate: float, targets: LatencyTargets, w: Workload, request,
+               point: bool = True) -> Candidate:
+    """The option's fleet, cost and figures at its operating point; ``point=False``: without simulating the operating
+    point (the fleet and cost only, taken to meet the targets as its rate search did; see :func:`_settle`)."""
     p = o.plan
     replicas, needed, applied = replicas_for(rate, rs.max_rate, request, p.engine.name)
     replicas = request.replicas or replicas
     res: SimulationResult | None = None
     checks = list(rs.floor_checks)
-    if replicas:
+    if replicas and point:
         res = operating_point(o.step, w, o.cfg, rate / replicas)
         checks = check(res, targets)
     meets = bool(replicas) and all(c.met for c in checks) and not (res is not None and res.saturated)
@@ -111,6 +114,7 @@ def search(request, model: ModelFacts, plan_fn: Callable, *, progress: Callable[
     for o in options:
         by_gpu.setdefault(o.gpu.name, []).append(o)
     evaluated: list[tuple[Option, Candidate, RateSearch]] = []
+    pending: dict[int, dict] = {}  # index in evaluated -> physics fields, of options whose operating point waits
     coverage: dict[str, tuple[int, int]] = {}
     capped: list[str] = []
     best_cost = math.inf
@@ -134,7 +138,11 @@ def search(request, model: ModelFacts, plan_fn: Callable, *, progress: Callable[
                 break
             rs = find_max_rate(o.step, w, o.cfg, targets, deadline=deadline)
             phys = _physics(o, model, w, rs)
-            cand = _candidate(o, rs, rate, targets, w, request).model_copy(update=phys)
+            cand = _candidate(o, rs, rate, targets, w, request, point=False).model_copy(update=phys)
+            if cand.replicas and cand.cost_per_hour is not None and cand.cost_per_hour < best_here:
+                cand = _candidate(o, rs, rate, targets, w, request).model_copy(update=phys)  # it may lower the best
+            elif cand.replicas:
+                pending[len(evaluated)] = phys  # cannot lower a best found: simulated only if the answer shows it
             evaluated.append((o, cand, rs))
             simulated += 1
             coverage[name] = (simulated, len(opts))
@@ -154,14 +162,17 @@ def search(request, model: ModelFacts, plan_fn: Callable, *, progress: Callable[
     if capped:
         notes.append(f"{', '.join(capped)}: search stopped after the {MAX_PER_GPU} most promising options; a cheaper one may "
                      "exist among the rest (pin --tensor-parallel-size to look at one layout)")
+    _settle(evaluated, pending, lambda o, rs: _candidate(o, rs, rate, targets, w, request))
     return _result(request, targets, w, rate, evaluated, refused, options, notes, time.monotonic() - t0)
 
 
 _rank_key = rank_key  # meets, cost (1% ties), fewer stages, less TP, rate: rule sizing.tie-prefers-replicas-then-tensor-parallel
 
 
-def _result(request, targets, w, rate, evaluated, refused, options, notes, seconds) -> CapacityResult:
-    cands = sorted(fold([c for _, c, _ in evaluated]), key=_rank_key)
+def _ranked(cands: list[Candidate]) -> tuple[list[Candidate], list[Candidate], bool, Candidate | None]:
+    """(every option ranked, those that meet the targets in answer order, whether that order is by cost, the first
+    meeting option before the 10x fold)."""
+    cands = sorted(fold(cands), key=_rank_key)
     first = next((c for c in cands if c.meets_targets), None)
     if first is not None:  # then anything far larger than the best fleet
         cands = sorted(fold(cands, first.total_gpus), key=_rank_key)
@@ -169,6 +180,39 @@ def _result(request, targets, w, rate, evaluated, refused, options, notes, secon
     priced = bool(meeting)
     if not meeting:  # nothing priced meets the targets: rank what does by GPUs (a price makes it a cost ranking)
         meeting = sorted((c for c in cands if c.meets_targets), key=lambda c: (c.total_gpus, -c.max_rate_per_replica))
+    return cands, meeting, priced, first
+
+
+def _key(c: Candidate) -> tuple:
+    return (c.gpu, c.tensor_parallel_size, c.pipeline_parallel_size, c.expert_parallel, c.quantization, c.kv_cache_dtype,
+            c.max_num_batched_tokens, c.checkpoint)
+
+
+def _settle(evaluated: list, pending: dict[int, dict], finish: Callable) -> None:
+    """Simulate the operating points that were put off (options that could not lower a best cost found) wherever the
+    answer shows them: the choice and runners-up, each GPU type's best row, a fleet folded as out of reach. Until
+    then they count as meeting the targets, as their rate search found; one that misses moves down and the ranking is
+    redone, so what is shown is what simulating every operating point would show."""
+    while pending:
+        cands, meeting, _, first = _ranked([c for _, c, _ in evaluated])
+        shown = {_key(c) for c in meeting[:3]} | ({_key(first)} if first is not None else set())
+        shown |= {_key(c) for c in cands if "sizing.fold-absurd-fleets" in c.sizing_rules}
+        seen: set[str] = set()
+        for c in cands:
+            if c.gpu not in seen:
+                seen.add(c.gpu)
+                shown.add(_key(c))
+        todo = [i for i in pending if _key(evaluated[i][1]) in shown]
+        if not todo:
+            return
+        for i in todo:
+            o, _, rs = evaluated[i]
+            evaluated[i] = (o, finish(o, rs).model_copy(update=pending.pop(i)), rs)
+
+
+def _result(request, targets, w, rate, evaluated, refused, options, notes, seconds) -> CapacityResult:
+    cands, meeting, priced, _ = _ranked([c for _, c, _ in evaluated])
+    if not priced:
         if meeting:
             notes = [*notes, "no option that meets the targets has a price: ranked by GPU count instead of cost (give "
                              "--price-per-gpu-hour GPU=USD to rank by cost)"]

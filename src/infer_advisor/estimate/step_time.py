@@ -158,6 +158,7 @@ class StepModel:
     sources: dict[str, str] = field(default_factory=dict)  # term -> where its coefficients come from (--explain)
     notes: list[str] = field(default_factory=list)
     _layer_cache: dict = field(default_factory=dict, repr=False)
+    _eta_cache: dict = field(default_factory=dict, repr=False)  # prefill-attention efficiency by chunk length
 
     # ------------------------------------------------------------ the operators (one copy of each)
 
@@ -240,7 +241,11 @@ class StepModel:
                 dec += self.recurrent_layers_per_stage * self.attn_launch + 2 * decode * self.state_bytes_per_seq / self.attn_bw
         if prefill_tokens:
             chunk = prefill_tokens / max(chunks, 1)
-            eta = interp_log(self.prefill_attn_table, chunk) * self.prefill_attn_scale
+            eta = self._eta_cache.get(chunk)
+            if eta is None:
+                eta = interp_log(self.prefill_attn_table, chunk) * self.prefill_attn_scale
+                if len(self._eta_cache) < 65536:
+                    self._eta_cache[chunk] = eta
             pairs = prefill_pairs
             if self.window and self.full_layer_share < 1.0:  # sliding layers attend at most `window` keys per query
                 capped = min(pairs, prefill_tokens * float(self.window))
