@@ -25,7 +25,8 @@ from .result import Candidate, CapacityResult, PhysicsShare
 from .targets import LatencyTargets, binding, check
 
 MIN_PER_GPU = 3  # simulated per GPU type at least (when it has that many), so its best row is a searched one
-FAR = 2.0  # a GPU type whose cheapest cost bound is this far above the best found gets one simulated row
+FAR = 3.0  # a GPU type whose cheapest cost bound is this far above the best found gets one simulated row (the bound
+# includes headroom: 3 here is about 2 on a bound without it)
 MAX_PER_GPU = 6  # simulated per GPU type at most (the cost bound usually stops earlier)
 
 
