@@ -161,3 +161,15 @@ def test_the_plan_serves_the_checkpoint_the_sizing_chose():
                   gpu="A10G")
     assert plan.quantization.published_checkpoint.repo == "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4"
     assert not plan.quantization.needs_quantize_step
+
+def test_fp8_and_a_shared_prefix_change_a_search_over_gpu_types():
+    """The issue's done-means over a search of three GPU types: FP8 makes the fleet cheaper than 16-bit pinned, and a
+    prompt mostly shared (4,000 of 4,500 tokens) makes it cheaper again, each naming its rule."""
+    base = dict(model="meta-llama/Llama-3.1-8B", rate=20, input_tokens=4500, output_tokens=200, ttft_p90=1.0,
+                gpu="H100-80GB,L40S,A100-80GB")
+    plain, shared, bf16 = size(**base), size(**base, shared_prefix_tokens=4000), size(**base, quantization="none")
+    assert plain.chosen.quantization == "fp8" and bf16.chosen.quantization == "none"
+    assert plain.chosen.cost_per_hour < bf16.chosen.cost_per_hour
+    assert any("sizing.fp8-where-supported" in d for d in plain.decisions)
+    assert shared.chosen.cost_per_hour < plain.chosen.cost_per_hour
+    assert any("sizing.prefix-cache-cuts-prefill" in d for d in shared.decisions)
