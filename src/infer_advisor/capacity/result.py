@@ -31,6 +31,8 @@ class Candidate(BaseModel):
     engine: str
     quantization: str
     kv_cache_dtype: str
+    checkpoint: str | None = Field(default=None, description="The published quantized checkpoint the option serves "
+                                   "(Hub repository), if it serves one (data/published_checkpoints.yaml).")
     tensor_parallel_size: int
     pipeline_parallel_size: int
     expert_parallel: bool = False

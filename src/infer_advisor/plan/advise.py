@@ -84,6 +84,7 @@ def advise(
     model_facts: ModelFacts | None = None,
     hardware: HardwareFacts | None = None,
     speed: bool = True,
+    suggest: bool = True,
     **options: Any,
 ) -> DeploymentPlan:
     """The plan stage: the deployment of ``model`` on one named GPU setup: engine, quantization, dtype,
@@ -96,7 +97,9 @@ def advise(
 
     Sizing a fleet for a traffic ``rate`` is the capacity stage's, over this one: the public
     :func:`infer_advisor.advise` (``infer_advisor/api.py``) composes the two. Arguments as there; ``speed=False``
-    leaves ``performance`` out (the capacity search plans hundreds of pinned replicas and simulates them itself).
+    leaves ``performance`` out (the capacity search plans hundreds of pinned replicas and simulates them itself);
+    ``suggest=False`` leaves out the hardware suggestion of a plan that does not fit (a search over every catalog GPU
+    that the capacity search, which reports an infeasible replica by its reason, does not need).
     """
     request = plan_request(model, request, options)
     if model_facts is None:
@@ -115,10 +118,11 @@ def advise(
             raise RequestError(f"--gpu {request.gpu} searches GPU types for a traffic rate: add --rate REQUESTS_PER_S "
                                "(and latency targets such as --ttft-p90 1 --itl-p99 0.06).")
         hardware = resolve_hardware(request.gpu)
-    return _plan(request, model_facts, hardware, explain, speed)
+    return _plan(request, model_facts, hardware, explain, speed, suggest)
 
 
-def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: bool, speed: bool = True) -> DeploymentPlan:
+def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: bool, speed: bool = True,
+          suggest: bool = True) -> DeploymentPlan:
     w = _workload(request, model, hw.kind)
     _check_request(request, model, w)
     calibrations = _load_calibrations(request)
@@ -136,7 +140,7 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
     if choice is None:
         choice = result.best_effort
         reason = why_not(model, hw, request, result)
-        suggestion = _suggest_hardware(request, model)
+        suggestion = _suggest_hardware(request, model) if suggest else None
         if choice is None:
             raise RequestError(f"No engine runs {model.name} on {hw_words(hw)}: {reason}.")
     settings = _settings(request, hw, choice)
