@@ -61,7 +61,7 @@ def startup_log(entry: dict):
         from infer_advisor.engines.startup_log import StartupLog
     except ImportError:  # older code: calibrate/ (issue 19 phase 1), or the code frozen for the prospective figures (745df12)
         try:
-            from infer_advisor.calibrate.startup_log import StartupLog
+            from infer_advisor.engines.startup_log import StartupLog
         except ImportError:
             from infer_advisor.estimate.startup_log import StartupLog
 
