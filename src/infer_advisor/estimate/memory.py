@@ -174,19 +174,11 @@ def estimate_memory(
     quantization: str = "none",
     dtype: str = "bfloat16",
     kv_cache_dtype: str = "auto",
-    tp: int = 1,
-    pp: int = 1,
-    context: int,
-    concurrency: int = 1,
-    request_tokens: int | None = None,
-    input_tokens: int | None = None,
-    max_num_batched_tokens: int | None = None,
-    max_num_seqs: int | None = None,
-    memory_fraction: float | None = None,
-    group_size: int | None = None,
-    on_gpu: bool = True,
-    draft_params: int = 0,
-    draft_kv_elements_per_token: int = 0,
+    tp: int = 1, pp: int = 1, context: int, concurrency: int = 1,
+    request_tokens: int | None = None, input_tokens: int | None = None,
+    max_num_batched_tokens: int | None = None, max_num_seqs: int | None = None,
+    memory_fraction: float | None = None, group_size: int | None = None, on_gpu: bool = True,
+    draft_params: int = 0, draft_kv_elements_per_token: int = 0,
     memory: EngineMemoryProfile | None = None,
     interconnect: str = "nvlink",
     calibration: MemoryCalibration | None = None,
@@ -210,9 +202,8 @@ def estimate_memory(
     the caller resolves per-GPU defaults with :func:`infer_advisor.engines.memory.batch_defaults`);
     ``interconnect``: nvlink or pcie (communication buffers under TP); ``calibration``: a memory calibration
     already matched to this engine version, GPU and layout; ``lora_slots`` x ``lora_rank``: vLLM's LoRA buffers (:mod:`.lora`).
-    ``speculative``: a speculative decoder's shape (``--speculative-config``, :func:`~infer_advisor.engines.draft_shape.draft_shape`):
-    its weights, its attention layers in the KV pool and the state pages it adds (:mod:`.draft`); ``prefix_caching``:
-    the engine's prefix caching is on (a hybrid model's Mamba layers then hold more state pages per request).
+    ``speculative``: a speculative decoder's shape (``--speculative-config``, :mod:`infer_advisor.engines.draft_shape`): its
+    weights, KV layers and state pages (:mod:`.draft`); ``prefix_caching``: on (a hybrid's Mamba layers hold more pages).
     """
     mp = memory or _default_profile(engine)
     version = engine_version or engine.version
@@ -225,9 +216,7 @@ def estimate_memory(
     if engine.kv_preallocated:  # every slot gets the full context at start-up
         request_tokens = context
         concurrency = min(concurrency, max_num_seqs)
-    draft_params_bytes = draft_params * dtype_bytes(dtype) / tp + draft_weight_bytes(
-        speculative, quantization=quantization, dtype=dtype, group_size=group_size, tp=tp)
-    w = _weights(model, mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, draft_params_bytes, sources)
+    w = _weights(model, mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, (draft_params, speculative), sources)
     kv = _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_token, speculative)
     reserve = engine.memory_accounting in ("reserve", "reserve-free")
     prompt = min(input_tokens or request_tokens, request_tokens)
@@ -285,7 +274,8 @@ def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_byt
         sources["weights_layout"] = f"routed experts padded x{ratio:.3f} ({mp.label})"
     if cal is not None and cal.weights_bytes and cal.model == model.name and cal.tp == tp:
         per_gpu, sources["weights"] = cal.weights_bytes, CALIBRATED
-    # ``draft``: a speculative draft's weights per GPU (never in a log's target weights; vLLM's 'Model loading took' has them)
+    params, shape = draft  # a published head's parameters (model dtype) and/or a --speculative-config draft (estimate/draft.py)
+    draft = params * dtype_bytes(dtype) / tp + draft_weight_bytes(shape, quantization=quantization, dtype=dtype, group_size=group_size, tp=tp)
     return {"total": sum(groups.values()), "per_gpu": per_gpu + draft, "draft": draft}
 
 
