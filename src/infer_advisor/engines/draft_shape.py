@@ -49,10 +49,26 @@ class DraftShape:
     in_target_format: bool  # MTP layers take the target's weight format; a separate draft its own dtype
     dtype: str
     source: str
+    engines: tuple[str, ...] = ("vllm",)  # engines this memory behaviour was read in (data/speculative.yaml)
+    draft_model: str | None = None  # the separate draft's Hub id (None: the target's own MTP layers)
+
+    @property
+    def params(self) -> int:
+        return self.params_split + self.params_replicated
 
 
 def parse_speculative_config(text: str | dict) -> SpeculativeConfig:
     """The ``--speculative-config`` JSON of a command line, or the dict a vLLM log prints in its non-default args."""
+    return SpeculativeConfig.model_validate(_as_dict(text))
+
+
+def speculative_config_json(text: str | dict) -> str:
+    """The config as the JSON word vLLM's parser takes (ASCII-only: every control or line-separator character escaped)."""
+    parse_speculative_config(text)
+    return json.dumps(_as_dict(text), separators=(",", ":"), ensure_ascii=True)
+
+
+def _as_dict(text: str | dict) -> dict:
     data = text
     if isinstance(text, str):
         try:
@@ -65,9 +81,10 @@ def parse_speculative_config(text: str | dict) -> SpeculativeConfig:
     if not isinstance(data, dict):
         raise RequestError("--speculative-config must be a JSON object, e.g. '{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'")
     try:
-        return SpeculativeConfig.model_validate(data)
+        SpeculativeConfig.model_validate(data)
     except ValidationError as err:
-        raise RequestError(f"--speculative-config: {err.errors()[0]['msg']}") from None
+        raise RequestError(f"--speculative-config: {err.errors()[0]['loc'][0]}: {err.errors()[0]['msg']}") from None
+    return data
 
 
 def _method(spec: SpeculativeConfig) -> SpecMethod | None:
@@ -136,7 +153,8 @@ def draft_shape(spec: SpeculativeConfig, model: ModelFacts) -> DraftShape:
         if not layers:
             raise RequestError(f"{model.name} declares no MTP layers (mtp_num_hidden_layers / num_nextn_predict_layers): method 'mtp' needs them")
         return DraftShape("mtp", n, layers, model.num_kv_heads, model.kv_cache_elements_per_token // max(_full_layers(model), 1),
-                          True, layers * _mtp_layer_params(model), 0, True, model.torch_dtype or "bfloat16", method.source)
+                          True, layers * _mtp_layer_params(model), 0, True, model.torch_dtype or "bfloat16", method.source,
+                          tuple(method.engines))
     d = draft_model(spec.model)
     if d is None:
         raise RequestError(f"the {method.method} draft {spec.model!r} is not in data/speculative.yaml draft_models: its size is unknown")
@@ -145,7 +163,7 @@ def draft_shape(spec: SpeculativeConfig, model: ModelFacts) -> DraftShape:
     fc = d.fc_in * h * h
     return DraftShape(method.method, n, d.layers, d.num_kv_heads, 2 * d.num_kv_heads * d.head_dim, False,
                       d.layers * layer + (0 if d.fc_replicated else fc), fc if d.fc_replicated else 0, False, d.dtype,
-                      f"{method.source}; draft shape: {d.source}")
+                      f"{method.source}; draft shape: {d.source}", tuple(method.engines), d.name)
 
 
 def _full_layers(model: ModelFacts) -> int:

@@ -35,6 +35,7 @@ class SpecMethod(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     method: str
     draft: Literal["mtp", "model"]
+    engines: list[str] = Field(default_factory=lambda: ["vllm"], description="Engines whose memory behaviour this describes.")
     source: str = Field(min_length=8)
 
 
