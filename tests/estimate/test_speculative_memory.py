@@ -113,3 +113,25 @@ def test_log_args_give_the_speculative_config_and_prefix_caching():
     log = parse_startup_log(text, "vllm")
     assert parse_speculative_config(log.speculative_config).num_speculative_tokens == 3
     assert log.prefix_caching is True
+
+
+def test_language_model_only_leaves_the_vision_encoder_out(qwen36):
+    from infer_advisor.calibrate.startup_log import parse_startup_log
+    from infer_advisor.engines.profiles import engine_profile
+    from infer_advisor.estimate.memory import estimate_memory
+
+    log = parse_startup_log("non-default args: {'model': 'x', 'language_model_only': True}\nGPU KV cache size: 1,000 tokens\n", "vllm")
+    assert log.language_model_only is True
+    common = dict(gpu_memory_bytes=24 * GIB, engine=engine_profile("vllm"), tp=2, context=8192, engine_version="0.24.0")
+    full = estimate_memory(qwen36, **common)
+    text_only = estimate_memory(qwen36, **common, language_model_only=True)
+    vision = full.weights_bytes_per_gpu - text_only.weights_bytes_per_gpu
+    assert 0.3 * GIB < vision < 0.6 * GIB  # SigLIP-style encoder of 27 layers x 1152 wide, in bf16, over 2 GPUs
+
+
+def test_speculative_config_leaves_as_one_ascii_json_word():
+    from infer_advisor.engines.draft_shape import speculative_config_json
+
+    word = speculative_config_json({"method": "mtp", "num_speculative_tokens": 2, "note": "a\nb\u2028c'$(x)"})
+    assert json.loads(word)["note"] == "a\nb\u2028c'$(x)"
+    assert word.isascii() and "\n" not in word and " " not in word

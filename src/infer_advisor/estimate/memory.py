@@ -185,7 +185,7 @@ def estimate_memory(
     gpu_memory_source: str = "given",
     engine_version: str | None = None,
     checkpoint_bytes: int | None = None, lora_slots: int = 0, lora_rank: int = 0,
-    speculative: DraftShape | None = None, prefix_caching: bool = False,
+    speculative: DraftShape | None = None, prefix_caching: bool = False, language_model_only: bool = False,
 ) -> MemoryEstimate:
     """Estimate per-GPU memory for one layout. See the module docstring for the accounting.
 
@@ -203,7 +203,8 @@ def estimate_memory(
     ``interconnect``: nvlink or pcie (communication buffers under TP); ``calibration``: a memory calibration
     already matched to this engine version, GPU and layout; ``lora_slots`` x ``lora_rank``: vLLM's LoRA buffers (:mod:`.lora`).
     ``speculative``: a speculative decoder's shape (``--speculative-config``, :mod:`infer_advisor.engines.draft_shape`): its
-    weights, KV layers and state pages (:mod:`.draft`); ``prefix_caching``: on (a hybrid's Mamba layers hold more pages).
+    weights, KV layers and state pages (:mod:`.draft`); ``prefix_caching``: on (a hybrid's Mamba layers hold more pages);
+    ``language_model_only``: vLLM's --language-model-only (the vision encoder is not loaded).
     """
     mp = memory or _default_profile(engine)
     version = engine_version or engine.version
@@ -216,7 +217,8 @@ def estimate_memory(
     if engine.kv_preallocated:  # every slot gets the full context at start-up
         request_tokens = context
         concurrency = min(concurrency, max_num_seqs)
-    w = _weights(model, mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, (draft_params, speculative), sources)
+    vision_mp = mp.model_copy(update={"loads_vision_tower": False}) if language_model_only else mp
+    w = _weights(model, vision_mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, (draft_params, speculative), sources)
     kv = _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_token, speculative)
     reserve = engine.memory_accounting in ("reserve", "reserve-free")
     prompt = min(input_tokens or request_tokens, request_tokens)
