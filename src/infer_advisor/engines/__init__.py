@@ -3,7 +3,8 @@
 
 - ``profiles``: the engine catalog (image, port, formats, defaults) -> :class:`EngineProfile`;
 - ``memory``: how each engine version budgets GPU memory (``EngineMemoryProfile``, settings by version);
-- ``speculative``: speculative-decoding heads per engine;
+- ``speculative``: speculative-decoding heads per engine; ``draft_shape``: what a ``--speculative-config`` adds (draft
+  layers in the KV pool, draft weights, state pages) as vLLM holds it;
 - ``triton``: Triton Inference Server releases and their TensorRT-LLM backend;
 - ``launch_facts``: commands, images and pinned packages to start each engine (``data/emit.yaml``);
 - ``argv``: one flag builder per engine; ``prepare``: conversion steps (MLC LLM, ExLlamaV2);

@@ -39,7 +39,9 @@ Three accountings (engine profile ``memory_accounting``):
   ``memory_fraction x`` the memory still free (``free_gpu_memory_fraction``).
 
 Speculative decoding adds the draft head's weights (``draft_params`` in the model dtype, split over TP like the target)
-and its KV cache (``draft_kv_elements_per_token`` per token) to the same budget.
+and its KV cache (``draft_kv_elements_per_token`` per token) to the same budget; a ``--speculative-config`` draft
+(``speculative``, :mod:`.draft`) adds its weights, its own attention layers to the engine's KV groups
+(:mod:`.engine_kv`) and ``num_speculative_tokens`` state pages and conv rows to each Mamba / DeltaNet layer.
 """
 
 from __future__ import annotations
