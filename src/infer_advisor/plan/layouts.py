@@ -246,7 +246,8 @@ class _EngineSearch:
             engine_version=settings.version,
             # a published checkpoint the plan would serve, at its stated size (the same lookup advise makes)
             checkpoint_bytes=published_bytes(model, qv.value, **where(profile.name, request, self.ev.value, hw)),
-            speculative=self.user_draft, prefix_caching=bool(request.shared_prefix_tokens),
+            # the artifacts pass no prefix-caching flag: vLLM's default, off for hybrid models (1 state page per request)
+            speculative=self.user_draft,
         )
 
     @staticmethod
