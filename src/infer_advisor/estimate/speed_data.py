@@ -117,6 +117,10 @@ class WeightKernel(BaseModel):
     curve: Literal["bf16", "fp8"] = Field(description="Measured curve the efficiencies start from.")
     peak: Literal["bf16", "fp16", "fp8", "int8", "fp4"] = Field(description="Which datasheet peak the compute runs at.")
     bandwidth_scale: float = Field(default=1.0, gt=0, le=2)
+    batched_bandwidth_scale: float | None = Field(
+        default=None, gt=0, le=2, description="Bandwidth scale when more than one row goes through the GEMM, where the engine "
+        "switches kernels there (llama.cpp f16 on Ampere and newer: a mat-vec kernel for one row, tensor-core tiles above); "
+        "default: ``bandwidth_scale``.")
     compute_scale: float = Field(default=1.0, gt=0, le=2)
     launch_scale: float = Field(default=1.0, gt=0, le=10)
     needs_compute_capability: float | None = Field(default=None, description="Below it, ``fallback`` is used instead.")
@@ -172,6 +176,27 @@ class SpeedVersion(BaseModel):
         return version_key(self.first) <= v and (self.below is None or v < version_key(self.below))
 
 
+class MeasuredSetup(BaseModel):
+    """Coefficients measured on one GPU type with this engine (a benchmark we ran there, never the runs that grade
+    it): they replace the engine-wide stated and fitted values when a plan runs on that GPU, as aiconfigurator keeps
+    measured data per system. Other GPUs keep the engine-wide values."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    gpu: str = Field(description="GPU catalog name the measurements were made on.")
+    label: str = Field(description="Engine build and machine, as measured.")
+    source: str = Field(description="The fitting script and the result files.")
+    coefficients: dict[str, Coefficient] = Field(description="EngineSpeed coefficient fields, measured there.")
+
+    @field_validator("coefficients")
+    @classmethod
+    def _known(cls, v: dict[str, Coefficient]) -> dict[str, Coefficient]:
+        unknown = sorted(set(v) - set(MEASURABLE_FIELDS))
+        if unknown:
+            raise ValueError(f"not measurable coefficients: {', '.join(unknown)} (known: {', '.join(MEASURABLE_FIELDS)})")
+        return v
+
+
 class EngineSpeed(BaseModel):
     """One engine's step: kernels it launches, what runs on the host, and fitted efficiencies."""
 
@@ -201,6 +226,9 @@ class EngineSpeed(BaseModel):
         description="Bandwidth and compute efficiency on AMD Instinct GPUs (ROCm kernels) x the NVIDIA-measured curves.",
     )
     cpu_bandwidth_efficiency: Coefficient | None = Field(default=None, description="Fraction of CPU memory bandwidth reached (CPU engines).")
+    sampler_s_per_vocab: Coefficient | None = Field(
+        default=None, description="Host time per sampled sequence per step per vocabulary entry: servers that sample on the CPU "
+        "over the whole vocabulary, one slot after another, between steps (llama-server's common_sampler).")
     request_overhead_s: Coefficient = Field(
         default_factory=lambda: Coefficient(value=0.003, kind="assumed", source="HTTP request, tokenisation, first schedule and detokenisation: a few ms (assumed)",
                                             bounds=(0.0005, 0.05)),
@@ -214,6 +242,7 @@ class EngineSpeed(BaseModel):
     )
     hybrid_state_source: str | None = None
     versions: list[SpeedVersion] = Field(default_factory=list, description="Coefficients by engine version range (newest last).")
+    measured_on: list[MeasuredSetup] = Field(default_factory=list, description="Coefficients measured on a GPU type (override there).")
     version_range: str | None = Field(default=None, description="The range these coefficients are for (set by engine_speed).")
     fit: dict | None = Field(default=None, description="Points, sources and leave-one-source-out error of the fit.")
     source: str
@@ -288,6 +317,7 @@ class FittedFile(BaseModel):
 
 FITTED_FIELDS = ("step_overhead_s", "per_sequence_s", "attention_scale", "prefill_attention_scale", "gemm_scale", "gddr_scale",
                  "moe_scale", "amd_scale", "request_overhead_s")
+MEASURABLE_FIELDS = (*FITTED_FIELDS, "sampler_s_per_vocab")
 
 
 @cache
@@ -385,8 +415,9 @@ def _resolved(name: str, first: str | None) -> EngineSpeed:
     return _apply_fitted(prof, fe, fitted.dataset, fitted.generated_by, fitted.frozen_sha256) if fe is not None else prof
 
 
-def engine_speed(name: str, version: str | None = None) -> EngineSpeed:
-    """The speed profile of ``name`` at ``version`` (default: its newest range): stated values, fitted ones over them."""
+def engine_speed(name: str, version: str | None = None, gpu: str | None = None) -> EngineSpeed:
+    """The speed profile of ``name`` at ``version`` (default: its newest range): stated values, fitted ones over them,
+    and on ``gpu`` (a catalog name) the coefficients measured there (``measured_on``) over both."""
     from ..errors import RequestError
 
     table = engine_speeds().engines
@@ -394,6 +425,21 @@ def engine_speed(name: str, version: str | None = None) -> EngineSpeed:
         raise RequestError(f"No speed profile for engine '{name}'. Known: {', '.join(table)}.")
     row = version_row(table[name], version)
     trial = _TRIAL.get().get(profile_key(name, row))
-    if trial is not None:
-        return trial
-    return _resolved(name, row.first if row is not None else None)
+    prof = trial if trial is not None else _resolved(name, row.first if row is not None else None)
+    return measured_setup(prof, gpu)
+
+
+def _setup_on(prof: EngineSpeed, gpu: str | None) -> MeasuredSetup | None:
+    return next((m for m in prof.measured_on if gpu is not None and m.gpu == gpu), None)
+
+
+def measured_setup(prof: EngineSpeed, gpu: str | None) -> EngineSpeed:
+    """``prof`` with the coefficients measured on ``gpu`` (``measured_on``), when it has any."""
+    setup = _setup_on(prof, gpu)
+    return prof if setup is None else prof.model_copy(update=dict(setup.coefficients))
+
+
+def measured_label(prof: EngineSpeed, gpu: str | None) -> str | None:
+    """Where the coefficients measured on ``gpu`` come from, or None."""
+    setup = _setup_on(prof, gpu)
+    return f"{setup.label} ({setup.source})" if setup else None
