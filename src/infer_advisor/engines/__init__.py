@@ -3,7 +3,8 @@
 
 - ``profiles``: the engine catalog (image, port, formats, defaults) -> :class:`EngineProfile`;
 - ``memory``: how each engine version budgets GPU memory (``EngineMemoryProfile``, settings by version);
-- ``speculative``: speculative-decoding heads per engine;
+- ``speculative``: speculative-decoding heads per engine; ``draft_shape``: what a ``--speculative-config`` adds (draft
+  layers in the KV pool, draft weights, state pages) as vLLM holds it;
 - ``speed_terms``: an engine's step terms and coefficients by version (``data/speed/engines.yaml`` ``engines:``,
   loaded with the fitted overlay by ``estimate/speed_data.py``);
 - ``triton``: Triton Inference Server releases and their TensorRT-LLM backend;

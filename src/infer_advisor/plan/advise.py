@@ -183,7 +183,7 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
         decisions=decisions,
         warnings=warnings,
         explain=rule_traces(trace),
-        speculative=speculative_plan(choice),
+        speculative=speculative_plan(choice, request),
         prefix_caching=prefix_caching_plan(request, choice),
     )
 

@@ -158,6 +158,7 @@ class SpeculativePlan(BaseModel):
     draft_params: int = Field(description="Parameters of the draft head, counted in the memory model.")
     source: str
     params_source: str
+    config: str | None = Field(default=None, description="The --speculative-config the user gave, passed to the engine as given.")
 
 
 class PrefixCachingPlan(BaseModel):
