@@ -132,6 +132,7 @@ def test_the_garbage_collector_pauses_only_while_a_quick_command_runs(monkeypatc
     assert gc.isenabled()
     assert main(["plan", "--model", "x"]) == 0
     assert seen == [False] and gc.isenabled()  # off while plan ran, on again after
+    assert gc.get_freeze_count() == 0  # what the command made was moved to the oldest generation, not left frozen
 
 
 def test_help_is_as_wide_as_argparse_makes_it(monkeypatch):
