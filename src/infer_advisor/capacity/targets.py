@@ -1,6 +1,5 @@
 """Latency targets (any subset) and how a simulated replica measures up to them."""
 
-from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
@@ -21,7 +20,7 @@ TARGET_METRICS: dict[str, tuple[str, str, str]] = {
 class LatencyTargets(BaseModel):
     """Service-level targets in seconds; None means no target on that figure."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     ttft_p90: float | None = Field(default=None, gt=0, le=3600)
     ttft_p99: float | None = Field(default=None, gt=0, le=3600)
@@ -48,7 +47,7 @@ class TargetCheck(BaseModel):
     ratio: float = Field(description="value / limit: above 1 misses by that factor.")
 
 
-def check(res: SimulationResult, targets: LatencyTargets) -> list[TargetCheck]:
+def check(res: "SimulationResult", targets: LatencyTargets) -> list[TargetCheck]:
     out = []
     for name, limit in targets.given().items():
         metric, stat, words = TARGET_METRICS[name]
@@ -58,7 +57,7 @@ def check(res: SimulationResult, targets: LatencyTargets) -> list[TargetCheck]:
     return out
 
 
-def meets(res: SimulationResult, targets: LatencyTargets) -> bool:
+def meets(res: "SimulationResult", targets: LatencyTargets) -> bool:
     """All targets met, nothing saturated, and the simulation ran to completion."""
     if res.saturated or res.notes and any("stopped" in n or "does not fit" in n or "no request" in n for n in res.notes):
         return False

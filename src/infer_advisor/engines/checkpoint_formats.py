@@ -37,7 +37,10 @@ class Cell(BaseModel):
 
 
 class Answer(BaseModel):
-    """The table's answer for one engine version, platform, format and GPU."""
+    """The table's answer for one engine version, platform, format and GPU (built by :func:`loads` from the
+    validated table with ``model_construct``: nothing in it comes from outside)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     loads: bool
     why: str = Field(description="One line: what the engine does with this format here.")
@@ -112,13 +115,13 @@ def loadable(
     where = f"{engine} {version or table.version} on {platform.upper() if platform != 'rocm' else 'ROCm'}"
     loads = cell.loads if _holds(cell, version) else not cell.loads
     if not loads:
-        return Answer(loads=False, why=f"{where} does not load {fmt} checkpoints", source=cell.source)
+        return Answer.model_construct(loads=False, why=f"{where} does not load {fmt} checkpoints", source=cell.source)
     if platform == "cuda" and cell.min_cc and compute_capability and compute_capability + 1e-9 < cell.min_cc:
-        return Answer(loads=False, why=f"{where} needs compute capability {cell.min_cc:g} for {fmt} (this GPU: {compute_capability:g})",
-                      source=cell.source)
+        return Answer.model_construct(loads=False, why=f"{where} needs compute capability {cell.min_cc:g} for {fmt} (this GPU: {compute_capability:g})",
+                                      source=cell.source)
     if platform == "rocm" and cell.gfx and gfx and not any(gfx.startswith(g) for g in cell.gfx):
-        return Answer(loads=False, why=f"{where} loads {fmt} only on {', '.join(cell.gfx)} (this GPU: {gfx})", source=cell.source)
-    return Answer(loads=True, why=f"{where} loads {fmt} checkpoints", source=cell.source)
+        return Answer.model_construct(loads=False, why=f"{where} loads {fmt} only on {', '.join(cell.gfx)} (this GPU: {gfx})", source=cell.source)
+    return Answer.model_construct(loads=True, why=f"{where} loads {fmt} checkpoints", source=cell.source)
 
 
 def preference(platform: str) -> list[str]:

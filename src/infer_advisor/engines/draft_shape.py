@@ -8,7 +8,6 @@ recurrent state (``methods:`` and ``draft_models:`` in ``data/speculative.yaml``
     (1, True)
 """
 
-from __future__ import annotations
 
 import ast
 import json

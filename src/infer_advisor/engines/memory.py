@@ -321,5 +321,7 @@ def engine_settings(engine: str, version: str | None, gpu, *, tp: int = 1, pp: i
     fraction = default_memory_fraction(prof, driver_memory_bytes=driver, tp=tp, pp=pp, chunked_prefill_tokens=tokens)
     no_chunking = engine not in memory_profiles() and engine_profile(engine).max_num_batched_tokens == 0
     tokens_out = None if (prof.activation_tokens == "max_model_len" or no_chunking) else tokens
-    return EngineSettings(profile=prof, version=version or engine_profile(engine).version, max_num_batched_tokens=tokens_out,
-                          max_num_seqs=seqs, memory_fraction=fraction)
+    # Built from validated data and this function's own arithmetic (ints from the profile's tiers, a rounded float):
+    # no validation to run, so no schema to build on the plan path (cold start, issue 19).
+    return EngineSettings.model_construct(profile=prof, version=version or engine_profile(engine).version,
+                                          max_num_batched_tokens=tokens_out, max_num_seqs=seqs, memory_fraction=float(fraction))

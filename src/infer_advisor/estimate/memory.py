@@ -44,7 +44,6 @@ and its KV cache (``draft_kv_elements_per_token`` per token) to the same budget;
 (:mod:`.engine_kv`) and ``num_speculative_tokens`` state pages and conv rows to each Mamba / DeltaNet layer.
 """
 
-from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING
@@ -183,7 +182,7 @@ def estimate_memory(
     draft_params: int = 0, draft_kv_elements_per_token: int = 0,
     memory: EngineMemoryProfile | None = None,
     interconnect: str = "nvlink",
-    calibration: MemoryCalibration | None = None,
+    calibration: "MemoryCalibration | None" = None,
     gpu_memory_source: str = "given",
     engine_version: str | None = None,
     checkpoint_bytes: int | None = None, lora_slots: int = 0, lora_rank: int = 0,

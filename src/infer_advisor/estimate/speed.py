@@ -231,10 +231,12 @@ def _simulate(step, memory: MemoryEstimate, batch: int, seqs: int, budget: int, 
     kv_tokens = memory.kv_cache_tokens
     if memory.accounting != "reserve":  # peak engines allocate as they go: the plan's own concurrency x context
         kv_tokens = max(kv_tokens, batch * (input_tokens + output_tokens))
-    cfg = SchedulerConfig(max_num_seqs=seqs, max_num_batched_tokens=budget, kv_capacity_tokens=max(kv_tokens, 1),
-                          kv_admission=kv_admission, lanes=pp)
-    workload = Workload(input_tokens=LengthSpec(mean=prompt), output_tokens=LengthSpec(mean=max(output_tokens, 1)),
-                        arrival="closed", concurrency=batch)
+    # The plan's own figures, typed here as validation would coerce them (no schema built for these internal models).
+    cfg = SchedulerConfig.model_construct(max_num_seqs=int(seqs), max_num_batched_tokens=int(budget),
+                                          kv_capacity_tokens=int(max(kv_tokens, 1)), kv_admission=kv_admission, lanes=int(pp))
+    workload = Workload.model_construct(input_tokens=LengthSpec.model_construct(mean=float(prompt)),
+                                        output_tokens=LengthSpec.model_construct(mean=float(max(output_tokens, 1))),
+                                        arrival="closed", concurrency=int(batch))
     # enough requests for a steady state: 4 turns of the running batch, and every queued client served twice
     return simulate(step, workload, cfg, requests=max(4 * min(batch, seqs), 2 * batch, 48), warmup_fraction=0.25, seed=0)
 
