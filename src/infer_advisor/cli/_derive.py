@@ -16,6 +16,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from ..errors import RequestError
+from ..request import field_default
 
 
 def _unwrap_optional(tp: Any) -> Any:
@@ -80,7 +81,7 @@ def add_model_arguments(
         elif tp is Path:
             kwargs["metavar"] = "PATH"
         if not field.is_required():
-            default = field.get_default(call_default_factory=True)
+            default = field_default(field)
             if default is not None and default != [] and default != {}:
                 shown = ",".join(map(str, default)) if isinstance(default, (list, tuple)) else default
                 kwargs["help"] = f"{help_} (default: {shown})"
