@@ -92,3 +92,22 @@ def test_the_key_follows_the_code(tmp_path, cache, monkeypatch):
     monkeypatch.setattr(_snapshot, "_code_fingerprint", lambda: "another build")
     assert _snapshot._target(path, raw, "k") != before
     assert _snapshot._target(path, raw, "other kind") != _snapshot._target(path, raw, "k")
+
+
+def test_a_catalog_models_facts_are_kept_and_equal_the_ones_read_from_its_config(cache, monkeypatch):
+    """A catalog model's facts come from the entry's file, the variant, the architecture tables and the code: the
+    second resolve reads them from the snapshot without the architecture reader, and equals a fresh read."""
+    import subprocess
+    import sys
+
+    from infer_advisor.model_facts import facts_from_config
+    from infer_advisor.model_facts.catalog import find_entry
+    from infer_advisor.model_facts.resolve import _from_catalog
+
+    fresh = facts_from_config("meta-llama/Llama-2-7b-hf", find_entry("meta-llama/Llama-2-7b-hf").config, "catalog")
+    assert _from_catalog("meta-llama/Llama-2-7b-hf") == fresh  # validated now, kept
+    probe = ("import sys; from infer_advisor.model_facts import resolve_model; "
+             "f = resolve_model('meta-llama/Llama-2-7b-hf', source='catalog'); "
+             "print(f.num_parameters, 'infer_advisor.model_facts.arch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=os.environ).stdout
+    assert out.split() == [str(fresh.num_parameters), "False"]  # from the snapshot: the reader was not imported

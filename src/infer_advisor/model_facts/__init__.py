@@ -11,9 +11,16 @@
 
 from __future__ import annotations
 
-from .build import facts_from_config
 from .catalog import catalog_names
 from .facts import ModelFacts, ParamBreakdown, SafetensorsSummary
 from .resolve import resolve_model
 
 __all__ = ["resolve_model", "ModelFacts", "ParamBreakdown", "SafetensorsSummary", "catalog_names", "facts_from_config"]
+
+
+def __getattr__(name: str):
+    if name == "facts_from_config":  # the architecture reader, imported when a config is read (not for a kept one)
+        from .build import facts_from_config
+
+        return facts_from_config
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -95,6 +95,14 @@ def limits() -> dict[str, Any]:
     return read_table("_limits.json")
 
 
+def tables_bytes() -> bytes:
+    """The bytes of the data tables read here (part of the key of facts kept between runs, :mod:`..resolve`)."""
+    try:
+        return b"\0".join((shipped("data") / "models" / name).read_bytes() for name in ("_defaults.json", "_limits.json"))
+    except OSError as err:
+        raise DataFileError(str(shipped("data") / "models"), f"cannot read: {err}") from None
+
+
 def read_table(name: str) -> dict[str, Any]:
     path = shipped("data") / "models" / name
     try:

@@ -184,6 +184,12 @@ def find_entry(name: str) -> CatalogEntry | None:
 
     Reads the index and at most one catalog file.
     """
+    path = entry_file(name)
+    return None if path is None else _read_one(path)
+
+
+def entry_file(name: str) -> Path | None:
+    """The catalog file holding the entry called ``name`` (the user's catalog first), from the indexes alone."""
     key = name.strip().lower()
     if not key or len(key) > 256:
         return None
@@ -191,7 +197,7 @@ def find_entry(name: str) -> CatalogEntry | None:
     for where, index in ((user[0], user[1]) if user else (None, {}), (folder(), _index())):
         file = index.get(key) or (index.get(key.split("/")[-1]) if key.count("/") == 1 else None)
         if isinstance(file, str) and where is not None and "/" not in file and "\\" not in file:
-            return _read_one(where / file)
+            return where / file
     return None
 
 

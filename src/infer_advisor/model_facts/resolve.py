@@ -11,8 +11,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from ..errors import HubError, ModelConfigError, ModelNotFoundError
-from .build import facts_from_config
+from ..errors import DataFileError, HubError, ModelConfigError, ModelNotFoundError
 from .catalog import find_entry, lookup_names
 from .facts import ModelFacts
 from .jsonfile import load_json
@@ -41,16 +40,37 @@ def _from_local(folder: Path, name: str) -> ModelFacts:
         raise ModelConfigError(str(folder), f"cannot read this folder: {err.strerror or err}") from None
     if not exists:
         raise ModelConfigError(str(folder), "no config.json in this folder")
+    from .build import facts_from_config
+
     config = load_json(cfg_path)
     summary = read_local_checkpoint(folder)
     return facts_from_config(name, config, "local", summary, where=str(cfg_path))
 
 
 def _from_catalog(name: str) -> ModelFacts | None:
-    entry = find_entry(name)
-    if entry is None:
+    """A catalog model's facts. They depend only on the entry's file, the variant asked for, the architecture
+    tables and the code, so the first run keeps them (:mod:`.._snapshot`, keyed by all four) and later runs skip
+    reading the architecture (and importing its modules)."""
+    from .._snapshot import validated_snapshot
+    from .arch_tables import tables_bytes
+    from .catalog import entry_file
+
+    path = entry_file(name)
+    if path is None:
         return None
-    return facts_from_config(entry.variant_for(name), entry.config, "catalog", where=f"catalog entry {entry.name}")
+    entry = find_entry(name)
+    variant = entry.variant_for(name)
+    try:
+        raw = path.read_bytes() + b"\0" + tables_bytes()
+    except OSError as err:
+        raise DataFileError(str(path), f"cannot read: {err}") from None
+
+    def build() -> ModelFacts:
+        from .build import facts_from_config
+
+        return facts_from_config(variant, entry.config, "catalog", where=f"catalog entry {entry.name}")
+
+    return validated_snapshot(path, raw, f"model-facts\0{variant}", build)
 
 
 def _not_found(name: str, detail: str = "") -> ModelNotFoundError:
@@ -107,6 +127,8 @@ def resolve_model(name: str, *, revision: str | None = None, source: Source = "a
     hub_detail = ""
     if _looks_like_repo_id(text) and hub.hub_available():
         try:
+            from .build import facts_from_config
+
             config, summary = hub.fetch_from_hub(text, revision)
             return facts_from_config(text, config, "hub", summary, where=f"{text}/config.json (Hub)")
         except hub.HubNotFound as err:
