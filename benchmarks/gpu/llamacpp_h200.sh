@@ -46,6 +46,11 @@ nproc; python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.ge
 TARGETS="llama-server"
 [ "$PHASE" = openloop ] || TARGETS="$TARGETS llama-batched-bench"
 [ "$PHASE" = steps ] && TARGETS="$TARGETS llama-quantize"
+unxz() { python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$1"; }
+if [ ! -x "$W/build/bin/llama-server" ] && [ -f .gpu/lcbin.tar.xz ]; then
+  # the same build repacked with xz here (and without batched-bench) so that it fits the 64 MiB the tree may carry
+  mkdir -p "$W/build" && unxz .gpu/lcbin.tar.xz | tar xf - -C "$W/build" && say "llama.cpp binaries from .gpu/lcbin.tar.xz"
+fi
 if [ ! -x "$W/build/bin/llama-server" ] && compgen -G ".gpu/lcbin.part-*" >/dev/null; then
   # the build of an earlier call (fit packs it): same path as it was built at, so its RPATH holds
   mkdir -p "$W/build" && cat .gpu/lcbin.part-* | tar xzf - -C "$W/build" && say "llama.cpp binaries from .gpu/lcbin.part-*"
@@ -53,7 +58,12 @@ fi
 NEED_BUILD=0
 for t in $TARGETS; do [ -x "$W/build/bin/$t" ] || NEED_BUILD=1; done
 say "unpack + configure + build (background, needed: $NEED_BUILD); GGUF written meanwhile"
-[ -d "$W/llama.cpp" ] || tar xzf .gpu/llama.cpp-src.tar.gz -C "$W"
+if [ ! -d "$W/llama.cpp" ]; then  # the whole source to build; gguf-py alone when the build travels
+  if [ -f .gpu/llama.cpp-src.tar.gz ]; then tar xzf .gpu/llama.cpp-src.tar.gz -C "$W"
+  else tar xzf .gpu/llama.cpp-gguf-py.tar.gz -C "$W"; fi
+fi
+VOCAB=.gpu/ggml-vocab-llama-bpe.gguf
+if [ ! -f "$VOCAB" ] && [ -f "$VOCAB.xz" ]; then unxz "$VOCAB.xz" >"$W/vocab.gguf"; VOCAB="$W/vocab.gguf"; fi
 BUILD_PID=""
 if [ "$NEED_BUILD" = 1 ]; then
   # shellcheck disable=SC2086  # TARGETS is a list of words
@@ -67,7 +77,7 @@ else
 fi
 if [ ! -s "$W/model-f16.gguf.json" ]; then
   PYTHONPATH="$W/llama.cpp/gguf-py" python3 benchmarks/gpu/random_gguf.py --model "$MODEL" \
-    --vocab .gpu/ggml-vocab-llama-bpe.gguf --out "$W/model-f16.gguf" >"$W/model-f16.gguf.json.tmp" \
+    --vocab "$VOCAB" --out "$W/model-f16.gguf" >"$W/model-f16.gguf.json.tmp" \
     && mv "$W/model-f16.gguf.json.tmp" "$W/model-f16.gguf.json"
 fi
 cp "$W/model-f16.gguf.json" "$W/res/gguf.json"; cat "$W/res/gguf.json"
