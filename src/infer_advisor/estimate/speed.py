@@ -12,7 +12,6 @@ they see. Figures are per replica; ``deployment_*`` multiply by the replicas. ``
 engine's coefficients have been off on published measurements they were not fitted to.
 """
 
-from __future__ import annotations
 
 import math
 from pathlib import Path

@@ -164,6 +164,7 @@ class StepModel:
     sources: dict[str, str] = field(default_factory=dict)  # term -> where its coefficients come from (--explain)
     notes: list[str] = field(default_factory=list)
     _layer_cache: dict = field(default_factory=dict, repr=False)
+    _eta_cache: dict = field(default_factory=dict, repr=False)  # prefill-attention efficiency by chunk length
 
     # ------------------------------------------------------------ the operators (one copy of each)
 
@@ -247,7 +248,11 @@ class StepModel:
                 dec += self.recurrent_layers_per_stage * self.attn_launch + 2 * decode * self.state_bytes_per_seq / self.attn_bw
         if prefill_tokens:
             chunk = prefill_tokens / max(chunks, 1)
-            eta = interp_log(self.prefill_attn_table, chunk) * self.prefill_attn_scale
+            eta = self._eta_cache.get(chunk)
+            if eta is None:
+                eta = interp_log(self.prefill_attn_table, chunk) * self.prefill_attn_scale
+                if len(self._eta_cache) < 65536:
+                    self._eta_cache[chunk] = eta
             pairs = prefill_pairs
             if self.window and self.full_layer_share < 1.0:  # sliding layers attend at most `window` keys per query
                 capped = min(pairs, prefill_tokens * float(self.window))
@@ -310,7 +315,10 @@ class StepModel:
         """Seconds of one step (the sum of :meth:`terms`, with the parts that depend only on row counts cached)."""
         rows = decode + prefill_tokens
         dec, pre = self._attention(decode, decode_context, window_context, prefill_tokens, prefill_pairs, chunks)
-        gpu = self.layers_per_stage * self._layer_fixed(rows) + dec + pre + self._head_cached(decode + completes, rows)
+        layer = self._layer_cache.get(rows)  # the simulator's hot path: the cached look-up inline
+        if layer is None:
+            layer = self._layer_fixed(rows)
+        gpu = self.layers_per_stage * layer + dec + pre + self._head_cached(decode + completes, rows)
         gpu *= self.pp
         if self.host_bound:
             gpu = max(gpu, self.kernel_count(decode, prefill_tokens) * self.host_launch_s)

@@ -11,7 +11,6 @@ outside. A pipeline-parallel replica (a step model with ``pp > 1``) is one sched
 the batch cut into micro-batches, each stage doing 1/pp of the work, bounded by the slowest stage (``pipeline.py``).
 """
 
-from __future__ import annotations
 
 from typing import Literal
 
@@ -29,7 +28,7 @@ __all__ = ["LengthSpec", "Percentiles", "Request", "SchedulerConfig", "Simulatio
 class SchedulerConfig(BaseModel):
     """The engine's batching limits for one replica."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     max_num_seqs: int = Field(gt=0, le=65536, description="Sequences scheduled at once.")
     max_num_batched_tokens: int = Field(gt=0, le=1_048_576, description="Token budget of one step (prefill chunk + decodes).")

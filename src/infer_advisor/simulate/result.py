@@ -1,6 +1,5 @@
 """The simulator's typed result: latency percentiles, throughput and what the scheduler had to do."""
 
-from __future__ import annotations
 
 import math
 from collections.abc import Sequence

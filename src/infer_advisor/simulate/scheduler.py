@@ -219,6 +219,8 @@ class _Scheduler:
     def preempt_for_decodes(self) -> int:
         """Decodes need one more KV slot each: preempt the newest running request (recomputed later: its prompt and
         the tokens it produced are prefilled again) until they fit. Returns the token budget left for prefill."""
+        if self.reserve_full or not self.n_dec:
+            return self.budget_max - self.n_dec
         kv_decode = self.dec_sum + self.n_dec * self.j
         while (not self.reserve_full and self.n_dec
                and kv_decode + self.n_dec + self.kv_prefill + self.frag * len(self.running_order) > self.capacity
@@ -242,14 +244,17 @@ class _Scheduler:
         """This step's prefill chunks: requests part-way through their prompt first, ``min(left, budget)``, then newly
         admitted ones; and the KV tokens in use once they are scheduled."""
         chunks: list[tuple[_Req, int]] = []
+        scheduled = 0
         for r in self.prefilling:
             if budget <= 0:
                 break
             c = min(r.prompt - r.done, budget)
             chunks.append((r, c))
             budget -= c
-        kv_used = self.dec_sum + self.n_dec * self.j + self.n_dec + self.kv_prefill + sum(c for _, c in chunks)
-        budget, kv_used = self._admit(chunks, budget, kv_used)
+            scheduled += c
+        kv_used = self.dec_sum + self.n_dec * self.j + self.n_dec + self.kv_prefill + scheduled
+        if self.waiting and budget > 0:
+            budget, kv_used = self._admit(chunks, budget, kv_used)
         return chunks, kv_used
 
     # ---------------------------------------------------------------- accounting
@@ -260,7 +265,8 @@ class _Scheduler:
         log.step_decodes.append(decodes)
         log.step_rows.append(rows)
         log.step_counts.append(count)
-        log.max_kv_tokens = max(log.max_kv_tokens, kv)
+        if kv > log.max_kv_tokens:
+            log.max_kv_tokens = kv
 
     def account_decode_stretch(self, kv_used: float) -> None:
         """A stretch of decode-only steps: nothing changes the batch until the next finish, the next arrival
@@ -283,15 +289,22 @@ class _Scheduler:
 
     def account_step(self, chunks: list[tuple[_Req, int]], kv_used: float) -> None:
         """One step with prefill chunks (and the decodes): its time from the step model."""
-        p_tokens = sum(c for _, c in chunks)
-        pairs = sum(c * (r.done + (c + 1) / 2) for r, c in chunks)
-        completes = sum(1 for r, c in chunks if r.done + c >= r.prompt)
-        dt = self.step.step_seconds(self.n_dec, float(self.dec_sum + self.n_dec * self.j), p_tokens, pairs, len(chunks), completes)
-        self._record(dt, self.n_dec, self.n_dec + p_tokens, 1, int(kv_used))
+        p_tokens = completes = 0
+        pairs = 0  # summed in chunk order, as sum() would
+        for r, c in chunks:
+            p_tokens += c
+            pairs += c * (r.done + (c + 1) / 2)
+            completes += r.done + c >= r.prompt
+        n_dec = self.n_dec
+        dt = self.step.step_seconds(n_dec, float(self.dec_sum + n_dec * self.j), p_tokens, pairs, len(chunks), completes)
+        self._record(dt, n_dec, n_dec + p_tokens, 1, int(kv_used))
         self.t += dt
 
     def finish_decodes(self) -> None:
         """Decodes: one token each; those that reach their length finish now."""
+        heap = self.decode_heap
+        if not heap or heap[0][0] > self.j:
+            return
         while self.decode_heap and self.decode_heap[0][0] <= self.j:
             _, idx = heapq.heappop(self.decode_heap)
             r = self.reqs[idx]
