@@ -19,6 +19,7 @@ from ..estimate.step_time import StepModel, build_step_model
 from ..hardware.facts import GPUInfo, HardwareFacts
 from ..hardware.spec import searches_gpu_types
 from ..model_facts.facts import ModelFacts
+from ..plan.advise import lora_step_term
 from ..simulate import LengthSpec, SchedulerConfig, SimulationResult, Workload
 from .evaluate import RateSearch, analytic_rate, find_max_rate, operating_point
 from .prices import parse_overrides, price_for
@@ -248,7 +249,7 @@ def _options_for(plan, gpu: GPUInfo, model: ModelFacts, w: Workload, targets: La
     step = build_step_model(
         model, gpu=gpu, engine=plan.engine.name, quantization=plan.quantization.method, dtype=plan.dtype,
         kv_cache_dtype=plan.engine.kv_cache_dtype, tp=tp, pp=pp, nodes=p.nodes, expert_parallel=ep,
-        cpu_cores=plan.hardware.cpu_cores, cpu_simd=plan.hardware.cpu_simd,
+        cpu_cores=plan.hardware.cpu_cores, cpu_simd=plan.hardware.cpu_simd, lora=lora_step_term(request, model, gpu, plan.engine, tp, pp),
     )
     floor = _latency_floor(step, w, targets)
     if floor:

@@ -27,17 +27,49 @@ class LoRAProfile(BaseModel):
     default_max_loras: int = Field(ge=1)
     default_max_lora_rank: int = Field(ge=1)
     defaults_source: str = Field(min_length=8)
+    kernels_per_module: float | None = Field(default=None, ge=0, description="LoRA kernels per wrapped linear module per step.")
+    kernels_per_slice: float = Field(default=0.0, ge=0, description="LoRA kernels per output slice (qkv: 3, gate_up: 2).")
+    kernels_source: str | None = Field(default=None, min_length=8)
+
+
+class KernelCoefficient(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    value: float = Field(gt=0)
+    bounds: tuple[float, float]
+    source: str = Field(min_length=8)
+
+
+class LoRAKernels(BaseModel):
+    """The LoRA kernels' cost on the GPU, measured once (benchmarks/gpu/lora_kernels.py) and scaled to other GPUs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kernel_s: KernelCoefficient
+    adapter_s: KernelCoefficient
+    bandwidth_efficiency: KernelCoefficient
+    compute_efficiency: KernelCoefficient
+    source: str = Field(min_length=8)
 
 
 class _File(BaseModel):
     model_config = ConfigDict(extra="forbid")
     vllm: list[LoRAProfile]
+    kernels: LoRAKernels
 
 
 @cache
+def _data() -> _File:
+    return load_validated(shipped("data") / "lora.yaml", _File)
+
+
 def _profiles() -> dict[str, tuple[LoRAProfile, ...]]:
-    data = load_validated(shipped("data") / "lora.yaml", _File)
-    return {"vllm": tuple(data.vllm)}
+    return {"vllm": tuple(_data().vllm)}
+
+
+def lora_kernels() -> LoRAKernels:
+    """The measured LoRA kernel coefficients (``data/lora.yaml`` ``kernels``)."""
+    return _data().kernels
 
 
 def lora_profile(engine: str, version: str) -> LoRAProfile | None:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from ..hardware.facts import GPUInfo
 from ..model_facts.facts import ModelFacts
 from .speed_data import EngineSpeed, engine_speed, interp_log
+from .lora_cost import LoRAStepCost
 from .step_inputs import Ceilings, attention_and_links, device_ceilings, gemm_efficiencies, shapes, term_sources
 
 # Rows per expert a fused-MoE kernel pads to (one tile): the measured torch._grouped_mm pads to 16 (kernels.yaml
@@ -155,6 +156,7 @@ class StepModel:
     step_overhead_s: float
     per_sequence_s: float
     request_overhead_s: float = 0.0  # per request, outside the steps: added to TTFT by estimate_speed
+    lora: LoRAStepCost | None = None  # batched LoRA kernels (estimate/lora_cost.py); None without adapters
     sources: dict[str, str] = field(default_factory=dict)  # term -> where its coefficients come from (--explain)
     notes: list[str] = field(default_factory=list)
     _layer_cache: dict = field(default_factory=dict, repr=False)
@@ -281,12 +283,15 @@ class StepModel:
 
     def kernel_count(self, decode: int, prefill_tokens: int) -> float:
         per_layer = self.gemm_kernels + self.small_kernels + (1 if decode or prefill_tokens else 0) + (6 if self.experts else 0)
-        return self.layers_per_stage * per_layer * self.pp + 4
+        lora = self.lora.kernels_per_step() * self.pp if self.lora is not None else 0.0
+        return self.layers_per_stage * per_layer * self.pp + lora + 4
 
     def terms(self, s: StepShape) -> dict[str, float]:
         """Every term of one step, in seconds, for a whole pass through the ``pp`` stages (sum = :meth:`seconds`)."""
         layer = {k: v * self.layers_per_stage for k, v in self.layer_terms(s.rows).items()}
         gpu = {**layer, **self.attention_terms(s), **self.head_terms(s)}
+        if self.lora is not None:
+            gpu["lora"] = self.lora.seconds(s.rows, s.sequences)
         gpu = {k: v * self.pp for k, v in gpu.items()}  # a token passes every stage in turn
         out = dict(gpu)
         if self.host_bound:
@@ -302,6 +307,8 @@ class StepModel:
         rows = decode + prefill_tokens
         dec, pre = self._attention(decode, decode_context, window_context, prefill_tokens, prefill_pairs, chunks)
         gpu = self.layers_per_stage * self._layer_fixed(rows) + dec + pre + self._head_cached(decode + completes, rows)
+        if self.lora is not None:
+            gpu += self.lora.seconds(rows, decode + chunks)
         gpu *= self.pp
         if self.host_bound:
             gpu = max(gpu, self.kernel_count(decode, prefill_tokens) * self.host_launch_s)
@@ -347,6 +354,7 @@ def build_step_model(
     profile: EngineSpeed | None = None,
     engine_version: str | None = None,
     cpu_simd: str | None = None,
+    lora: LoRAStepCost | None = None,
 ) -> StepModel:
     """Precompute the step coefficients of one plan (engine at a version x quantization x layout on one GPU type)."""
     prof = profile or engine_speed(engine, engine_version)
@@ -366,5 +374,6 @@ def build_step_model(
         expert_parallel=expert_parallel,
         host_bound=not prof.cuda_graphs and on_gpu, host_launch_s=prof.host_launch_s,
         step_overhead_s=prof.step_overhead_s.value, per_sequence_s=prof.per_sequence_s.value,
-        request_overhead_s=prof.request_overhead_s.value, sources=term_sources(prof, ceil, weights), notes=notes,
+        request_overhead_s=prof.request_overhead_s.value, notes=notes, lora=lora,
+        sources={**term_sources(prof, ceil, weights), **({"lora": lora.source} if lora is not None else {})},
     )
