@@ -36,7 +36,8 @@ used is the increment (with - without) per layer, which is what a graph-capturin
 Tokens are spread evenly over the distinct adapters (cases with more adapters than tokens are skipped). Ranks 8 to
 128; tokens per batch 1, 4, 16, 64, 256 (decode) and 2048 (prefill-like); distinct adapters 1 to 64.
 
-Also: the bytes of the stacked adapter buffers of the whole model (32 layers) for a few slot counts and ranks,
+Also: the read bandwidth of a column sum over 4-32 MiB (L2-resident when replayed) and 2 GiB (HBM) buffers, the
+ceiling of kernels that re-read an adapter's weights per token (BGMV) or per token tile; and the bytes of the stacked adapter buffers of the whole model (32 layers) for a few slot counts and ranks,
 computed from the shapes and measured with ``torch.cuda.memory_allocated``, as a check on estimate/lora.py.
 
 Cases run in priority order (a coarse grid first) until ``--budget-s``; those not reached are listed as skipped.
@@ -342,6 +343,21 @@ def measure_cases(s: dict, dev: str, timer: Timer, grid: list, deadline: float, 
     return rows, skipped, {str(t): v for t, v in sorted(base_s.items())}
 
 
+def cache_reads(dev: str, timer: Timer, smoke: bool) -> list[dict]:
+    """Read bandwidth of a column-sum over buffers that fit in the L2 (re-read every replay: what a kernel re-reading
+    one adapter's weights per token or per token tile gets) and one that does not (HBM)."""
+    rows = []
+    for mib in ([1, 4] if smoke else [4, 16, 32, 2048]):
+        x = torch.randn(mib * 2**20 // 2 // 4096, 4096, device=dev, dtype=torch.bfloat16)
+        try:
+            sec = timer(lambda x=x: x.sum(dim=0))
+            rows.append({"mib": mib, "seconds": sec, "bytes_per_s": x.numel() * 2 / sec})
+        except Exception as err:  # noqa: BLE001 - record why, keep going
+            rows.append({"mib": mib, "error": repr(err)[:200]})
+        del x
+    return rows
+
+
 def buffer_memory(s: dict, dev: str, settings: list[tuple[int, int]]) -> list[dict]:
     """Stacked adapter buffers of the whole model: bytes from the shapes and as allocated."""
     out = []
@@ -414,6 +430,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as err:  # noqa: BLE001 - record why; the method is then not trusted
             result["triton_sgmv_check_error"] = repr(err)[:300]
             have_triton = False
+    result["cache_reads"] = cache_reads(dev, Timer(cuda), args.smoke)
     result["buffer_memory"] = buffer_memory(s, dev, [(1, 8), (4, 16), (4, 64), (16, 64), (8, 128)])
     grid = cases(ranks, tokens_list, adapters_list)
     rows, skipped, base_s = measure_cases(s, dev, Timer(cuda), grid, t_start + args.budget_s, have_grouped, have_triton)
