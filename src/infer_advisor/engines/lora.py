@@ -30,6 +30,8 @@ class LoRAProfile(BaseModel):
     kernels_per_module: float | None = Field(default=None, ge=0, description="LoRA kernels per wrapped linear module per step.")
     kernels_per_slice: float = Field(default=0.0, ge=0, description="LoRA kernels per output slice (qkv: 3, gate_up: 2).")
     kernels_source: str | None = Field(default=None, min_length=8)
+    decode_tile_rows: int | None = Field(default=None, ge=1, description="Decode rows sharing one read of an adapter's weights.")
+    prefill_tile_rows: int | None = Field(default=None, ge=1, description="Prompt rows sharing one read of an adapter's weights.")
 
 
 class KernelCoefficient(BaseModel):
@@ -48,6 +50,7 @@ class LoRAKernels(BaseModel):
     kernel_s: KernelCoefficient
     adapter_s: KernelCoefficient
     bandwidth_efficiency: KernelCoefficient
+    cache_bandwidth_ratio: KernelCoefficient
     compute_efficiency: KernelCoefficient
     source: str = Field(min_length=8)
 

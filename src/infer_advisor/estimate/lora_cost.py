@@ -17,6 +17,8 @@ Per decoder layer on one GPU (coefficients in ``data/lora.yaml`` ``kernels``, en
   distinct adapter adds its own token tiles (SGMV-style programs) and its A and B weights to read.
 - ``bytes``: ``d x rank x`` the slot's elements per unit rank (``estimate/lora.py``) in the LoRA dtype, plus the
   activations: every module's input read by the shrink and its output read and written by the expand's ``y +=``.
+  Every further token tile of an adapter reads its weights again, from the L2 (``cache_bandwidth``): vLLM V0's decode
+  BGMV kernels read them once per token, V1's shrink once per 32-token tile.
 - ``flops``: ``2 x rows x rank x`` the slot's elements per unit rank, rows padded to the kernels' 16-row tile per
   adapter.
 
@@ -82,7 +84,10 @@ class LoRAStepCost:
     kernel_s: float
     adapter_s: float
     bandwidth: float  # effective bytes/s (efficiency x datasheet)
+    cache_bandwidth: float  # re-reads of an adapter's weights by later token tiles hit the L2
     flops: float  # effective FLOP/s
+    decode_tile_rows: int  # decode rows that share one read of an adapter's weights (1: per token, BGMV)
+    prefill_tile_rows: int
     dtype_bytes: float
     mix: AdapterMix
     source: str
@@ -94,17 +99,19 @@ class LoRAStepCost:
     def kernels_per_step(self) -> float:
         return self.layers * self.kernels_per_layer
 
-    def seconds(self, rows: int, sequences: int) -> float:
-        """Seconds the LoRA kernels add to a step of ``rows`` tokens from ``sequences`` sequences (0 with no rows or
-        no adapter in the mix)."""
+    def seconds(self, decode: int, prefill_tokens: int, sequences: int) -> float:
+        """Seconds the LoRA kernels add to a step of ``decode`` decoding sequences and ``prefill_tokens`` prompt tokens
+        from ``sequences`` sequences in all (0 with no rows or no adapter in the mix)."""
+        rows = decode + prefill_tokens
         if rows <= 0 or not self.mix.shares:
             return 0.0
         d = self.distinct(sequences)
-        lora_rows = rows * self.mix.lora_share
-        padded = max(lora_rows, d * LORA_TILE_ROWS) if d else 0.0
-        nbytes = (d * self.rank * self.elements_per_rank + rows * self.activation_elements) * self.dtype_bytes
-        flops = 2.0 * padded * self.rank * self.elements_per_rank
-        work = max(nbytes / self.bandwidth, flops / self.flops)
+        share = self.mix.lora_share
+        padded = max(rows * share, d * LORA_TILE_ROWS) if d else 0.0
+        slot = self.rank * self.elements_per_rank * self.dtype_bytes  # one adapter's A and B in one layer
+        reads = max(d, share * (decode / self.decode_tile_rows + prefill_tokens / self.prefill_tile_rows))
+        memory = (d * slot + rows * self.activation_elements * self.dtype_bytes) / self.bandwidth + (reads - d) * slot / self.cache_bandwidth
+        work = max(memory, 2.0 * padded * self.rank * self.elements_per_rank / self.flops)
         return self.layers * (self.kernels_per_layer * self.kernel_s + d * self.adapter_s + work)
 
 
@@ -149,6 +156,8 @@ def lora_step_cost(model: ModelFacts, *, gpu: GPUInfo | None, engine: str, engin
         activation_elements=_activation_elements(model, tp), rank=rank, max_loras=slots, kernels_per_layer=per_layer,
         kernel_s=k.kernel_s.value, adapter_s=k.adapter_s.value,
         bandwidth=k.bandwidth_efficiency.value * gpu.memory_bandwidth_bytes_per_s,
+        cache_bandwidth=k.cache_bandwidth_ratio.value * gpu.memory_bandwidth_bytes_per_s,
+        decode_tile_rows=prof.decode_tile_rows or 1, prefill_tile_rows=prof.prefill_tile_rows or 1,
         flops=k.compute_efficiency.value * peak if peak else 1e12, dtype_bytes=dtype_bytes, mix=mix,
         source=f"estimated: {per_layer:g} LoRA kernels per layer ({prof.kernels_source}); kernel floor, per-adapter cost "
                f"and efficiencies measured on the H200 with torch stand-ins ({k.source})",

@@ -291,7 +291,7 @@ class StepModel:
         layer = {k: v * self.layers_per_stage for k, v in self.layer_terms(s.rows).items()}
         gpu = {**layer, **self.attention_terms(s), **self.head_terms(s)}
         if self.lora is not None:
-            gpu["lora"] = self.lora.seconds(s.rows, s.sequences)
+            gpu["lora"] = self.lora.seconds(s.decode, s.prefill_tokens, s.sequences)
         gpu = {k: v * self.pp for k, v in gpu.items()}  # a token passes every stage in turn
         out = dict(gpu)
         if self.host_bound:
@@ -308,7 +308,7 @@ class StepModel:
         dec, pre = self._attention(decode, decode_context, window_context, prefill_tokens, prefill_pairs, chunks)
         gpu = self.layers_per_stage * self._layer_fixed(rows) + dec + pre + self._head_cached(decode + completes, rows)
         if self.lora is not None:
-            gpu += self.lora.seconds(rows, decode + chunks)
+            gpu += self.lora.seconds(decode, prefill_tokens, decode + chunks)
         gpu *= self.pp
         if self.host_bound:
             gpu = max(gpu, self.kernel_count(decode, prefill_tokens) * self.host_launch_s)
