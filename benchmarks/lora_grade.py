@@ -74,8 +74,9 @@ def predicted_kv(entry: dict, folder: Path) -> dict:
     from infer_advisor.plan import advise
 
     s = entry["settings"]
-    plan = advise(model=_model(entry, folder), gpu=entry["gpu"], engine="vllm", engine_version=entry["engine_version"],
+    plan = advise(model=_model(entry, folder), gpu=entry["gpu"], engine="vllm", engine_version=entry["engine_version"].split()[0],
                   context=s["max_model_len"], gpu_memory_utilization=s["gpu_memory_utilization"], tensor_parallel_size=s["tp"],
+                  max_num_batched_tokens=s.get("max_num_batched_tokens"),
                   lora_adapters=s["max_loras"], max_lora_rank=s["max_lora_rank"], speed=False)
     m = plan.memory
     tokens = m.engine_kv_cache_tokens or m.kv_cache_tokens
