@@ -78,8 +78,11 @@ def test_step_model_adds_the_term_and_counts_it(llama8b, h200):
     assert with_lora.terms(shape)["lora"] == pytest.approx(cost.seconds(32, 0, 32))
     assert with_lora.kernel_count(32, 0) == base.kernel_count(32, 0) + 32 * 12
     assert "lora" in with_lora.sources
-    assert lora_step_cost(llama8b, gpu=h200, engine="sglang", engine_version="0.5", slots=1, rank=16, tp=1, pp=1,
-                          mix=AdapterMix.uniform(1)) is None
+    assert lora_step_cost(llama8b, gpu=h200, engine="llama.cpp", engine_version="b5000", slots=1, rank=16, tp=1, pp=1,
+                          mix=AdapterMix.uniform(1)) is None  # no LoRA facts for the engine
+    sglang = lora_step_cost(llama8b, gpu=h200, engine="sglang", engine_version="0.5.9", slots=2, rank=16, tp=1, pp=1,
+                            mix=AdapterMix.uniform(1))
+    assert sglang.kernels_per_layer == 8  # csgmv: one shrink and one expand per module, no zeroing
 
 
 def test_trace_adapter_column(tmp_path):
