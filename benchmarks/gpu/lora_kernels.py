@@ -4,6 +4,7 @@ Run on the lent H200 (about 60-80 s; needs only torch):
 
     python3 benchmarks/gpu/lora_kernels.py            # writes $OUT/lora_kernels.json (OUT defaults to /tmp/out)
     python3 benchmarks/gpu/lora_kernels.py --smoke    # tiny shapes on any device (CPU: eager timing, no graphs)
+    python3 benchmarks/gpu/lora_kernels.py --bgmv-only  # per-token kernels and L2 reads only: $OUT/lora_bgmv.json
 
 Shapes: one Llama-3.1-8B decoder layer as vLLM wraps it for LoRA (tp 1, bf16): qkv_proj (4096 -> 4096|1024|1024,
 three output slices), o_proj (4096 -> 4096), gate_up_proj (4096 -> 14336|14336, two slices), down_proj
@@ -26,6 +27,9 @@ the lent machine, so four stand-ins run:
   token tiles (BLOCK_M >= 16) are.
 - ``segment_loop``: per adapter, one matmul for the shrink and one ``addmm_`` per slice for the expand (launches
   grow with the adapters in the batch: what an SGMV kernel avoids).
+- ``triton_bgmv``: this file's own per-token Triton kernels (one program per token and output tile, each reading its
+  adapter's weights: BGMV, vLLM V0's decode path), one shrink per module and one expand per slice; up to 256 tokens.
+  ``--bgmv-only`` runs just these (ranks 8 and 64, 16-256 tokens, 1-16 adapters) and the cache reads, about 20 s.
 - ``gathered_bmm``: per token, its adapter's A and B gathered (``index_select``) and ``bmm`` (BGMV-style, as vLLM
   V0's decode path; the gather writes the weights once more than the real kernel reads them). Only where the
   gathered copy stays under 1 GiB.
@@ -58,7 +62,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from lora_sgmv import sgmv_module, triton  # beside this script; triton is None without Triton
+from lora_sgmv import lora_triton_bgmv, lora_triton_sgmv, sgmv_meta, triton  # beside this script; triton is None without it
 
 # Llama-3.1-8B (data/models/meta-llama--Llama-3.1-8B.json): hidden 4096, 32 query heads and 8 KV heads of 128,
 # MLP 14336, 32 layers.
@@ -166,12 +170,6 @@ def lora_grouped_mm(layer: Layer, xs: list[torch.Tensor], ys: list[torch.Tensor]
             col += o
 
 
-def lora_triton_sgmv(layer: Layer, xs: list[torch.Tensor], ys: list[torch.Tensor], meta: dict, d: int) -> None:
-    for k, (x, y) in enumerate(zip(xs, ys)):
-        sgmv_module(x, layer.a_all[k], layer.b_all[k], y, meta["h"][k], meta["start"], meta["len"], meta["col"][k],
-                    meta["width"][k], d, layer.rank)
-
-
 def lora_segment_loop(layer: Layer, xs: list[torch.Tensor], ys: list[torch.Tensor], bounds: list[tuple[int, int]]) -> None:
     r = layer.rank
     for (_, _, outs), x, y, a, bs in zip(layer.mods, xs, ys, layer.a, layer.b):
@@ -236,6 +234,8 @@ def case_op(method: str, layers: list[Layer], s: dict, tokens: int, d: int, dev:
     bounds = [(sum(per[:k]), sum(per[:k + 1])) for k in range(d)]
     idx = torch.tensor([t % d for t in range(tokens)], device=dev, dtype=torch.long)
     meta = sgmv_meta(layers[0], per, n, dev) if method == "triton_sgmv" else {}
+    if method == "triton_bgmv":
+        meta = {"idx": idx.to(torch.int32), "hb": [torch.empty(n, len(o) * layers[0].rank, **bf) for _, _, o in layers[0].mods]}
     state = {"c": 0}
 
     def op():
@@ -251,18 +251,10 @@ def case_op(method: str, layers: list[Layer], s: dict, tokens: int, d: int, dev:
             lora_gathered(layer, xs, ys, idx)
         elif method == "triton_sgmv":
             lora_triton_sgmv(layer, xs, ys, meta, d)
+        elif method == "triton_bgmv":
+            lora_triton_bgmv(layer, xs, ys, meta)
 
     return op, n
-
-
-def sgmv_meta(layer: Layer, per: list[int], n: int, dev: str) -> dict:
-    """Segment starts and lengths per adapter, slice column offsets and widths per module, fp32 shrink buffers."""
-    i32 = dict(device=dev, dtype=torch.int32)
-    outs = [o for _, _, o in layer.mods]
-    return {"start": torch.tensor([sum(per[:k]) for k in range(len(per))], **i32), "len": torch.tensor(per, **i32),
-            "col": [torch.tensor([sum(o[:j]) for j in range(len(o))], **i32) for o in outs],
-            "width": [torch.tensor(o, **i32) for o in outs],
-            "h": [torch.empty(len(o), n, layer.rank, device=dev, dtype=torch.float32) for o in outs]}
 
 
 def check_sgmv(dev: str) -> float:
@@ -284,6 +276,22 @@ def check_sgmv(dev: str) -> float:
     return max(float((a.float() - b.float()).abs().max()) for a, b in zip(ys, ys_ref)) / scale
 
 
+def check_bgmv(dev: str) -> float:
+    """As check_sgmv, for the per-token (BGMV) kernels: tokens of 3 adapters interleaved."""
+    layer = Layer(TINY, 16, 3, dev)
+    per = [5, 1, 10]
+    n = sum(per)
+    x, xd = torch.randn(n, TINY["hidden"], device=dev, dtype=DTYPE[0]), torch.randn(n, TINY["inter"], device=dev, dtype=DTYPE[0])
+    xs = [xd if name == "down_proj" else x for name, _, _ in layer.mods]
+    ys_ref, ys = base(layer, x, xd), base(layer, x, xd)
+    lora_segment_loop(layer, xs, ys_ref, [(sum(per[:k]), sum(per[:k + 1])) for k in range(3)])
+    idx = torch.tensor([k for k, c in enumerate(per) for _ in range(c)], device=dev, dtype=torch.int32)
+    lora_triton_bgmv(layer, xs, ys, {"idx": idx, "hb": [torch.empty(n, len(o) * 16, device=dev, dtype=DTYPE[0])
+                                                       for _, _, o in layer.mods]})
+    scale = max(float(r.float().abs().max()) for r in ys_ref)
+    return max(float((a.float() - b.float()).abs().max()) for a, b in zip(ys, ys_ref)) / scale
+
+
 def launches(method: str, s: dict, d: int) -> int:
     """Kernels the torch stand-in launches for LoRA per layer (vLLM's Triton path: 2 per wrapped layer, 8 per layer)."""
     slices = sum(len(outs) for _, _, outs in modules(s))
@@ -293,6 +301,8 @@ def launches(method: str, s: dict, d: int) -> int:
         return d * (len(modules(s)) + slices)
     if method == "triton_sgmv":
         return 3 * len(modules(s))  # as vLLM V1: buffer zeroing, shrink, expand per module
+    if method == "triton_bgmv":
+        return len(modules(s)) + slices  # one shrink per module, one expand per slice
     return 2 * len(modules(s)) + 4 * slices  # gathers and bmm for shrink and each slice's expand, plus the add
 
 
@@ -304,7 +314,7 @@ def cases(ranks, tokens_list, adapters_list) -> list[tuple[int, int, int]]:
 
 
 def measure_cases(s: dict, dev: str, timer: Timer, grid: list, deadline: float, have_grouped: bool,
-                  have_triton: bool) -> tuple[list, list, dict]:
+                  have_triton: bool, methods: tuple[str, ...]) -> tuple[list, list, dict]:
     rows, skipped, base_s = [], [], {}
     max_slots = max(d for _, _, d in grid)
     by_rank: dict[int, list[Layer]] = {}
@@ -322,10 +332,12 @@ def measure_cases(s: dict, dev: str, timer: Timer, grid: list, deadline: float, 
         if tokens not in base_s:
             op, _ = case_op("base", layers, s, tokens, 1, dev)
             base_s[tokens] = timer(op)
-        for method in ("triton_sgmv", "grouped_mm", "segment_loop", "gathered_bmm"):
+        for method in methods:
             row = {"method": method, "rank": rank, "tokens": tokens, "adapters": d}
-            if (method == "grouped_mm" and not have_grouped) or (method == "triton_sgmv" and not have_triton):
+            if (method == "grouped_mm" and not have_grouped) or (method.startswith("triton") and not have_triton):
                 continue
+            if method == "triton_bgmv" and tokens > 256:
+                continue  # a decode kernel
             gathered = tokens * rank * max(max(n_in, max(outs)) for _, n_in, outs in modules(s)) * 2
             if method == "gathered_bmm" and gathered > GATHER_LIMIT_BYTES:
                 continue
@@ -401,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--smoke", action="store_true", help="tiny shapes, any device (CPU: eager timing)")
     p.add_argument("--out", default=None, help="JSON path (default $OUT/lora_kernels.json, OUT=/tmp/out)")
     p.add_argument("--budget-s", type=float, default=65.0, help="stop starting new cases after this many seconds")
+    p.add_argument("--bgmv-only", action="store_true", help="only the cache reads and the per-token (BGMV) Triton kernels at "
+                   "ranks 8/64, 16-256 tokens (about 20 s: the second H200 call)")
     args = p.parse_args(argv)
     t_start = time.monotonic()
     cuda = torch.cuda.is_available()
@@ -412,7 +426,8 @@ def main(argv: list[str] | None = None) -> int:
     if interpret and not cuda:
         DTYPE[0] = torch.float16
     have_grouped = grouped_mm_works(dev)
-    out_path = Path(args.out or os.path.join(os.environ.get("OUT", "/tmp/out"), "lora_kernels.json"))
+    name = "lora_bgmv.json" if args.bgmv_only else "lora_kernels.json"
+    out_path = Path(args.out or os.path.join(os.environ.get("OUT", "/tmp/out"), name))
     out_path.parent.mkdir(parents=True, exist_ok=True)
     result = {
         "script": "benchmarks/gpu/lora_kernels.py", "smoke": args.smoke, "shapes": s,
@@ -427,20 +442,27 @@ def main(argv: list[str] | None = None) -> int:
     if have_triton:
         try:
             result["triton_sgmv_check_rel_error"] = check_sgmv(dev)
+            result["triton_bgmv_check_rel_error"] = check_bgmv(dev)
         except Exception as err:  # noqa: BLE001 - record why; the method is then not trusted
             result["triton_sgmv_check_error"] = repr(err)[:300]
             have_triton = False
     result["cache_reads"] = cache_reads(dev, Timer(cuda), args.smoke)
-    result["buffer_memory"] = buffer_memory(s, dev, [(1, 8), (4, 16), (4, 64), (16, 64), (8, 128)])
+    if not args.bgmv_only:
+        result["buffer_memory"] = buffer_memory(s, dev, [(1, 8), (4, 16), (4, 64), (16, 64), (8, 128)])
+    methods = ("triton_sgmv", "triton_bgmv", "grouped_mm", "segment_loop", "gathered_bmm")
+    if args.bgmv_only:
+        methods = ("triton_bgmv",)
+        ranks, tokens_list, adapters_list = ([8, 16], [4, 16], [1, 2]) if args.smoke else ([8, 64], [16, 64, 256], [1, 4, 16])
     grid = cases(ranks, tokens_list, adapters_list)
-    rows, skipped, base_s = measure_cases(s, dev, Timer(cuda), grid, t_start + args.budget_s, have_grouped, have_triton)
+    rows, skipped, base_s = measure_cases(s, dev, Timer(cuda), grid, t_start + args.budget_s, have_grouped, have_triton, methods)
     result.update({"base_layer_s_by_tokens": base_s, "rows": rows, "skipped": skipped,
                    "wall_s": time.monotonic() - t_start})
     out_path.write_text(json.dumps(result, indent=1))
     print(table(rows, "tiny" if args.smoke else "Llama-3.1-8B"))
-    print(f"buffers (computed GiB / allocated): "
+    print("buffers (computed GiB / allocated): "
           + ", ".join(f"{m['slots']}x r{m['rank']}: {m['computed_gib']:.3f}/{m.get('allocated_bytes', 0) / 2**30:.3f}"
-                      for m in result["buffer_memory"]))
+                      for m in result.get("buffer_memory", [])))
+    print("cache reads (MiB: GB/s): " + ", ".join(f"{c['mib']}: {c.get('bytes_per_s', 0) / 1e9:.0f}" for c in result["cache_reads"]))
     print(f"{len(rows)} rows, {len(skipped)} skipped, {result['wall_s']:.1f} s -> {out_path}")
     return 0
 

@@ -4,6 +4,7 @@ punica kernels work, not their code): per wrapped module one split-K shrink over
 adapter ``g`` owns rows ``seg_start[g] : seg_start[g] + seg_len[g]``; programs past an adapter's rows exit early.
 """
 
+import torch
 
 try:  # Triton ships with torch's CUDA wheels; without it the triton_sgmv method is skipped
     import triton
@@ -94,3 +95,63 @@ def sgmv_module(x, a_all, b_all, y, h, seg_start, seg_len, col_off, widths, d, r
     grid = (triton.cdiv(M, BM) * triton.cdiv(nmax, BNE), S, d)
     _sgmv_expand[grid](h, b_all, y, seg_start, seg_len, col_off, widths, M, rank, nmax, h.stride(0), h.stride(1),
                        b_all.stride(0), b_all.stride(1), b_all.stride(2), y.stride(0), BM=BM, BN=BNE, BR=br)
+
+
+if triton is not None:
+    @triton.jit(do_not_specialize=["K", "N"])
+    def _bgmv(x_ptr, w_ptr, y_ptr, idx_ptr, K, N, stride_xm, stride_wg, stride_wk, stride_wn, stride_ym,
+              ADD: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr):
+        t = tl.program_id(0)
+        pn = tl.program_id(1)
+        g = tl.load(idx_ptr + t)
+        rn = pn * BN + tl.arange(0, BN)
+        acc = tl.zeros((BN,), dtype=tl.float32)
+        for k0 in range(0, K, BK):
+            rk = k0 + tl.arange(0, BK)
+            xv = tl.load(x_ptr + t * stride_xm + rk, mask=rk < K, other=0.0).to(tl.float32)
+            wv = tl.load(w_ptr + g * stride_wg + rk[:, None] * stride_wk + rn[None, :] * stride_wn,
+                         mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0).to(tl.float32)
+            acc += tl.sum(xv[:, None] * wv, axis=0)
+        yp = y_ptr + t * stride_ym + rn
+        if ADD:
+            acc += tl.load(yp, mask=rn < N, other=0.0).to(tl.float32)
+        tl.store(yp, acc.to(y_ptr.dtype.element_ty), mask=rn < N)
+
+
+def bgmv(x, w, y, idx, add: bool) -> None:
+    """y[t] (+)= x[t] @ w[idx[t]] for every token t: one program per token and output tile, each reading its own
+    adapter's weights (BGMV, as vLLM V0's decode kernels and Punica's). x (T, K); w (G, K, N); y (T, N)."""
+    T, K = x.shape
+    N = w.shape[-1]
+    BN = 64 if N <= 4096 else 128
+    grid = (T, triton.cdiv(N, BN))
+    _bgmv[grid](x, w, y, idx, K, N, x.stride(0), w.stride(0), w.stride(1), w.stride(2), y.stride(0), ADD=add, BK=64, BN=BN)
+
+
+# ---------------------------------------------------------------- one decoder layer's LoRA with these kernels
+
+
+def lora_triton_sgmv(layer, xs: list[torch.Tensor], ys: list[torch.Tensor], meta: dict, d: int) -> None:
+    for k, (x, y) in enumerate(zip(xs, ys)):
+        sgmv_module(x, layer.a_all[k], layer.b_all[k], y, meta["h"][k], meta["start"], meta["len"], meta["col"][k],
+                    meta["width"][k], d, layer.rank)
+
+
+def lora_triton_bgmv(layer, xs: list[torch.Tensor], ys: list[torch.Tensor], meta: dict) -> None:
+    r = layer.rank
+    for (_, _, outs), x, y, a, bs, h in zip(layer.mods, xs, ys, layer.a, layer.b, meta["hb"]):
+        bgmv(x, a, h, meta["idx"], add=False)  # shrink over every slice at once
+        col = 0
+        for j, (o, b) in enumerate(zip(outs, bs)):
+            bgmv(h[:, j * r:(j + 1) * r], b, y[:, col:col + o], meta["idx"], add=True)
+            col += o
+
+
+def sgmv_meta(layer, per: list[int], n: int, dev: str) -> dict:
+    """Segment starts and lengths per adapter, slice column offsets and widths per module, fp32 shrink buffers."""
+    i32 = dict(device=dev, dtype=torch.int32)
+    outs = [o for _, _, o in layer.mods]
+    return {"start": torch.tensor([sum(per[:k]) for k in range(len(per))], **i32), "len": torch.tensor(per, **i32),
+            "col": [torch.tensor([sum(o[:j]) for j in range(len(o))], **i32) for o in outs],
+            "width": [torch.tensor(o, **i32) for o in outs],
+            "h": [torch.empty(len(o), n, layer.rank, device=dev, dtype=torch.float32) for o in outs]}
