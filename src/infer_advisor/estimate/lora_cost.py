@@ -159,6 +159,7 @@ def lora_step_cost(model: ModelFacts, *, gpu: GPUInfo | None, engine: str, engin
         cache_bandwidth=k.cache_bandwidth_ratio.value * gpu.memory_bandwidth_bytes_per_s,
         decode_tile_rows=prof.decode_tile_rows or 1, prefill_tile_rows=prof.prefill_tile_rows or 1,
         flops=k.compute_efficiency.value * peak if peak else 1e12, dtype_bytes=dtype_bytes, mix=mix,
-        source=f"estimated: {per_layer:g} LoRA kernels per layer ({prof.kernels_source}); kernel floor, per-adapter cost "
-               f"and efficiencies measured on the H200 with torch stand-ins ({k.source})",
+        source=f"estimated: {per_layer:g} LoRA launches per layer ({engine} {prof.first}+, data/lora.yaml kernels_per_module), "
+               "launch floor, per-adapter cost and efficiencies fitted to an H200 measurement of SGMV-style Triton kernels "
+               "(data/lora.yaml kernels; other GPUs by their datasheet bandwidth and peak)",
     )
