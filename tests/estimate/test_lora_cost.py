@@ -54,6 +54,11 @@ def test_v1_decode_term_by_hand(llama8b, h200):
     per_layer = 12 * k.kernel_s.value + d * k.adapter_s.value + max(memory, flops)
     assert cost.seconds(64, 0, 64) == pytest.approx(32 * per_layer)
     assert cost.seconds(0, 0, 0) == 0.0
+    half = lora_step_cost(llama8b, gpu=h200, engine="vllm", engine_version="0.19.0", slots=1, rank=16, tp=1, pp=1,
+                          mix=AdapterMix.from_counts({"a": 1, None: 1}))
+    full = lora_step_cost(llama8b, gpu=h200, engine="vllm", engine_version="0.19.0", slots=1, rank=16, tp=1, pp=1,
+                          mix=AdapterMix.uniform(1))
+    assert half.seconds(1, 0, 1) < 0.6 * full.seconds(1, 0, 1)  # half the single requests run the base model: no kernels
 
 
 def test_term_grows_with_rank_adapters_and_tokens(llama8b, h200):

@@ -14,7 +14,9 @@ Per decoder layer on one GPU (coefficients in ``data/lora.yaml`` ``kernels``, en
   slices, three kernels each (21 per Llama layer).
 - ``d``: the distinct adapters in the step's batch, ``min(max_loras, sum_i 1 - (1 - p_i)^S)`` for ``S`` sequences
   drawn from the adapter mix ``p`` (vLLM's scheduler admits at most ``max_loras`` distinct adapters per batch). Each
-  distinct adapter adds its own token tiles (SGMV-style programs) and its A and B weights to read.
+  distinct adapter adds its own token tiles (SGMV-style programs) and its A and B weights to read. A step whose
+  requests all run the base model skips the kernels (vLLM's ``no_lora_flag``): the term is weighted by the chance
+  ``1 - (1 - share)^S`` that some request names an adapter.
 - ``bytes``: ``d x rank x`` the slot's elements per unit rank (``estimate/lora.py``) in the LoRA dtype, plus the
   activations: every module's input read by the shrink and its output read and written by the expand's ``y +=``.
   Every further token tile of an adapter reads its weights again, from the L2 (``cache_bandwidth``): vLLM V0's decode
@@ -112,7 +114,9 @@ class LoRAStepCost:
         reads = max(d, share * (decode / self.decode_tile_rows + prefill_tokens / self.prefill_tile_rows))
         memory = (d * slot + rows * self.activation_elements * self.dtype_bytes) / self.bandwidth + (reads - d) * slot / self.cache_bandwidth
         work = max(memory, 2.0 * padded * self.rank * self.elements_per_rank / self.flops)
-        return self.layers * (self.kernels_per_layer * self.kernel_s + d * self.adapter_s + work)
+        # a step whose requests all run the base model skips the LoRA kernels (vLLM: no_lora_flag; V1 graphs without LoRA)
+        active = 1.0 - (1.0 - share) ** max(sequences, 1)
+        return active * self.layers * (self.kernels_per_layer * self.kernel_s + d * self.adapter_s + work)
 
 
 def adapter_mix(adapters: int, counts: dict[str | None, int] | None = None) -> AdapterMix:
