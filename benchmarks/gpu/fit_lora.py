@@ -1,6 +1,7 @@
 """Fit the LoRA step term's GPU coefficients (data/lora.yaml ``kernels``) to the H200 kernel measurement.
 
     python benchmarks/gpu/fit_lora.py benchmarks/results/h200/lora-kernels-2026-12-03/lora_kernels.json
+    python benchmarks/gpu/fit_lora.py --bgmv lora_bgmv.json 2.69e-6 0.2   # the re-read rate from a --bgmv-only run
 
 Uses the ``triton_sgmv`` rows of benchmarks/gpu/lora_kernels.py: its own Triton kernels launched the way vLLM V1's
 punica kernels are (a zeroed fp32 buffer, one split-K shrink and one expand per wrapped module over every slice and
@@ -65,7 +66,26 @@ def regime_errors(rows: list[dict], c: dict) -> dict:
     return out
 
 
+def bgmv_ratio(path: Path, k: float, eta_bw: float) -> None:
+    """The re-read rate from a ``--bgmv-only`` run: per-token kernels read each token's adapter weights, so with the launch
+    floor and the activation term fixed, what is left per layer is T x slot / (ratio x BW); prints the median ratio."""
+    data = json.loads(path.read_text())
+    ratios = []
+    for r in data["rows"]:
+        if r.get("method") != "triton_bgmv" or r.get("lora_s", 0) <= 0:
+            continue
+        t, rank = r["tokens"], r["rank"]
+        left = r["lora_s"] - r["launches_per_layer"] * k - t * ACT * 2 / (eta_bw * BW)
+        if left > 0:
+            ratios.append(t * rank * EPS * 2 / (left * BW))
+    print(f"{len(ratios)} triton_bgmv cases: re-read ratio median {statistics.median(ratios):.2f} "
+          f"(range {min(ratios):.2f}-{max(ratios):.2f}); cache reads {data.get('cache_reads')}")
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) > 3 and argv[1] == "--bgmv":  # fit_lora.py --bgmv lora_bgmv.json KERNEL_S ETA_BW
+        bgmv_ratio(Path(argv[2]), float(argv[3]), float(argv[4]))
+        return 0
     data = json.loads(Path(argv[1]).read_text())
     rows = [r for r in data["rows"] if r.get("method") == "triton_sgmv" and r.get("lora_s", 0) > 0]
     coeffs, err = fit(rows)
