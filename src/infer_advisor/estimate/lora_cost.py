@@ -34,7 +34,8 @@ host_launch`` (the step model's host-bound rule, which counts these kernels).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 from ..hardware.facts import GPUInfo
 from ..model_facts.facts import ModelFacts
@@ -48,6 +49,7 @@ class AdapterMix:
     """How a workload's requests spread over adapters: one share per adapter; what is left over runs the base model."""
 
     shares: tuple[float, ...]
+    _memo: dict = field(default_factory=dict, compare=False, repr=False)  # sequences -> expected distinct
 
     @classmethod
     def uniform(cls, adapters: int) -> AdapterMix:
@@ -67,10 +69,16 @@ class AdapterMix:
         return min(1.0, sum(self.shares))
 
     def expected_distinct(self, sequences: float) -> float:
-        """Expected distinct adapters among ``sequences`` requests drawn from this mix."""
+        """Expected distinct adapters among ``sequences`` requests drawn from this mix (memoised: the simulator asks
+        every step; equal shares are summed once, so 100,000 uniform adapters cost one power)."""
         if sequences <= 0:
             return 0.0
-        return sum(1.0 - (1.0 - p) ** sequences for p in self.shares)
+        got = self._memo.get(sequences)
+        if got is None:
+            groups = self._memo.setdefault("groups", Counter(self.shares))
+            got = sum(n * (1.0 - (1.0 - p) ** sequences) for p, n in groups.items())
+            self._memo[sequences] = got
+        return got
 
 
 @dataclass(frozen=True)
