@@ -108,7 +108,19 @@ def grade() -> dict:
             else:
                 row["not_graded"] = e.get("not_graded")
             logs.append(row)
-    return {"throughput_drops": drops, "startup_logs": logs}
+    return {"throughput_drops": drops, "startup_logs": logs, "sglang_memory": [sglang_pool(e) for e in data.get("sglang_memory_logs", [])]}
+
+
+def sglang_pool(entry: dict) -> dict:
+    """The logged memory between SGLang's weights and the end of its memory pool, less the KV cache, against the LoRA
+    pool estimate/lora.py sizes for the logged slots and rank (the same bytes a plan's ledger shows)."""
+    from infer_advisor.estimate.lora import lora_bytes_per_gpu
+    from infer_advisor.model_facts import resolve_model
+
+    s, m = entry["settings"], entry["measured"]
+    pool = lora_bytes_per_gpu(resolve_model(entry["model"]), slots=s["max_loras_per_batch"], rank=s["max_lora_rank"], tp=1, dtype_bytes=2)
+    residual = m["avail_after_weights_gb"] - m["avail_after_memory_pool_gb"] - m["kv_k_gb"] - m["kv_v_gb"]
+    return {"id": entry["id"], "predicted_lora_pool_gib": round(pool / 2**30, 3), "logged_pool_and_rest_gib": round(residual, 2)}
 
 
 def markdown(res: dict) -> str:
@@ -126,6 +138,9 @@ def markdown(res: dict) -> str:
                        f"{r['error_pct']:+.2f}% | {'yes' if r['pass'] else 'no'} |")
         else:
             out.append(f"| {r['id']} | | | | not graded: {r['not_graded']} | | |")
+    for r in res.get("sglang_memory", []):
+        out += ["", f"SGLang LoRA pool ({r['id']}): predicted {r['predicted_lora_pool_gib']} GiB; the log leaves "
+                    f"{r['logged_pool_and_rest_gib']} GiB for the pool and the request table"]
     graded_d = [r for r in res["throughput_drops"] if r["graded"]]
     graded_k = [r for r in res["startup_logs"] if r["graded"]]
     out += ["", f"throughput drops within {DROP_POINTS_LIMIT:g} points: {sum(r['pass'] for r in graded_d)} of {len(graded_d)} graded; "
