@@ -43,3 +43,9 @@ def test_sglang_slots_flags_and_memory():
     i = argv.index("--enable-lora")
     assert argv[i:i + 9] == ["--enable-lora", "--max-loras-per-batch", "5", "--max-lora-rank", "50", "--lora-target-modules", "all",
                               "--max-loaded-loras", "5"]
+
+
+def test_no_automatic_draft_head_with_adapters():
+    kw = dict(model="meta-llama/Llama-3.1-8B-Instruct", gpu="H100-80GB", engine="vllm", goal="latency")
+    assert advise(**kw).speculative is not None  # a published EAGLE-3 head for the base model
+    assert advise(**kw, lora_adapters=2, max_lora_rank=16).speculative is None  # trained on the base model, not the adapters
