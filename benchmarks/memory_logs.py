@@ -58,9 +58,12 @@ def model_ref(entry: dict, by_id: dict[str, dict], folder: Path) -> str:
 def startup_log(entry: dict):
     """The StartupLog the entry's published figures amount to (the type `calibrate --from-log` parses logs into)."""
     try:
-        from infer_advisor.calibrate.startup_log import StartupLog
-    except ImportError:  # the code frozen for the prospective figures (commit 745df12)
-        from infer_advisor.estimate.startup_log import StartupLog
+        from infer_advisor.engines.startup_log import StartupLog
+    except ImportError:  # older code: calibrate/ (issue 19 phase 1), or the code frozen for the prospective figures (745df12)
+        try:
+            from infer_advisor.engines.startup_log import StartupLog
+        except ImportError:
+            from infer_advisor.estimate.startup_log import StartupLog
 
     m = entry["measured"]
 
@@ -75,7 +78,14 @@ def startup_log(entry: dict):
         cuda_graph_bytes=gib("cuda_graph_gib"), kv_cache_bytes=gib("kv_cache_gib"), kv_cache_tokens=m["kv_cache_tokens"],
         max_concurrency=m.get("max_concurrency"), max_num_batched_tokens=entry.get("max_num_batched_tokens"),
         max_num_seqs=entry.get("max_num_seqs"), kv_cache_dtype=entry.get("kv_cache_dtype"),
+        **_optional(StartupLog, speculative_config=entry.get("speculative_config"), prefix_caching=entry.get("prefix_caching"),
+                    language_model_only=entry.get("language_model_only")),
     )
+
+
+def _optional(log_type, **fields) -> dict:
+    """Fields the StartupLog of the code on the path has (the code frozen for a batch's prospective figures may lack them)."""
+    return {k: v for k, v in fields.items() if k in log_type.model_fields and v is not None}
 
 
 def _calibration_module():

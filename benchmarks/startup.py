@@ -45,7 +45,12 @@ def _ours(args: list[str]) -> list[str]:
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "HF_HUB_OFFLINE": "1"}
+    # PYTHONDONTWRITEBYTECODE (set in some CI and container images) would make every run of an editable install
+    # compile all its modules, while aiconfigurator's site-packages has the .pyc files pip wrote: both run as
+    # installed packages do, with their byte-code caches (the first, warming run writes ours).
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 def _timed(argv: list[str]) -> tuple[float, float]:
@@ -110,6 +115,22 @@ def warm_advise(runs: int, model: str, gpu: str) -> list[float]:
     return times
 
 
+def _summary(result: dict) -> str:
+    """The lines to read first: our cold start and, when measured, the ratio to aiconfigurator."""
+    cold = result["cold_start_s"]
+    lines = [f"cold start (plan, new process): median {cold['median']:.3f} s, min {cold['min']:.3f} s over {cold['runs']} runs"]
+    v = result["versus_aiconfigurator"]
+    if v:
+        ours, theirs = v["infer-advisor"], v["aiconfigurator"]
+        lines.append(f"side by side ({ours['wall_s']['runs']} alternating runs each): infer-advisor {ours['wall_s']['median']:.3f} s "
+                     f"wall / {ours['cpu_s']['median']:.3f} s CPU, aiconfigurator {theirs['wall_s']['median']:.2f} s wall / "
+                     f"{theirs['cpu_s']['median']:.2f} s CPU")
+        lines.append(f"ratio: {v['ratio_wall']:.1f}x wall, {v['ratio_cpu']:.1f}x CPU (target {v['target_ratio']:.0f}x)")
+    load = result["machine"]
+    lines.append(f"load average {load['load_average_before'][0]:.2f} before, {load['load_average_after'][0]:.2f} after")
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=21)
@@ -135,6 +156,7 @@ def main() -> int:
                            for k, v in warm.items()},
     }  # fmt: skip
     print(json.dumps(result, indent=2))
+    print(_summary(result), file=sys.stderr)
     if args.json_out:
         with open(args.json_out, "w") as fh:
             json.dump(result, fh, indent=2)

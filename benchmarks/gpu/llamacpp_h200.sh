@@ -28,6 +28,7 @@ IN_TOK="${IN_TOK:-1000}"
 OUT_TOK="${OUT_TOK:-200}"
 PLAN_IN="${PLAN_IN:-1137}"  # the bench's 1000 synthetic words are 1,137 Llama-3 tokens (call 1: server usage)
 FRACTIONS="${FRACTIONS:-0.35,0.65,0.85,1.0,1.15,1.35}"  # levels as fractions of the predicted highest sustainable rate
+# openloop: BUDGET_S (default 560) is the phase's whole time; LEVEL_MAX_S (default 60) caps each level's arrivals
 OUT="${OUT:-/tmp/out}"
 W=/tmp/lc
 REPO="$(pwd)"
@@ -46,6 +47,11 @@ nproc; python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.ge
 TARGETS="llama-server"
 [ "$PHASE" = openloop ] || TARGETS="$TARGETS llama-batched-bench"
 [ "$PHASE" = steps ] && TARGETS="$TARGETS llama-quantize"
+unxz() { python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$1"; }
+if [ ! -x "$W/build/bin/llama-server" ] && [ -f .gpu/lcbin.tar.xz ]; then
+  # the same build repacked with xz here (and without batched-bench) so that it fits the 64 MiB the tree may carry
+  mkdir -p "$W/build" && unxz .gpu/lcbin.tar.xz | tar xf - -C "$W/build" && say "llama.cpp binaries from .gpu/lcbin.tar.xz"
+fi
 if [ ! -x "$W/build/bin/llama-server" ] && compgen -G ".gpu/lcbin.part-*" >/dev/null; then
   # the build of an earlier call (fit packs it): same path as it was built at, so its RPATH holds
   mkdir -p "$W/build" && cat .gpu/lcbin.part-* | tar xzf - -C "$W/build" && say "llama.cpp binaries from .gpu/lcbin.part-*"
@@ -53,7 +59,12 @@ fi
 NEED_BUILD=0
 for t in $TARGETS; do [ -x "$W/build/bin/$t" ] || NEED_BUILD=1; done
 say "unpack + configure + build (background, needed: $NEED_BUILD); GGUF written meanwhile"
-[ -d "$W/llama.cpp" ] || tar xzf .gpu/llama.cpp-src.tar.gz -C "$W"
+if [ ! -d "$W/llama.cpp" ]; then  # the whole source to build; gguf-py alone when the build travels
+  if [ -f .gpu/llama.cpp-src.tar.gz ]; then tar xzf .gpu/llama.cpp-src.tar.gz -C "$W"
+  else tar xzf .gpu/llama.cpp-gguf-py.tar.gz -C "$W"; fi
+fi
+VOCAB=.gpu/ggml-vocab-llama-bpe.gguf
+if [ ! -f "$VOCAB" ] && [ -f "$VOCAB.xz" ]; then unxz "$VOCAB.xz" >"$W/vocab.gguf"; VOCAB="$W/vocab.gguf"; fi
 BUILD_PID=""
 if [ "$NEED_BUILD" = 1 ]; then
   # shellcheck disable=SC2086  # TARGETS is a list of words
@@ -67,7 +78,7 @@ else
 fi
 if [ ! -s "$W/model-f16.gguf.json" ]; then
   PYTHONPATH="$W/llama.cpp/gguf-py" python3 benchmarks/gpu/random_gguf.py --model "$MODEL" \
-    --vocab .gpu/ggml-vocab-llama-bpe.gguf --out "$W/model-f16.gguf" >"$W/model-f16.gguf.json.tmp" \
+    --vocab "$VOCAB" --out "$W/model-f16.gguf" >"$W/model-f16.gguf.json.tmp" \
     && mv "$W/model-f16.gguf.json.tmp" "$W/model-f16.gguf.json"
 fi
 cp "$W/model-f16.gguf.json" "$W/res/gguf.json"; cat "$W/res/gguf.json"
@@ -182,8 +193,8 @@ else
   # seconds of arrivals per level: what is left of ~9.5 minutes after the server is up, over the levels, each level
   # then draining its queue (past saturation a level drains for about (1 - served/offered) of its length)
   N_LEVELS=$(echo "$RATES" | tr ',' '\n' | wc -l)
-  LEFT=$(( 560 - ($(date +%s) - T0) ))
-  LEVEL_S=$(( LEFT * 10 / 13 / N_LEVELS )); [ "$LEVEL_S" -gt 60 ] && LEVEL_S=60
+  LEFT=$(( ${BUDGET_S:-560} - ($(date +%s) - T0) ))
+  LEVEL_S=$(( LEFT * 10 / 13 / N_LEVELS )); [ "$LEVEL_S" -gt "${LEVEL_MAX_S:-60}" ] && LEVEL_S=${LEVEL_MAX_S:-60}
   PROMPTS=$(python3 -c "print(int(max(float(r) for r in '$RATES'.split(',')) * $LEVEL_S * 1.6) + 10)")
   say "open loop: $N_LEVELS levels x $LEVEL_S s of arrivals, at most $PROMPTS requests each, ${LEFT}s left"
   timeout $(( LEFT - 15 )) python3 -m infer_advisor.cli bench --engine openai --url http://127.0.0.1:8080 --model "$MODEL" \

@@ -23,7 +23,11 @@ def read_structured(path: Path, check: Callable[[Any], Any] | None = None) -> An
     """
     from .bounded_read import read_bounded
 
-    raw = read_bounded(path, "data")  # regular files only, at most 16 MiB
+    return parse_structured(path, read_bounded(path, "data"), check)  # regular files only, at most 16 MiB
+
+
+def parse_structured(path: Path, raw: bytes, check: Callable[[Any], Any] | None = None) -> Any:
+    """:func:`read_structured` on bytes already read from ``path``."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -172,19 +176,29 @@ def format_validation_error(err: Any) -> str:
 
 
 def load_validated(path: Path, model: type[T]) -> T:
-    """Read ``path`` and validate it as ``model`` (a pydantic model or TypeAdapter-able type)."""
+    """Read ``path`` and validate it as ``model`` (a pydantic model or TypeAdapter-able type); the validated
+    value is kept for the next run (:mod:`._snapshot`, keyed by the file's bytes and the code)."""
+    from ._snapshot import validated_snapshot
+    from .bounded_read import read_bounded
+
+    raw = read_bounded(path, "data")
+    kind = f"{getattr(model, '__module__', '')}.{getattr(model, '__qualname__', repr(model))}"
+    return validated_snapshot(path, raw, kind, lambda: _validate_file(path, raw, model))
+
+
+def _validate_file(path: Path, raw: bytes, model: type[T]) -> T:
     from pydantic import TypeAdapter, ValidationError
 
     adapter = TypeAdapter(model)
     done: list[T] = []
 
-    def validate(raw: Any) -> None:
+    def validate(data: Any) -> None:
         try:
-            done.append(adapter.validate_python(raw))
+            done.append(adapter.validate_python(data))
         except ValidationError as err:
             raise DataFileError(str(path), format_validation_error(err)) from None
 
-    raw = read_structured(path, check=validate)
-    if not done:  # read from the cache: validate now
-        validate(raw)
+    data = parse_structured(path, raw, check=validate)
+    if not done:  # read from the parsed-YAML cache: validate now
+        validate(data)
     return done[0]

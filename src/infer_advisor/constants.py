@@ -6,6 +6,8 @@ infer_advisor's own variables:
 - ``INFER_ADVISOR_OFFLINE``: ``1`` never touches the network (as does ``HF_HUB_OFFLINE=1``).
 - ``INFER_ADVISOR_NO_NVML``: ``1`` skips the NVML probe (treat the machine as having no GPU driver).
 - ``INFER_ADVISOR_DEBUG``: ``1`` shows the traceback of an unexpected error (as ``--debug`` does).
+- ``INFER_ADVISOR_NO_SNAPSHOT``: ``1`` validates every data and rule file on every run instead of keeping what it
+  validated to under ``<cache>/validated/`` (``_snapshot.py``).
 - ``INFER_ADVISOR_HOME``: the user's own data folder (default ``$XDG_DATA_HOME/infer_advisor``, else
   ``~/.local/share/infer_advisor``); ``infer-advisor models add`` writes the user catalog under ``models/`` there, outside
   the installed package, so a reinstall or upgrade keeps it.
@@ -45,6 +47,10 @@ def debug_enabled() -> bool:
 
 def nvml_disabled() -> bool:
     return _flag("INFER_ADVISOR_NO_NVML")
+
+
+def snapshots_disabled() -> bool:
+    return _flag("INFER_ADVISOR_NO_SNAPSHOT")
 
 
 def cache_dir() -> Path:

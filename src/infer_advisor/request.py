@@ -1,6 +1,5 @@
 """What a user asks for: the one typed config surface from which `infer-advisor plan`'s flags are derived."""
 
-from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
@@ -90,6 +89,12 @@ class PlanRequest(BaseModel):
     speculative: SpeculativeChoice = Field(
         default="auto",
         description="auto: speculative decoding for the latency goal where the engine supports it and a draft head is published for the model; off: never.",
+    )
+    speculative_config: str | None = Field(
+        default=None, max_length=2000,
+        description="vLLM's --speculative-config JSON, e.g. '{\"method\": \"mtp\", \"num_speculative_tokens\": 3}' (the model's "
+        "own MTP layers) or a dflash/eagle3/draft_model draft named in data/speculative.yaml: its weights, its layers in the KV "
+        "pool and the state it adds are planned, and the flag is passed to vLLM as given; other engines are not planned with it.",
     )
     download_speed: float | None = Field(
         default=None, gt=0, le=1_000_000, description="Download speed of the model weights in MB/s, for the start-up allowance (default: the assumption in data/emit.yaml)."

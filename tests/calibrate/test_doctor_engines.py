@@ -1,8 +1,8 @@
 """infer-advisor doctor on SGLang, TGI and llama.cpp: each engine's own start-up arithmetic, worked by hand here.
 
 Logs are either quoted from public threads (benchmarks/published/startup_failures.yaml) or built from the engines'
-own format strings (named in calibrate/startup_log.py and startup_errors.py) with figures chosen so the arithmetic can
-be done by hand.
+own format strings (named in engines/startup_log.py and calibrate/startup_errors.py) with figures chosen so the
+arithmetic can be done by hand.
 """
 
 from __future__ import annotations

@@ -219,7 +219,7 @@ def test_the_sustainable_rate_stays_below_what_an_overloaded_replica_completes()
     """A few hundred simulated requests just past capacity end before the queue breaks a target: the search caps the
     rate at 95% of the throughput an overloaded trial completed or of the physical ceiling (capacity/physics.py)."""
     from infer_advisor.capacity.evaluate import UTILISATION, find_max_rate, operating_point
-    from infer_advisor.capacity.sizing import targets_from, workload_from
+    from infer_advisor.capacity.candidates import targets_from, workload_from
     from infer_advisor.estimate.step_time import build_step_model
     from infer_advisor.hardware import lookup_gpu
     from infer_advisor.model_facts import resolve_model
@@ -291,3 +291,17 @@ def test_plot_never_replaces_a_file_we_did_not_write(tmp_path):
     assert _cli(*base, "--plot", str(ours), "--force").returncode == 0  # our own plot: replaced
     assert ours.read_bytes()[:8] == first[:8] == b"\x89PNG\r\n\x1a\n"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_operating_points_put_off_change_nothing_the_answer_shows(monkeypatch):
+    """The search simulates an option's operating point only when it could lower a best cost or the answer shows it;
+    simulating every one gives the same answer, field for field."""
+    from infer_advisor.capacity import sizing
+
+    kw = dict(model="meta-llama/Llama-3.1-8B", rate=20, gpu="H100-80GB,L40S,A100-80GB,RTX-4090,L4", itl_p99=0.05)
+    lazy = _size(**kw)
+    eager_candidate = sizing._candidate
+    monkeypatch.setattr(sizing, "_candidate", lambda *a, point=True, **k: eager_candidate(*a, **k))
+    eager = _size(**kw)
+    strip = {"search_seconds"}
+    assert lazy.model_dump(exclude=strip) == eager.model_dump(exclude=strip)

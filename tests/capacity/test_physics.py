@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from infer_advisor.capacity import pinned_planner
 from infer_advisor.capacity.evaluate import find_max_rate
 from infer_advisor.capacity.physics import active_params_per_token, check_claim, violations
-from infer_advisor.capacity.sizing import _layouts, plan_options, targets_from, workload_from
+from infer_advisor.capacity.candidates import _layouts, plan_options, targets_from, workload_from
 from infer_advisor.estimate.memory import kv_bytes_per_token_per_gpu, weight_bytes_by_group
 from infer_advisor.estimate.step_time import StepShape, build_step_model
 from infer_advisor.hardware import gpu_catalog, lookup_gpu
@@ -146,7 +146,7 @@ def test_a_pinned_layout_claims_no_more_than_a_long_run_keeps_up_with():
     with no overload check) where its own trials completed ~60. The claim now holds over a run ten times as long."""
     from infer_advisor import size
     from infer_advisor.capacity.evaluate import operating_point
-    from infer_advisor.capacity.sizing import targets_from, workload_from
+    from infer_advisor.capacity.candidates import targets_from, workload_from
     from infer_advisor.simulate import SchedulerConfig
 
     name = "meta-llama/Llama-3.1-8B"

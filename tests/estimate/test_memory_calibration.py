@@ -12,7 +12,7 @@ from infer_advisor.errors import CalibrationMismatchError, DataFileError, Reques
 from infer_advisor.estimate.calibration import load_calibrations, load_memory_calibration
 from infer_advisor.estimate.calibration_file import CalibrationHeader, check_applies
 from infer_advisor.calibrate.memory import estimate_for_log, fit_memory_calibration
-from infer_advisor.calibrate.startup_log import GIB, parse_startup_log
+from infer_advisor.engines.startup_log import GIB, parse_startup_log
 
 LOGS = Path(__file__).parent / "logs"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from infer_advisor.errors import RequestError
-from infer_advisor.calibrate.startup_log import GIB, MIB, detect_engine, parse_startup_log
+from infer_advisor.engines.startup_log import GIB, MIB, detect_engine, parse_startup_log
 
 LOGS = Path(__file__).parent / "logs"
 

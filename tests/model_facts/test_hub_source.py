@@ -201,6 +201,6 @@ def test_reachability_goes_through_a_configured_proxy_and_is_cached(monkeypatch)
         calls.append((addr, timeout))
         raise ConnectionRefusedError
 
-    monkeypatch.setattr(hub.socket, "create_connection", refuse)
+    monkeypatch.setattr("socket.create_connection", refuse)
     assert hub.hub_available() is False and hub.hub_available() is False
     assert calls == [(("127.0.0.1", 9), hub.CONNECT_TIMEOUT_S)]  # one attempt per process, at most 1 s

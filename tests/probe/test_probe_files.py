@@ -231,7 +231,7 @@ def test_hostile_start_up_logs(monkeypatch, named, give_model):
 
 def _memory_calibration() -> dict:
     from infer_advisor.calibrate.memory import fit_memory_calibration
-    from infer_advisor.calibrate.startup_log import parse_startup_log
+    from infer_advisor.engines.startup_log import parse_startup_log
 
     log = parse_startup_log((LOGS / "vllm_v1_0.19_h100_llama31_8b.log").read_text())
     cal = fit_memory_calibration(log, source="probe", model="meta-llama/Llama-3.1-8B", gpu="H100-80GB")

@@ -106,7 +106,7 @@ def test_log_parsing_is_linear_on_adversarial_lines(monkeypatch):
     "llama_kv_cache"). Compared as a ratio so a loaded machine does not fail it; and under 1 s each when idle-ish."""
     import re
 
-    from infer_advisor.calibrate import startup_log as sl
+    from infer_advisor.engines import startup_log as sl
 
     seen: dict[str, set[str]] = {}  # pattern -> engines whose parser uses it
     real_compile = re.compile

@@ -19,12 +19,15 @@ def sample(
     output_tokens: int | None = None,
     source: TokenCountSource = "tokenizer",
     streamed_chunks: int | None = None,
+    chunk_tokens: Sequence[int] | None = None,
     **open_loop,
 ) -> RequestSample:
     """A request's sample from the time it was sent and the arrival time of each token (or streamed chunk).
 
     ``output_tokens`` defaults to ``len(token_times)``; a server's own count (usage) may differ from its chunks.
-    TPOT = (e2e - TTFT) / (tokens - 1); inter-token latencies are the gaps between consecutive arrivals.
+    TPOT = (e2e - TTFT) / (tokens - 1). Inter-token latencies are per token: the gap before each arrival, and a chunk
+    that carried k tokens (``chunk_tokens``, see :func:`chunk_tokens`) gives k gaps of 1/k of its wait each, so the
+    gaps of a request add up to e2e - TTFT and number tokens - 1 whatever the server merged.
     ``open_loop``: request_rate, sent_offset_s, scheduled_offset_s (fields of :class:`RequestSample`).
     """
     if not token_times:
@@ -33,7 +36,15 @@ def sample(
     ttft = token_times[0] - sent_at
     e2e = token_times[-1] - sent_at
     tpot = (e2e - ttft) / (count - 1) if count > 1 else None
-    itl = [b - a for a, b in pairwise(token_times)]
+    per_chunk = list(chunk_tokens) if chunk_tokens is not None else [1] * len(token_times)
+    itl: list[float] = []
+    carried = 0.0  # the wait of a chunk that carried no token joins the next token's gap
+    for (a, b), k in zip(pairwise(token_times), per_chunk[1:]):
+        wait = b - a + carried
+        carried = wait if k == 0 else 0.0
+        itl += [wait / k] * k if k else []
+    if carried and itl:
+        itl[-1] += carried
     return RequestSample(
         concurrency=concurrency,
         index=index,
@@ -47,6 +58,37 @@ def sample(
         itl_s=itl,
         **open_loop,
     )
+
+
+def chunk_tokens(texts: Sequence[str], times: Sequence[float], tokens: int) -> list[int]:
+    """Tokens each streamed chunk carried, when a server counted ``tokens`` but streamed fewer chunks.
+
+    A server may hold a token back and stream it merged with the next (llama-cpp-python does for a token that ends
+    in an incomplete UTF-8 character, so the chunk that completes it carries two or more tokens and a multi-byte
+    character). Each chunk carries one; each extra token goes to a chunk after the first, those with a multi-byte
+    character first, longest wait first (a merged chunk waited for every token it carries), one per chunk per round.
+    Fewer tokens than chunks: the last chunks carried none (held-back text released when the answer ended).
+
+        >>> chunk_tokens(["a", "b", "\u00e9", "c"], [0.0, 0.01, 0.03, 0.04], 5)
+        [1, 1, 2, 1]
+    """
+    if tokens < len(texts):
+        return [1] * tokens + [0] * (len(texts) - tokens)
+    out = [1] * len(texts)
+    extra = tokens - len(texts)
+    if extra <= 0 or len(texts) < 2:
+        if len(texts) == 1 and extra > 0:
+            out[0] += extra
+        return out
+    gaps = [(i, times[i] - times[i - 1]) for i in range(1, len(texts))]
+    order = sorted(gaps, key=lambda g: (not any(ord(ch) > 127 for ch in texts[g[0]]), -g[1], g[0]))
+    while extra > 0:
+        for i, _ in order:
+            if extra == 0:
+                break
+            out[i] += 1
+            extra -= 1
+    return out
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -12,7 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = 1
 
-TokenCountSource = Literal["server-usage", "streamed-chunks", "tokenizer"]
+# finish-length: no usage, fewer chunks than max_tokens and finish_reason "length" (the server stopped at max_tokens
+# and streamed some tokens merged into one chunk: llama-cpp-python holds back a token that ends in an incomplete
+# UTF-8 character and sends it with the next).
+TokenCountSource = Literal["server-usage", "streamed-chunks", "tokenizer", "finish-length"]
 MemorySource = Literal["nvml", "torch-allocator", "psutil-rss", "none"]
 
 
@@ -32,7 +35,8 @@ class RequestSample(BaseModel):
     ttft_s: float = Field(description="Seconds from sending the request to its first generated token.")
     e2e_s: float = Field(description="Seconds from sending the request to its last token.")
     tpot_s: float | None = Field(description="(e2e - ttft) / (output_tokens - 1); None for one-token answers.")
-    itl_s: list[float] = Field(default_factory=list, description="Gaps between consecutive tokens (or chunks).")
+    itl_s: list[float] = Field(default_factory=list, description="Gaps between consecutive tokens: one per token after the "
+                               "first; a streamed chunk that carried k tokens gives k gaps, its wait shared equally.")
     request_rate: float | None = Field(
         default=None, description="Open loop: the level's offered rate in requests per second; None in closed loop."
     )

@@ -1,7 +1,7 @@
 """The calibrate stage: measurements back into the models.
 
-- ``startup_log``: an engine's start-up log -> :class:`StartupLog` (the figures it printed);
-- ``memory``: a memory calibration fitted from a start-up log (``infer-advisor calibrate --from-log``);
+- ``memory``: a memory calibration fitted from a start-up log (``infer-advisor calibrate --from-log``; the log is read
+  by ``engines.startup_log``: each engine's log lines are engine facts);
 - ``inputs``: measured points from bench.json reports or benchmarks/gpu/measure_transformers.py JSON;
 - ``speed``: the step-time coefficients fitted to those points through the simulator (``infer-advisor calibrate``).
 

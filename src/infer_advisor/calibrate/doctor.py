@@ -4,9 +4,9 @@
     >>> d.error.kind, d.binding, d.edits[0].change
     ('max_len_exceeds_kv', 'kv_cache', '--gpu-memory-utilization 0.93')
 
-Input: a start-up log (failed or successful; vLLM V0 or V1, SGLang, TGI or llama.cpp, read by :mod:`.startup_log`; the
-error by :mod:`.startup_errors`) or the vLLM command line about to be run (:mod:`.doctor_input`). For vLLM the figures
-the log printed calibrate the memory model for that setup (:func:`.memory.fit_memory_calibration`: the same fit as
+Input: a start-up log (failed or successful; vLLM V0 or V1, SGLang, TGI or llama.cpp, read by
+:mod:`infer_advisor.engines.startup_log`; the error by :mod:`.startup_errors`) or the vLLM command line about to be run
+(:mod:`.doctor_input`). For vLLM the figures the log printed calibrate the memory model for that setup (:func:`.memory.fit_memory_calibration`: the same fit as
 ``calibrate --from-log``), so the ledger reproduces the log where it printed a figure and estimates the rest; every
 edit is the same memory model run with one setting changed (:mod:`.doctor_edits`). No byte is added up here.
 SGLang, TGI and llama.cpp logs are worked by each engine's own start-up arithmetic on the figures they printed
@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .doctor_edits import Edit, LedgerLine, Scenario, StartRule, rank_edits, room_outside_budget, starts, tried_edit
 from .startup_errors import StartupError, find_startup_error
-from .startup_log import StartupLog
+from ..engines.startup_log import StartupLog
 
 GIB = 2**30
 # vLLM's own messages, filled with the memory model's figures when the error is predicted rather than logged
@@ -86,7 +86,7 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
     own figures win where it printed them)."""
     from .doctor_gpu import infer_gpu
     from .doctor_input import extras_from_log, log_from_command, looks_like_command
-    from .startup_log import detect_engine, parse_startup_log
+    from ..engines.startup_log import detect_engine, parse_startup_log
 
     gpu_source = "given" if gpu else None
     if gpu:  # a GPU or model the user named must resolve: one line and exit 2 otherwise
@@ -149,7 +149,7 @@ def _other_engine(text: str, engine: str, error: StartupError | None, *, gpu, mo
     from ..errors import InferAdvisorError
     from .doctor_engines import engine_findings
     from .doctor_gpu import infer_gpu
-    from .startup_log import parse_startup_log
+    from ..engines.startup_log import parse_startup_log
 
     try:
         log = parse_startup_log(text, engine=engine, require_kv=False)

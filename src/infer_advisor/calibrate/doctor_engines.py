@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .doctor_edits import Edit, LedgerLine, edit_order
 from .startup_errors import LLAMACPP_BUFFERS, StartupError
-from .startup_log import StartupLog
+from ..engines.startup_log import StartupLog
 
 GIB = 2**30
 MIB = 2**20

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from .startup_log import StartupLog
+from ..engines.startup_log import StartupLog
 
 MAX_COMMAND_CHARS = 20_000
 _COMMAND_START = re.compile(r"^\s*(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:vllm\s+serve\b|python3?\s+-m\s+vllm\.entrypoints\.|python3?\s+-m\s+sglang\.launch_server\b|sglang\s+serve\b)")

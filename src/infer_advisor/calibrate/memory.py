@@ -23,7 +23,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from ..estimate.calibration import MemoryCalibration
-from .startup_log import StartupLog
+from ..engines.startup_log import StartupLog
 
 
 def fit_memory_calibration(
@@ -168,7 +168,22 @@ def _logged_setup(cal: MemoryCalibration, log: StartupLog, facts, hw) -> dict:
         max_num_batched_tokens=log.max_num_batched_tokens or settings.max_num_batched_tokens,
         max_num_seqs=log.max_num_seqs or settings.max_num_seqs, memory_fraction=cal.memory_fraction or settings.memory_fraction,
         memory=settings.profile, interconnect=hw.gpu.interconnect, engine_version=settings.version,
+        speculative=_speculative(log, facts), prefix_caching=bool(log.prefix_caching), language_model_only=bool(log.language_model_only),
     )
+
+
+def _speculative(log: StartupLog, facts):
+    """The draft the log's speculative config names, as vLLM holds it (engines/draft_shape.py); None without one. A
+    method or draft the data does not know is left out, as before this was modelled (its memory is then missing)."""
+    from ..engines.draft_shape import draft_shape, parse_speculative_config
+    from ..errors import RequestError
+
+    if not log.speculative_config or log.engine != "vllm":
+        return None
+    try:
+        return draft_shape(parse_speculative_config(log.speculative_config), facts)
+    except RequestError:
+        return None
 
 
 def _quantization(facts, log: StartupLog) -> str:

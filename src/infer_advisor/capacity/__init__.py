@@ -79,7 +79,8 @@ def pinned_planner(request, model_facts):
         pinned = request.model_copy(update={"rate": None, "tensor_parallel_size": tp, "pipeline_parallel_size": pp,
                                             "enable_expert_parallel": ep or None, "replicas": 1, **pins,
                                             "gpu": f"{hw.gpu.name}:{hw.gpus_per_node}" + (f"x{hw.nodes}" if hw.nodes > 1 else "")})
-        return advise(request=pinned, model_facts=model_facts, hardware=hw, speed=False)  # the search simulates it
+        # the search simulates it, and reports a replica that does not fit by its reason
+        return advise(request=pinned, model_facts=model_facts, hardware=hw, speed=False, suggest=False)
 
     return plan_fn
 

@@ -18,16 +18,11 @@ def said(rule_id: str, what: str) -> str:
     return f"{what} (rule {rule_id})"
 
 
-def without_needless_pipelines(options: list, request) -> tuple[list, list]:
-    """(kept, dropped): pipeline-parallel options of a GPU type where a single-stage layout of one node fits."""
-    rule = sizing_rule(EXCLUDE_PP)
-    fits = {o.gpu.name for o in options if o.plan.parallelism.pipeline_parallel_size == 1 and o.plan.parallelism.nodes == 1}
-    kept, dropped = [], []
-    for o in options:
-        s = {"pp": o.plan.parallelism.pipeline_parallel_size, "fits_without_pipeline": o.gpu.name in fits,
-             "pinned_pp": request.pipeline_parallel_size}
-        (dropped if applies(rule, s) else kept).append(o)
-    return kept, dropped
+def needless_pipeline(pp: int, fits_without_pipeline: bool, request) -> bool:
+    """A pipeline-parallel layout on a GPU type where a single-stage layout of one node holds the model (rule
+    sizing.pipeline-only-when-tensor-parallel-cannot-hold-it): not searched."""
+    return applies(sizing_rule(EXCLUDE_PP), {"pp": pp, "fits_without_pipeline": fits_without_pipeline,
+                                             "pinned_pp": request.pipeline_parallel_size})
 
 
 def error_band_upper(engine: str, confidence: float) -> float:
@@ -102,8 +97,11 @@ def decisions(request, chosen, runners: list, cands: list, notes: list[str]) -> 
         out += [line] if line else []
     if chosen is None:
         return out
-    out.append(f"{chosen.gpu} {chosen.layout} {chosen.engine} {chosen.quantization}: the cheapest option that meets every "
-               f"target (simulated), at {chosen.max_rate_per_replica:.3g} req/s per replica")
+    objective = by_kind("objective")
+    cheapest = "the cheapest option" if chosen.cost_per_hour is not None else "the option with the fewest GPUs"
+    out.append(said(objective.id, f"{chosen.gpu} {chosen.layout} {chosen.engine} {chosen.quantization}: {cheapest} that "
+                    f"meets every target (simulated), at {chosen.max_rate_per_replica:.3g} req/s per replica"))
+    out += _published_line(request, chosen)
     if chosen.quantization == "fp8" or chosen.kv_cache_dtype == "fp8":
         if applies(by_kind("search_dimension"), {"quantization": request.quantization, "kv_cache_dtype": request.kv_cache_dtype,
                                                  "pre_quantized": False, "chosen": "none"}):
@@ -119,7 +117,8 @@ def decisions(request, chosen, runners: list, cands: list, notes: list[str]) -> 
         out.append(said(rule.id, f"{chosen.replicas} replicas where the rate alone needs {chosen.replicas_needed}: each "
                         f"at most {rule.params['utilisation_cap']:.0%} of what it sustains, plus {int(rule.params['spare_replicas'])} spare"))
     elif not request.headroom:
-        out.append(f"no headroom (--no-headroom): {chosen.replicas} replicas run at up to 100% of what each sustains")
+        out.append(said(by_kind("headroom").id, f"no headroom (--no-headroom): {chosen.replicas} replicas run at up to "
+                        "100% of what each sustains"))
     for r in runners:
         s = {"a": {"cost": chosen.cost_per_hour or 0.0, "tp": chosen.tensor_parallel_size, "pp": chosen.pipeline_parallel_size},
              "b": {"cost": r.cost_per_hour or 0.0, "tp": r.tensor_parallel_size, "pp": r.pipeline_parallel_size}}
@@ -130,3 +129,14 @@ def decisions(request, chosen, runners: list, cands: list, notes: list[str]) -> 
         out.append(said("sizing.fold-absurd-fleets", f"{n} option(s) needing over {int(by_kind('flag_fleet').params['max_gpus'])} "
                         f"GPUs or over {by_kind('flag_fleet').params['max_times_chosen']:g}x the chosen fleet's shown as out of reach"))
     return out
+
+
+def _published_line(request, chosen) -> list[str]:
+    """The published checkpoint the chosen option serves in place of the rules' own format, and its quality."""
+    rule = by_kind("published_checkpoint")
+    if not chosen.checkpoint or not applies(rule, {"quantization": request.quantization, "pre_quantized": False,
+                                                   "chosen": None, "method": chosen.quantization}):
+        return []
+    quality = rule.reason.split("Quality: ")[1].split(" FP8 checkpoints")[0]
+    return [said(rule.id, f"the chosen option serves the published {chosen.quantization} checkpoint {chosen.checkpoint} "
+                 f"as it is (nothing to quantize). Quality: {quality}")]

@@ -1,7 +1,6 @@
 """The typed result of a capacity search: the cheapest fleet that meets the targets, the best per GPU type, the
 trade-off front, and which target binds when nothing meets them."""
 
-from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,6 +31,8 @@ class Candidate(BaseModel):
     engine: str
     quantization: str
     kv_cache_dtype: str
+    checkpoint: str | None = Field(default=None, description="The published quantized checkpoint the option serves "
+                                   "(Hub repository), if it serves one (data/published_checkpoints.yaml).")
     tensor_parallel_size: int
     pipeline_parallel_size: int
     expert_parallel: bool = False

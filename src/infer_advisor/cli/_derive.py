@@ -47,11 +47,15 @@ def add_model_arguments(
     positional: set[str] = frozenset(),
 ) -> None:
     """Add one option per field of ``model`` (fields in ``positional`` become positional arguments)."""
-    hints = typing.get_type_hints(model)
+    hints: dict[str, Any] | None = None  # typing.get_type_hints, only for an annotation pydantic left unresolved
     for name, field in model.model_fields.items():
         if name in exclude:
             continue
-        tp = _unwrap_optional(hints.get(name, field.annotation))
+        annotation = field.annotation  # evaluated by pydantic, Annotated metadata stripped, as get_type_hints gives it
+        if annotation is None or isinstance(annotation, (str, typing.ForwardRef)):
+            hints = typing.get_type_hints(model) if hints is None else hints
+            annotation = hints.get(name, annotation)
+        tp = _unwrap_optional(annotation)
         flag = "--" + name.replace("_", "-")
         help_ = field.description or ""
         kwargs: dict[str, Any] = {"dest": name, "help": help_, "default": argparse.SUPPRESS}

@@ -13,7 +13,7 @@ def run_from_log(opts, *, model_given: bool, as_json: bool = False) -> int:
     import hashlib
 
     from ..calibrate.memory import fit_memory_calibration
-    from ..calibrate.startup_log import parse_startup_log
+    from ..engines.startup_log import parse_startup_log
 
     path = opts.from_log
     from ..bounded_read import read_text_bounded

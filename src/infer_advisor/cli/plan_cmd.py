@@ -60,6 +60,10 @@ def run(ns: argparse.Namespace) -> int:
     from ._derive import model_from_namespace
 
     request = model_from_namespace(PlanRequest, ns)
+    if request.rate:  # a sizing search runs for seconds and simulates many options: collect garbage again (cli.QUICK_COMMANDS)
+        import gc
+
+        gc.enable()
     from ._format import output_format
 
     fmt = output_format(ns)

@@ -70,13 +70,22 @@ def launch_command(plan) -> tuple[str | None, list[str]]:
         return None, []
 
 
+def auto_kv(eng) -> str:
+    """' (f16)' where the engine fixes what an auto KV cache holds (data/engines.yaml auto_kv_cache_dtype), else ''."""
+    from ..engines.profiles import engine_profiles
+
+    profile = engine_profiles().get(eng.name)
+    fixed = profile.auto_kv_cache_dtype if profile is not None else None
+    return f" ({fixed})" if eng.kv_cache_dtype == "auto" and fixed else ""
+
+
 def _engine_text(plan) -> str:
     eng, q = plan.engine, plan.quantization
     server = f", port {eng.port}" if eng.http_server else ", a Python script (no HTTP server)"
     weights = "unquantized" if q.method == "none" else q.method
     if q.published_checkpoint is not None:
         weights += f" from {q.published_checkpoint.repo}"
-    kv = eng.kv_cache_dtype + (" (f16)" if eng.kv_cache_dtype == "auto" and eng.name == "llama.cpp" else "")
+    kv = eng.kv_cache_dtype + auto_kv(eng)
     return f"{eng.name} {eng.version}{server}; {plan.dtype} {weights} weights, KV cache {kv}"
 
 

@@ -189,6 +189,15 @@ def capacity_lines(result: CapacityResult, *, full: bool = False, show_all: bool
     return out
 
 
+def _cut_keeping_rule(text: str, room: int) -> str:
+    """``text`` cut to ``room`` with '…', the ``(rule ...)`` that ends it kept whole (--explain has the rest)."""
+    m = _RULE.match(text)
+    tail = f" (rule {m['rule']})" if m else ""
+    head = m["text"] if m else text
+    keep = max(room - len(tail) - 1, 10)
+    return (head if len(head) <= keep else head[:keep] + "…") + tail
+
+
 def print_capacity(result: CapacityResult, console, *, full: bool = False, show_all: bool = False) -> None:
     """The ranking on ``console`` (labels in a column, text wrapped under them); with ``full``, the per-GPU table."""
     import textwrap
@@ -200,8 +209,8 @@ def print_capacity(result: CapacityResult, console, *, full: bool = False, show_
     room = max(console.width - 11, 30)
     rows = summary_rows(result, show_all=show_all)
     for n, (label, text) in enumerate(rows):
-        if label == "sizing" or (label == "" and n and _in_block(rows, n, "sizing")):  # one line each (--explain: whole)
-            text = text if len(text) <= room or full else text[: room - 1] + "…"
+        if label == "sizing" or (label == "" and n and _in_block(rows, n, "sizing")):  # two lines each (--explain: whole)
+            text = text if len(text) <= room or full else _cut_keeping_rule(text, 2 * room - 8)  # two lines at most
         wrapped = textwrap.wrap(text, room, break_on_hyphens=False) or [""]
         style = "bold green" if label == "chosen" else "bold red" if label == "no option" else None
         for i, line in enumerate(wrapped):

@@ -53,7 +53,9 @@ def summary_rows(plan) -> list[tuple[str, str, str]]:
         active = m.num_active_parameters_without_embedding or m.num_active_parameters  # a plan.json written before the field
         params += f" ({active / 1e9:.2f} B active per token)"
     server = f"port {eng.port}" if eng.http_server else "no HTTP server: Python script"
-    kv_auto = " (f16)" if eng.kv_cache_dtype == "auto" and eng.name == "llama.cpp" else ""
+    from .render_brief import auto_kv
+
+    kv_auto = auto_kv(eng)
     src = mem.figure_sources
     amd = plan.hardware.kind == "gpu" and plan.hardware.gpus[0].vendor == "amd"
     word = (lambda k: k.replace("cuda_", "hip_")) if amd else (lambda k: k)  # ROCm's HIP runtime, not CUDA

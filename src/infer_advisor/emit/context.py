@@ -16,8 +16,7 @@ from ..errors import EmitError
 from .boundary import check_plan_values
 from ..plan.models import DeploymentPlan
 from ..engines import argv as A
-from ..engines import triton_launch as T
-from ..engines.triton import triton_facts, triton_release
+from ..engines.front_server import front_server, launch_files
 from ..engines.launch_facts import emit_facts, emit_key
 from .templating import render_template, template_name
 from .platform import Platform, platform_for
@@ -37,9 +36,6 @@ DEFAULT_NEW_TOKENS = 200
 # Variables each multi-node container passes through from its host: which interface NCCL and Gloo use between
 # the nodes, and the address this node's vLLM/Ray worker announces (vLLM docs, distributed serving troubleshooting).
 MULTI_NODE_ENV = ["NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "VLLM_HOST_IP"]
-# Engines that name the model after the path they were started with (MLC: the converted folder); a request without
-# "model" goes to that one model (mlc_llm's CompletionRequest.model is optional).
-MODEL_FROM_PATH = ("mlc",)
 
 
 class ReplicaGroup(BaseModel):
@@ -236,12 +232,13 @@ def _replica_groups(plan: DeploymentPlan, per_replica: int, host: list[str], con
     if replicas <= 1 or plan.engine.name in A.DATA_PARALLEL_ENGINES or not plan.engine.http_server:
         return []
     groups = []
+    server = front_server(plan)
     for i in range(replicas):
         devices = ",".join(str(d) for d in range(i * per_replica, (i + 1) * per_replica))
-        if plan.engine.server == "triton":  # three ports and a shared-memory prefix per replica
+        if server is not None:  # the server's own ports (and, for Triton, shared-memory prefix) per replica
             groups.append(ReplicaGroup(
-                index=i, devices=devices, port=T.ports(i)[0].port, ports=T.ports(i),
-                argv_host=T.tritonserver_argv(plan, "host", i), argv_container=T.tritonserver_argv(plan, "container", i),
+                index=i, devices=devices, port=server.ports(i)[0].port, ports=server.ports(i),
+                argv_host=server.argv(plan, "host", i), argv_container=server.argv(plan, "container", i),
             ))
             continue
         port = plan.engine.port + i
@@ -252,33 +249,14 @@ def _replica_groups(plan: DeploymentPlan, per_replica: int, host: list[str], con
 
 
 def _config_files(plan: DeploymentPlan, ref: A.ModelRef) -> list[ConfigFile]:
-    if plan.engine.name != "trtllm":
-        return []
-    import yaml
+    """The files the engine (or the server in front of it) reads at start (engines.front_server.launch_files)."""
 
-    if plan.engine.server == "triton":  # the model repository, baked into the built image
-        f = triton_facts()
-        folder = f"{T.MODEL_REPOSITORY}/{f.model_name}"
-        model_yaml = (
-            f"# TensorRT-LLM {plan.engine.version} LLM() arguments for Triton's tensorrt_llm model (written by infer-advisor);\n"
-            "# triton_config must agree with config.pbtxt (max_batch_size, decoupled).\n"
-            + yaml.safe_dump(T.llm_args(plan, ref.container), sort_keys=False)
-        )
-        pbtxt = render_template(
-            template_name(emit_key(plan), "config", ".pbtxt", plan.engine.version), plan=plan, model_name=f.model_name,
-            inputs=f.model_inputs, outputs=f.model_outputs, decoupled=f.decoupled, max_batch_size=f.max_batch_size,
-            source=f.model_io_source, tool_version=__version__,
-        )
-        return [
-            ConfigFile(name=f"{folder}/config.pbtxt", text=pbtxt, container_dir=T.CONTAINER_REPOSITORY, k8s_configmap=False),
-            ConfigFile(name=f"{folder}/1/model.yaml", text=model_yaml, container_dir=T.CONTAINER_REPOSITORY, k8s_configmap=False),
-        ]
+    def render(kind: str, suffix: str, **values) -> str:
+        name = template_name(emit_key(plan), kind, suffix, plan.engine.version)
+        return render_template(name, plan=plan, tool_version=__version__, **values)
 
-    text = (
-        f"# TensorRT-LLM {plan.engine.version} LLM API options for trtllm-serve --extra_llm_api_options "
-        "(written by infer-advisor).\n" + yaml.safe_dump(A.trtllm_options(plan), sort_keys=False)
-    )
-    return [ConfigFile(name=A.TRTLLM_OPTIONS, text=text, container_dir=A.CONTAINER_CONFIG_DIR)]
+    return [ConfigFile(name=f.name, text=f.text, container_dir=f.container_dir, k8s_configmap=f.k8s_configmap)
+            for f in launch_files(plan, ref, render)]
 
 
 def _ray_scripts(nodes: int, argv_k8s: list[str]) -> tuple[str, str, str]:
@@ -300,11 +278,11 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
     key = emit_key(plan)
     if key not in facts.engines:
         raise EmitError(f"No templates for engine '{key}'. Known: {', '.join(facts.engines)}.")
-    if e.name == "ctranslate2" and p.tensor_parallel_size * p.pipeline_parallel_size > 1:
-        raise EmitError("CTranslate2 tensor parallelism needs an MPI launch, which is not emitted; plan on one GPU.")
-    ef, triton = facts.engines[key], e.server == "triton"
+    ef, server = facts.engines[key], front_server(plan)
+    if ef.single_gpu_reason and p.tensor_parallel_size * p.pipeline_parallel_size > 1:
+        raise EmitError(ef.single_gpu_reason)
     gpu = plan.hardware.kind == "gpu"
-    ref = T.model_ref(A.model_ref(plan)) if triton else A.model_ref(plan)
+    ref = server.model_ref(A.model_ref(plan)) if server else A.model_ref(plan)
     app = _app_name(plan)
     per_replica = max(p.tensor_parallel_size * p.pipeline_parallel_size // max(p.nodes, 1), 1) if gpu else 0
     data_parallel = A.local_replicas(plan) > 1 and e.name in A.DATA_PARALLEL_ENGINES
@@ -314,15 +292,16 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
     argv_container = launch_argv(plan, ref, "container")
     argv_k8s = launch_argv(plan, ref, "k8s")
     groups = _replica_groups(plan, per_replica, argv_host, argv_container)
-    ports = [NamedPort(name=x.name, port=x.port) for x in T.ports()] if triton else [NamedPort(name="http", port=e.port or 0)]
+    ports = [NamedPort(name=x.name, port=x.port) for x in server.ports(0)] if server else [NamedPort(name="http", port=e.port or 0)]
     health_url = f"http://localhost:{e.port}{e.health_path}" if e.http_server and e.health_path else None
     multi = p.nodes > 1
     wait, leader, worker = _ray_scripts(p.nodes, argv_k8s)
     request_path = "/v1/completions"
-    named = {} if e.name in MODEL_FROM_PATH else {"model": e.served_model_name}
+    named = {"model": e.served_model_name} if ef.request_names_model else {}
     body = json.dumps({**named, "prompt": "Hello, my name is", "max_tokens": FIRST_REQUEST_MAX_TOKENS})
-    if triton:  # Triton's generate extension, with the tensorrt_llm model's own input names
-        request_path, body = T.generate_path(plan), json.dumps(T.first_request(plan, FIRST_REQUEST_MAX_TOKENS))
+    if server:  # the server's own request (Triton: its generate extension, with the model's own input names)
+        request_path, first = server.first_request(plan, FIRST_REQUEST_MAX_TOKENS)
+        body = json.dumps(first)
     request_line = (
         sh_join(["curl", "-sS", f"http://localhost:{e.port}{request_path}", "-H", "Content-Type: application/json", "-d", body])
         if e.http_server
@@ -354,9 +333,10 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
         k8s_cpu_request=str(max(facts.k8s_cpu_per_gpu * max(per_replica, 1), 1)),
         k8s_memory_request=f"{math.ceil(resident / max(A.local_replicas(plan), 1) / _GIB) + facts.k8s_memory_base_gib}Gi",
         quantize_lines=[sh_join(s) for s in ref.quantize_steps], request_path=request_path, request_line=request_line,
-        ports=ports, unlimited_memlock=triton, model_repository=T.CONTAINER_REPOSITORY if triton else None,
-        model_code_ref=triton_release(e.version).model_code_ref if triton else None,
-        image_build_steps=T.model_code_steps(plan, T.BUILD_SOURCE, T.CONTAINER_REPOSITORY) if triton else [],
+        ports=ports, unlimited_memlock=bool(server and server.unlimited_memlock),
+        model_repository=server.model_repository if server else None,
+        model_code_ref=server.model_code_ref(e.version) if server else None,
+        image_build_steps=server.image_build_steps(plan) if server else [],
         health_line=sh_join(["curl", "-fsS", health_url]) if health_url else None,
         pip_packages=facts.pip_packages.get(e.name, []), pip_find_links=facts.pip_find_links.get(e.name),
         apt_packages=facts.apt_packages.get(e.name, []), tabbyapi_git=facts.tabbyapi_git, hf_cli_package=facts.hf_cli_package,
@@ -401,9 +381,8 @@ def _compose_services(
 def _display(plan: DeploymentPlan) -> str:
     from ..engines.profiles import engine_profile
 
-    if plan.engine.server == "triton":
-        return f"Triton Inference Server {plan.engine.server_version} with TensorRT-LLM"
-    return engine_profile(plan.engine.name).display
+    server = front_server(plan)
+    return server.display(plan) if server else engine_profile(plan.engine.name).display
 
 
 def _summary(plan: DeploymentPlan, gpus_per_node: int, startup_words: str) -> list[str]:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from ..estimate.formats import dtype_bytes
 from ..plan.models import DeploymentPlan
 from ..engines.launch_facts import download_args, emit_facts
+from ..engines.profiles import engine_profile
 
 _GIB = 2**30
 
@@ -38,10 +39,10 @@ def stored_bytes(plan: DeploymentPlan) -> tuple[float, str]:
     if published is not None and published.size_bytes:
         return float(published.size_bytes), f"published checkpoint {published.repo} ({published.size_source})"
     # FP8 quantized while loading (vLLM/SGLang --quantization fp8, TGI --quantize fp8), a quantize or convert step, or
-    # mistral.rs in-situ quantization: the unquantized checkpoint is what is downloaded and read
+    # an engine's in-situ quantization (mistral.rs ISQ): the unquantized checkpoint is what is downloaded and read
     reads_unquantized = (
         q.engine_flag is not None or q.method == "fp8" or q.needs_quantize_step or q.converter is not None
-        or plan.engine.name == "mistralrs"
+        or engine_profile(plan.engine.name).in_situ_quantization
     ) and not q.pre_quantized and published is None
     if reads_unquantized and q.method != "none":
         dtype = plan.model.torch_dtype if plan.model.torch_dtype in ("float16", "bfloat16", "float32") else "bfloat16"

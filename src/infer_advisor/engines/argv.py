@@ -159,6 +159,8 @@ def _speculative_vllm(plan: DeploymentPlan) -> list[str]:
     s = plan.speculative
     if s is None:
         return []
+    if s.config:  # the user's --speculative-config, as given (one argv word, quoted by the emitters)
+        return user_value(plan, "--speculative-config", s.config)
     config = {"method": s.method, "model": s.draft_model, "num_speculative_tokens": s.num_speculative_tokens}
     return user_value(plan, "--speculative-config", json.dumps(config, separators=(",", ":")))
 

@@ -10,7 +10,6 @@ Each answer carries the engine file it came from. Engines without a row (transfo
 None: the table says nothing about them and the caller keeps its own checks.
 """
 
-from __future__ import annotations
 
 from functools import cache
 from typing import Literal
@@ -68,7 +67,7 @@ class FormatsByPlatform(BaseModel):
     preference_source: str = Field(min_length=8)
 
     @model_validator(mode="after")
-    def _complete(self) -> FormatsByPlatform:
+    def _complete(self) -> "FormatsByPlatform":
         known = set(self.formats)
         for engine, table in self.engines.items():
             for platform in PLATFORMS:

@@ -10,7 +10,6 @@ The figures themselves are computed in :mod:`infer_advisor.estimate.engine_kv`; 
 which message text a version uses. Engines without an entry report the plan's own capacity (``pool_tokens``).
 """
 
-from __future__ import annotations
 
 from functools import cache
 from typing import Literal
@@ -35,7 +34,17 @@ class KVReport(BaseModel):
     no_memory: str | None = Field(default=None, description="The engine's error when no memory is left for the KV cache.")
     context_too_long: str | None = Field(default=None, description="The engine's error when one max_model_len request does not fit.")
     gib_format: Literal["%.2f", "round2"] = "%.2f"
+    state_pages_prefix_caching: int = Field(
+        default=1, ge=1, le=2,
+        description="State pages one request holds per Mamba / gated-DeltaNet layer with prefix caching on, before "
+        "speculative decoding's (MambaSpec.max_memory_usage_bytes: 2 in mamba_cache_mode 'align', 1 where not read).",
+    )
     source: str = Field(min_length=8)
+
+    def state_pages(self, prefix_caching: bool, num_speculative_tokens: int) -> int:
+        """Pages of recurrent state per Mamba layer per request: one (two in 'align' mode, i.e. prefix caching on a
+        hybrid model), plus one per speculative token (vLLM's ``num_speculative_blocks``)."""
+        return (self.state_pages_prefix_caching if prefix_caching else 1) + num_speculative_tokens
 
     def covers(self, version: str) -> bool:
         from .memory import version_key

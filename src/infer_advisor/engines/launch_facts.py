@@ -11,14 +11,14 @@ from .._paths import shipped
 
 
 class DownloadFacts(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     command: list[str] | None = Field(default=None, description="Command in the engine's image that fills the HF cache (+ model id).")
     env: dict[str, str] = Field(default_factory=dict, description="Variables that turn on the hub's high-performance download.")
 
 
 class EngineEmitFacts(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     host_command: list[str] = Field(description="How the engine starts where it is installed.")
     container_command: list[str] = Field(description="How it starts inside its image.")
@@ -34,11 +34,18 @@ class EngineEmitFacts(BaseModel):
         "prepares everything at build time and its ENTRYPOINT is the server command.",
     )
     download: DownloadFacts = Field(default_factory=DownloadFacts)
+    request_names_model: bool = Field(
+        default=True, description="A request names the model it asks for; false: the server answers the one model it "
+        "was started with and names it after its path (MLC: the converted folder), so the first request leaves it out.",
+    )
+    single_gpu_reason: str | None = Field(
+        default=None, description="Why artifacts for more than one GPU per replica are not emitted (None: they are).",
+    )
     source: str
 
 
 class EmitFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     engines: dict[str, EngineEmitFacts]
     pip_packages: dict[str, list[str]]

@@ -5,7 +5,6 @@ the adapter buffers (when it does not, they come out of the headroom outside ``g
     (False, True)
 """
 
-from __future__ import annotations
 
 from functools import cache
 
@@ -16,7 +15,7 @@ from .._paths import shipped
 
 
 class LoRAProfile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     first: str
     below: str | None
@@ -57,7 +56,7 @@ class LoRAKernels(BaseModel):
 
 
 class _File(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     vllm: list[LoRAProfile]
     sglang: list[LoRAProfile]
     kernels: LoRAKernels
@@ -97,7 +96,7 @@ MAX_GPU_SLOTS = 16  # the plan keeps at most this many adapters on the GPU; the 
 class LoRASlots(BaseModel):
     """The LoRA settings a plan emits: GPU slots, the rank every slot is sized for, and host-memory adapters."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     max_loras: int = Field(ge=1, description="Adapters held on the GPU at once (vLLM --max-loras, SGLang --max-loras-per-batch); every slot is allocated at start-up.")
     max_lora_rank: int = Field(ge=1, description="Rank every slot is sized for (vLLM --max-lora-rank): the largest adapter's rank, rounded up to one vLLM accepts.")

@@ -13,7 +13,6 @@ read: one version (the pinned one, or the one asked for, with the same figures),
 overhead inside the budget, sliding-window layers holding their window, the KV cache in the model dtype.
 """
 
-from __future__ import annotations
 
 import re
 from functools import cache

@@ -5,7 +5,6 @@
     0.92
 """
 
-from __future__ import annotations
 
 from functools import cache
 from typing import Literal
@@ -84,6 +83,26 @@ class EngineProfile(BaseModel):
         "passes the flag only for these; pre-quantized and published checkpoints are detected by the engine).",
     )
     load_time_quantizations_source: str = ""
+    own_max_num_seqs: int | None = Field(
+        default=None, gt=0, description="The engine's own default batch limit where ``max_num_seqs`` above is a planning cap "
+        "(what its own benchmark tools size batches to; benchmarks/speed_predict.py asks for it on offline points).",
+    )
+    own_max_num_seqs_source: str = ""
+    auto_kv_cache_dtype: str | None = Field(
+        default=None, description="The type the KV cache holds when the plan leaves kv_cache_dtype on auto, where the engine "
+        "fixes it (llama.cpp: f16); None: the model's dtype.",
+    )
+    auto_kv_cache_dtype_source: str = ""
+    in_situ_quantization: bool = Field(
+        default=False, description="The engine quantizes the unquantized checkpoint while loading it (mistral.rs ISQ): "
+        "that checkpoint is what is downloaded and read.",
+    )
+    in_situ_quantization_source: str = ""
+    awq_checkpoint_format: str = Field(
+        default="compressed-tensors", description="The checkpoint format `infer-advisor quantize --method awq` writes for "
+        "this engine (llm-compressor's compressed-tensors; AutoAWQ's own awq where the engine loads only that).",
+    )
+    awq_checkpoint_format_source: str = ""
     planning_caps: list[Literal["max_num_seqs", "max_num_batched_tokens"]] = Field(
         default_factory=list,
         description="Settings whose figure above is a planning cap the launch command always passes, not the engine's own "

@@ -5,7 +5,6 @@
     'yuhuili/EAGLE3-LLaMA3.3-Instruct-70B'
 """
 
-from __future__ import annotations
 
 from functools import cache
 from typing import Literal
@@ -29,14 +28,49 @@ class DraftPair(BaseModel):
     source: str
 
 
+class SpecMethod(BaseModel):
+    """How vLLM holds one speculative method's draft in memory (``methods:`` in data/speculative.yaml)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    method: str
+    draft: Literal["mtp", "model"]
+    engines: list[str] = Field(default_factory=lambda: ["vllm"], description="Engines whose memory behaviour this describes.")
+    source: str = Field(min_length=8)
+
+
+class DraftModel(BaseModel):
+    """The sizing fields of a draft model's config.json (``draft_models:``)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    name: str
+    aliases: list[str] = Field(default_factory=list)
+    method: str
+    layers: int = Field(gt=0)
+    hidden_size: int = Field(gt=0)
+    num_attention_heads: int = Field(gt=0)
+    num_kv_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    intermediate_size: int = Field(gt=0)
+    fc_in: int = Field(ge=0, description="Input width of the draft's fc, in units of hidden_size (0: none).")
+    fc_replicated: bool = False
+    dtype: str = "bfloat16"
+    source: str = Field(min_length=8)
+
+
 class _File(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     pairs: list[DraftPair]
+    methods: list[SpecMethod] = Field(default_factory=list)
+    draft_models: list[DraftModel] = Field(default_factory=list)
 
 
 @cache
+def speculative_data() -> _File:
+    return load_validated(shipped("data") / "speculative.yaml", _File)
+
+
 def draft_pairs() -> tuple[DraftPair, ...]:
-    return tuple(load_validated(shipped("data") / "speculative.yaml", _File).pairs)
+    return tuple(speculative_data().pairs)
 
 
 def draft_for(model: str, methods: list[str]) -> DraftPair | None:

@@ -18,7 +18,7 @@ from .._paths import shipped
 
 
 class TritonRelease(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     triton: str = Field(description="Triton release (yy.mm) whose trtllm-python-py3 container ships the engine version.")
     triton_server_version: str = Field(description="The tritonserver version of that release, e.g. 2.71.0.")
@@ -28,7 +28,7 @@ class TritonRelease(BaseModel):
 
 
 class TritonFacts(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     releases: dict[str, TritonRelease]
     image: str = Field(description="Image name with {triton} for the release.")

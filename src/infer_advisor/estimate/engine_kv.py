@@ -33,13 +33,24 @@ class EngineKV:
 
 
 @dataclass(frozen=True)
+class DraftLayers:
+    """A speculative decoder's attention layers in the KV pool (vLLM's get_kv_cache_spec collects them with the
+    target's): MTP layers share the target's full-attention spec and join its group; a separate draft's layers with
+    another head size are a spec, and a group type, of their own."""
+
+    layers: int
+    bytes_per_token: float  # per layer on one GPU
+    same_spec: bool
+
+
+@dataclass(frozen=True)
 class _Layout:
     counts: dict[str, int]  # layers per KV spec on one GPU: full, local (sliding/chunked), state (Mamba/DeltaNet)
     bytes_per_token: dict[str, float]  # per layer on one GPU
     state_bytes: float  # per layer per sequence on one GPU
 
 
-def _layout(model: ModelFacts, full_tok: float, slide_tok: float, state: float, pp: int) -> _Layout:
+def _layout(model: ModelFacts, full_tok: float, slide_tok: float, state: float, pp: int, draft: DraftLayers | None) -> _Layout:
     lc = model.layer_counts or {"full": model.num_layers}
     full = lc.get("full", 0)
     local = lc.get("sliding", 0) + lc.get("chunked", 0)
@@ -53,6 +64,10 @@ def _layout(model: ModelFacts, full_tok: float, slide_tok: float, state: float, 
     if local:
         per_token["local"] = (slide_tok or full_tok) * pp / local
     state_layer = state * pp / stateful if stateful else 0.0
+    if draft is not None and draft.layers:
+        kind = "full" if draft.same_spec and full else "draft"
+        counts[kind] = counts.get(kind, 0) + draft.layers
+        per_token.setdefault(kind, draft.bytes_per_token)
     return _Layout(counts=counts, bytes_per_token=per_token, state_bytes=state_layer)
 
 
@@ -73,10 +88,11 @@ def _usage_tokens(kind: str, context: int, window: int | None, mnbt: int, block:
 
 def engine_kv_figures(
     model: ModelFacts, report: KVReport, *, free_bytes: float, full_tok: float, slide_tok: float, state: float, pp: int,
-    context: int, mnbt: int, block: int, capacity_tokens: int,
+    context: int, mnbt: int, block: int, capacity_tokens: int, draft: DraftLayers | None = None, state_pages: int = 1,
 ) -> EngineKV:
-    """The engine's printed KV tokens and concurrency, and whether it starts, for ``free_bytes`` of KV memory per GPU."""
-    lay = _layout(model, full_tok, slide_tok, state, pp)
+    """The engine's printed KV tokens and concurrency, and whether it starts, for ``free_bytes`` of KV memory per GPU
+    (``draft``: a speculative decoder's layers in the pool; ``state_pages``: state pages per Mamba layer per request)."""
+    lay = _layout(model, full_tok, slide_tok, state, pp, draft)
     per_layer = max(lay.bytes_per_token.values(), default=0.0)
     if report.printed_tokens == "pool_tokens" or per_layer <= 0:
         starts = capacity_tokens >= context if report.printed_tokens != "pool_tokens" else capacity_tokens > 0
@@ -86,7 +102,7 @@ def engine_kv_figures(
     page = block * per_layer
     window = model.sliding_window
     request = sum(
-        n * (page if kind == "state" else _usage_tokens(kind, context, window, mnbt, block) * lay.bytes_per_token[kind])
+        n * (page * state_pages if kind == "state" else _usage_tokens(kind, context, window, mnbt, block) * lay.bytes_per_token[kind])
         for kind, n in lay.counts.items()
     )
     if report.printed_tokens == "all_layers":
@@ -96,7 +112,7 @@ def engine_kv_figures(
         return _with_outcome(report, tokens, tokens / context if context else 0.0, free_bytes, request, context, tokens)
     size, groups = _groups(lay.counts)
     blocks = int(max(free_bytes, 0) // (page * size))
-    per_group = {k: (page if k == "state" else _usage_tokens(k, context, window, mnbt, block) * lay.bytes_per_token[k]) for k in groups}
+    per_group = {k: (page * state_pages if k == "state" else _usage_tokens(k, context, window, mnbt, block) * lay.bytes_per_token[k]) for k in groups}
     request_blocks = math.ceil(size * sum(per_group[k] * g for k, g in groups.items()) / (page * size))
     concurrency = blocks / request_blocks if request_blocks else 0.0
     if report.printed_tokens == "layer_slots":

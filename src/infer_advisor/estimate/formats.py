@@ -1,6 +1,5 @@
 """Weight formats and dtypes (``data/formats.yaml``): bytes per parameter group, nothing else."""
 
-from __future__ import annotations
 
 from functools import cache
 from typing import Literal

@@ -39,7 +39,9 @@ Three accountings (engine profile ``memory_accounting``):
   ``memory_fraction x`` the memory still free (``free_gpu_memory_fraction``).
 
 Speculative decoding adds the draft head's weights (``draft_params`` in the model dtype, split over TP like the target)
-and its KV cache (``draft_kv_elements_per_token`` per token) to the same budget.
+and its KV cache (``draft_kv_elements_per_token`` per token) to the same budget; a ``--speculative-config`` draft
+(``speculative``, :mod:`.draft`) adds its weights, its own attention layers to the engine's KV groups
+(:mod:`.engine_kv`) and ``num_speculative_tokens`` state pages and conv rows to each Mamba / DeltaNet layer.
 """
 
 from __future__ import annotations
@@ -53,7 +55,9 @@ from ..engines.kv_report import kv_report
 from ..engines.memory import EngineMemoryProfile, memory_profile, profile_from_engine
 from ..engines.profiles import EngineProfile
 from ..model_facts.facts import ModelFacts
-from .engine_kv import EngineKV, engine_kv_figures
+from ..engines.draft_shape import DraftShape, conv_kernel
+from .draft import draft_kv_bytes_per_token_per_layer, draft_weight_bytes, state_with_speculation
+from .engine_kv import DraftLayers, EngineKV, engine_kv_figures
 from .engine_terms import CALIBRATED, apply_calibrated_overheads, budget_bytes, kv_dtype_bytes, overheads_bytes, profile_batch
 from .formats import dtype_bytes, formats, weight_format
 from .lora import add_lora_term
@@ -172,25 +176,18 @@ def estimate_memory(
     quantization: str = "none",
     dtype: str = "bfloat16",
     kv_cache_dtype: str = "auto",
-    tp: int = 1,
-    pp: int = 1,
-    context: int,
-    concurrency: int = 1,
-    request_tokens: int | None = None,
-    input_tokens: int | None = None,
-    max_num_batched_tokens: int | None = None,
-    max_num_seqs: int | None = None,
-    memory_fraction: float | None = None,
-    group_size: int | None = None,
-    on_gpu: bool = True,
-    draft_params: int = 0,
-    draft_kv_elements_per_token: int = 0,
+    tp: int = 1, pp: int = 1, context: int, concurrency: int = 1,
+    request_tokens: int | None = None, input_tokens: int | None = None,
+    max_num_batched_tokens: int | None = None, max_num_seqs: int | None = None,
+    memory_fraction: float | None = None, group_size: int | None = None, on_gpu: bool = True,
+    draft_params: int = 0, draft_kv_elements_per_token: int = 0,
     memory: EngineMemoryProfile | None = None,
     interconnect: str = "nvlink",
     calibration: MemoryCalibration | None = None,
     gpu_memory_source: str = "given",
     engine_version: str | None = None,
     checkpoint_bytes: int | None = None, lora_slots: int = 0, lora_rank: int = 0,
+    speculative: DraftShape | None = None, prefix_caching: bool = False, language_model_only: bool = False,
 ) -> MemoryEstimate:
     """Estimate per-GPU memory for one layout. See the module docstring for the accounting.
 
@@ -207,6 +204,9 @@ def estimate_memory(
     the caller resolves per-GPU defaults with :func:`infer_advisor.engines.memory.batch_defaults`);
     ``interconnect``: nvlink or pcie (communication buffers under TP); ``calibration``: a memory calibration
     already matched to this engine version, GPU and layout; ``lora_slots`` x ``lora_rank``: vLLM's LoRA buffers (:mod:`.lora`).
+    ``speculative``: a speculative decoder's shape (``--speculative-config``, :mod:`infer_advisor.engines.draft_shape`): its
+    weights, KV layers and state pages (:mod:`.draft`); ``prefix_caching``: on (a hybrid's Mamba layers hold more pages);
+    ``language_model_only``: vLLM's --language-model-only (the vision encoder is not loaded).
     """
     mp = memory or _default_profile(engine)
     version = engine_version or engine.version
@@ -219,8 +219,9 @@ def estimate_memory(
     if engine.kv_preallocated:  # every slot gets the full context at start-up
         request_tokens = context
         concurrency = min(concurrency, max_num_seqs)
-    w = _weights(model, mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, draft_params, sources)
-    kv = _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_token)
+    vision_mp = mp.model_copy(update={"loads_vision_tower": False}) if language_model_only else mp
+    w = _weights(model, vision_mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, (draft_params, speculative), sources)
+    kv = _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_token, speculative)
     reserve = engine.memory_accounting in ("reserve", "reserve-free")
     prompt = min(input_tokens or request_tokens, request_tokens)
     act = _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources)
@@ -240,22 +241,26 @@ def estimate_memory(
     fit = _fit(engine, mp, reserve, kv, w["per_gpu"] + sum(overheads.values()), fixed, budget, residual, act,
                context, concurrency, request_tokens, prompt)
     max_ctx = _max_context(model, kv, fit["free_for_kv"], concurrency, request_tokens, context)
-    engine_figs = _engine_figures(model, engine, mp, version, reserve, fit, kv, pp, context, max_num_batched_tokens)
+    engine_figs = _engine_figures(model, engine, mp, version, reserve, fit, kv, pp, context, max_num_batched_tokens, prefix_caching)
     return _result(engine, mp, model, gpu_memory_bytes, budget, w, kv, act, overheads, outside, fit, max_ctx, engine_figs,
                    concurrency, request_tokens, context, version, sources, checkpoint_bytes)
 
 
-def _engine_figures(model, engine, mp, version, reserve, fit, kv, pp, context, max_num_batched_tokens) -> EngineKV:
+def _engine_figures(model, engine, mp, version, reserve, fit, kv, pp, context, max_num_batched_tokens, prefix_caching) -> EngineKV:
     """What the engine version will print and whether it starts (data/engine_kv_report.yaml, estimate/engine_kv.py)."""
+    report = kv_report(engine.name, version)
+    spec = kv["speculative"]
     return engine_kv_figures(
-        model, kv_report(engine.name, version), free_bytes=fit["free_for_kv"] if reserve else fit["kv_space"],
-        full_tok=kv["full"], slide_tok=kv["slide"], state=kv["state"], pp=pp, context=context,
+        model, report, free_bytes=fit["free_for_kv"] if reserve else fit["kv_space"],
+        full_tok=kv["full"] - kv["draft_tok"], slide_tok=kv["slide"], state=kv["state"], pp=pp, context=context,
         mnbt=max_num_batched_tokens or mp.batch_tiers[-1].max_num_batched_tokens, block=mp.block_size if reserve else 1,
         capacity_tokens=fit["capacity"],
+        draft=DraftLayers(spec.kv_layers, kv["draft_layer_tok"], spec.same_spec_as_target) if kv["draft_layer_tok"] else None,
+        state_pages=report.state_pages(prefix_caching, spec.num_speculative_tokens if spec else 0),
     )
 
 
-def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, draft_params, sources) -> dict:
+def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, draft, sources) -> dict:
     """Whole-model and per-GPU weight bytes in the engine's layout; a calibration's measured figure wins."""
     fmt = weight_format(quantization)
     pad = mp.expert_padding_for((quantization, fmt.expert_format or quantization), version)
@@ -273,17 +278,25 @@ def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_byt
         sources["weights_layout"] = f"routed experts padded x{ratio:.3f} ({mp.label})"
     if cal is not None and cal.weights_bytes and cal.model == model.name and cal.tp == tp:
         per_gpu, sources["weights"] = cal.weights_bytes, CALIBRATED
-    draft = draft_params * dtype_bytes(dtype) / tp  # a speculative draft head, never in a log's target weights
+    params, shape = draft  # a published head's parameters (model dtype) and/or a --speculative-config draft (estimate/draft.py)
+    draft = params * dtype_bytes(dtype) / tp + draft_weight_bytes(shape, quantization=quantization, dtype=dtype, group_size=group_size, tp=tp)
     return {"total": sum(groups.values()), "per_gpu": per_gpu + draft, "draft": draft}
 
 
-def _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_token) -> dict:
-    """KV bytes per token on one GPU (full-attention and windowed layers), the window held, the recurrent state."""
+def _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_token, speculative) -> dict:
+    """KV bytes per token on one GPU (full-attention and windowed layers, a draft's layers counted in ``full`` and
+    apart in ``draft_tok``), the window held, the recurrent state (with a speculative decoder's extra conv rows)."""
     kv_b = kv_dtype_bytes(mp, dtype, kv_cache_dtype)
     full, slide = kv_bytes_per_token_per_gpu(model, kv_b, tp, pp)
-    full += draft_kv_elements_per_token * kv_b / tp
+    draft_layer = draft_kv_bytes_per_token_per_layer(speculative, kv_b, tp)
+    draft_tok = draft_layer * (speculative.kv_layers if speculative else 0)
+    full += draft_kv_elements_per_token * kv_b / tp  # a published head's KV (plan's latency goal), lumped with the target's
     window = model.sliding_window if mp.sliding_window_kv == "window" else None  # V0: full-length KV for sliding layers
-    return {"kv_b": kv_b, "full": full, "slide": slide, "window": window, "state": recurrent_state_bytes_per_sequence(model, dtype, tp, pp)}
+    state = recurrent_state_bytes_per_sequence(model, dtype, tp, pp)
+    conv = model.recurrent_state_conv_elements * dtype_bytes(dtype) / (tp * pp)
+    state = state_with_speculation(state, conv, conv_kernel(model), speculative)
+    return {"kv_b": kv_b, "full": full + draft_tok, "slide": slide, "window": window, "state": state,
+            "draft_tok": draft_tok, "draft_layer_tok": draft_layer, "speculative": speculative}
 
 
 def _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources) -> dict:

@@ -132,3 +132,8 @@ def weights_per_gpu(groups: dict[str, float], tp: int, pp: int) -> float:
     blocks = groups["linear"] + groups["other"]
     ends = max(groups["embedding"], groups["lm_head"]) if pp > 1 else groups["embedding"] + groups["lm_head"]
     return blocks / (tp * pp) + ends / tp
+
+
+def linear_bytes_per_param(fmt_name: str, dtype: str, group_size: int | None) -> float:
+    """Bytes one decoder-block Linear weight takes in format ``fmt_name`` (scales included), e.g. an MTP layer's."""
+    return _bytes_per_param(weight_format(fmt_name), "linear", dtype_bytes(dtype), group_size)

@@ -8,7 +8,6 @@ Names match case- and punctuation-insensitively (``A100_80GB`` == ``a100-80gb``)
 name, its aliases, and the names NVML reports (``nvml_names``).
 """
 
-from __future__ import annotations
 
 import re
 from functools import cache
@@ -73,7 +72,7 @@ class GPUEntry(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _figures_have_sources(self) -> GPUEntry:
+    def _figures_have_sources(self) -> "GPUEntry":
         for figure in ("driver_memory", "cuda_memory"):
             value = getattr(self, f"{figure}_mib" if figure == "driver_memory" else f"{figure}_gib")
             if value is not None and not (getattr(self, f"{figure}_source") or "").strip():
@@ -163,7 +162,7 @@ class GPUCatalog(BaseModel):
     gpus: list[GPUEntry] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _unique_keys(self) -> GPUCatalog:
+    def _unique_keys(self) -> "GPUCatalog":
         seen: dict[str, str] = {}
         for entry in self.gpus:
             for key in {normalize(n) for n in (entry.name, *entry.aliases, *entry.nvml_names)}:
@@ -205,8 +204,11 @@ def _entry_name(err: ValidationError, raw: object) -> str:
 
 
 def load_catalog(path: Path) -> GPUCatalog:
-    """Read and validate a catalog file; errors name the file and the entry."""
-    from .._data import format_validation_error, read_structured
+    """Read and validate a catalog file; errors name the file and the entry (the validated catalog is kept for
+    the next run: ``_snapshot``)."""
+    from .._data import format_validation_error, parse_structured
+    from .._snapshot import validated_snapshot
+    from ..bounded_read import read_bounded
 
     def validate(raw: object) -> GPUCatalog:
         try:
@@ -216,7 +218,8 @@ def load_catalog(path: Path) -> GPUCatalog:
             problem = format_validation_error(err)
             raise DataFileError(str(path), f"{where}: {problem}" if where else problem) from None
 
-    return validate(read_structured(path, check=validate))
+    raw = read_bounded(path, "data")
+    return validated_snapshot(path, raw, "gpu-catalog", lambda: validate(parse_structured(path, raw, check=validate)))
 
 
 @cache

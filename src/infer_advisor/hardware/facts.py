@@ -1,6 +1,5 @@
 """The typed result of the hardware-facts stage."""
 
-from __future__ import annotations
 
 from typing import Literal
 

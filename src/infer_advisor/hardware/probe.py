@@ -6,7 +6,6 @@ a driver. ``probe_nvml`` never raises: no driver, no device or ``INFER_ADVISOR_N
 as ``ok=False`` with the reason in ``error``.
 """
 
-from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar

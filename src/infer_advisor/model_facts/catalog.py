@@ -17,7 +17,6 @@ index of their own; they are read beside the shipped ones and win over a shipped
     entry.name, entry.config["hidden_size"]
 """
 
-from __future__ import annotations
 
 import json
 from functools import cache
@@ -27,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._data import format_validation_error
+from .._snapshot import validated_snapshot
 from .._paths import shipped
 from ..constants import user_catalog_dir
 from ..errors import DataFileError
@@ -169,7 +169,8 @@ def build_index(entries: list[CatalogEntry] | tuple[CatalogEntry, ...]) -> dict[
 @cache
 def _read_one(path: Path) -> CatalogEntry:
     try:
-        return CatalogEntry.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        raw = path.read_bytes()  # the validated entry is kept for the next run (_snapshot)
+        return validated_snapshot(path, raw, "model-catalog-entry", lambda: CatalogEntry.model_validate(json.loads(raw.decode("utf-8"))))
     except (OSError, UnicodeDecodeError) as err:
         raise DataFileError(str(path), f"cannot read: {err}") from None
     except json.JSONDecodeError as err:

@@ -1,6 +1,5 @@
 """The typed result of the model-facts stage: what the rest of the pipeline may know about a model."""
 
-from __future__ import annotations
 
 from typing import Any, Literal
 

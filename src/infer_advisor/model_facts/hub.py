@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -67,6 +66,8 @@ def hub_available() -> bool:
         return False
     key = _connect_target(constants.hf_endpoint())
     if key not in _reachable:
+        import socket  # only here: an offline plan never opens one (socket and selectors are a millisecond to import)
+
         try:
             with socket.create_connection(key, timeout=CONNECT_TIMEOUT_S):
                 _reachable[key] = True

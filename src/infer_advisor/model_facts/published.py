@@ -11,7 +11,6 @@ model card as source, where the repository name was seen (``verified``) and, whe
     find_published("meta-llama/Llama-3.3-70B-Instruct", "awq").repo
 """
 
-from __future__ import annotations
 
 from functools import cache
 
@@ -44,7 +43,7 @@ class PublishedCheckpoint(BaseModel):
     note: str | None = None
 
     @model_validator(mode="after")
-    def _size_has_a_source(self) -> PublishedCheckpoint:
+    def _size_has_a_source(self) -> "PublishedCheckpoint":
         if self.size_bytes is not None and not self.size_source:
             raise ValueError(f"{self.repo}: size_bytes needs size_source (where the size was read)")
         if self.method == "fp8" and self.format is None:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .._data import format_validation_error, load_validated
 from .._paths import shipped
 from ..engines.memory import EngineSettings, engine_settings, version_note
+from ..engines.stacks import server_stack
 from ..errors import DoesNotFitError, RequestError
 from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
@@ -24,7 +25,7 @@ from .checkpoint import where
 from .keep_context import context_is_the_limit, context_refusal
 from .layouts import search
 from .options import Choice
-from .models import DeploymentPlan, MemoryPlan
+from .models import Decision, DeploymentPlan, MemoryPlan
 from .sections import (
     engine_config,
     hardware_summary,
@@ -34,8 +35,6 @@ from .sections import (
     quantization_plan,
     rule_traces,
     speculative_plan,
-    triton_decision,
-    triton_memory_note,
 )
 
 if TYPE_CHECKING:  # read only with --calibration (imported in _load_calibrations)
@@ -85,6 +84,7 @@ def advise(
     model_facts: ModelFacts | None = None,
     hardware: HardwareFacts | None = None,
     speed: bool = True,
+    suggest: bool = True,
     **options: Any,
 ) -> DeploymentPlan:
     """The plan stage: the deployment of ``model`` on one named GPU setup: engine, quantization, dtype,
@@ -97,7 +97,9 @@ def advise(
 
     Sizing a fleet for a traffic ``rate`` is the capacity stage's, over this one: the public
     :func:`infer_advisor.advise` (``infer_advisor/api.py``) composes the two. Arguments as there; ``speed=False``
-    leaves ``performance`` out (the capacity search plans hundreds of pinned replicas and simulates them itself).
+    leaves ``performance`` out (the capacity search plans hundreds of pinned replicas and simulates them itself);
+    ``suggest=False`` leaves out the hardware suggestion of a plan that does not fit (a search over every catalog GPU
+    that the capacity search, which reports an infeasible replica by its reason, does not need).
     """
     request = plan_request(model, request, options)
     if model_facts is None:
@@ -116,10 +118,11 @@ def advise(
             raise RequestError(f"--gpu {request.gpu} searches GPU types for a traffic rate: add --rate REQUESTS_PER_S "
                                "(and latency targets such as --ttft-p90 1 --itl-p99 0.06).")
         hardware = resolve_hardware(request.gpu)
-    return _plan(request, model_facts, hardware, explain, speed)
+    return _plan(request, model_facts, hardware, explain, speed, suggest)
 
 
-def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: bool, speed: bool = True) -> DeploymentPlan:
+def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: bool, speed: bool = True,
+          suggest: bool = True) -> DeploymentPlan:
     w = _workload(request, model, hw.kind)
     _check_request(request, model, w)
     calibrations = _load_calibrations(request)
@@ -137,7 +140,7 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
     if choice is None:
         choice = result.best_effort
         reason = why_not(model, hw, request, result)
-        suggestion = _suggest_hardware(request, model)
+        suggestion = _suggest_hardware(request, model) if suggest else None
         if choice is None:
             raise RequestError(f"No engine runs {model.name} on {hw_words(hw)}: {reason}.")
     settings = _settings(request, hw, choice)
@@ -159,9 +162,11 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
     if choice.profile.maintenance_note:
         warnings.append(choice.profile.maintenance_note)
     decisions = plan_decisions(choice, result, request, unit="GPU" if hw.kind == "gpu" else "socket")
-    if engine_cfg.server == "triton":
-        decisions.append(triton_decision(engine_cfg))
-        warnings.append(triton_memory_note())
+    stack = server_stack(choice.profile.name, request.stack, engine_cfg.version)
+    if stack is not None:  # the server --stack put in front of the engine: its decision and what the estimate leaves out
+        decisions.append(Decision(**stack.decision))
+        if stack.note:
+            warnings.append(stack.note)
     return DeploymentPlan(
         feasible=feasible,
         infeasible_reason=reason,
@@ -178,7 +183,7 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
         decisions=decisions,
         warnings=warnings,
         explain=rule_traces(trace),
-        speculative=speculative_plan(choice),
+        speculative=speculative_plan(choice, request),
         prefix_caching=prefix_caching_plan(request, choice),
     )
 

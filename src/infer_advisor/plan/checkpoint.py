@@ -77,8 +77,11 @@ def served_format(model: ModelFacts, method: str, ckpt: PublishedCheckpoint | No
         return "bf16"
     if online:
         return "fp8-online"
-    if method == "awq" and engine != "tgi":
-        return "compressed-tensors"  # `infer-advisor quantize --method awq` writes llm-compressor's format for them
+    if method == "awq":  # what `infer-advisor quantize --method awq` writes for this engine (data/engines.yaml)
+        from ..engines.profiles import engine_profiles
+
+        profile = engine_profiles().get(engine)
+        return profile.awq_checkpoint_format if profile is not None else "compressed-tensors"
     return checkpoint_format(method)
 
 

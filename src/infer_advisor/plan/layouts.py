@@ -21,6 +21,7 @@ from ..model_facts.facts import ModelFacts
 from .checkpoint import published_bytes, refusal, where
 from ..rules.evaluate import Trace, Verdict, judge, rank
 from ..rules.schema import Rule
+from ..engines.draft_shape import DraftShape, draft_shape, parse_speculative_config
 from ..engines.speculative import DraftPair, draft_for
 from ..engines.lora import lora_slots
 from .options import Choice, Layout, SearchResult, layouts, plan_max_num_seqs, prequantized_format
@@ -119,13 +120,23 @@ def _engine_options(t: _Task, ev: Verdict, result: SearchResult) -> _EngineSearc
     if not kv.allowed:
         result.forbidden.append(kv)
         return None
+    user_draft = _user_draft(request, model)
+    if user_draft is not None and ev.value not in user_draft.engines:
+        result.rejected.append(f"{profile.display}: --speculative-config is planned for {', '.join(user_draft.engines)} only")
+        return None
     quants = _quantizations(model, request, profile, result)
     if quants is None:
         return None
     f_k = {**f_d, "kv_cache_dtype": kv.value}
-    engine = _EngineSearch(t, ev, profile, dv, kv, kv_ranked)
+    engine = _EngineSearch(t, ev, profile, dv, kv, kv_ranked, user_draft)
     engine.rank_candidates(quants, f_k, result)
     return engine
+
+
+def _user_draft(request: Any, model: ModelFacts) -> DraftShape | None:
+    """The draft a --speculative-config names, as the engine holds it (a bad config is one clear error)."""
+    text = getattr(request, "speculative_config", None)
+    return draft_shape(parse_speculative_config(text), model) if text else None
 
 
 def _quantizations(model: ModelFacts, request: Any, profile: EngineProfile, result: SearchResult) -> list[str] | None:
@@ -158,6 +169,7 @@ class _EngineSearch:
     dv: Verdict
     kv: Verdict
     kv_ranked: list[Verdict]
+    user_draft: DraftShape | None = None  # --speculative-config
     candidates: list[tuple] = field(default_factory=list)
     layouts_refused: list[Verdict] = field(default_factory=list)
     estimates: list[tuple[Verdict, Verdict, Layout, MemoryEstimate]] = field(default_factory=list)
@@ -190,7 +202,8 @@ class _EngineSearch:
 
     def choice(self, qv: Verdict, lv: Verdict, layout: Layout, est: MemoryEstimate, context: int, lowered: bool = False,
                kvv: Verdict | None = None, **extra: Any) -> Choice:
-        return Choice(self.ev, self.dv, kvv or self.kv, qv, lv, layout, est, context, lowered, self.profile, **extra)
+        return Choice(self.ev, self.dv, kvv or self.kv, qv, lv, layout, est, context, lowered, self.profile,
+                      user_speculative=self.user_draft, **extra)
 
     def estimate(
         self, qv: Verdict, layout: Layout, ctx: int, sequences: int | None = None, kvv: Verdict | None = None,
@@ -233,6 +246,8 @@ class _EngineSearch:
             engine_version=settings.version,
             # a published checkpoint the plan would serve, at its stated size (the same lookup advise makes)
             checkpoint_bytes=published_bytes(model, qv.value, **where(profile.name, request, self.ev.value, hw)),
+            # the artifacts pass no prefix-caching flag: vLLM's default, off for hybrid models (1 state page per request)
+            speculative=self.user_draft,
         )
 
     @staticmethod
@@ -266,7 +281,8 @@ class _EngineSearch:
         t, request = self.t, self.t.request
         # not with LoRA adapters: SGLang 0.5.9 refuses them with any draft but NGRAM (server_args check_lora_server_args),
         # and a draft head trained on the base model proposes the base model's tokens, not the adapters'
-        if not (request.speculative == "auto" and request.goal == "latency" and t.on_gpu) or request.lora_adapters:
+        if (not (request.speculative == "auto" and request.goal == "latency" and t.on_gpu) or self.user_draft is not None
+                or request.lora_adapters):
             return None
         spec = draft_for(t.model.name, list(self.profile.speculative))
         if spec is None:

@@ -5,7 +5,6 @@
 added over time, never renamed.
 """
 
-from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Literal
@@ -159,6 +158,7 @@ class SpeculativePlan(BaseModel):
     draft_params: int = Field(description="Parameters of the draft head, counted in the memory model.")
     source: str
     params_source: str
+    config: str | None = Field(default=None, description="The --speculative-config the user gave, passed to the engine as given.")
 
 
 class PrefixCachingPlan(BaseModel):

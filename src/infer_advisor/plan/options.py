@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engines.profiles import EngineProfile
+from ..engines.draft_shape import DraftShape
 from ..engines.speculative import DraftPair
 from ..estimate.memory import MemoryEstimate
 from ..hardware.facts import HardwareFacts
@@ -62,6 +63,7 @@ class Choice:
     concurrency_lowered: bool = False
     kv_fallback: bool = False
     speculative: DraftPair | None = None
+    user_speculative: DraftShape | None = None  # --speculative-config, planned in memory and passed to the engine
     kv_fallback_from_context: int | None = None  # the context the model-dtype KV cache would have allowed (cut hard)
     kv_alternatives: list[str] = field(default_factory=list)  # other KV dtypes the rules allow (for advice)
     layout_comparison: str | None = None  # why this layout beat the others that fit equally well (the goal's comparison)

@@ -1,10 +1,11 @@
 """The typed sections of a :class:`DeploymentPlan`, built from the layout the search chose: the engine's
-configuration (and Triton's, with ``--stack nvidia-triton``), quantization, hardware summary, speculative decoding,
+configuration (and the server's in front of it, from ``engines.stacks``), quantization, hardware summary, speculative decoding,
 prefix caching. Pure assembly: every figure comes from the search, the engine's settings or the data files.
 """
 
 from __future__ import annotations
 
+from ..engines.draft_shape import speculative_config_json
 from ..engines.memory import EngineSettings
 from ..engines.profiles import EngineProfile
 from ..errors import RequestError
@@ -14,6 +15,7 @@ from ..model_facts.facts import ModelFacts
 from ..request import PlanRequest
 from ..rules.evaluate import Trace
 from ..engines.lora import lora_slots
+from ..engines.stacks import server_stack
 from .options import Choice, plan_max_num_seqs
 from .models import (
     Decision,
@@ -30,7 +32,15 @@ from .models import (
 )
 
 
-def speculative_plan(c: Choice) -> SpeculativePlan | None:
+def speculative_plan(c: Choice, request: PlanRequest | None = None) -> SpeculativePlan | None:
+    u = c.user_speculative
+    if u is not None and request is not None and request.speculative_config:
+        return SpeculativePlan(
+            method=u.method, draft_model=u.draft_model or "the model's own MTP layers",
+            num_speculative_tokens=u.num_speculative_tokens, draft_params=u.params, source=u.source,
+            params_source="the model's config (MTP layers) or data/speculative.yaml draft_models",
+            config=speculative_config_json(request.speculative_config),
+        )
     d = c.speculative
     if d is None:
         return None
@@ -138,48 +148,8 @@ def engine_config(request: PlanRequest, model: ModelFacts, c: Choice, concurrenc
         memory_profile=settings.profile.label,
         lora=lora_slots(p.name, settings.version, request.lora_adapters, request.max_lora_rank),
     )
-    if p.name == "trtllm" and request.stack == "nvidia-triton":
-        return _triton(config)
-    return config
-
-
-
-def _triton(config: EngineConfig) -> EngineConfig:
-    """The same TensorRT-LLM engine behind Triton Inference Server (--stack nvidia-triton): Triton's image, HTTP port,
-    readiness path and model name (data/triton.yaml)."""
-    from ..engines.triton import triton_facts, triton_release
-
-    facts, release = triton_facts(), triton_release(config.version)
-    return config.model_copy(update=dict(
-        image=facts.image_for(release), port=facts.http_port, health_path=facts.health_path,
-        served_model_name=facts.model_name, server="triton", server_version=release.triton,
-    ))
-
-
-
-def triton_decision(engine: EngineConfig) -> Decision:
-    from ..engines.triton import triton_release
-
-    release = triton_release(engine.version)
-    return Decision(
-        rule_id="server.triton", decides="server", value=engine.image, effect="set",
-        reason=f"--stack nvidia-triton: TensorRT-LLM {engine.version} served by Triton {release.triton} (tritonserver "
-        f"{release.triton_server_version}) through its TensorRT-LLM backend's LLM API model '{engine.served_model_name}'",
-        source=release.source,
-    )
-
-
-
-def triton_memory_note() -> str:
-    from ..engines.triton import triton_facts
-
-    pool = triton_facts().cuda_memory_pool_bytes
-    return (
-        f"Triton's own process holds a CUDA context and its {pool / 2**20:.0f} MiB CUDA memory pool on each GPU "
-        "(tritonserver defaults), outside the memory estimate; TensorRT-LLM's KV cache takes its fraction of the memory "
-        "free after them, so it holds slightly fewer tokens than estimated."
-    )
-
+    stack = server_stack(p.name, request.stack, config.version)  # a server in front of the engine (--stack)
+    return config.model_copy(update=stack.config) if stack is not None else config
 
 
 def quantization_plan(model: ModelFacts, c: Choice, decisions: list[Decision] | None = None, where: dict | None = None) -> QuantizationPlan:

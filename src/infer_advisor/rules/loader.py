@@ -5,7 +5,9 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from .._data import read_structured
+from .._data import parse_structured
+from .._snapshot import validated_snapshot
+from ..bounded_read import read_bounded
 from .._paths import shipped
 from ..errors import DataFileError, RuleFileError
 from .schema import Rule
@@ -14,12 +16,21 @@ _KINDS = "always, compare, in, divides, all, any, not"
 
 
 def _load_file(path: Path) -> list[Rule]:
-    done: list[list[Rule]] = []
-    try:  # validated before the parsed file is cached
-        raw = read_structured(path, check=lambda raw: done.append(_validate(path, raw)))
+    """The rules of one file; what it validated to is kept for the next run (``_snapshot``, keyed by its bytes)."""
+    try:
+        raw = read_bounded(path, "data")
     except DataFileError as err:
         raise RuleFileError(str(path), err.problem) from None
-    return done[0] if done else _validate(path, raw)
+    return list(validated_snapshot(path, raw, "rules", lambda: _parse_file(path, raw)))
+
+
+def _parse_file(path: Path, raw: bytes) -> list[Rule]:
+    done: list[list[Rule]] = []
+    try:  # validated before the parsed file is cached
+        data = parse_structured(path, raw, check=lambda data: done.append(_validate(path, data)))
+    except DataFileError as err:
+        raise RuleFileError(str(path), err.problem) from None
+    return done[0] if done else _validate(path, data)
 
 
 def _validate(path: Path, raw: object) -> list[Rule]:

@@ -19,7 +19,6 @@ Condition kinds: ``always``, ``compare`` (fact op value; value may be ``{fact: o
 ``all`` / ``any`` (of a list), ``not`` (of one).
 """
 
-from __future__ import annotations
 
 import re
 from typing import Annotated, Literal, Union
@@ -101,10 +100,9 @@ class Not(BaseModel):
     of: "Condition"
 
 
+# The three recursive kinds name Condition before it exists; being deferred, they resolve it from this module when
+# first used (an explicit model_rebuild() here built their schemas on every start, rules read from a snapshot or not).
 Condition = Annotated[Union[Always, Compare, In, Divides, AllOf, AnyOf, Not], Field(discriminator="kind")]
-AllOf.model_rebuild()
-AnyOf.model_rebuild()
-Not.model_rebuild()
 
 Decides = Literal["engine", "dtype", "kv_cache_dtype", "quantization", "layout"]
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")

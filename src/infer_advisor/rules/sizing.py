@@ -17,7 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._data import load_validated
 from .._paths import shipped
 
-Kind = Literal["search_dimension", "exclude_pipeline", "tie_break", "headroom", "confidence", "flag_fleet", "prefix_cache"]
+Kind = Literal["search_dimension", "exclude_pipeline", "tie_break", "headroom", "confidence", "flag_fleet", "prefix_cache",
+               "published_checkpoint", "objective"]
+# Weight formats whose published checkpoints the search sizes (rule sizing.published-checkpoints): FP8 is the
+# search_dimension rule's, GGUF is llama.cpp's and not searched.
+PUBLISHED_METHODS = ("awq", "gptq", "int8", "compressed-tensors-w4a16")
 
 
 class Fixtures(BaseModel):
@@ -84,4 +88,9 @@ def applies(rule: SizingRule, s: dict[str, Any]) -> bool:
         return s["total_gpus"] > p["max_gpus"] or bool(chosen and s["total_gpus"] > p["max_times_chosen"] * chosen)
     if rule.kind == "prefix_cache":
         return bool(s.get("shared_prefix_tokens")) and s["shared_prefix_tokens"] < s["input_tokens"]
+    if rule.kind == "published_checkpoint":  # a published checkpoint beside the rules' own choice
+        return (s["quantization"] == "auto" and not s["pre_quantized"] and s["method"] != s["chosen"]
+                and s["method"] in PUBLISHED_METHODS)
+    if rule.kind == "objective":
+        return bool(s["meets_targets"])
     raise AssertionError(rule.kind)

@@ -10,7 +10,6 @@ tokens a prefix cache serves, e.g. a conversation's earlier turns). ``cached_pre
 (a shared system prompt). The simulator prefills only the uncached part of each prompt.
 """
 
-from __future__ import annotations
 
 import functools
 import json
@@ -32,7 +31,7 @@ DEFAULT_LOGNORMAL_SIGMA = 0.7
 class LengthSpec(BaseModel):
     """Token lengths: a fixed number, or a mean with a named distribution."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     mean: float = Field(gt=0, le=10_000_000, description="Mean length in tokens (the length itself when fixed).")
     distribution: Distribution = Field(default="fixed", description="fixed, uniform, exponential, lognormal or normal.")
@@ -68,7 +67,7 @@ class Request:
 class Workload(BaseModel):
     """Requests and how they arrive: open loop (Poisson at ``rate``, or a trace's times) or closed loop (``concurrency`` clients)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     input_tokens: LengthSpec | None = Field(default=None, description="Prompt lengths (not needed with a trace).")
     output_tokens: LengthSpec | None = Field(default=None, description="Answer lengths (not needed with a trace).")
@@ -82,7 +81,7 @@ class Workload(BaseModel):
     cached_prefix_tokens: int = Field(default=0, ge=0, description="Prompt tokens every request finds in the prefix cache.")
 
     @model_validator(mode="after")
-    def _complete(self) -> Workload:
+    def _complete(self) -> "Workload":
         if self.trace is None and (self.input_tokens is None or self.output_tokens is None):
             raise ValueError("give input_tokens and output_tokens, or a trace file")
         if self.arrival == "poisson" and self.rate is None:

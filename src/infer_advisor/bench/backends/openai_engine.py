@@ -2,8 +2,8 @@
 
 Each request is a streamed ``POST /v1/completions``; the time of each streamed chunk is a token's arrival, so
 TTFT and inter-token latency are what a client sees. Output tokens come from the server's ``usage`` when it sends
-one (``stream_options: {"include_usage": true}``), else from the number of streamed chunks; both are kept so
-they can be compared. Closed loop: ``concurrency`` requests are kept in flight with asyncio. Open loop
+one (``stream_options: {"include_usage": true}``), else from the number of streamed chunks (or max_tokens, when
+the answer stopped there in fewer chunks: ``sse.output_count``); both are kept so they can be compared. Closed loop: ``concurrency`` requests are kept in flight with asyncio. Open loop
 (``run_open_level``): each request is sent at its scheduled second whether or not earlier ones have finished, on a
 connection of its own when none is free (no pool limit to queue behind). Every request is bounded by
 ``request_timeout_s``. Sockets are opened with TCP_NODELAY: without it the body of a new connection's first request
@@ -21,12 +21,12 @@ from collections.abc import Callable, Sequence
 from urllib.parse import urlparse
 
 from ...errors import BenchmarkError, EngineNotInstalledError
-from ..metrics import sample
+from ..metrics import chunk_tokens, sample
 from ..report import DeviceInfo, RequestSample
 from ..request import BenchRequest
 from ..workload import PromptItem, Workload, constant, synthetic_text
 from .base import package_versions
-from .sse import RequestFailed, read_completion_stream
+from .sse import RequestFailed, output_count, read_completion_stream
 
 _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 # Body fields not every OpenAI-compatible server accepts (`transformers serve` answers 422 to ignore_eos and
@@ -275,6 +275,14 @@ class OpenAIEngine:
                 f"{level}: {len(usage_off)} request(s) streamed a different number of chunks than the "
                 f"server's usage counted (e.g. {s.streamed_chunks} chunks vs {s.output_tokens} tokens); counts use the usage."
             )
+        merged = [s for s in samples if s.token_count_source == "finish-length"]
+        if merged:
+            fewest = min(s.streamed_chunks or 0 for s in merged)
+            self.notes.append(
+                f"{level}: {len(merged)} request(s) stopped at max_tokens ({max_tokens}, finish_reason length) in fewer "
+                f"chunks (down to {fewest}) and the server sends no usage: some chunks carried two or more tokens; "
+                "counted as max_tokens, each merged chunk's wait shared by its tokens in the inter-token latencies."
+            )
         capped = [
             s for s in samples if s.token_count_source == "streamed-chunks" and (s.streamed_chunks or 0) > max_tokens
         ]
@@ -308,12 +316,8 @@ class OpenAIEngine:
                 )
         else:
             raise RequestFailed(f"HTTP {resp.status_code} again without {', '.join(sorted(self.dropped))}")
-        times, completion = streamed.times, streamed.completion_tokens
-        count = completion or len(times)
-        if not completion and count > workload.output_tokens:
-            # max_tokens bounds what a server may generate: chunks beyond it carry held-back text, not tokens
-            # (llama-cpp-python releases partial UTF-8 and stop-string buffers as extra chunks).
-            count = workload.output_tokens
+        times = streamed.times
+        count, source = output_count(streamed, workload.output_tokens)
         return (
             sample(
                 concurrency=concurrency,
@@ -322,8 +326,9 @@ class OpenAIEngine:
                 token_times=times,
                 input_tokens=streamed.prompt_tokens,
                 output_tokens=count,
-                source="server-usage" if completion else "streamed-chunks",
+                source=source,
                 streamed_chunks=len(times),
+                chunk_tokens=chunk_tokens(streamed.texts, times, count),
                 request_rate=rate,
                 sent_offset_s=sent - start,
                 scheduled_offset_s=scheduled,

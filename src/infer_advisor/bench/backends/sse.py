@@ -30,9 +30,11 @@ class RequestFailed(Exception):
 @dataclass
 class Streamed:
     times: list[float] = field(default_factory=list)  # arrival of each token's chunk
+    texts: list[str] = field(default_factory=list)  # the text of each of those chunks
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finished: bool = False  # a finish_reason or [DONE] was seen
+    finish_reason: str | None = None  # the last one seen ("length": the server stopped at max_tokens)
 
 
 def _count(usage: dict, key: str) -> int | None:
@@ -80,9 +82,11 @@ class _Reader:
                 raise RequestFailed("a choice's text or finish_reason is not a string")
             if finish is not None:
                 self.out.finished = True
+                self.out.finish_reason = finish
             # A token's chunk: text, or (partial UTF-8 held back) empty text before the finish chunk.
             if text or finish is None:
                 self.out.times.append(now)
+                self.out.texts.append(text or "")
         return False
 
     def _usage(self, usage) -> None:
@@ -124,3 +128,19 @@ async def read_completion_stream(resp, *, max_tokens: int, bytes_per_token: floa
     if out.completion_tokens is not None and out.completion_tokens > max_tokens:
         raise RequestFailed(f"usage says {out.completion_tokens} tokens, more than max_tokens {max_tokens}")
     return out
+
+
+def output_count(streamed: Streamed, max_tokens: int) -> tuple[int, str]:
+    """(output tokens, where the count came from) of one streamed answer.
+
+    The server's usage when it sent one. Without: the chunks, capped at ``max_tokens`` (a server may generate no
+    more; chunks past it carry held-back text: llama-cpp-python releases partial UTF-8 and stop-string buffers as
+    extra chunks), except that an answer that finished with reason ``length`` in fewer chunks than ``max_tokens``
+    made ``max_tokens`` tokens and streamed some of them merged (llama-cpp-python holds back a token that ends in an
+    incomplete UTF-8 character and sends it with the next): ``finish-length``."""
+    if streamed.completion_tokens:
+        return streamed.completion_tokens, "server-usage"
+    chunks = len(streamed.times)
+    if streamed.finish_reason == "length" and chunks < max_tokens:
+        return max_tokens, "finish-length"
+    return min(chunks, max_tokens), "streamed-chunks"

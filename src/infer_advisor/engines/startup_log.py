@@ -102,6 +102,9 @@ class StartupLog(BaseModel):
     gpu_layers: int | None = Field(default=None, description="Layers offloaded to the GPU (llama.cpp 'offloaded N/M layers to GPU').")
     total_layers: int | None = Field(default=None, description="Layers of the model (llama.cpp 'offloaded N/M layers to GPU').")
     command: str | None = Field(default=None, description="The engine's command line or argument summary, as printed.")
+    speculative_config: str | None = Field(default=None, description="vLLM's speculative config as the log's args print it (dict or JSON text).")
+    prefix_caching: bool | None = Field(default=None, description="Prefix caching as the log's args set it; None: the engine's default.")
+    language_model_only: bool | None = Field(default=None, description="vLLM's --language-model-only: a multimodal checkpoint's encoder not loaded.")
     lines: dict[str, str] = Field(default_factory=dict, description="The log line each figure was read from.")
 
 
@@ -306,6 +309,12 @@ def _vllm(text: str) -> StartupLog:
     r.take("max_num_seqs", r"Defaulting max_num_seqs to (\d+)", int)
     r.take("command", r"non-default args: (\{.*\})", str)
     r.take("command", r"args: (Namespace\(.*\))", str)
+    r.take("speculative_config", r"'speculative_config': (\{[^{}]{1,2000}\})", str)
+    r.take("speculative_config", r"--speculative[-_]config[=\s]+'?(\{[^{}]{1,2000}\})", str)
+    r.take("prefix_caching", r"'enable_prefix_caching': (True|False)", lambda v: v == "True")
+    r.take("prefix_caching", r"--(no-)?enable-prefix-caching\b", lambda v: v != "no-")
+    r.take("language_model_only", r"'language_model_only': (True|False)", lambda v: v == "True")
+    r.take("language_model_only", r"--language-model-only\b()", lambda v: True)
     r.take("gpu_name", r"GPU 0: ([^\n]+)", lambda s: s.strip())
     if log.kv_cache_tokens is None and log.kv_blocks is not None:
         block, _ = r.find.first(r"block_size[=:'\s]+(\d+)")
