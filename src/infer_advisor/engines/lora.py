@@ -35,7 +35,7 @@ class LoRAProfile(BaseModel):
 
 
 class KernelCoefficient(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     value: float = Field(gt=0)
     bounds: tuple[float, float]
@@ -45,7 +45,7 @@ class KernelCoefficient(BaseModel):
 class LoRAKernels(BaseModel):
     """The LoRA kernels' cost on the GPU, measured once (benchmarks/gpu/lora_kernels.py) and scaled to other GPUs."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     kernel_s: KernelCoefficient
     adapter_s: KernelCoefficient

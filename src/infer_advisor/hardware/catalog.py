@@ -99,8 +99,10 @@ class GPUEntry(BaseModel):
         )
 
     def to_info(self) -> GPUInfo:
+        """This entry as the plan's GPU: built from the validated entry, typed as GPUInfo's fields are (no schema
+        to build on the plan path)."""
         usable, usable_source = self.usable_memory()
-        return GPUInfo(
+        return GPUInfo.model_construct(
             name=self.name,
             vendor=self.vendor,
             memory_bytes=int(self.memory_gib * GIB),

@@ -69,7 +69,8 @@ def resolve_hardware(spec: str = "auto", *, probe: Callable[[], ProbeResult] | N
         )
     canonical = entry.name + (f":{parsed.count}" if parsed.count != 1 or parsed.nodes != 1 else "")
     canonical += f"x{parsed.nodes}" if parsed.nodes != 1 else ""
-    return HardwareFacts(
+    # From the validated catalog (or the user's validated spec) and the parsed counts: nothing left to validate.
+    return HardwareFacts.model_construct(
         kind="gpu",
         gpus=[info.model_copy(deep=True) for _ in range(parsed.count)],
         nodes=parsed.nodes,
