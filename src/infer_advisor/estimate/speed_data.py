@@ -13,6 +13,7 @@ import math
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -203,7 +204,7 @@ class FittedFile(BaseModel):
 
 @cache
 def _fitted_file() -> FittedFile | None:
-    path = shipped("data") / "speed" / "fitted.yaml"
+    path = _fitted_path()
     return load_validated(path, FittedFile) if path.exists() else None
 
 
@@ -226,15 +227,37 @@ def engine_speeds(apply_fitted: bool = True) -> EnginesFile:
     ``apply_fitted=False`` gives the stated (assumed/measured) values only: what benchmarks/speed_fit.py starts from.
     Coefficients of one engine version range come from :func:`engine_speed`.
     """
+    base_path = shipped("data") / "speed" / "engines.yaml"
+    if not apply_fitted or not _fitted_path().exists():
+        return load_validated(base_path, EnginesFile)
+    return _kept("engine-speeds-fitted", _fitted_engines)
+
+
+def _fitted_engines() -> EnginesFile:
     base = load_validated(shipped("data") / "speed" / "engines.yaml", EnginesFile)
-    fitted = _fitted_file() if apply_fitted else None
-    if fitted is None:
-        return base
+    fitted = _fitted_file()
     engines = dict(base.engines)
     for name, fe in fitted.engines.items():
         if name in engines:
             engines[name] = _apply_fitted(engines[name], fe, fitted.dataset, fitted.generated_by, fitted.frozen_sha256)
     return base.model_copy(update={"engines": engines})
+
+
+def _fitted_path() -> Path:
+    return shipped("data") / "speed" / "fitted.yaml"
+
+
+def _kept(kind: str, build):
+    """``build()``, kept between runs (:mod:`.._snapshot`) under ``kind`` and the bytes of engines.yaml and fitted.yaml,
+    from which alone (and the code) it follows: applying the fit builds and validates coefficients, a cost on every
+    start otherwise."""
+    from .._snapshot import validated_snapshot
+    from ..bounded_read import read_bounded
+
+    base_path = shipped("data") / "speed" / "engines.yaml"
+    fitted_path = _fitted_path()
+    raw = read_bounded(base_path, "data") + b"\0" + (read_bounded(fitted_path, "data") if fitted_path.exists() else b"")
+    return validated_snapshot(base_path, raw, kind, build)
 
 
 # Profiles a fit is trying (benchmarks/speed_fit.py): set through :func:`trial_profiles` so that a fit predicts its
@@ -269,6 +292,10 @@ def _with_row(prof: EngineSpeed, row: SpeedVersion | None) -> EngineSpeed:
 
 @cache
 def _resolved(name: str, first: str | None) -> EngineSpeed:
+    return _kept(f"engine-speed\0{name}\0{first}", lambda: _resolve(name, first))
+
+
+def _resolve(name: str, first: str | None) -> EngineSpeed:
     stated = engine_speeds(apply_fitted=False).engines[name]
     row = next((r for r in stated.versions if r.first == first), None)
     prof = _with_row(engine_speeds().engines[name], row)

@@ -49,9 +49,14 @@ class SimulationResult(BaseModel):
         "time counted, unlike requests_per_s; the first half lets the batch fill).")
 
 
+def _percentiles(mean: float, p50: float, p90: float, p99: float) -> Percentiles:
+    # The simulator's own figures, typed as validation would (floats): no schema to build on the plan path.
+    return Percentiles.model_construct(mean=float(mean), p50=float(p50), p90=float(p90), p99=float(p99))
+
+
 def _pct(values: list[float], weights: list[float] | None = None) -> Percentiles:
     if not values:
-        return Percentiles(mean=math.nan, p50=math.nan, p90=math.nan, p99=math.nan)
+        return _percentiles(math.nan, math.nan, math.nan, math.nan)
     if weights is None:
         s = sorted(values)
         n = len(s)
@@ -61,11 +66,11 @@ def _pct(values: list[float], weights: list[float] | None = None) -> Percentiles
             lo, hi = int(math.floor(k)), int(math.ceil(k))
             return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
-        return Percentiles(mean=sum(s) / n, p50=q(0.5), p90=q(0.9), p99=q(0.99))
+        return _percentiles(sum(s) / n, q(0.5), q(0.9), q(0.99))
     pairs = sorted((v, w) for v, w in zip(values, weights) if w > 0)
     total = sum(w for _, w in pairs)
     if total <= 0:
-        return Percentiles(mean=math.nan, p50=math.nan, p90=math.nan, p99=math.nan)
+        return _percentiles(math.nan, math.nan, math.nan, math.nan)
 
     def wq(p: float) -> float:
         acc, target = 0.0, p * total
@@ -75,7 +80,7 @@ def _pct(values: list[float], weights: list[float] | None = None) -> Percentiles
                 return v
         return pairs[-1][0]
 
-    return Percentiles(mean=sum(v * w for v, w in pairs) / total, p50=wq(0.5), p90=wq(0.9), p99=wq(0.99))
+    return _percentiles(sum(v * w for v, w in pairs) / total, wq(0.5), wq(0.9), wq(0.99))
 
 
 # The queue-growth test, shared with `bench --request-rate` so that measured and simulated saturation mean the same:
@@ -121,14 +126,16 @@ def summarise(log: RunLog, *, warmup: int, offered_rate: float | None) -> Simula
     saturated = bool(queue_growing(ttft))
     served = _served_ratio(log, measured)
     steps = sum(log.step_counts) if log.step_counts else len(log.step_durations)
-    return SimulationResult(
-        requests=len(reqs), warmup_requests=warmup, completed=len(measured),
+    # Counted and computed here, typed as validation would coerce them: no schema to build on the plan path.
+    return SimulationResult.model_construct(
+        requests=len(reqs), warmup_requests=int(warmup), completed=len(measured),
         ttft_s=_pct(ttft), itl_s=_pct(durs, weights), tpot_s=_pct(tpot), e2e_s=_pct(e2e), queue_s=_pct(queue),
-        output_tokens_per_s=out_tokens / span if span else 0.0, requests_per_s=len(measured) / span if span else 0.0,
-        offered_rate=offered_rate,
-        mean_batch=(sum(log.step_decodes) / steps) if steps else 0.0,
-        mean_step_s=(sum(d * c for d, c in zip(log.step_durations, log.step_counts)) / steps) if steps else 0.0,
-        steps=steps, preemptions=log.preemptions, peak_kv_tokens=log.max_kv_tokens, saturated=saturated, notes=notes, served_ratio=served,
+        output_tokens_per_s=float(out_tokens / span if span else 0.0), requests_per_s=float(len(measured) / span if span else 0.0),
+        offered_rate=None if offered_rate is None else float(offered_rate),
+        mean_batch=float((sum(log.step_decodes) / steps) if steps else 0.0),
+        mean_step_s=float((sum(d * c for d, c in zip(log.step_durations, log.step_counts)) / steps) if steps else 0.0),
+        steps=int(steps), preemptions=int(log.preemptions), peak_kv_tokens=int(log.max_kv_tokens), saturated=bool(saturated),
+        notes=[str(n) for n in notes], served_ratio=float(served),
     )
 
 
