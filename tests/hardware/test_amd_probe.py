@@ -61,7 +61,7 @@ def test_auto_on_an_mi300x_host_plans_for_mi300x(monkeypatch):
 
     monkeypatch.setenv("INFER_ADVISOR_NO_NVML", "1")
     monkeypatch.setattr(amd, "probe_amd", lambda run=None: parse_amd_smi(_text("amd-smi-static-mi300x-x8.json")))
-    monkeypatch.setattr("infer_advisor.hardware.resolve.probe_nvml", lambda: ProbeResult(ok=False, error="no NVIDIA driver"))
+    monkeypatch.setattr("infer_advisor.hardware.probe.probe_nvml", lambda: ProbeResult(ok=False, error="no NVIDIA driver"))
     hw = resolve_hardware("auto")
     assert hw.kind == "gpu" and hw.gpu.name == "MI300X" and hw.gpus_per_node == 8
     plan = _plan(PlanRequest(model="meta-llama/Llama-3.1-8B", gpu="auto"), catalog_facts("meta-llama/Llama-3.1-8B"), hw, False)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from .catalog import gpu_catalog, lookup_gpu
 from .facts import CPUInfo, GPUInfo, HardwareFacts
-from .probe import DeviceRecord, ProbeResult, probe_nvml
 from .resolve import resolve_hardware
 from .spec import HardwareSpec, parse_spec
 
@@ -30,3 +29,11 @@ __all__ = [
     "parse_spec",
     "HardwareSpec",
 ]
+
+
+def __getattr__(name: str):
+    if name in ("DeviceRecord", "ProbeResult", "probe_nvml"):  # the NVML probe, imported when asked for
+        from . import probe
+
+        return getattr(probe, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,12 +12,15 @@ the CPU instead (``kind='cpu'``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..errors import UnknownGPUError
 from .catalog import GB, GPUEntry, catalog, match_probed_name, suggest_names
 from .facts import CPUInfo, FigureSource, GPUInfo, HardwareFacts
-from .probe import DeviceRecord, ProbeResult, probe_nvml
 from .spec import parse_spec
+
+if TYPE_CHECKING:  # the probe is imported when this machine is probed (`--gpu auto`), not for a named GPU
+    from .probe import DeviceRecord, ProbeResult
 
 # Data moved per memory clock per pin: 2. DRAM transfers on both clock edges (DDR); NVML's
 # "max memory clock" for HBM2/HBM3 and for GDDR6/6X/7 is the clock that yields the datasheet
@@ -82,6 +85,8 @@ def resolve_hardware(spec: str = "auto", *, probe: Callable[[], ProbeResult] | N
 
 def probe_gpus() -> ProbeResult:
     """This machine's GPUs: NVML first, then (no NVIDIA GPU) the AMD seam, amd-smi / rocm-smi. Never raises."""
+    from .probe import probe_nvml
+
     found = probe_nvml()
     if found.ok and found.devices:
         return found
