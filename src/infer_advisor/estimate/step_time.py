@@ -91,7 +91,7 @@ def prefill_shape(prompts: int, tokens: int, prefix: int = 0) -> StepShape:
     return StepShape(prefill_tokens=prompts * tokens, prefill_pairs=pairs, prefill_chunks=prompts, completes=prompts)
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: it carries caches, and a generated __eq__ over 50 fields costs every start
 class StepModel:
     """Precomputed per-step coefficients of one plan; :meth:`seconds` is cheap enough for the simulator."""
 
