@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ._field_defaults import empty_list
+
 Goal = Literal["latency", "throughput", "balanced"]
 EngineChoice = Literal[
     "auto", "vllm", "sglang", "tgi", "ctranslate2", "llama.cpp", "transformers", "trtllm", "mlc", "exllamav2", "mistralrs"
@@ -65,7 +67,7 @@ class PlanRequest(BaseModel):
     )
     rules: Path | None = Field(default=None, description="Folder of extra rule files layered over the shipped rules by id.")
     calibration: list[Path] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="Calibration files from `infer-advisor calibrate` (comma-separated): a speed profile and/or memory calibrations "
         "from start-up logs (--from-log). Each must match the plan's engine, engine version and GPU.",
     )

@@ -4,6 +4,8 @@ trade-off front, and which target binds when nothing meets them."""
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._field_defaults import empty_list
+
 from .targets import LatencyTargets, TargetCheck
 
 
@@ -45,7 +47,7 @@ class Candidate(BaseModel):
     replicas: int = Field(description="Replicas the requested rate needs (0 when no rate meets the targets).")
     total_gpus: int
     meets_targets: bool
-    checks: list[TargetCheck] = Field(default_factory=list, description="Targets at the operating point (rate / replicas).")
+    checks: list[TargetCheck] = Field(default_factory=empty_list, description="Targets at the operating point (rate / replicas).")
     ttft_p50_s: float | None = None
     ttft_p90_s: float | None = None
     itl_p50_s: float | None = None
@@ -58,10 +60,10 @@ class Candidate(BaseModel):
     cost_per_hour: float | None = Field(default=None, description="replicas x GPUs x price per GPU-hour, USD.")
     usd_per_million_output_tokens: float | None = None
     why_not: str | None = Field(default=None, description="Why this option cannot serve the request (memory, rules, a target at any load).")
-    physics: list[PhysicsShare] = Field(default_factory=list, description="Share of each physical limit used at max_rate_per_replica.")
-    physics_capped: list[str] = Field(default_factory=list, description="Invariants the simulated rate broke (the rate was lowered to them).")
+    physics: list[PhysicsShare] = Field(default_factory=empty_list, description="Share of each physical limit used at max_rate_per_replica.")
+    physics_capped: list[str] = Field(default_factory=empty_list, description="Invariants the simulated rate broke (the rate was lowered to them).")
     replicas_needed: int = Field(default=0, description="Replicas the rate alone needs at max_rate_per_replica (before headroom).")
-    sizing_rules: list[str] = Field(default_factory=list, description="Sizing rules (rules/capacity/sizing.yaml) that shaped this option.")
+    sizing_rules: list[str] = Field(default_factory=empty_list, description="Sizing rules (rules/capacity/sizing.yaml) that shaped this option.")
 
     @property
     def layout(self) -> str:
@@ -106,10 +108,10 @@ class CapacityResult(BaseModel):
     output_tokens: str
     targets: LatencyTargets
     chosen: Candidate | None = Field(default=None, description="The cheapest option that meets every target.")
-    runners_up: list[Candidate] = Field(default_factory=list, description="The next two, for comparison.")
-    why_chosen: list[str] = Field(default_factory=list, description="Why the chosen option beat each runner-up.")
-    best_per_gpu: list[Candidate] = Field(default_factory=list, description="The cheapest option on each GPU type searched.")
-    front: list[FrontPoint] = Field(default_factory=list, description="Pareto front: tokens/s per GPU against tokens/s per user.")
+    runners_up: list[Candidate] = Field(default_factory=empty_list, description="The next two, for comparison.")
+    why_chosen: list[str] = Field(default_factory=empty_list, description="Why the chosen option beat each runner-up.")
+    best_per_gpu: list[Candidate] = Field(default_factory=empty_list, description="The cheapest option on each GPU type searched.")
+    front: list[FrontPoint] = Field(default_factory=empty_list, description="Pareto front: tokens/s per GPU against tokens/s per user.")
     binding: Binding | None = None
     candidates_considered: int = 0
     candidates_simulated: int = 0
@@ -119,5 +121,5 @@ class CapacityResult(BaseModel):
         description="Where the figures come from.",
     )
     accuracy: str | None = Field(default=None, description="How far the speed model has been off on held-out published data.")
-    notes: list[str] = Field(default_factory=list)
-    decisions: list[str] = Field(default_factory=list, description="Every choice the sizing made and the rule that made it.")
+    notes: list[str] = Field(default_factory=empty_list)
+    decisions: list[str] = Field(default_factory=empty_list, description="Every choice the sizing made and the rule that made it.")

@@ -50,6 +50,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._field_defaults import empty_dict
+
 from ..engines.kv_report import kv_report
 from ..engines.memory import EngineMemoryProfile, memory_profile, profile_from_engine
 from ..engines.profiles import EngineProfile
@@ -105,10 +107,10 @@ class MemoryEstimate(BaseModel):
     activation_tokens: int = Field(default=0, description="Tokens of the start-up profile run (or the batch's prompts) behind the activation figure.")
     sampled_rows: int = Field(default=0, description="Rows of fp32 logits in the activation figure.")
     outside_budget_bytes_per_gpu: dict[str, int] = Field(
-        default_factory=dict, description="Memory the engine takes outside its KV budget (e.g. CUDA graphs captured after the KV cache)."
+        default_factory=empty_dict, description="Memory the engine takes outside its KV budget (e.g. CUDA graphs captured after the KV cache)."
     )
     figure_sources: dict[str, str] = Field(
-        default_factory=dict,
+        default_factory=empty_dict,
         description="Where each figure comes from: estimated, catalog/probe, calibrated (log), engine profile, published checkpoint.",
     )
     weights_origin: str = Field(

@@ -19,6 +19,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._field_defaults import empty_dict, empty_list
+
 from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
 from .memory import MemoryEstimate
@@ -42,7 +44,7 @@ class PerformanceEstimate(BaseModel):
     requests_per_s: float = Field(description="Requests/s of one replica at this concurrency.")
     decode_fraction_of_bandwidth_ceiling: float = Field(description="Decode step at the ceiling (weights + KV at full bandwidth) / predicted step.")
     prefill_fraction_of_compute_ceiling: float = Field(description="Prefill at the dense peak / predicted prefill.")
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=empty_list)
     # Added fields (append-only).
     bandwidth_bytes_per_s: float = Field(default=0.0, description="Peak memory bandwidth of one device used (catalog/probe, or the CPU figure).")
     compute_flops_per_s: float = Field(default=0.0, description="Peak dense FLOPS of one device in the compute dtype.")
@@ -60,7 +62,7 @@ class PerformanceEstimate(BaseModel):
     tpot_alone_s: float | None = Field(default=None, description="Time per output token of one request alone.")
     max_num_batched_tokens: int | None = Field(default=None, description="Token budget per step the simulation used.")
     decode_step_terms_s: dict[str, float] = Field(
-        default_factory=dict, description="The operator terms of one decode step at this concurrency (seconds): what the time goes to."
+        default_factory=empty_dict, description="The operator terms of one decode step at this concurrency (seconds): what the time goes to."
     )
     coefficients: str = Field(default="", description="fitted (published measurements), measured, calibrated or assumed.")
     accuracy: str | None = Field(
@@ -70,7 +72,7 @@ class PerformanceEstimate(BaseModel):
         default=None, description="Typical range of the true value / predicted value: 1 -+ the held-out p90 error."
     )
     term_sources: dict[str, str] = Field(
-        default_factory=dict, description="Where each step-time term's coefficients come from (printed by --explain)."
+        default_factory=empty_dict, description="Where each step-time term's coefficients come from (printed by --explain)."
     )
 
 

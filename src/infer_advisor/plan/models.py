@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._field_defaults import empty_dict, empty_list
+
 from ..engines.lora import LoRASlots
 from ..estimate.memory import MemoryEstimate
 from ..estimate.speed import PerformanceEstimate
@@ -48,7 +50,7 @@ class GPUSummary(BaseModel):
     source: str = Field(description="probe (NVML on this machine) or catalog.")
     vendor: str = Field(default="nvidia", description="nvidia, amd or intel: picks the images and device plumbing of the artifacts.")
     product_names: list[str] = Field(
-        default_factory=list, description="Names the vendor's driver reports for this GPU (NVML names), for node selection."
+        default_factory=empty_list, description="Names the vendor's driver reports for this GPU (NVML names), for node selection."
     )
     usable_memory_bytes: int | None = Field(default=None, description="What CUDA gives a process: the total plans budget on.")
     usable_memory_source: str | None = Field(default=None, description="Where usable_memory_bytes comes from.")
@@ -65,7 +67,7 @@ class HardwareSummary(BaseModel):
     cpu_simd: str | None = Field(default=None, description="CPU vector extension probed (avx512, avx2): sets the CPU compute ceiling.")
     cpu_memory_bytes: int | None = None
     source: str
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=empty_list)
 
 
 class MemoryPlan(MemoryEstimate):
@@ -91,7 +93,7 @@ class EngineConfig(BaseModel):
     alternative: str | None = Field(default=None, description="A named alternative engine for the same plan.")
     # Added fields (append-only).
     defaults: dict[str, float | int | str | None] = Field(
-        default_factory=dict,
+        default_factory=empty_dict,
         description="The engine version's own values of the settings above on this GPU; launch scripts pass only settings that differ.",
     )
     memory_profile: str | None = Field(default=None, description="The engine memory profile (version range) the plan's memory figures use.")
@@ -219,8 +221,8 @@ class DeploymentPlan(BaseModel):
     parallelism: Parallelism
     memory: MemoryPlan
     performance: PerformanceEstimate | None = None
-    decisions: list[Decision] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
+    decisions: list[Decision] = Field(default_factory=empty_list)
+    warnings: list[str] = Field(default_factory=empty_list)
     explain: list[RuleTrace] | None = Field(default=None, description="Every rule considered, with --explain.")
     speculative: SpeculativePlan | None = Field(default=None, description="Speculative decoding, when the plan uses it.")
     prefix_caching: PrefixCachingPlan | None = Field(default=None, description="The engine's prefix caching as the artifacts set it.")
