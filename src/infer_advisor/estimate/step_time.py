@@ -37,12 +37,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..hardware.facts import GPUInfo
 from ..model_facts.facts import ModelFacts
-from .lora_cost import LoRAStepCost
 from .speed_data import EngineSpeed, engine_speed, interp_log, measured_label
 from .step_inputs import Ceilings, attention_and_links, device_ceilings, gemm_efficiencies, shapes, term_sources
+
+if TYPE_CHECKING:  # the LoRA term is built by plan (estimate/lora_cost.py) only when the engine serves adapters
+    from .lora_cost import LoRAStepCost
 
 # Rows per expert a fused-MoE kernel pads to (one tile): the measured torch._grouped_mm pads to 16 (kernels.yaml
 # grouped_gemm note); vLLM's fused_moe uses BLOCK_SIZE_M 16 at small batch (fused_moe.get_default_config).
