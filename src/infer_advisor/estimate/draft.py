@@ -6,9 +6,13 @@ its KV bytes per token, and the recurrent state speculative tokens add. Called b
 
 from __future__ import annotations
 
-from ..engines.draft_shape import DraftShape
+from typing import TYPE_CHECKING
+
 from .formats import dtype_bytes
 from .weights import linear_bytes_per_param
+
+if TYPE_CHECKING:  # a shape is passed in only when the plan uses speculative decoding
+    from ..engines.draft_shape import DraftShape
 
 
 def draft_weight_bytes(shape: DraftShape | None, *, quantization: str, dtype: str, group_size: int | None, tp: int) -> float:

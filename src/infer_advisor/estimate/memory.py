@@ -56,7 +56,6 @@ from ..engines.kv_report import kv_report
 from ..engines.memory import EngineMemoryProfile, memory_profile, profile_from_engine
 from ..engines.profiles import EngineProfile
 from ..model_facts.facts import ModelFacts
-from ..engines.draft_shape import DraftShape, conv_kernel
 from .draft import draft_kv_bytes_per_token_per_layer, draft_weight_bytes, state_with_speculation
 from .engine_kv import DraftLayers, EngineKV, engine_kv_figures
 from .engine_terms import CALIBRATED, apply_calibrated_overheads, budget_bytes, kv_dtype_bytes, overheads_bytes, profile_batch
@@ -67,6 +66,7 @@ from .weights import expert_padding_ratio, group_bytes, vision_tower_params, wei
 __all__ = ["MemoryEstimate", "estimate_memory", "kv_bytes_per_token_per_gpu", "weight_bytes_by_group", "weights_bytes"]
 
 if TYPE_CHECKING:
+    from ..engines.draft_shape import DraftShape
     from .calibration import MemoryCalibration
 
 
@@ -188,7 +188,7 @@ def estimate_memory(
     gpu_memory_source: str = "given",
     engine_version: str | None = None,
     checkpoint_bytes: int | None = None, lora_slots: int = 0, lora_rank: int = 0,
-    speculative: DraftShape | None = None, prefix_caching: bool = False, language_model_only: bool = False,
+    speculative: "DraftShape | None" = None, prefix_caching: bool = False, language_model_only: bool = False,
 ) -> MemoryEstimate:
     """Estimate per-GPU memory for one layout. See the module docstring for the accounting.
 
@@ -295,7 +295,10 @@ def _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_to
     window = model.sliding_window if mp.sliding_window_kv == "window" else None  # V0: full-length KV for sliding layers
     state = recurrent_state_bytes_per_sequence(model, dtype, tp, pp)
     conv = model.recurrent_state_conv_elements * dtype_bytes(dtype) / (tp * pp)
-    state = state_with_speculation(state, conv, conv_kernel(model), speculative)
+    if speculative is not None:  # the conv state grows by the speculative tokens (draft_shape imported only then)
+        from ..engines.draft_shape import conv_kernel
+
+        state = state_with_speculation(state, conv, conv_kernel(model), speculative)
     return {"kv_b": kv_b, "full": full + draft_tok, "slide": slide, "window": window, "state": state,
             "draft_tok": draft_tok, "draft_layer_tok": draft_layer, "speculative": speculative}
 

@@ -10,7 +10,7 @@ a warning that fewer requests fit at once; failing that, the first that holds on
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engines.memory import engine_settings
 from ..engines.profiles import EngineProfile, engine_profile, engine_profiles
@@ -21,10 +21,12 @@ from ..model_facts.facts import ModelFacts
 from .checkpoint import published_bytes, refusal, where
 from ..rules.evaluate import Trace, Verdict, judge, rank
 from ..rules.schema import Rule
-from ..engines.draft_shape import DraftShape, draft_shape, parse_speculative_config
-from ..engines.speculative import DraftPair, draft_for
 from ..engines.lora import lora_slots
 from .options import Choice, Layout, SearchResult, layouts, plan_max_num_seqs, prequantized_format
+
+if TYPE_CHECKING:  # speculative decoding's modules are imported when a plan uses it (--speculative-config, or auto for latency)
+    from ..engines.draft_shape import DraftShape
+    from ..engines.speculative import DraftPair
 
 
 def _by_decision(rules: tuple[Rule, ...]) -> dict[str, list[Rule]]:
@@ -136,7 +138,11 @@ def _engine_options(t: _Task, ev: Verdict, result: SearchResult) -> _EngineSearc
 def _user_draft(request: Any, model: ModelFacts) -> DraftShape | None:
     """The draft a --speculative-config names, as the engine holds it (a bad config is one clear error)."""
     text = getattr(request, "speculative_config", None)
-    return draft_shape(parse_speculative_config(text), model) if text else None
+    if not text:
+        return None
+    from ..engines.draft_shape import draft_shape, parse_speculative_config
+
+    return draft_shape(parse_speculative_config(text), model)
 
 
 def _quantizations(model: ModelFacts, request: Any, profile: EngineProfile, result: SearchResult) -> list[str] | None:
@@ -284,6 +290,8 @@ class _EngineSearch:
         if (not (request.speculative == "auto" and request.goal == "latency" and t.on_gpu) or self.user_draft is not None
                 or request.lora_adapters):
             return None
+        from ..engines.speculative import draft_for
+
         spec = draft_for(t.model.name, list(self.profile.speculative))
         if spec is None:
             return None

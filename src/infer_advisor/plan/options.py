@@ -5,15 +5,17 @@ of a pre-quantized checkpoint."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engines.profiles import EngineProfile
-from ..engines.draft_shape import DraftShape
-from ..engines.speculative import DraftPair
 from ..estimate.memory import MemoryEstimate
 from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
 from ..rules.evaluate import Verdict
+
+if TYPE_CHECKING:  # imported when a plan uses speculative decoding (plan/layouts.py)
+    from ..engines.draft_shape import DraftShape
+    from ..engines.speculative import DraftPair
 
 # Pre-quantized checkpoints (config.json quant_method) map to the weight format used for bytes.
 PRE_QUANT_FORMAT = {"awq": "awq", "gptq": "gptq", "fp8": "fp8", "compressed-tensors": "compressed-tensors-w4a16"}

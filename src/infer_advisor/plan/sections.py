@@ -5,7 +5,6 @@ prefix caching. Pure assembly: every figure comes from the search, the engine's 
 
 from __future__ import annotations
 
-from ..engines.draft_shape import speculative_config_json
 from ..engines.memory import EngineSettings
 from ..engines.profiles import EngineProfile
 from ..errors import RequestError
@@ -35,6 +34,8 @@ from .models import (
 def speculative_plan(c: Choice, request: PlanRequest | None = None) -> SpeculativePlan | None:
     u = c.user_speculative
     if u is not None and request is not None and request.speculative_config:
+        from ..engines.draft_shape import speculative_config_json
+
         return SpeculativePlan(
             method=u.method, draft_model=u.draft_model or "the model's own MTP layers",
             num_speculative_tokens=u.num_speculative_tokens, draft_params=u.params, source=u.source,
