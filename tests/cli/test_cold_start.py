@@ -60,6 +60,8 @@ def test_a_warm_plan_builds_only_the_request_and_the_plans_schemas(tmp_path):
     assert extra == [], f"schemas built on the plan path for internal objects: {extra}"
     assert "infer_advisor.request:PlanRequest" in seen["after_plan"]
     assert "infer_advisor.plan.models:DeploymentPlan" in seen["after_plan"]
-    # kept facts: the architecture reader is not imported for a catalog model, nor the NVML probe for a named GPU
-    for module in ("infer_advisor.model_facts.arch", "infer_advisor.model_facts.params", "infer_advisor.hardware.probe"):
+    # kept facts: the architecture reader is not imported for a catalog model, nor the NVML probe for a named GPU,
+    # nor speculative decoding's or LoRA's modules for a plan without them
+    for module in ("infer_advisor.model_facts.arch", "infer_advisor.model_facts.params", "infer_advisor.hardware.probe",
+                   "infer_advisor.engines.speculative", "infer_advisor.engines.draft_shape", "infer_advisor.estimate.lora_cost"):
         assert module not in seen["modules"], module
