@@ -1,6 +1,7 @@
 """Measure the plan path's speed targets, and the cold start side by side with NVIDIA's aiconfigurator.
 
     python benchmarks/startup.py [--runs 21] [--json benchmarks/results/startup.json] [--no-aiconfigurator]
+    python benchmarks/startup.py --against ../main/src [--runs 21]    # CPU of this tree's plan vs another tree's
 
 1. `infer-advisor plan --model meta-llama/Llama-2-7b-hf --gpu A100-80GB --json` cold start: a new process each
    run (wall clock, median).
@@ -11,6 +12,9 @@
    (tests/support/venvs.ensure_venv; never a dependency of infer-advisor). Wall clock and CPU time (user + sys of
    the process) are both reported; the ratio is of medians.
 3. `advise()` on a catalog model, warm (same process, after one call; median; target <= 10 ms).
+
+4. With ``--against SRC``: the CPU time of the cold start here and with ``PYTHONPATH=SRC`` (another checkout's
+   ``src``), one run of each in turn (medians; the outputs must be byte-identical). Nothing else runs then.
 
 Results are printed and, with --json, written for docs/speed.md (not asserted in CI: timings depend on the machine).
 Both tools run offline: HF_HUB_OFFLINE=1, and aiconfigurator reads its bundled model config.
@@ -53,16 +57,34 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _timed(argv: list[str]) -> tuple[float, float]:
+def _timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one new process running ``argv``; it must succeed."""
+    return _run(argv, env)[:2]
+
+
+def _run(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, bytes]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, env=_env())
+    proc = subprocess.run(argv, capture_output=True, env=env or _env())
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{argv[0]} failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
-    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), proc.stdout
+
+
+def against(other_src: str, runs: int) -> dict:
+    """CPU seconds of the cold start with this process's PYTHONPATH and with ``other_src``, alternating."""
+    argv = _ours(["plan", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "A100-80GB", "--json"])
+    trees = {"this": _env(), "other": {**_env(), "PYTHONPATH": other_src}}
+    outputs = {name: _run(argv, env)[2] for name, env in trees.items()}  # warm both (and their snapshots)
+    if outputs["this"] != outputs["other"]:
+        raise SystemExit("the two trees print different plans")
+    cpu: dict[str, list[float]] = {name: [] for name in trees}
+    for _ in range(runs):
+        for name, env in trees.items():
+            cpu[name].append(_run(argv, env)[1])
+    return {"other_src": other_src, **{f"{name}_cpu_s": _stats(v) for name, v in cpu.items()}}
 
 
 def _stats(values: list[float]) -> dict:
@@ -137,8 +159,14 @@ def main() -> int:
     ap.add_argument("--side-by-side-runs", type=int, default=11, help="Runs of each tool (aiconfigurator takes seconds).")
     ap.add_argument("--json", dest="json_out")
     ap.add_argument("--no-aiconfigurator", action="store_true", help="Skip the side-by-side comparison.")
+    ap.add_argument("--against", metavar="SRC", help="Only compare the cold start's CPU with PYTHONPATH=SRC, alternating.")
     args = ap.parse_args()
     os.environ["HF_HUB_OFFLINE"] = "1"
+    if args.against:
+        load = os.getloadavg()[0]
+        result = against(args.against, args.runs)
+        print(json.dumps({**result, "load_average_before": load, "load_average_after": os.getloadavg()[0]}, indent=2))
+        return 0
     load_before = os.getloadavg()
     cold = cold_start(args.runs)
     versus = None if args.no_aiconfigurator else side_by_side(args.side_by_side_runs)
