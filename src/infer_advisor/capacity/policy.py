@@ -57,12 +57,17 @@ def replicas_for(rate: float, max_rate: float, request, engine: str) -> tuple[in
     return replicas, needed, applied
 
 
+def cost_bucket(cost: float | None) -> float:
+    """Costs in one bucket are equal for the ranking (rule sizing.tie-prefers-replicas-then-tensor-parallel: within 1%)."""
+    tie = by_kind("tie_break").params["equal_cost_within"]
+    cost = cost if cost is not None else math.inf
+    return math.floor(math.log(cost) / math.log1p(tie)) if 0 < cost < math.inf else (math.inf if cost else -math.inf)
+
+
 def rank_key(c):
     """Meets the targets, then cost (equal within 1% ties), then fewer pipeline stages, then less TP, then rate."""
-    tie = by_kind("tie_break").params["equal_cost_within"]
-    cost = c.cost_per_hour if c.cost_per_hour is not None else math.inf
-    bucket = math.floor(math.log(cost) / math.log1p(tie)) if 0 < cost < math.inf else (math.inf if cost else -math.inf)
-    return (not c.meets_targets, bucket, c.pipeline_parallel_size, c.tensor_parallel_size, -(c.max_rate_per_replica or 0))
+    return (not c.meets_targets, cost_bucket(c.cost_per_hour), c.pipeline_parallel_size, c.tensor_parallel_size,
+            -(c.max_rate_per_replica or 0))
 
 
 def fold(cands: list, chosen_gpus: int | None = None) -> list:
