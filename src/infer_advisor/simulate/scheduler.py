@@ -96,8 +96,11 @@ def run(
                    capacity=kv_capacity_tokens, frag=(block_size - 1) / 2.0, closed_loop=closed_loop_clients,
                    reserve_full=reserve_full, overhead=request_overhead)
     s.start(closed_loop_clients)
+    # the loop runs millions of times per sizing search: its methods are looked up once
+    take_arrivals, preempt, pack, account_step = s.take_arrivals, s.preempt_for_decodes, s.pack, s.account_step
+    finish_decodes, advance_prefills = s.finish_decodes, s.advance_prefills
     while True:
-        s.take_arrivals()
+        take_arrivals()
         if not s.running_order and not s.waiting:
             if s.next_arrival() is not None:
                 s.t = max(s.t, s.next_arrival())
@@ -106,8 +109,7 @@ def run(
         if s.j >= max_steps:
             log.aborted = f"stopped after {max_steps} steps"
             break
-        budget = s.preempt_for_decodes()
-        chunks, kv_used = s.pack(budget)
+        chunks, kv_used = pack(preempt())
         if log.aborted:
             break
         if not s.n_dec and not chunks:
@@ -117,11 +119,11 @@ def run(
             log.aborted = "no request can be scheduled (KV cache too small for the next request)"
             break
         if chunks:
-            s.account_step(chunks, kv_used)
+            account_step(chunks, kv_used)
         else:
             s.account_decode_stretch(kv_used)
-        s.finish_decodes()
-        s.advance_prefills(chunks)
+        finish_decodes()
+        advance_prefills(chunks)
         s.j += 1
     log.end_time = s.t
     # tokens produced by decodes are implied: a finished request produced its whole output
