@@ -169,7 +169,7 @@ def _tie_lines(chosen, runners: list) -> list[str]:
 
 def _precision_words(c, weight_bits: float, kv_bits: float) -> str:
     weights = "16-bit weights" if c.quantization == "none" else f"{weight_bits:g}-bit {c.quantization} weights"
-    return f"{weights} and a {kv_bits:g}-bit KV cache"
+    return f"{weights}, {kv_bits:g}-bit KV cache"
 
 
 def _published_line(request, chosen) -> list[str]:
