@@ -47,7 +47,7 @@ class RateSearch:
     ceiling: float | None = None  # the physical ceiling on requests/s (physics.throughput_ceiling)
     # the bisection put off by ``settled`` (see find_max_rate): (its bracket as rates, a call that finishes it), else None
     paused: tuple[float, float] | None = None
-    resume: Callable[[], None] | None = field(default=None, repr=False)
+    resume: Callable[..., None] | None = field(default=None, repr=False)
 
 
 def analytic_rate(step: StepModel, cfg: SchedulerConfig, mean_in: float, mean_out: float) -> float:
@@ -152,7 +152,8 @@ def _bisect(out: RateSearch, trial: Callable[[float], Trial], a: float, b: float
     while half is not None or (steps > 0 and b - a > PRECISION and not (deadline is not None and time.monotonic() > deadline)):
         if settled is not None and a > idle and settled(math.exp(a), math.exp(b)):
             out.paused = (math.exp(a), math.exp(b))
-            out.resume = lambda a=a, b=b, steps=steps, half=half: _bisect(out, trial, a, b, steps, None, None, half)
+            out.resume = lambda settled=None, a=a, b=b, steps=steps, half=half: _bisect(out, trial, a, b, steps, None,
+                                                                                        settled, half)
             break
         mid = trial(half if half is not None else math.exp((a + b) / 2))
         a, b = (math.log(mid.rate), b) if mid.ok else (a, math.log(mid.rate))

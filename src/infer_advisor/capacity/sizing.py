@@ -179,14 +179,15 @@ def search(request, model: ModelFacts, plan_fn: Callable, *, progress: Callable[
     if capped:
         notes.append(f"{', '.join(capped)}: search stopped after the {MAX_PER_GPU} most promising options; a cheaper one may "
                      "exist among the rest (pin --tensor-parallel-size to look at one layout)")
-    def resume(i: int) -> Candidate:  # finish a bisection put off by _cannot_lower; its operating point waits
+    def resume(i: int, settled: Callable[[float, float], bool]) -> Candidate:
+        """Go on with a bisection put off by _cannot_lower, until done or ``settled`` again; its operating point waits."""
         o, _, rs = evaluated[i]
-        rs.resume()
+        rs.resume(settled)
         pending[i] = _physics(o, model, w, rs)
         return _candidate(o, rs, rate, targets, w, request, point=False).model_copy(update=pending[i])
 
     _settle(evaluated, pending, lambda o, rs: _candidate(o, rs, rate, targets, w, request),
-            lambda o, rs: _candidate(o, replace(rs, max_rate=rs.paused[1]), rate, targets, w, request, point=False), resume)
+            lambda o, rs, top: _candidate(o, replace(rs, max_rate=top), rate, targets, w, request, point=False), resume)
     return _result(request, targets, w, rate, evaluated, refused, options, notes, time.monotonic() - t0)
 
 
@@ -218,9 +219,11 @@ def _settle(evaluated: list, pending: dict[int, dict], finish: Callable, optimis
     then they count as meeting the targets, as their rate search found; one that misses moves down and the ranking is
     redone, so what is shown is what simulating every operating point would show.
 
-    A rate search put off (its option could not lower a best cost, :func:`_cannot_lower`) is finished first wherever the option could
-    be shown at the best its bracket allows (``optimistic``: the bracket's high end, a rank no worse than the finished
-    search's): then every option shown has its rate found to the full precision, as if no search had been put off."""
+    A rate search put off (its option could not lower a best cost, :func:`_cannot_lower`) is finished where the
+    answer shows the option as it stands, and bisected on wherever it could be shown at the best its bracket allows
+    (``optimistic(option, search, top)``: ranked as if it sustained the bracket's top, no worse than the finished
+    search's rank) until it could not; then every option shown has its rate found to the full precision, as if no
+    search had been put off."""
     while True:
         cands, meeting, priced, first = _ranked([c for _, c, _ in evaluated])
         shown = {_key(c) for c in meeting[:3]} | ({_key(first)} if first is not None else set())
@@ -229,13 +232,18 @@ def _settle(evaluated: list, pending: dict[int, dict], finish: Callable, optimis
         for c in cands:
             rows.setdefault(c.gpu, c)
         shown |= {_key(c) for c in rows.values()}
-        wake = [i for i, (o, c, rs) in enumerate(evaluated) if rs.resume is not None and (
-            not priced or _key(c) in shown or _could_show(optimistic(o, rs), meeting, rows))]
-        todo = [i for i in pending if _key(evaluated[i][1]) in shown and i not in wake]
-        if not todo and not wake:
+        paused = [i for i, (_, _, rs) in enumerate(evaluated) if rs.resume is not None]
+        finish_now = [i for i in paused if not priced or _key(evaluated[i][1]) in shown]  # shown as it stands
+        go_on = [i for i in paused if i not in finish_now and _could_show(optimistic(*evaluated[i][::2], evaluated[i][2].paused[1]),
+                                                                        meeting, rows)]
+        todo = [i for i in pending if _key(evaluated[i][1]) in shown and i not in paused]
+        if not todo and not finish_now and not go_on:
             return
-        for i in wake:
-            evaluated[i] = (evaluated[i][0], resume(i), evaluated[i][2])
+        for i in finish_now:
+            evaluated[i] = (evaluated[i][0], resume(i, None), evaluated[i][2])
+        for i in go_on:  # bisect on while the bracket's top could still show it (put off again once it cannot)
+            o, _, rs = evaluated[i]
+            evaluated[i] = (o, resume(i, lambda low, high, o=o, rs=rs: not _could_show(optimistic(o, rs, high), meeting, rows)), rs)
         for i in todo:
             o, _, rs = evaluated[i]
             evaluated[i] = (o, finish(o, rs).model_copy(update=pending.pop(i)), rs)
