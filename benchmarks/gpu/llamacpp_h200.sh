@@ -28,6 +28,7 @@ IN_TOK="${IN_TOK:-1000}"
 OUT_TOK="${OUT_TOK:-200}"
 PLAN_IN="${PLAN_IN:-1137}"  # the bench's 1000 synthetic words are 1,137 Llama-3 tokens (call 1: server usage)
 FRACTIONS="${FRACTIONS:-0.35,0.65,0.85,1.0,1.15,1.35}"  # levels as fractions of the predicted highest sustainable rate
+# openloop: BUDGET_S (default 560) is the phase's whole time; LEVEL_MAX_S (default 60) caps each level's arrivals
 OUT="${OUT:-/tmp/out}"
 W=/tmp/lc
 REPO="$(pwd)"
@@ -192,8 +193,8 @@ else
   # seconds of arrivals per level: what is left of ~9.5 minutes after the server is up, over the levels, each level
   # then draining its queue (past saturation a level drains for about (1 - served/offered) of its length)
   N_LEVELS=$(echo "$RATES" | tr ',' '\n' | wc -l)
-  LEFT=$(( 560 - ($(date +%s) - T0) ))
-  LEVEL_S=$(( LEFT * 10 / 13 / N_LEVELS )); [ "$LEVEL_S" -gt 60 ] && LEVEL_S=60
+  LEFT=$(( ${BUDGET_S:-560} - ($(date +%s) - T0) ))
+  LEVEL_S=$(( LEFT * 10 / 13 / N_LEVELS )); [ "$LEVEL_S" -gt "${LEVEL_MAX_S:-60}" ] && LEVEL_S=${LEVEL_MAX_S:-60}
   PROMPTS=$(python3 -c "print(int(max(float(r) for r in '$RATES'.split(',')) * $LEVEL_S * 1.6) + 10)")
   say "open loop: $N_LEVELS levels x $LEVEL_S s of arrivals, at most $PROMPTS requests each, ${LEFT}s left"
   timeout $(( LEFT - 15 )) python3 -m infer_advisor.cli bench --engine openai --url http://127.0.0.1:8080 --model "$MODEL" \

@@ -130,8 +130,9 @@ class PlanRequest(BaseModel):
     )
     lengths_file: Path | None = Field(
         default=None,
-        description="JSONL of real requests, one {\"input_tokens\": N, \"output_tokens\": M} per line (optional \"arrival_s\"); "
-        "replaces --input-tokens/--output-tokens for sizing.",
+        description="JSONL of real requests, one {\"input_tokens\": N, \"output_tokens\": M} per line (optional \"arrival_s\", "
+        "\"cached_tokens\", and \"adapter\": the LoRA adapter it names, null for the base model, which sets the adapter mix "
+        "of --lora-adapters); replaces --input-tokens/--output-tokens for sizing.",
     )
     ttft_p90: float | None = Field(default=None, gt=0, le=3600, description="Target: 90th-percentile time to first token, seconds.")
     ttft_p99: float | None = Field(default=None, gt=0, le=3600, description="Target: 99th-percentile time to first token, seconds.")

@@ -47,7 +47,16 @@ def test_before_figures_cover_every_log(ml):
     import json
 
     before = json.loads(ml.BEFORE.read_text())["predictions"]
-    assert set(before) == {e["id"] for e in ml.entries() if e.get("collected") != "issue-23"}
+    assert set(before) == {e["id"] for e in ml.entries() if e.get("collected") not in ml.BATCHES}
+
+
+def test_each_prospective_batch_was_predicted_before_it_was_used(ml):
+    """Every log of a prospective batch has a prediction in that batch's file, made by the code named there."""
+    import json
+
+    for batch, (path, _code) in ml.BATCHES.items():
+        frozen = json.loads(path.read_text())["predictions"]
+        assert set(frozen) == {e["id"] for e in ml.entries() if e.get("collected") == batch}, batch
 
 
 def test_new_logs_have_frozen_predictions(ml):

@@ -102,7 +102,7 @@ def test_unknown_draft_and_missing_mtp_layers_are_refused(qwen36):
 
 
 def test_log_args_give_the_speculative_config_and_prefix_caching():
-    from infer_advisor.calibrate.startup_log import parse_startup_log
+    from infer_advisor.engines.startup_log import parse_startup_log
 
     text = (
         "INFO 05-06 [utils.py:233] non-default args: {'model': 'x', 'tensor_parallel_size': 2, 'enable_prefix_caching': True, "
@@ -116,7 +116,7 @@ def test_log_args_give_the_speculative_config_and_prefix_caching():
 
 
 def test_language_model_only_leaves_the_vision_encoder_out(qwen36):
-    from infer_advisor.calibrate.startup_log import parse_startup_log
+    from infer_advisor.engines.startup_log import parse_startup_log
     from infer_advisor.engines.profiles import engine_profile
     from infer_advisor.estimate.memory import estimate_memory
 

@@ -123,7 +123,10 @@ def check_layout(plan, model, hw) -> None:
     if hw.kind == "cpu":
         assert (tp, pp, par.nodes, par.executor) == (1, 1, 1, "none")
         return
-    assert tp <= hw.gpus_per_node and pp == par.nodes <= hw.nodes
+    assert tp <= hw.gpus_per_node and par.nodes <= hw.nodes
+    # pipeline stages: one per node across nodes, or several within one node (when TP alone cannot split the model:
+    # e.g. phi-4's 10 KV heads forbid TP4 on four GPUs, so 4 GPUs are TP2 x PP2)
+    assert pp == par.nodes or (par.nodes == 1 and tp * pp <= hw.gpus_per_node)
     assert tp * pp * par.replicas <= hw.total_gpus
     assert (par.executor == "ray") == (par.nodes > 1)
     if par.nodes > 1:

@@ -15,6 +15,7 @@ from ..hardware.facts import GPUInfo, HardwareFacts
 from ..hardware.spec import searches_gpu_types
 from ..model_facts.facts import ModelFacts
 from ..estimate.formats import weight_format
+from ..plan.advise import lora_step_term
 from ..rules.sizing import PUBLISHED_METHODS, applies, by_kind
 from ..simulate import LengthSpec, SchedulerConfig, Workload
 from .evaluate import UTILISATION, analytic_rate
@@ -268,6 +269,7 @@ def _options_for(plan, gpu: GPUInfo, model: ModelFacts, w: Workload, targets: La
         model, gpu=gpu, engine=plan.engine.name, quantization=plan.quantization.method, dtype=plan.dtype,
         kv_cache_dtype=plan.engine.kv_cache_dtype, tp=tp, pp=pp, nodes=p.nodes, expert_parallel=ep,
         cpu_cores=plan.hardware.cpu_cores, cpu_simd=plan.hardware.cpu_simd,
+        lora=lora_step_term(request, model, gpu, plan.engine, tp, pp),  # the plan's LoRA kernels, as its performance
     )
     floor = _latency_floor(step, w, targets)
     if floor:

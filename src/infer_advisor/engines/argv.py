@@ -236,6 +236,9 @@ def sglang_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> lis
         argv += ["--dp-size", str(local_replicas(plan))]
     if p.expert_parallel:
         argv += ["--ep-size", str(p.tensor_parallel_size)]  # experts spread over the TP ranks
+    if e.lora is not None:  # adapters are added at run time (/load_lora_adapter); 'all': every linear module, as vLLM
+        argv += ["--enable-lora", "--max-loras-per-batch", str(e.lora.max_loras), "--max-lora-rank", str(e.lora.max_lora_rank),
+                 "--lora-target-modules", "all", "--max-loaded-loras", str(e.lora.max_cpu_loras)]
     argv += _speculative_sglang(plan)
     return [*argv, *user_value(plan, "--served-model-name", e.served_model_name), "--host", "0.0.0.0", "--port", str(e.port)]
 

@@ -21,22 +21,59 @@ class LoRAProfile(BaseModel):
     below: str | None
     profiler_sees_lora: bool
     profiler_source: str = Field(min_length=8)
-    max_ranks: list[int] = Field(min_length=1)
+    max_ranks: list[int] | None = Field(default=None, min_length=1, description="Ranks the engine accepts; None: any rank.")
     ranks_source: str = Field(min_length=8)
     default_max_loras: int = Field(ge=1)
-    default_max_lora_rank: int = Field(ge=1)
+    default_max_lora_rank: int | None = Field(default=None, ge=1, description="None: inferred from adapters named at start-up.")
+    base_takes_slot: bool = Field(default=False, description="Requests on the base model hold a slot of their own (SGLang).")
     defaults_source: str = Field(min_length=8)
+    kernels_per_module: float | None = Field(default=None, ge=0, description="LoRA kernels per wrapped linear module per step.")
+    kernels_per_slice: float = Field(default=0.0, ge=0, description="LoRA kernels per output slice (qkv: 3, gate_up: 2).")
+    kernels_source: str | None = Field(default=None, min_length=8)
+    decode_tile_rows: int | None = Field(default=None, ge=1, description="Decode rows sharing one read of an adapter's weights.")
+    prefill_tile_rows: int | None = Field(default=None, ge=1, description="Prompt rows sharing one read of an adapter's weights.")
+
+
+class KernelCoefficient(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    value: float = Field(gt=0)
+    bounds: tuple[float, float]
+    source: str = Field(min_length=8)
+
+
+class LoRAKernels(BaseModel):
+    """The LoRA kernels' cost on the GPU, measured once (benchmarks/gpu/lora_kernels.py) and scaled to other GPUs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kernel_s: KernelCoefficient
+    adapter_s: KernelCoefficient
+    bandwidth_efficiency: KernelCoefficient
+    cache_bandwidth_ratio: KernelCoefficient
+    compute_efficiency: KernelCoefficient
+    source: str = Field(min_length=8)
 
 
 class _File(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     vllm: list[LoRAProfile]
+    sglang: list[LoRAProfile]
+    kernels: LoRAKernels
 
 
 @cache
+def _data() -> _File:
+    return load_validated(shipped("data") / "lora.yaml", _File)
+
+
 def _profiles() -> dict[str, tuple[LoRAProfile, ...]]:
-    data = load_validated(shipped("data") / "lora.yaml", _File)
-    return {"vllm": tuple(data.vllm)}
+    return {"vllm": tuple(_data().vllm), "sglang": tuple(_data().sglang)}
+
+
+def lora_kernels() -> LoRAKernels:
+    """The measured LoRA kernel coefficients (``data/lora.yaml`` ``kernels``)."""
+    return _data().kernels
 
 
 def lora_profile(engine: str, version: str) -> LoRAProfile | None:
@@ -61,9 +98,9 @@ class LoRASlots(BaseModel):
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    max_loras: int = Field(ge=1, description="Adapters held on the GPU at once (vLLM --max-loras); every slot is allocated at start-up.")
+    max_loras: int = Field(ge=1, description="Adapters held on the GPU at once (vLLM --max-loras, SGLang --max-loras-per-batch); every slot is allocated at start-up.")
     max_lora_rank: int = Field(ge=1, description="Rank every slot is sized for (vLLM --max-lora-rank): the largest adapter's rank, rounded up to one vLLM accepts.")
-    max_cpu_loras: int = Field(ge=1, description="Adapters cached in host memory (vLLM --max-cpu-loras).")
+    max_cpu_loras: int = Field(ge=1, description="Adapters cached in host memory (vLLM --max-cpu-loras, SGLang --max-loaded-loras).")
 
 
 def lora_slots(engine: str, version: str, adapters: int, rank: int | None) -> LoRASlots | None:
@@ -77,10 +114,14 @@ def lora_slots(engine: str, version: str, adapters: int, rank: int | None) -> Lo
         return None
     prof = lora_profile(engine, version)
     if prof is None:
-        raise RequestError(f"--lora-adapters: no LoRA facts for {engine} here (data/lora.yaml covers vllm); plan with --engine vllm.")
+        raise RequestError(f"--lora-adapters: no LoRA facts for {engine} here (data/lora.yaml covers vllm and sglang); "
+                           "plan with --engine vllm or sglang.")
     wanted = rank or prof.default_max_lora_rank
-    fits = [r for r in prof.max_ranks if r >= wanted]
+    if wanted is None:
+        raise RequestError(f"--lora-adapters with {engine}: give --max-lora-rank (the largest adapter rank); {engine} infers it "
+                           "from adapters named at start-up, and the plan names none.")
+    fits = [r for r in prof.max_ranks if r >= wanted] if prof.max_ranks else [wanted]
     if not fits:
         raise RequestError(f"--max-lora-rank {wanted}: {engine} {version} accepts ranks up to {max(prof.max_ranks)} ({prof.ranks_source}).")
-    slots = min(adapters, MAX_GPU_SLOTS)
+    slots = min(adapters, MAX_GPU_SLOTS) + (1 if prof.base_takes_slot else 0)
     return LoRASlots(max_loras=slots, max_lora_rank=fits[0], max_cpu_loras=max(adapters, slots))

@@ -165,10 +165,12 @@ def estimate_speed(
     expert_parallel: bool = False,
     prefix_tokens: int = 0,
     engine_version: str | None = None,
+    lora=None,
 ) -> PerformanceEstimate:
     """Predict one replica's speed at ``concurrency`` by simulating its continuous batching (module docstring).
 
-    ``engine_version`` picks the engine's speed coefficients for that version range (default: its newest).
+    ``engine_version`` picks the engine's speed coefficients for that version range (default: its newest); ``lora``
+    (:class:`~.lora_cost.LoRAStepCost`) adds the batched LoRA kernels to every step.
     """
     from .speed_data import engine_speed
     from .step_time import build_step_model
@@ -183,8 +185,11 @@ def estimate_speed(
         source, kind, band = "calibrated", "calibrated", None
     step = build_step_model(model, gpu=gpu, engine=engine, quantization=quantization, dtype=dtype, kv_cache_dtype=kv_cache_dtype,
                             tp=tp, pp=pp, nodes=nodes, expert_parallel=expert_parallel,
-                            cpu_cores=hw.cpu.cores if hw.cpu else None, cpu_simd=hw.cpu.simd if hw.cpu else None, profile=profile)
+                            cpu_cores=hw.cpu.cores if hw.cpu else None, cpu_simd=hw.cpu.simd if hw.cpu else None, profile=profile,
+                            lora=lora)
     notes = list(step.notes)
+    if lora is not None:
+        notes.append(f"LoRA: {lora.max_loras} slot(s) of rank {lora.rank}; each step runs the batched LoRA kernels ({lora.source})")
     notes.append(f"speed: operator step-time model on {step.ceil.source}; kernel efficiencies measured on the H200 "
                  f"(data/speed/kernels.yaml) applied to these ceilings; engine coefficients {kind} ({accuracy})")
     batch = max(1, concurrency)

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 from ..hardware.facts import GPUInfo
 from ..model_facts.facts import ModelFacts
+from .lora_cost import LoRAStepCost
 from .speed_data import EngineSpeed, engine_speed, interp_log, measured_label
 from .step_inputs import Ceilings, attention_and_links, device_ceilings, gemm_efficiencies, shapes, term_sources
 
@@ -161,6 +162,7 @@ class StepModel:
     per_sequence_s: float
     request_overhead_s: float = 0.0  # per request, outside the steps: before the scheduler sees it (simulate), into TTFT
     sampler_s: float = 0.0  # host seconds per sampled sequence per step (vocab x sampler_s_per_vocab)
+    lora: LoRAStepCost | None = None  # batched LoRA kernels (estimate/lora_cost.py); None without adapters
     sources: dict[str, str] = field(default_factory=dict)  # term -> where its coefficients come from (--explain)
     notes: list[str] = field(default_factory=list)
     _layer_cache: dict = field(default_factory=dict, repr=False)
@@ -293,12 +295,15 @@ class StepModel:
 
     def kernel_count(self, decode: int, prefill_tokens: int) -> float:
         per_layer = self.gemm_kernels + self.small_kernels + (1 if decode or prefill_tokens else 0) + (6 if self.experts else 0)
-        return self.layers_per_stage * per_layer * self.pp + 4
+        lora = self.lora.kernels_per_step() * self.pp if self.lora is not None else 0.0
+        return self.layers_per_stage * per_layer * self.pp + lora + 4
 
     def terms(self, s: StepShape) -> dict[str, float]:
         """Every term of one step, in seconds, for a whole pass through the ``pp`` stages (sum = :meth:`seconds`)."""
         layer = {k: v * self.layers_per_stage for k, v in self.layer_terms(s.rows).items()}
         gpu = {**layer, **self.attention_terms(s), **self.head_terms(s)}
+        if self.lora is not None:
+            gpu["lora"] = self.lora.seconds(s.decode, s.prefill_tokens, s.sequences)
         gpu = {k: v * self.pp for k, v in gpu.items()}  # a token passes every stage in turn
         out = dict(gpu)
         if self.host_bound:
@@ -319,6 +324,8 @@ class StepModel:
         if layer is None:
             layer = self._layer_fixed(rows)
         gpu = self.layers_per_stage * layer + dec + pre + self._head_cached(decode + completes, rows)
+        if self.lora is not None:
+            gpu += self.lora.seconds(decode, prefill_tokens, decode + chunks)
         gpu *= self.pp
         if self.host_bound:
             gpu = max(gpu, self.kernel_count(decode, prefill_tokens) * self.host_launch_s)
@@ -364,6 +371,7 @@ def build_step_model(
     profile: EngineSpeed | None = None,
     engine_version: str | None = None,
     cpu_simd: str | None = None,
+    lora: LoRAStepCost | None = None,
 ) -> StepModel:
     """Precompute the step coefficients of one plan (engine at a version x quantization x layout on one GPU type)."""
     prof = profile or engine_speed(engine, engine_version, gpu=gpu.name if gpu else None)
@@ -386,6 +394,7 @@ def build_step_model(
         expert_parallel=expert_parallel,
         host_bound=not prof.cuda_graphs and on_gpu, host_launch_s=prof.host_launch_s,
         step_overhead_s=prof.step_overhead_s.value, per_sequence_s=prof.per_sequence_s.value,
-        request_overhead_s=prof.request_overhead_s.value, sources=term_sources(prof, ceil, weights), notes=notes,
+        request_overhead_s=prof.request_overhead_s.value, notes=notes, lora=lora,
+        sources={**term_sources(prof, ceil, weights), **({"lora": lora.source} if lora is not None else {})},
         sampler_s=model.vocab_size * prof.sampler_s_per_vocab.value if prof.sampler_s_per_vocab else 0.0,
     )

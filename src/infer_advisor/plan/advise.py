@@ -382,4 +382,20 @@ def _performance(request, model, hw, choice: Choice, concurrency, input_tokens, 
         max_num_batched_tokens=(engine.max_num_batched_tokens if engine is not None else None) or request.max_num_batched_tokens,
         replicas=replicas, expert_parallel=bool(request.enable_expert_parallel), prefix_tokens=prefix_tokens,
         engine_version=engine.version if engine is not None else None,
+        lora=lora_step_term(request, model, hw.gpu if hw.kind == "gpu" else None, engine, choice.layout.tp, choice.layout.pp),
     )
+
+
+def lora_step_term(request, model, gpu, engine, tp: int, pp: int):
+    """The plan's LoRA step term (None without adapters): its GPU slots and rank, and the adapter mix of the
+    --lengths-file adapter column (else every request on one of --lora-adapters adapters, uniformly). The planner and
+    the fleet sizing both call it, so both size for the same step."""
+    from ..estimate.lora_cost import adapter_mix, lora_step_cost
+    from ..simulate.workload import adapter_counts
+
+    slots = engine.lora if engine is not None else None
+    if slots is None or gpu is None:
+        return None
+    counts = adapter_counts(request.lengths_file) if request.lengths_file is not None else None
+    return lora_step_cost(model, gpu=gpu, engine=engine.name, engine_version=engine.version, slots=slots.max_loras,
+                          rank=slots.max_lora_rank, tp=tp, pp=pp, mix=adapter_mix(request.lora_adapters, counts))

@@ -279,7 +279,10 @@ class _EngineSearch:
         """Pass 1 with speculative decoding for the latency goal, where the engine takes the published draft head on
         its command line (without it in the next passes when it does not fit)."""
         t, request = self.t, self.t.request
-        if not (request.speculative == "auto" and request.goal == "latency" and t.on_gpu) or self.user_draft is not None:
+        # not with LoRA adapters: SGLang 0.5.9 refuses them with any draft but NGRAM (server_args check_lora_server_args),
+        # and a draft head trained on the base model proposes the base model's tokens, not the adapters'
+        if (not (request.speculative == "auto" and request.goal == "latency" and t.on_gpu) or self.user_draft is not None
+                or request.lora_adapters):
             return None
         spec = draft_for(t.model.name, list(self.profile.speculative))
         if spec is None:

@@ -149,9 +149,9 @@ MAX_TRACE_ROWS = 1_000_000
 MAX_TRACE_TOKENS = 10_000_000
 
 
-def read_trace(path: Path) -> list[tuple[int, int, float | None, int]]:
-    """(input, output, arrival or None, cached tokens) per line of a JSONL trace; bad lines raise one RequestError
-    naming the line. Parsed once per file version (path, size, mtime, inode): the sizing search asks many times."""
+def read_trace(path: Path) -> list[tuple[int, int, float | None, int, str | None]]:
+    """(input, output, arrival or None, cached tokens, LoRA adapter or None) per line of a JSONL trace; bad lines raise
+    one RequestError naming the line. Parsed once per file version (path, size, mtime, inode): the sizing search asks many times."""
     try:
         st = os.stat(path)
         key = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
@@ -168,12 +168,34 @@ def _count(value, what: str, where: str, low: int, high: int) -> int:
     return value
 
 
+def adapter_counts(path: Path) -> dict[str | None, int]:
+    """Requests per LoRA adapter named in the trace's optional ``adapter`` column (None: the base model)."""
+    counts: dict[str | None, int] = {}
+    for row in read_trace(path):
+        counts[row[4]] = counts.get(row[4], 0) + 1
+    return counts
+
+
+MAX_ADAPTER_NAME = 256
+
+
+def _adapter(value, where: str) -> str | None:
+    from ..errors import RequestError
+    from ..untrusted import refuse_unsafe
+
+    if value is None:
+        return None
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_ADAPTER_NAME:
+        raise RequestError(f"{where}: adapter must be a name of 1 to {MAX_ADAPTER_NAME} characters (or null for the base model).")
+    return refuse_unsafe(value, f"{where}: adapter")
+
+
 @functools.lru_cache(maxsize=4)
-def _read_trace_cached(key: tuple, path: Path) -> tuple[tuple[int, int, float | None, int], ...]:
+def _read_trace_cached(key: tuple, path: Path) -> tuple[tuple[int, int, float | None, int, str | None], ...]:
     from ..bounded_read import bounded_lines
     from ..errors import RequestError
 
-    rows: list[tuple[int, int, float | None, int]] = []
+    rows: list[tuple[int, int, float | None, int, str | None]] = []
     try:
         for n, line in enumerate(bounded_lines(path, "trace", lambda p, why: RequestError(f"trace {p}: {why}.")), 1):
             if not line.strip():
@@ -187,14 +209,14 @@ def _read_trace_cached(key: tuple, path: Path) -> tuple[tuple[int, int, float | 
                 obj = None
             if not isinstance(obj, dict) or "input_tokens" not in obj or "output_tokens" not in obj:
                 raise RequestError(f"{where}: expected a JSON object with integer input_tokens and output_tokens (and "
-                                   "optional arrival_s, cached_tokens).")
+                                   "optional arrival_s, cached_tokens, adapter).")
             i = _count(obj["input_tokens"], "input_tokens", where, 1, MAX_TRACE_TOKENS)
             o = _count(obj["output_tokens"], "output_tokens", where, 1, MAX_TRACE_TOKENS)
             c = _count(obj.get("cached_tokens", 0), "cached_tokens", where, 0, i)
             a = obj.get("arrival_s")
             if a is not None and (type(a) not in (int, float) or not math.isfinite(a) or a < 0):
                 raise RequestError(f"{where}: arrival_s must be a finite number of seconds >= 0.")
-            rows.append((i, o, None if a is None else float(a), c))
+            rows.append((i, o, None if a is None else float(a), c, _adapter(obj.get("adapter"), where)))
     except UnicodeDecodeError:
         raise RequestError(f"{path} is not UTF-8 text (expected JSONL).") from None
     if not rows:

@@ -1,0 +1,75 @@
+"""Grade an open-loop run of the llama.cpp H200 server against the predictions written before it (issue 21 targets).
+
+    python benchmarks/gpu/grade_openloop.py benchmarks/results/h200/llamacpp-openloop2-2026-12-03/open.json \\
+        benchmarks/results/h200/llamacpp-openloop2-2026-12-03/predictions.json [--server-eval-ms 5.6]
+
+Nothing is predicted here: the predictions are the ones ``predict_levels.py`` wrote on the device before the first
+request. Per level: arrivals achieved, served requests/s, whether the queue grew (bench's own test), TTFT and ITL
+p50 measured and predicted. Then the four targets: highest stable rate within 20% (the predicted
+``max_rate_per_replica`` against the highest level whose queue did not grow and the throughput served when
+overloaded), TTFT p50 and ITL p50 below saturation within 30%, batch-1 decode within 15% (``tpot_alone_s`` against
+the server's own eval time per token of one request, given with --server-eval-ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def _err(pred: float | None, meas: float | None) -> float | None:
+    return None if not pred or not meas else pred / meas - 1
+
+
+def grade(open_json: Path, predictions: Path, server_eval_ms: float | None) -> tuple[list[dict], dict]:
+    run, pred = json.loads(open_json.read_text()), json.loads(predictions.read_text())
+    top = pred["predicted_max_rate_per_replica"]
+    rows = []
+    for lv, p in zip(run["levels"], pred["levels"]):
+        one = p["replicas"] == 1  # past the predicted rate the plan adds replicas: nothing to compare for one server
+        rows.append({"asked": lv["request_rate"], "arrivals": lv["achieved_rate_per_s"], "served": lv["requests_per_s"],
+                     "grew": lv["saturated"], "requests": lv["num_requests"],
+                     "ttft_p50": lv["ttft_s"]["p50"], "ttft_pred": p["ttft_p50_s"] if one else None,
+                     "itl_p50": lv["itl_s"]["p50"], "itl_pred": p["itl_p50_s"] if one else None})
+    stable = [r["arrivals"] for r in rows if not r["grew"]]
+    grew = [r for r in rows if r["grew"]]
+    below = [r for r in rows if not r["grew"] and r["ttft_pred"] is not None]
+    summary = {
+        "predicted_max_rate": top,
+        "highest_stable_arrivals": max(stable) if stable else None,
+        "lowest_grown_arrivals": min((r["arrivals"] for r in grew), default=None),
+        "served_when_overloaded": max((r["served"] for r in grew), default=None),
+        "rate_error_vs_stable": _err(top, max(stable) if stable else None),
+        "rate_error_vs_overloaded": _err(top, max((r["served"] for r in grew), default=None)),
+        "ttft_errors_below_saturation": [_err(r["ttft_pred"], r["ttft_p50"]) for r in below],
+        "itl_errors_below_saturation": [_err(r["itl_pred"], r["itl_p50"]) for r in below],
+        "batch1_decode_predicted_ms": (pred.get("performance") or {}).get("tpot_alone_s", 0) * 1e3,
+        "batch1_decode_error": _err((pred.get("performance") or {}).get("tpot_alone_s"), server_eval_ms / 1e3 if server_eval_ms else None),
+    }
+    return rows, summary
+
+
+def table(rows: list[dict]) -> str:
+    out = ["| asked req/s | arrivals | served req/s | queue grew | requests | TTFT p50 measured / predicted | ITL p50 measured / predicted |",
+           "|---:|---:|---:|:---:|---:|---:|---:|"]
+    for r in rows:
+        ttft = f"{r['ttft_p50'] * 1e3:,.0f} / " + (f"{r['ttft_pred'] * 1e3:,.0f} ms" if r["ttft_pred"] is not None else "(2 replicas)")
+        itl = f"{r['itl_p50'] * 1e3:.1f} / " + (f"{r['itl_pred'] * 1e3:.1f} ms" if r["itl_pred"] is not None else "-")
+        out.append(f"| {r['asked']:.3g} | {r['arrivals']:.2f} | {r['served']:.2f} | {'yes' if r['grew'] else 'no'} | {r['requests']} | {ttft} | {itl} |")
+    return "\n".join(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("open_json", type=Path)
+    ap.add_argument("predictions", type=Path)
+    ap.add_argument("--server-eval-ms", type=float, help="the server's own eval time per token of a lone request")
+    args = ap.parse_args()
+    rows, summary = grade(args.open_json, args.predictions, args.server_eval_ms)
+    print(table(rows))
+    print(json.dumps(summary, indent=1))
+
+
+if __name__ == "__main__":
+    main()
