@@ -119,9 +119,9 @@ def decisions(request, chosen, runners: list, cands: list, notes: list[str]) -> 
     if chosen is None:
         return out
     objective = by_kind("objective")
-    cheapest = "the cheapest option" if chosen.cost_per_hour is not None else "the option with the fewest GPUs"
-    out.append(said(objective.id, f"{chosen.gpu} {chosen.layout} {chosen.engine} {chosen.quantization}: {cheapest} that "
-                    f"meets every target (simulated), at {chosen.max_rate_per_replica:.3g} req/s per replica"))
+    cheapest = "the cheapest" if chosen.cost_per_hour is not None else "the fewest GPUs"
+    out.append(said(objective.id, f"{cheapest} meeting every target: {chosen.gpu} {chosen.layout} {chosen.engine} "
+                    f"{chosen.quantization}, at {chosen.max_rate_per_replica:.3g} req/s per replica (simulated)"))
     out += _published_line(request, chosen)
     if chosen.quantization == "fp8" or chosen.kv_cache_dtype == "fp8":
         if applies(by_kind("search_dimension"), {"quantization": request.quantization, "kv_cache_dtype": request.kv_cache_dtype,
@@ -143,8 +143,9 @@ def decisions(request, chosen, runners: list, cands: list, notes: list[str]) -> 
     out += _tie_lines(chosen, runners)
     n = sum(1 for c in cands if "sizing.fold-absurd-fleets" in c.sizing_rules)
     if n:
-        out.append(said("sizing.fold-absurd-fleets", f"{n} option(s) needing over {int(by_kind('flag_fleet').params['max_gpus'])} "
-                        f"GPUs or over {by_kind('flag_fleet').params['max_times_chosen']:g}x the chosen fleet's shown as out of reach"))
+        out.append(said("sizing.fold-absurd-fleets", f"{n} option(s) shown as out of reach: each needs over "
+                        f"{int(by_kind('flag_fleet').params['max_gpus'])} GPUs or over "
+                        f"{by_kind('flag_fleet').params['max_times_chosen']:g}x the chosen fleet's"))
     return out
 
 
