@@ -271,8 +271,10 @@ def test_a_sized_fleet_larger_than_a_node_emits_one_node_of_replicas(tmp_path):
     assert f"--data-parallel-size {per_node}" in serve or per_node == 1
     assert f"replicas: {chosen.replicas}" in (tmp_path / "out" / "k8s.yaml").read_text()
     readme = (tmp_path / "out" / "README.md").read_text()
-    machines = -(-chosen.replicas // per_node)
-    assert f"them on {machines} such machines" in " ".join(readme.split())
+    full, rest = divmod(chosen.replicas, per_node)  # 13 replicas of 4 per node: 3 machines and one more at 1, not 16
+    text = " ".join(readme.split())
+    assert (f"them on {full} such machine(s) and start the other {rest} on one more (its data-parallel size set to {rest}, "
+            f"so the fleet is the plan's {chosen.replicas} replicas" in text) if rest else f"them on {full} such machines" in text
 
 
 def test_plot_never_replaces_a_file_we_did_not_write(tmp_path):
