@@ -271,8 +271,10 @@ def test_a_sized_fleet_larger_than_a_node_emits_one_node_of_replicas(tmp_path):
     assert f"--data-parallel-size {per_node}" in serve or per_node == 1
     assert f"replicas: {chosen.replicas}" in (tmp_path / "out" / "k8s.yaml").read_text()
     readme = (tmp_path / "out" / "README.md").read_text()
-    machines = -(-chosen.replicas // per_node)
-    assert f"them on {machines} such machines" in " ".join(readme.split())
+    full, rest = divmod(chosen.replicas, per_node)  # 13 replicas of 4 per node: 3 machines and one more at 1, not 16
+    text = " ".join(readme.split())
+    assert (f"them on {full} such machine(s) and start the other {rest} on one more (its data-parallel size set to {rest}, "
+            f"so the fleet is the plan's {chosen.replicas} replicas" in text) if rest else f"them on {full} such machines" in text
 
 
 def test_plot_never_replaces_a_file_we_did_not_write(tmp_path):
@@ -305,3 +307,29 @@ def test_operating_points_put_off_change_nothing_the_answer_shows(monkeypatch):
     eager = _size(**kw)
     strip = {"search_seconds"}
     assert lazy.model_dump(exclude=strip) == eager.model_dump(exclude=strip)
+
+
+def test_rate_searches_put_off_change_nothing_the_answer_shows_but_the_front(monkeypatch):
+    """A bisection that cannot lower its GPU type's best cost is put off, and finished only where the answer could show
+    the option: searching every option to the end gives the same answer, field for field, the front aside (drawn from
+    the trials run: fewer points, so some the full search would show dominated); some searches were put off, and every
+    option shown was searched to the end."""
+    from infer_advisor.capacity import sizing
+
+    kw = dict(model="meta-llama/Llama-3.1-8B", rate=20, gpu="H100-80GB,L40S,A100-80GB,RTX-4090,L4,A10G", itl_p99=0.05)
+    searches = []
+    find = sizing.find_max_rate
+    monkeypatch.setattr(sizing, "find_max_rate", lambda *a, **k: searches.append(find(*a, **k)) or searches[-1])
+    lazy = _size(**kw)
+    put_off = [rs for rs in searches if rs.paused is not None]
+    assert put_off, "the case no longer puts any search off: pick one that does"
+    shown = [lazy.chosen, *lazy.runners_up, *lazy.best_per_gpu]
+    assert all(any(abs(rs.max_rate - c.max_rate_per_replica) < 1e-12 for rs in searches if rs.paused is None)
+               for c in shown if c is not None and c.max_rate_per_replica)
+    ran = {t.rate for rs in searches for t in rs.trials}
+    monkeypatch.setattr(sizing, "_cannot_lower", lambda *a, **k: None)
+    eager = _size(**kw)
+    strip = {"search_seconds", "front"}
+    assert lazy.model_dump(exclude=strip) == eager.model_dump(exclude=strip)
+    # the front is drawn from the trials run: every point of the full front that the lazy search also ran is on its front
+    assert lazy.front and all(p in lazy.front for p in eager.front if p.rate_per_replica in ran)

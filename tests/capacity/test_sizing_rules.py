@@ -173,3 +173,21 @@ def test_fp8_and_a_shared_prefix_change_a_search_over_gpu_types():
     assert any("sizing.fp8-where-supported" in d for d in plain.decisions)
     assert shared.chosen.cost_per_hour < plain.chosen.cost_per_hour
     assert any("sizing.prefix-cache-cuts-prefill" in d for d in shared.decisions)
+
+
+@pytest.mark.parametrize("rate,layout", [(10, 2), (2, 1)])
+def test_at_equal_cost_full_precision_wins_then_replicas_then_less_tensor_parallel(rate, layout):
+    """Llama-3.1-8B-Instruct on RTX 3090, 200/1000 tokens: at 10 req/s 6 x TP2 in 16-bit and 12 x TP1 serving the
+    published 4-bit AWQ checkpoint cost the same ($6/h), and the 16-bit fleet wins (it used to lose to the 4-bit one);
+    at 2 req/s 4 x TP1 and 2 x TP2 in 16-bit and 4 x TP1 AWQ all cost $2/h: 16-bit first, then the smaller layout."""
+    r = size(model="meta-llama/Llama-3.1-8B-Instruct", gpu="RTX-3090", rate=rate, input_tokens=200, output_tokens=1000,
+             ttft_p90=2.0)
+    c = r.chosen
+    assert (c.quantization, c.kv_cache_dtype, c.tensor_parallel_size, c.pipeline_parallel_size) == ("none", "auto", layout, 1)
+    awq = next(x for x in r.runners_up if x.quantization == "awq")
+    assert awq.cost_per_hour == pytest.approx(c.cost_per_hour, rel=0.01) and awq.meets_targets
+    assert any(d.endswith("(rule sizing.tie-prefers-full-quality)") and "16-bit weights" in d and "4-bit awq" in d
+               for d in r.decisions)
+    if layout == 1:  # the 16-bit TP2 fleet at the same cost loses on the layout, named by its rule
+        assert any(x.tensor_parallel_size == 2 and x.quantization == "none" for x in r.runners_up)
+        assert "TP1 x PP1 over TP2 x PP1 at the same cost (rule sizing.tie-prefers-replicas-then-tensor-parallel)" in r.decisions

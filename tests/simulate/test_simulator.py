@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import heapq
 import json
+import random
+from dataclasses import dataclass
 
 import pytest
 
@@ -11,6 +14,8 @@ from infer_advisor.estimate.step_time import build_step_model
 from infer_advisor.hardware import lookup_gpu
 from infer_advisor.model_facts import resolve_model
 from infer_advisor.simulate import LengthSpec, SchedulerConfig, Workload, simulate
+from infer_advisor.simulate.scheduler import run
+from infer_advisor.simulate.workload import Request
 
 H100 = lookup_gpu("H100-80GB")
 MODEL = resolve_model("meta-llama/Llama-3.1-8B", source="catalog")
@@ -147,3 +152,45 @@ def test_more_clients_than_slots_wait_for_a_free_slot():
     assert six.mean_batch <= 4 and six.queue_s.p50 > 0.2 * six.e2e_s.p50
     assert six.requests_per_s == pytest.approx(four.requests_per_s, rel=0.05)  # the slots, not the clients, set the pace
     assert six.ttft_s.mean > four.ttft_s.mean + 0.3 * (six.e2e_s.mean - six.ttft_s.mean) / 2
+
+
+@dataclass
+class _ConstantStep:
+    """Every step takes ``seconds`` whatever it holds: the scheduler alone, as a queue."""
+
+    seconds: float
+    request_overhead_s: float = 0.02
+    pp: int = 1
+
+    def step_seconds(self, decode, decode_context, prefill_tokens=0, prefill_pairs=0.0, chunks=0, completes=0,
+                     window_context=None):
+        return self.seconds
+
+    def decode_seconds(self, batch, context_sum):
+        return self.seconds
+
+
+def test_reserved_slots_are_an_fcfs_queue_of_c_servers():
+    """llama-server's slots (issue 21's H200 knee): a request holds a slot from its prompt step to the step of its last
+    token and no longer (llama.cpp releases the slot when the last token is sampled and its deferred task is launched
+    in the next update_slots), the per-request host time is spent before it queues, not in a slot, and waiting
+    requests take freed slots first come, first served. With constant steps that is exactly an M/D/c queue (Kiefer-
+    Wolfowitz recursion, computed here apart), except that a request arriving mid-step starts at the step's end."""
+    dt, out, slots, overhead = 0.01, 50, 4, 0.02
+    rng = random.Random(3)
+    t, reqs = 0.0, []
+    for _ in range(3000):  # rho = 6 x 0.5 s / 4 = 0.75: about half the requests wait
+        t += rng.expovariate(6.0)
+        reqs.append(Request(t, 100, out))
+    log = run(_ConstantStep(dt, overhead), reqs, max_num_seqs=slots, max_num_batched_tokens=2048, kv_capacity_tokens=10**7,
+              reserve_full=True, request_overhead=overhead)
+    free, waited = [0.0] * slots, 0
+    for sim, req in zip(log.requests, reqs):
+        queued = req.arrival + overhead
+        start = max(queued, heapq.heappop(free))
+        heapq.heappush(free, start + out * dt)  # service: the prompt step (first token) and out - 1 decode steps
+        waited += start > queued
+        assert -1e-9 < sim.admitted - start < dt + 1e-9
+        assert sim.first_token - sim.admitted == pytest.approx(dt)
+        assert sim.finish - sim.admitted == pytest.approx(out * dt)
+    assert 0.4 < waited / len(reqs) < 0.6

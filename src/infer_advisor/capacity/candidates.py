@@ -201,7 +201,7 @@ def plan_options(request, model: ModelFacts, plan_fn: Callable, on_note: Callabl
         on_note(f"time budget ({budget_s:g} s) reached while planning: not planned: {', '.join(skipped)}; the answer "
                 "is the best among what was planned (pin --gpu or --tensor-parallel-size to search the rest)")
     if needless:
-        on_note(said(EXCLUDE_PP, f"{needless} pipeline-parallel layouts left out where tensor parallelism within a node holds the model"))
+        on_note(said(EXCLUDE_PP, f"{needless} PP layouts skipped: tensor parallelism within a node holds the model"))
     return options, refused
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..estimate.step_time import StepModel
 from ..simulate import SchedulerConfig, SimulationResult, Workload, simulate
@@ -44,6 +45,9 @@ class RateSearch:
     floor_checks: list[TargetCheck] = field(default_factory=list)  # targets at a near-idle load
     capacity: float | None = None  # requests/s an overloaded trial completed (the replica's throughput ceiling)
     ceiling: float | None = None  # the physical ceiling on requests/s (physics.throughput_ceiling)
+    # the bisection put off by ``settled`` (see find_max_rate): (its bracket as rates, a call that finishes it), else None
+    paused: tuple[float, float] | None = None
+    resume: Callable[..., None] | None = field(default=None, repr=False)
 
 
 def analytic_rate(step: StepModel, cfg: SchedulerConfig, mean_in: float, mean_out: float) -> float:
@@ -82,12 +86,18 @@ def _at(step: StepModel, workload: Workload, cfg: SchedulerConfig, rate: float, 
 
 
 def find_max_rate(step: StepModel, workload: Workload, cfg: SchedulerConfig, targets: LatencyTargets, *,
-                  seed: int = 0, requests: int = TRIAL_REQUESTS, deadline: float | None = None) -> RateSearch:
+                  seed: int = 0, requests: int = TRIAL_REQUESTS, deadline: float | None = None,
+                  settled: Callable[[float, float], bool] | None = None) -> RateSearch:
     """Highest Poisson rate one replica sustains with every target met and its queue not growing, never above its
     physical throughput ceiling (``physics.throughput_ceiling``) nor above UTILISATION x what an overloaded trial
     completed. A trial of a few hundred requests on a replica that holds hundreds at once can look fine at any rate
     (they all fit in one batch); the ceiling, not the trial, says where throughput ends. Past ``deadline``
-    (time.monotonic()) the bisection stops at the highest rate shown to hold so far (a lower bound)."""
+    (time.monotonic()) the bisection stops at the highest rate shown to hold so far (a lower bound).
+
+    ``settled(low, high)``: asked before each bisection step with the bracket's rates; when it says the answer no
+    longer matters (the option cannot win whatever the rate in the bracket), the bisection is put off: ``max_rate``
+    is the bracket's low end (a lower bound), ``paused`` the bracket, and ``resume()`` finishes it exactly as an
+    uninterrupted search would have (the same trials in the same order: bisection is deterministic)."""
     from .physics import throughput_ceiling
 
     est = analytic_rate(step, cfg, workload.mean_input, workload.mean_output)
@@ -127,18 +137,31 @@ def find_max_rate(step: StepModel, workload: Workload, cfg: SchedulerConfig, tar
         # capacity ends before its queue has grown enough to break a target, so the rate is capped below it.
         top = min(top, out.capacity * UTILISATION)
     a, b = math.log(lo.rate), math.log(top)
-    if b - a > math.log(4):  # most answers lie within 2x of the top: look there first (a bisection step saved)
-        half = trial(top / 2)
-        a, b = (math.log(half.rate), b) if half.ok else (a, math.log(half.rate))
-    for _ in range(BISECTIONS):
-        if b - a <= PRECISION or (deadline is not None and time.monotonic() > deadline):
+    # most answers lie within 2x of the top: look there first (a bisection step saved)
+    _bisect(out, trial, a, b, BISECTIONS, deadline, settled, top / 2 if b - a > math.log(4) else None)
+    return out
+
+
+def _bisect(out: RateSearch, trial: Callable[[float], Trial], a: float, b: float, steps: int, deadline: float | None,
+            settled: Callable[[float, float], bool] | None, half: float | None = None) -> None:
+    """Bisect the log-rate bracket [a, b] (first at ``half`` if given, then at most ``steps`` trials) to PRECISION;
+    ``out.max_rate`` its low end. It is put off only once a trial above the near-idle one held (``a`` above its
+    start), so a put-off search's rate is at worst one bracket below the answer, never the near-idle rate."""
+    out.paused = out.resume = None
+    idle = a
+    while half is not None or (steps > 0 and b - a > PRECISION and not (deadline is not None and time.monotonic() > deadline)):
+        if settled is not None and a > idle and settled(math.exp(a), math.exp(b)):
+            out.paused = (math.exp(a), math.exp(b))
+            out.resume = lambda settled=None, a=a, b=b, steps=steps, half=half: _bisect(out, trial, a, b, steps, None,
+                                                                                        settled, half)
             break
-        mid = trial(math.exp((a + b) / 2))
+        mid = trial(half if half is not None else math.exp((a + b) / 2))
         a, b = (math.log(mid.rate), b) if mid.ok else (a, math.log(mid.rate))
+        steps -= 1 if half is None else 0
+        half = None
     out.max_rate = math.exp(a)
     if out.capacity is not None:
         out.max_rate = min(out.max_rate, out.capacity * UTILISATION)
-    return out
 
 
 def operating_point(step: StepModel, workload: Workload, cfg: SchedulerConfig, rate: float, *, seed: int = 0,

@@ -57,12 +57,33 @@ def replicas_for(rate: float, max_rate: float, request, engine: str) -> tuple[in
     return replicas, needed, applied
 
 
-def rank_key(c):
-    """Meets the targets, then cost (equal within 1% ties), then fewer pipeline stages, then less TP, then rate."""
+def cost_bucket(cost: float | None) -> float:
+    """Costs in one bucket are equal for the ranking (rule sizing.tie-prefers-replicas-then-tensor-parallel: within 1%)."""
     tie = by_kind("tie_break").params["equal_cost_within"]
-    cost = c.cost_per_hour if c.cost_per_hour is not None else math.inf
-    bucket = math.floor(math.log(cost) / math.log1p(tie)) if 0 < cost < math.inf else (math.inf if cost else -math.inf)
-    return (not c.meets_targets, bucket, c.pipeline_parallel_size, c.tensor_parallel_size, -(c.max_rate_per_replica or 0))
+    cost = cost if cost is not None else math.inf
+    return math.floor(math.log(cost) / math.log1p(tie)) if 0 < cost < math.inf else (math.inf if cost else -math.inf)
+
+
+def precision_bits(c) -> tuple[float, float]:
+    """(bits per weight, bits per KV-cache entry) of an option; 16 for the model's own 16-bit dtype (rule
+    sizing.tie-prefers-full-quality). An option refused before planning (no format) counts 0."""
+    from ..estimate.formats import dtype_bytes, formats
+
+    table = formats().formats
+    if c.quantization not in table:
+        return 0.0, 0.0
+    bits = table[c.quantization].bits or 16.0  # "none": the model's own dtype
+    kv = 16.0 if c.kv_cache_dtype in ("auto", "bfloat16", "float16") else 8 * dtype_bytes(c.kv_cache_dtype)
+    return float(bits), float(kv)
+
+
+def rank_key(c):
+    """Meets the targets, then cost (equal within 1% ties), then fuller precision (rule sizing.tie-prefers-full-quality),
+    then fewer pipeline stages, then less TP (rule sizing.tie-prefers-replicas-then-tensor-parallel), then rate."""
+    bucket = cost_bucket(c.cost_per_hour)
+    bits = precision_bits(c) if math.isfinite(bucket) else (0.0, 0.0)  # options without a cost keep their order
+    return (not c.meets_targets, bucket, -bits[0], -bits[1], c.pipeline_parallel_size, c.tensor_parallel_size,
+            -(c.max_rate_per_replica or 0))
 
 
 def fold(cands: list, chosen_gpus: int | None = None) -> list:
@@ -98,9 +119,9 @@ def decisions(request, chosen, runners: list, cands: list, notes: list[str]) -> 
     if chosen is None:
         return out
     objective = by_kind("objective")
-    cheapest = "the cheapest option" if chosen.cost_per_hour is not None else "the option with the fewest GPUs"
-    out.append(said(objective.id, f"{chosen.gpu} {chosen.layout} {chosen.engine} {chosen.quantization}: {cheapest} that "
-                    f"meets every target (simulated), at {chosen.max_rate_per_replica:.3g} req/s per replica"))
+    cheapest = "the cheapest" if chosen.cost_per_hour is not None else "the fewest GPUs"
+    out.append(said(objective.id, f"{cheapest} meeting every target: {chosen.gpu} {chosen.layout} {chosen.engine} "
+                    f"{chosen.quantization}, at {chosen.max_rate_per_replica:.3g} req/s per replica (simulated)"))
     out += _published_line(request, chosen)
     if chosen.quantization == "fp8" or chosen.kv_cache_dtype == "fp8":
         if applies(by_kind("search_dimension"), {"quantization": request.quantization, "kv_cache_dtype": request.kv_cache_dtype,
@@ -119,16 +140,37 @@ def decisions(request, chosen, runners: list, cands: list, notes: list[str]) -> 
     elif not request.headroom:
         out.append(said(by_kind("headroom").id, f"no headroom (--no-headroom): {chosen.replicas} replicas run at up to "
                         "100% of what each sustains"))
-    for r in runners:
-        s = {"a": {"cost": chosen.cost_per_hour or 0.0, "tp": chosen.tensor_parallel_size, "pp": chosen.pipeline_parallel_size},
-             "b": {"cost": r.cost_per_hour or 0.0, "tp": r.tensor_parallel_size, "pp": r.pipeline_parallel_size}}
-        if chosen.cost_per_hour and r.cost_per_hour and applies(by_kind("tie_break"), s):
-            out.append(said(by_kind("tie_break").id, f"{chosen.layout} over {r.layout} at the same cost"))
+    out += _tie_lines(chosen, runners)
     n = sum(1 for c in cands if "sizing.fold-absurd-fleets" in c.sizing_rules)
     if n:
-        out.append(said("sizing.fold-absurd-fleets", f"{n} option(s) needing over {int(by_kind('flag_fleet').params['max_gpus'])} "
-                        f"GPUs or over {by_kind('flag_fleet').params['max_times_chosen']:g}x the chosen fleet's shown as out of reach"))
+        out.append(said("sizing.fold-absurd-fleets", f"{n} option(s) shown as out of reach: each needs over "
+                        f"{int(by_kind('flag_fleet').params['max_gpus'])} GPUs or over "
+                        f"{by_kind('flag_fleet').params['max_times_chosen']:g}x the chosen fleet's"))
     return out
+
+
+def _tie_lines(chosen, runners: list) -> list[str]:
+    """The tie-break that put the choice above a runner-up at the same cost: fuller precision, else the layout."""
+    out = []
+    for r in runners:
+        if not (chosen.cost_per_hour and r.cost_per_hour):
+            continue
+        (wa, ka), (wb, kb) = precision_bits(chosen), precision_bits(r)
+        s = {"a": {"cost": chosen.cost_per_hour, "tp": chosen.tensor_parallel_size, "pp": chosen.pipeline_parallel_size,
+                   "weight_bits": wa, "kv_bits": ka},
+             "b": {"cost": r.cost_per_hour, "tp": r.tensor_parallel_size, "pp": r.pipeline_parallel_size,
+                   "weight_bits": wb, "kv_bits": kb}}
+        if applies(by_kind("tie_quality"), s):
+            out.append(said(by_kind("tie_quality").id, f"{_precision_words(chosen, wa, ka)} over {_precision_words(r, wb, kb)} "
+                            f"({r.gpu} {r.layout}) at the same cost"))
+        elif (wa, ka) == (wb, kb) and applies(by_kind("tie_break"), s):
+            out.append(said(by_kind("tie_break").id, f"{chosen.layout} over {r.layout} at the same cost"))
+    return out
+
+
+def _precision_words(c, weight_bits: float, kv_bits: float) -> str:
+    weights = "16-bit weights" if c.quantization == "none" else f"{weight_bits:g}-bit {c.quantization} weights"
+    return f"{weights}, {kv_bits:g}-bit KV cache"
 
 
 def _published_line(request, chosen) -> list[str]:

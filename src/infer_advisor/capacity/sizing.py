@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from typing import Callable
 
 from ..model_facts.facts import ModelFacts
@@ -69,6 +70,20 @@ def _candidate(o: Option, rs: RateSearch, rate: float, targets: LatencyTargets, 
         why_not=None if meets else _why_not(rs, checks, replicas),
         replicas_needed=needed, sizing_rules=applied,
     )
+
+
+def _cannot_lower(o: Option, request, rate: float, best_here: float) -> Callable[[float, float], bool] | None:
+    """For the rate search: whether the option, even at the highest rate its bracket could still give, costs no less
+    than its GPU type's best found, so the rest of the search goes as it would whatever rate it is found to sustain.
+    Such a bisection is put off, and finished if the answer could show the option after all (:func:`_settle`)."""
+    if o.price is None or not math.isfinite(best_here):
+        return None
+
+    def settled(low: float, high: float) -> bool:
+        replicas = request.replicas or replicas_for(rate, high, request, o.plan.engine.name)[0]
+        return max(replicas, 1) * o.gpus * o.price >= best_here
+
+    return settled
 
 
 def _physics(o: Option, model: ModelFacts, w: Workload, rs: RateSearch) -> dict:
@@ -137,7 +152,8 @@ def search(request, model: ModelFacts, plan_fn: Callable, *, progress: Callable[
                 if k >= MAX_PER_GPU:
                     capped.append(name)
                 break
-            rs = find_max_rate(o.step, w, o.cfg, targets, deadline=deadline)
+            rs = find_max_rate(o.step, w, o.cfg, targets, deadline=deadline,
+                               settled=_cannot_lower(o, request, rate, best_here))
             phys = _physics(o, model, w, rs)
             cand = _candidate(o, rs, rate, targets, w, request, point=False).model_copy(update=phys)
             if cand.replicas and cand.cost_per_hour is not None and cand.cost_per_hour < best_here:
@@ -163,7 +179,15 @@ def search(request, model: ModelFacts, plan_fn: Callable, *, progress: Callable[
     if capped:
         notes.append(f"{', '.join(capped)}: search stopped after the {MAX_PER_GPU} most promising options; a cheaper one may "
                      "exist among the rest (pin --tensor-parallel-size to look at one layout)")
-    _settle(evaluated, pending, lambda o, rs: _candidate(o, rs, rate, targets, w, request))
+    def resume(i: int, settled: Callable[[float, float], bool]) -> Candidate:
+        """Go on with a bisection put off by _cannot_lower, until done or ``settled`` again; its operating point waits."""
+        o, _, rs = evaluated[i]
+        rs.resume(settled)
+        pending[i] = _physics(o, model, w, rs)
+        return _candidate(o, rs, rate, targets, w, request, point=False).model_copy(update=pending[i])
+
+    _settle(evaluated, pending, lambda o, rs: _candidate(o, rs, rate, targets, w, request),
+            lambda o, rs, top: _candidate(o, replace(rs, max_rate=top), rate, targets, w, request, point=False), resume)
     return _result(request, targets, w, rate, evaluated, refused, options, notes, time.monotonic() - t0)
 
 
@@ -189,26 +213,47 @@ def _key(c: Candidate) -> tuple:
             c.max_num_batched_tokens, c.checkpoint)
 
 
-def _settle(evaluated: list, pending: dict[int, dict], finish: Callable) -> None:
+def _settle(evaluated: list, pending: dict[int, dict], finish: Callable, optimistic: Callable, resume: Callable) -> None:
     """Simulate the operating points that were put off (options that could not lower a best cost found) wherever the
     answer shows them: the choice and runners-up, each GPU type's best row, a fleet folded as out of reach. Until
     then they count as meeting the targets, as their rate search found; one that misses moves down and the ranking is
-    redone, so what is shown is what simulating every operating point would show."""
-    while pending:
-        cands, meeting, _, first = _ranked([c for _, c, _ in evaluated])
+    redone, so what is shown is what simulating every operating point would show.
+
+    A rate search put off (its option could not lower a best cost, :func:`_cannot_lower`) is finished where the
+    answer shows the option as it stands, and bisected on wherever it could be shown at the best its bracket allows
+    (``optimistic(option, search, top)``: ranked as if it sustained the bracket's top, no worse than the finished
+    search's rank) until it could not; then every option shown has its rate found to the full precision, as if no
+    search had been put off."""
+    while True:
+        cands, meeting, priced, first = _ranked([c for _, c, _ in evaluated])
         shown = {_key(c) for c in meeting[:3]} | ({_key(first)} if first is not None else set())
         shown |= {_key(c) for c in cands if "sizing.fold-absurd-fleets" in c.sizing_rules}
-        seen: set[str] = set()
+        rows: dict[str, Candidate] = {}
         for c in cands:
-            if c.gpu not in seen:
-                seen.add(c.gpu)
-                shown.add(_key(c))
-        todo = [i for i in pending if _key(evaluated[i][1]) in shown]
-        if not todo:
+            rows.setdefault(c.gpu, c)
+        shown |= {_key(c) for c in rows.values()}
+        paused = [i for i, (_, _, rs) in enumerate(evaluated) if rs.resume is not None]
+        finish_now = [i for i in paused if not priced or _key(evaluated[i][1]) in shown]  # shown as it stands
+        go_on = [i for i in paused if i not in finish_now and _could_show(optimistic(*evaluated[i][::2], evaluated[i][2].paused[1]),
+                                                                        meeting, rows)]
+        todo = [i for i in pending if _key(evaluated[i][1]) in shown and i not in paused]
+        if not todo and not finish_now and not go_on:
             return
+        for i in finish_now:
+            evaluated[i] = (evaluated[i][0], resume(i, None), evaluated[i][2])
+        for i in go_on:  # bisect on while the bracket's top could still show it (put off again once it cannot)
+            o, _, rs = evaluated[i]
+            evaluated[i] = (o, resume(i, lambda low, high, o=o, rs=rs: not _could_show(optimistic(o, rs, high), meeting, rows)), rs)
         for i in todo:
             o, _, rs = evaluated[i]
             evaluated[i] = (o, finish(o, rs).model_copy(update=pending.pop(i)), rs)
+
+
+def _could_show(best: Candidate, meeting: list[Candidate], rows: dict[str, Candidate]) -> bool:
+    """Whether an option ranked at ``best`` (its best case) could be a runner-up or its GPU type's best row."""
+    if best.meets_targets and (len(meeting) < 3 or _rank_key(best) <= _rank_key(meeting[2])):
+        return True
+    return best.gpu not in rows or _rank_key(best) <= _rank_key(rows[best.gpu])
 
 
 def _result(request, targets, w, rate, evaluated, refused, options, notes, seconds) -> CapacityResult:

@@ -157,7 +157,7 @@ def summary_rows(result: CapacityResult, *, show_all: bool = False) -> list[tupl
         rows.append(("" if lines else "other GPUs", f"({hidden})"))
     price = f"; ${c.price.usd_per_gpu_hour:g}/GPU-hour, {c.price.source.split(' (http')[0].removeprefix('catalog default: ')}" if (
         c and c.price) else ""
-    rows.append(("figures", f"simulated (continuous batching){price}"))
+    rows.append(("figures", f"simulated{price}"))  # how: the chosen row's budget, docs/capacity.md
     return rows
 
 
@@ -189,6 +189,16 @@ def capacity_lines(result: CapacityResult, *, full: bool = False, show_all: bool
     return out
 
 
+def _one_line(text: str, room: int) -> str:
+    """A sizing choice in one terminal line: its first sentence, cut to ``room`` keeping its ``(rule ...)``."""
+    m = _RULE.match(text)
+    if m and len(text) > room:  # the first sentence, else what comes before its colon
+        head = m["text"].split(". ")[0]
+        head = head if len(head) + len(m["rule"]) + 8 <= room else head.split(": ")[0]
+        text = f"{head} (rule {m['rule']})"
+    return text if len(text) <= room else _cut_keeping_rule(text, room)
+
+
 def _cut_keeping_rule(text: str, room: int) -> str:
     """``text`` cut to ``room`` with '…', the ``(rule ...)`` that ends it kept whole (--explain has the rest)."""
     m = _RULE.match(text)
@@ -209,8 +219,8 @@ def print_capacity(result: CapacityResult, console, *, full: bool = False, show_
     room = max(console.width - 11, 30)
     rows = summary_rows(result, show_all=show_all)
     for n, (label, text) in enumerate(rows):
-        if label == "sizing" or (label == "" and n and _in_block(rows, n, "sizing")):  # two lines each (--explain: whole)
-            text = text if len(text) <= room or full else _cut_keeping_rule(text, 2 * room - 8)  # two lines at most
+        if not full and (label == "sizing" or (label == "" and n and _in_block(rows, n, "sizing"))):
+            text = _one_line(text, room)  # one line per choice, its rule kept (--explain and JSON: whole)
         wrapped = textwrap.wrap(text, room, break_on_hyphens=False) or [""]
         style = "bold green" if label == "chosen" else "bold red" if label == "no option" else None
         for i, line in enumerate(wrapped):

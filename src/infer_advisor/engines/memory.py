@@ -14,6 +14,7 @@ overhead inside the budget, sliding-window layers holding their window, the KV c
 """
 
 
+import functools
 import re
 from functools import cache
 from typing import Literal
@@ -155,6 +156,7 @@ class _File(BaseModel):
     engines: dict[str, list[EngineMemoryProfile]]
 
 
+@functools.lru_cache(maxsize=256)  # pure; the sizing search asks it tens of thousands of times
 def version_key(version: str) -> tuple[int, ...]:
     """Comparable key of an engine version: '0.6.3.post1' -> (0, 6, 3); 'b7200' -> (7200,); 'v0.5.9' -> (0, 5, 9)."""
     text = version.strip().lower().lstrip("v")

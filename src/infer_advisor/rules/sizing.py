@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._data import load_validated
 from .._paths import shipped
 
-Kind = Literal["search_dimension", "exclude_pipeline", "tie_break", "headroom", "confidence", "flag_fleet", "prefix_cache",
+Kind = Literal["search_dimension", "exclude_pipeline", "tie_quality", "tie_break", "headroom", "confidence", "flag_fleet", "prefix_cache",
                "published_checkpoint", "objective"]
 # Weight formats whose published checkpoints the search sizes (rule sizing.published-checkpoints): FP8 is the
 # search_dimension rule's, GGUF is llama.cpp's and not searched.
@@ -75,6 +75,11 @@ def applies(rule: SizingRule, s: dict[str, Any]) -> bool:
                 and s["chosen"] != "fp8")
     if rule.kind == "exclude_pipeline":
         return s["pp"] > 1 and s["fits_without_pipeline"] and not s.get("pinned_pp")
+    if rule.kind == "tie_quality":  # a (more bits per weight, then per KV entry) wins over b at equal cost
+        a, b = s["a"], s["b"]
+        within = by_kind("tie_break").params["equal_cost_within"]  # one tie window for both tie-breaks
+        tie = abs(a["cost"] - b["cost"]) <= within * max(a["cost"], b["cost"])
+        return tie and (a["weight_bits"], a["kv_bits"]) > (b["weight_bits"], b["kv_bits"])
     if rule.kind == "tie_break":  # a (the simpler layout) wins over b at equal cost
         a, b = s["a"], s["b"]
         tie = abs(a["cost"] - b["cost"]) <= p["equal_cost_within"] * max(a["cost"], b["cost"])

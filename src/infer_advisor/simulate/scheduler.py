@@ -96,8 +96,11 @@ def run(
                    capacity=kv_capacity_tokens, frag=(block_size - 1) / 2.0, closed_loop=closed_loop_clients,
                    reserve_full=reserve_full, overhead=request_overhead)
     s.start(closed_loop_clients)
+    # the loop runs millions of times per sizing search: its methods are looked up once
+    take_arrivals, preempt, pack, account_step = s.take_arrivals, s.preempt_for_decodes, s.pack, s.account_step
+    finish_decodes, advance_prefills = s.finish_decodes, s.advance_prefills
     while True:
-        s.take_arrivals()
+        take_arrivals()
         if not s.running_order and not s.waiting:
             if s.next_arrival() is not None:
                 s.t = max(s.t, s.next_arrival())
@@ -106,8 +109,9 @@ def run(
         if s.j >= max_steps:
             log.aborted = f"stopped after {max_steps} steps"
             break
-        budget = s.preempt_for_decodes()
-        chunks, kv_used = s.pack(budget)
+        if s.prefilling and s.prefill_stretch(max_steps):
+            continue
+        chunks, kv_used = pack(preempt())
         if log.aborted:
             break
         if not s.n_dec and not chunks:
@@ -117,11 +121,11 @@ def run(
             log.aborted = "no request can be scheduled (KV cache too small for the next request)"
             break
         if chunks:
-            s.account_step(chunks, kv_used)
+            account_step(chunks, kv_used)
         else:
             s.account_decode_stretch(kv_used)
-        s.finish_decodes()
-        s.advance_prefills(chunks)
+        finish_decodes()
+        advance_prefills(chunks)
         s.j += 1
     log.end_time = s.t
     # tokens produced by decodes are implied: a finished request produced its whole output
@@ -286,6 +290,32 @@ class _Scheduler:
         self._record(dt, n_dec * k, n_dec, k, int(kv_used + n_dec * (k - 1)))
         self.t += dt * k
         self.j += k - 1
+
+    def prefill_stretch(self, max_steps: int) -> int:
+        """Steps in which the first prompt in prefill takes the whole budget left by the decodes (the others wait):
+        no admission (no budget left), no preemption, no decode finishing, the prompt not completing. Each is the step the loop would run
+        (the same step-time call, record and clock in the same order) without its admission, packing and finishing
+        passes; arrivals are queued when the stretch ends (nothing in it looks at the queue). Returns the steps run."""
+        r = self.prefilling[0]
+        n_dec, heap, step, done = self.n_dec, self.decode_heap, self.step, 0
+        budget = self.budget_max - n_dec
+        frag = self.frag * len(self.running_order)
+        while self.j < max_steps and budget > 0 and r.prompt - r.done > budget and not (heap and heap[0][0] <= self.j):
+            kv_decode = self.dec_sum + n_dec * self.j
+            if (not self.reserve_full and n_dec and kv_decode + n_dec + self.kv_prefill + frag > self.capacity
+                    and len(self.running_order) > 1):
+                break  # preempt_for_decodes would act
+            kv_used = kv_decode + n_dec + self.kv_prefill + budget
+            pairs = 0
+            pairs += budget * (r.done + (budget + 1) / 2)  # as account_step sums it
+            dt = step.step_seconds(n_dec, float(kv_decode), budget, pairs, 1, 0)
+            self._record(dt, n_dec, n_dec + budget, 1, int(kv_used))
+            self.t += dt
+            r.done += budget
+            self.kv_prefill += budget
+            self.j += 1
+            done += 1
+        return done
 
     def account_step(self, chunks: list[tuple[_Req, int]], kv_used: float) -> None:
         """One step with prefill chunks (and the decodes): its time from the step model."""
