@@ -26,15 +26,21 @@ def needless_pipeline(pp: int, fits_without_pipeline: bool, request) -> bool:
 
 
 def error_band_upper(engine: str, confidence: float) -> float:
-    """The factor a replica's predicted rate is divided by at ``confidence``: 1 at 0.5 (the prediction), 1 + the
-    engine's held-out 90th-percentile error at 0.9 and above, linear between."""
+    """The factor a replica's predicted rate is divided by at ``confidence``: 1 at 0.5 (the prediction), at 0.9 and
+    above the pessimistic edge of the engine's PROSPECTIVE 90% band (a measurement as low as ``band_90[0]`` x the
+    prediction: divide by it), linear between. Without a prospective band: 1 + the held-out 90th-percentile error,
+    else 50% (not graded)."""
     if not applies(by_kind("confidence"), {"confidence": confidence}):
         return 1.0
     from ..estimate.speed_data import engine_speed
 
     fit = engine_speed(engine).fit or {}
-    p90 = fit.get("loso_p90_abs_error") or fit.get("loso_median_abs_error") or 0.5  # not graded: assume 50%
-    return 1.0 + p90 * min(1.0, (confidence - 0.5) / 0.4)
+    band = fit.get("band_90")
+    if band and 0 < band[0] < 1:
+        worst = 1.0 / band[0] - 1.0
+    else:
+        worst = fit.get("prospective_p90_abs_error") or fit.get("loso_p90_abs_error") or 0.5
+    return 1.0 + worst * min(1.0, (confidence - 0.5) / 0.4)
 
 
 def replicas_for(rate: float, max_rate: float, request, engine: str) -> tuple[int, int, list[str]]:
