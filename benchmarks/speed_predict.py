@@ -135,11 +135,19 @@ def point_request(p, version: str | None = None) -> dict:
         kw.pop("context")
     else:
         kw["concurrency"] = _concurrency(p)
-    if engine == "trtllm" and p.mode in ("offline_throughput", "static_batch"):
-        # trtllm-bench / gptSessionBenchmark size the batch themselves; the nearest plan flag is --max-num-seqs at
-        # trtllm-serve's default max_batch_size (BuildConfig.max_batch_size 2048), above the plan's 256 planning cap
-        kw["max_num_seqs"] = max(2048, kw["concurrency"]) if p.mode == "static_batch" else 2048
+    own = _own_max_num_seqs(engine)
+    if own is not None and p.mode in ("offline_throughput", "static_batch"):
+        # the engine's benchmark tool sizes the batch itself (trtllm-bench / gptSessionBenchmark); the nearest plan flag
+        # is --max-num-seqs at the engine's own default (data/engines.yaml own_max_num_seqs), above the planning cap
+        kw["max_num_seqs"] = max(own, kw["concurrency"]) if p.mode == "static_batch" else own
     return kw
+
+
+def _own_max_num_seqs(engine: str) -> int | None:
+    from infer_advisor.engines.profiles import engine_profiles
+
+    prof = engine_profiles().get(engine)
+    return prof.own_max_num_seqs if prof is not None else None
 
 
 @lru_cache(maxsize=None)

@@ -4,6 +4,8 @@
 - ``profiles``: the engine catalog (image, port, formats, defaults) -> :class:`EngineProfile`;
 - ``memory``: how each engine version budgets GPU memory (``EngineMemoryProfile``, settings by version);
 - ``speculative``: speculative-decoding heads per engine;
+- ``speed_terms``: an engine's step terms and coefficients by version (``data/speed/engines.yaml`` ``engines:``,
+  loaded with the fitted overlay by ``estimate/speed_data.py``);
 - ``triton``: Triton Inference Server releases and their TensorRT-LLM backend;
 - ``launch_facts``: commands, images and pinned packages to start each engine (``data/emit.yaml``);
 - ``argv``: one flag builder per engine; ``prepare``: conversion steps (MLC LLM, ExLlamaV2);

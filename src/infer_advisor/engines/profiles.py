@@ -84,6 +84,11 @@ class EngineProfile(BaseModel):
         "passes the flag only for these; pre-quantized and published checkpoints are detected by the engine).",
     )
     load_time_quantizations_source: str = ""
+    own_max_num_seqs: int | None = Field(
+        default=None, gt=0, description="The engine's own default batch limit where ``max_num_seqs`` above is a planning cap "
+        "(what its own benchmark tools size batches to; benchmarks/speed_predict.py asks for it on offline points).",
+    )
+    own_max_num_seqs_source: str = ""
     planning_caps: list[Literal["max_num_seqs", "max_num_batched_tokens"]] = Field(
         default_factory=list,
         description="Settings whose figure above is a planning cap the launch command always passes, not the engine's own "

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from ..hardware.facts import GPUInfo
 from ..model_facts.facts import ModelFacts
 from .formats import dtype_bytes
-from .speed_data import EngineSpeed, engine_speeds, kernels
+from ..engines.speed_terms import EngineSpeed
+from .speed_data import engine_speeds, kernels
 
 GDDR_PREFIXES = ("gddr", "lpddr", "ddr")  # memory_type values of the GPU catalog that are not HBM
 
