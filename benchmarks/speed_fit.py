@@ -292,13 +292,15 @@ def _summary(rows, by_engine, full) -> dict:
     return out
 
 
-def band_90(errors) -> list[float] | None:
-    """5th and 95th percentiles of measured / predicted (= 1 / (1 + error)): where the true figure falls 90% of the time."""
+def band_90(errors, tail: float = 0.05) -> list[float] | None:
+    """The ``tail`` and ``1 - tail`` percentiles of measured / predicted (= 1 / (1 + error)); with the default 5th-95th,
+    where the true figure falls 90% of the time if the errors to come are like these (``speed_prospective.choose_band``
+    picks ``tail`` so that it does on sources held out)."""
     ratios = sorted(1 / (1 + e) for e in errors if e is not None and math.isfinite(e) and e > -1)
     if len(ratios) < 5:
         return None
     q = lambda f: ratios[min(len(ratios) - 1, max(0, round(f * (len(ratios) - 1))))]  # noqa: E731
-    return [round(q(0.05), 3), round(q(0.95), 3)]
+    return [round(q(tail), 3), round(q(1 - tail), 3)]
 
 
 def _overall(rows) -> dict:

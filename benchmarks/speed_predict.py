@@ -255,9 +255,22 @@ def _open_loop_values(p, plan) -> dict[str, float]:
         elif name == "e2e_s" and stat == "p90":
             values[name] = cap.e2e_p90_s
         elif name == "output_tokens_per_s":
-            values[name] = min(p.request_rate, cap.max_rate_per_replica * cap.replicas) * p.output_tokens
+            values[name] = _finite_run_rate(p, cap) * p.output_tokens
         elif name == "requests_per_s":
-            values[name] = min(p.request_rate, cap.max_rate_per_replica * cap.replicas)
+            values[name] = _finite_run_rate(p, cap)
         elif name == "output_tokens_per_s_per_user":
             values[name] = cap.output_tokens_per_s_per_user
     return {k: v for k, v in values.items() if v is not None and math.isfinite(v)}
+
+
+def _finite_run_rate(p, cap) -> float:
+    """Requests/s a benchmark of ``num_requests`` Poisson arrivals reports: it divides by the whole run, from the first
+    request sent to the last one finished (``bench_serving``/``benchmark_serving``: ``total_output / dur_s``), so the
+    arrival span ``(N - 1) / R`` plus the last request's own latency (the plan's p50 TTFT and ITL), not the sustained
+    rate alone: 200 requests at 16 req/s of 512 tokens take 12.4 s to arrive and ~5 s more to finish."""
+    rate = min(p.request_rate, cap.max_rate_per_replica * cap.replicas)
+    n = p.num_requests
+    if not n or n < 2 or rate <= 0 or cap.ttft_p50_s is None or cap.itl_p50_s is None:
+        return rate
+    last = cap.ttft_p50_s + max(p.output_tokens - 1, 0) * cap.itl_p50_s
+    return n / ((n - 1) / rate + last)
