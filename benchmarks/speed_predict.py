@@ -13,7 +13,8 @@ How each kind of measurement is asked (the user's nearest request; said in each 
 - ``static_batch`` (B requests start together) and ``closed_loop``: ``--concurrency B`` per replica.
 - ``offline_throughput`` (N requests at once): ``--concurrency N`` (the engine runs its ``max_num_seqs`` at a time).
 - ``open_loop`` (Poisson at R req/s): ``--rate R`` with the GPU, TP, PP and replicas pinned (median TTFT/ITL: the
-  capacity report gives p50/p90/p99, so a mean is read at p50).
+  capacity report gives p50/p90/p99, so a mean is read at p50); its throughput as the benchmark divides it, over the
+  whole run of ``num_requests`` (:func:`_finite_run_rate`).
 """
 
 from __future__ import annotations
