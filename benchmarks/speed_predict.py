@@ -117,10 +117,12 @@ def point_request(p, version: str | None = None) -> dict:
     inp, out = max(int(round(p.input_tokens)), 1), max(int(round(p.output_tokens)), 1)
     kv = "fp8" if (p.kv_cache_dtype or "").startswith("fp8") or (p.kv_cache_dtype is None and modelopt_fp8_kv(p)) else "auto"
     quant = QUANT_MAP.get(p.quantization, "auto")
-    if quant in ("none", _pre_quantized(p.catalog_model)):
-        # a published quantized checkpoint (gpt-oss's MXFP4 experts, an FP8 checkpoint) labelled 'none' or with its own
-        # format: the user serves the checkpoint as shipped (--quantization auto), not a re-quantization of it
-        quant = "auto" if _pre_quantized(p.catalog_model) else quant
+    pre = _pre_quantized(p.catalog_model)
+    if pre and (quant == "none" or pre.startswith(quant) or quant.startswith(pre)):
+        # a published quantized checkpoint (gpt-oss's MXFP4 experts, DeepSeek-V3's block-FP8) labelled 'none' or with its
+        # format's family ('fp8' for 'fp8-block'): the user serves the checkpoint as shipped (--quantization auto), not a
+        # re-quantization of it (the plan refuses --quantization fp8 on an FP8 checkpoint)
+        quant = "auto"
     kw = dict(model=p.catalog_model, model_source="catalog", gpu=f"{p.gpu}:{p.gpu_count}" if p.gpu_count > 1 else p.gpu,
               engine=engine, quantization=quant, kv_cache_dtype=kv,
               tensor_parallel_size=p.tp, pipeline_parallel_size=p.pp, input_tokens=inp, output_tokens=out,
@@ -244,6 +246,10 @@ def _values(p, perf) -> dict[str, float]:
 
 def _open_loop_values(p, plan) -> dict[str, float]:
     cap = plan.capacity.chosen if plan.capacity is not None else None
+    if cap is None and plan.capacity is not None:
+        # the pinned layout cannot sustain the rate: the plan lists it as saturated with the most it sustains, which a
+        # benchmark of a fixed number of requests then measures (its queue grows; the run takes N / that rate)
+        cap = next((c for c in plan.capacity.best_per_gpu if c.why_not == "saturated" and c.max_rate_per_replica), None)
     if cap is None:
         return {}
     values: dict[str, float] = {}
@@ -271,7 +277,7 @@ def _finite_run_rate(p, cap) -> float:
     rate alone: 200 requests at 16 req/s of 512 tokens take 12.4 s to arrive and ~5 s more to finish."""
     rate = min(p.request_rate, cap.max_rate_per_replica * cap.replicas)
     n = p.num_requests
-    if not n or n < 2 or rate <= 0 or cap.ttft_p50_s is None or cap.itl_p50_s is None:
-        return rate
+    if not n or n < 2 or rate <= 0 or rate < p.request_rate or cap.ttft_p50_s is None or cap.itl_p50_s is None:
+        return rate  # saturated: the server's pace, not the arrivals', sets the run's length
     last = cap.ttft_p50_s + max(p.output_tokens - 1, 0) * cap.itl_p50_s
     return n / ((n - 1) / rate + last)

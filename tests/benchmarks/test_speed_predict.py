@@ -95,6 +95,6 @@ def test_open_loop_throughput_counts_the_whole_benchmark_run():
     cap = SimpleNamespace(max_rate_per_replica=40.0, replicas=1, ttft_p50_s=0.05, itl_p50_s=0.01)
     duration = 199 / 16 + 0.05 + 511.5 * 0.01
     assert _finite_run_rate(p, cap) == pytest.approx(200 / duration)
-    cap.max_rate_per_replica = 10.0  # overloaded: the rate the replica sustains
-    assert _finite_run_rate(p, cap) == pytest.approx(200 / (199 / 10 + 0.05 + 511.5 * 0.01))
+    cap.max_rate_per_replica = 10.0  # saturated: the replica's own pace sets the run's length
+    assert _finite_run_rate(p, cap) == 10.0
     assert _finite_run_rate(SimpleNamespace(request_rate=16.0, num_requests=None, output_tokens=512.5), cap) == 10.0
