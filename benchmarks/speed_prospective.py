@@ -107,7 +107,9 @@ def _stats(rows) -> dict:
 def grade(pred_files: list[Path], write: bool, frozen_file: Path | None = None) -> dict:
     """Grade one batch's predictions, or several pooled (each graded with the profile frozen before it was read)."""
     datas = [json.loads(f.read_text()) for f in pred_files]
-    rows = [dict(r, batch=f.stem.removesuffix("_predictions")) for f, d in zip(pred_files, datas) for r in d["points"] if r["error"] is not None]
+    for f, d in zip(pred_files, datas):
+        d["batch"] = f.stem.removesuffix("_predictions")
+    rows = [dict(r, batch=d["batch"], profile_sha256=d["profile_sha256"]) for d in datas for r in d["points"] if r["error"] is not None]
     fitted = yaml.safe_load(FITTED.read_text())
     shas = [d["profile_sha256"] for d in datas]
     out = {"profile_sha256": shas[0] if len(shas) == 1 else shas, "predictions": ", ".join(map(str, pred_files)),
@@ -124,8 +126,11 @@ def grade(pred_files: list[Path], write: bool, frozen_file: Path | None = None) 
     frozen = yaml.safe_load(frozen_file.read_text()) if frozen_file else fitted
     for d in datas:
         if frozen.get("frozen_sha256") != d["profile_sha256"] and not all(r.get("band_90") for r in d["points"] if r["error"] is not None):
-            raise SystemExit(f"the frozen band needs the frozen profile's fitted.yaml (sha {d['profile_sha256'][:12]}): pass --frozen-fitted")
-    out["frozen_band_coverage"] = _coverage(rows, frozen)
+            print(f"note: some of {d['batch']}'s predictions carry no band and {frozen_file or FITTED} is not the profile "
+                  f"{d['profile_sha256'][:12]} that made them (pass --frozen-fitted): those points are left out of the "
+                  f"frozen band's coverage", file=sys.stderr)
+    frozen_bands = {d["profile_sha256"]: frozen for d in datas if frozen.get("frozen_sha256") == d["profile_sha256"]}
+    out["frozen_band_coverage"] = _coverage(rows, frozen_bands)
     out["band_choice"] = choose_band(rows)
     out["prospective_band_coverage_leave_one_source_out"] = out["band_choice"]["held_out_coverage"]
     out["band_90"] = out["band_choice"]["band"]
@@ -137,11 +142,12 @@ def grade(pred_files: list[Path], write: bool, frozen_file: Path | None = None) 
     return out
 
 
-def _coverage(rows, frozen) -> dict:
-    """How many prospective points fell inside the band the frozen profile shipped (its engine's in-sample band): the
-    band recorded with each prediction, else the engine's band in ``frozen`` (the frozen fitted.yaml)."""
+def _coverage(rows, frozen_by_sha: dict) -> dict:
+    """How many prospective points fell inside the band the frozen profile shipped when it predicted them: the band
+    recorded with each prediction, else the engine's band in that profile's fitted.yaml (``frozen_by_sha``)."""
     inside = total = 0
     for r in rows:
+        frozen = frozen_by_sha.get(r["profile_sha256"]) or {"engines": {}}
         band = r.get("band_90") or (frozen["engines"].get(r["engine"]) or {}).get("band_90")
         if not band:
             continue
@@ -215,12 +221,32 @@ def _write_prospective(fitted, rows, out) -> None:
     print(f"wrote the prospective figures into {FITTED}")
 
 
+def markdown(per_batch: dict[str, dict]) -> str:
+    """docs/accuracy.md's prospective tables: one row per engine / GPU / metric / model family / load, the batches side
+    by side (points, median and p90 |error| of each batch's own frozen profile)."""
+    names = list(per_batch)
+    cell = lambda st: f"{st['points']} | {st['median_abs_error']:.1%} | {st['p90_abs_error']:.1%}" if st and st.get("points") else "- | - | -"  # noqa: E731
+    lines = []
+    head = " | ".join(f"{n} points | median \\|error\\| | p90" for n in names)
+    for key, label in (("overall", "all"), ("datacenter", "vLLM, SGLang, TensorRT-LLM"), ("without_moe", "without MoE models"),
+                       ("gpt_oss", "gpt-oss")):
+        if key == "overall":
+            lines += ["| | " + head + " |", "|---|" + "---:|" * (3 * len(names))]
+        lines.append(f"| {label} | " + " | ".join(cell(per_batch[n][key]) for n in names) + " |")
+    for key in ("by_engine", "by_gpu", "by_metric", "by_model_family", "by_mode"):
+        groups = sorted({g for n in names for g in per_batch[n][key]})
+        lines += ["", f"| {key[3:].replace('_', ' ')} | " + head + " |", "|---|" + "---:|" * (3 * len(names))]
+        lines += [f"| {g} | " + " | ".join(cell(per_batch[n][key].get(g)) for n in names) + " |" for g in groups]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("what", choices=["predict", "grade"])
     ap.add_argument("file", type=Path, nargs="+", help="predict: one batch; grade: one or more *_predictions.json (pooled).")
     ap.add_argument("--write", action="store_true", help="grade: write the figures into data/speed/fitted.yaml.")
     ap.add_argument("--json", type=Path, help="grade: also write the full grade as JSON here.")
+    ap.add_argument("--markdown", type=Path, help="grade: the prospective tables, each batch beside the others (docs/accuracy.md).")
     ap.add_argument("--frozen-fitted", type=Path, help="grade: the frozen profile's fitted.yaml (git show SHA:...), for its band.")
     args = ap.parse_args()
     if args.what == "predict":
@@ -230,6 +256,12 @@ def main() -> int:
     result = grade(args.file, args.write, args.frozen_fitted)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
+    if args.markdown:
+        per = {f.stem.removesuffix("_predictions"): grade([f], False, args.frozen_fitted) for f in args.file}
+        if len(args.file) > 1:
+            per["pooled"] = result
+        args.markdown.write_text(markdown(per))
+        print(f"wrote {args.markdown}")
     return 0
 
 
