@@ -206,9 +206,8 @@ def _write_prospective(fitted, rows, out) -> None:
         mine = [r for r in rows if r["engine"] == engine]
         use = mine if len(mine) >= 8 else rows
         st = _stats(use)
-        pooled = f" ({batches}, each predicted by the profile frozen before it)" if len(out["by_batch"]) > 1 else ""
-        fe.update({"prospective_scope": (f"published {engine}" if len(mine) >= 8 else
-                                         f"published (all engines; {len(mine)} {engine})") + pooled,
+        fe.update({"prospective_scope": f"published {engine}" if len(mine) >= 8 else f"published (all engines; {len(mine)} {engine})",
+                   "prospective_batches": len(out["by_batch"]),
                    "prospective_profile_sha256": _newest(out["profile_sha256"]),
                    "prospective_points": st["points"], "prospective_median_abs_error": st["median_abs_error"],
                    "prospective_p90_abs_error": st["p90_abs_error"],
