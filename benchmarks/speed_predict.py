@@ -257,6 +257,10 @@ def _open_loop_values(p, plan) -> dict[str, float]:
         stat = metric.stat
         if name == "ttft_s":
             values[name] = cap.ttft_p90_s if stat == "p90" else cap.ttft_p50_s
+        elif name == "tpot_s" and stat != "p99" and cap.output_tokens_per_s_per_user:
+            # a request's TPOT is its mean gap between tokens, prefill stalls included: its median over requests sits
+            # near the mean gap at that load (1 / tokens per second per user), above the median single gap (ITL p50)
+            values[name] = 1 / cap.output_tokens_per_s_per_user
         elif name in ("itl_s", "tpot_s"):
             values[name] = cap.itl_p99_s if stat == "p99" else cap.itl_p50_s
         elif name == "e2e_s" and stat == "p90":
