@@ -201,6 +201,7 @@ def main() -> int:
     ap.add_argument("--reverse", action="store_true", help="--loso: hold the sources out in reverse order (a second process).")
     ap.add_argument("--coefficients-from", type=Path,
                     help="Take the full fit from this fitted.yaml instead of refitting (e.g. to grade it leave-one-source-out).")
+    ap.add_argument("--refit", default="", help="With --coefficients-from: refit these engines (comma-separated), take the others from the file.")
     ap.add_argument("--report", type=Path, help="Write the per-point report (JSON) here, without touching data/speed/fitted.yaml.")
     args = ap.parse_args()
     t0 = time.time()
@@ -217,8 +218,9 @@ def main() -> int:
     print(f"{len(pts)} points predictable through advise() ({time.time() - t0:.0f} s)", file=sys.stderr)
     full = {}
     given = yaml.safe_load(args.coefficients_from.read_text())["engines"] if args.coefficients_from else None
+    refit = set(args.refit.split(",")) if args.refit else set()
     for e in engines:
-        if given is not None:
+        if given is not None and e not in refit:
             full[e] = {k: v["coefficients"] for k, v in given.items() if k.split("@")[0] == e}
             continue
         full[e] = fit_engine(e, by_engine[e])
