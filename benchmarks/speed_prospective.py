@@ -5,7 +5,10 @@
         #    stamped with the profile's sha256; commit this BEFORE any refit
     PYTHONPATH=src:. python benchmarks/speed_prospective.py grade benchmarks/published/prospective/batch1_predictions.json [--write]
         # -> median |error| overall, datacenter engines, without MoE, gpt-oss; by engine, GPU, metric, model family;
-        #    the 90% band's coverage; --write puts the figures and the prospective band into data/speed/fitted.yaml
+        #    the 90% band's coverage; --write puts the figures and the prospective band into data/speed/fitted.yaml;
+        #    several prediction files are pooled (the band then comes from all of them); --markdown: the docs tables
+    PYTHONPATH=src:. python benchmarks/speed_prospective.py aic benchmarks/published/prospective/batch1_predictions.json \\
+        benchmarks/published/prospective/batch1_aiconfigurator.json     # aiconfigurator beside us on the points it models
 
 The protocol (issue 20 item 5): the hash in data/speed/fitted.yaml names the coefficients; `predict` refuses to run
 when the shipped profile's hash is not the one frozen (``/work``-independent: the hash is recomputed from the file).
@@ -239,15 +242,35 @@ def markdown(per_batch: dict[str, dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def side_by_side(pred_file: Path, aic_file: Path) -> dict:
+    """Our frozen-profile error beside aiconfigurator's on the points of a batch it modelled (its primary metric)."""
+    ours = {r["id"]: r for r in json.loads(pred_file.read_text())["points"] if r["error"] is not None}
+    aic = [a for a in json.loads(aic_file.read_text())["points"] if a.get("modelled") and a.get("primary_error") is not None]
+    both = [(a, ours[a["id"]]) for a in aic if a["id"] in ours]
+    med = lambda xs: round(statistics.median(abs(x) for x in xs), 4) if xs else None  # noqa: E731
+    out = {"modelled_by_aiconfigurator": len(aic), "also_predicted_by_us": len(both),
+           "aiconfigurator_median_abs_error": med([a["primary_error"] for a, _ in both]),
+           "ours_median_abs_error": med([o["error"] for _, o in both])}
+    for how in sorted({a.get("comparison") for a, _ in both}):
+        sub = [(a, o) for a, o in both if a.get("comparison") == how]
+        out[how] = {"points": len(sub), "aiconfigurator": med([a["primary_error"] for a, _ in sub]), "ours": med([o["error"] for _, o in sub])}
+    out["points"] = [{"id": a["id"], "engine": a["engine"], "gpu": a["gpu"], "metric": a["primary_metric"],
+                      "aiconfigurator": a["primary_error"], "ours": round(o["error"], 4)} for a, o in both]
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["predict", "grade"])
+    ap.add_argument("what", choices=["predict", "grade", "aic"])
     ap.add_argument("file", type=Path, nargs="+", help="predict: one batch; grade: one or more *_predictions.json (pooled).")
     ap.add_argument("--write", action="store_true", help="grade: write the figures into data/speed/fitted.yaml.")
     ap.add_argument("--json", type=Path, help="grade: also write the full grade as JSON here.")
     ap.add_argument("--markdown", type=Path, help="grade: the prospective tables, each batch beside the others (docs/accuracy.md).")
     ap.add_argument("--frozen-fitted", type=Path, help="grade: the frozen profile's fitted.yaml (git show SHA:...), for its band.")
     args = ap.parse_args()
+    if args.what == "aic":  # aic PREDICTIONS AICONFIGURATOR_JSON
+        print(json.dumps(side_by_side(args.file[0], args.file[1]), indent=1))
+        return 0
     if args.what == "predict":
         for f in args.file:
             predict(f)
