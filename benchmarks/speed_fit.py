@@ -202,6 +202,8 @@ def main() -> int:
     ap.add_argument("--coefficients-from", type=Path,
                     help="Take the full fit from this fitted.yaml instead of refitting (e.g. to grade it leave-one-source-out).")
     ap.add_argument("--refit", default="", help="With --coefficients-from: refit these engines (comma-separated), take the others from the file.")
+    ap.add_argument("--start-from", type=Path, help="Start each engine's search from this fitted.yaml's coefficients (same priors and bounds).")
+    ap.add_argument("--iters", default="", help="Nelder-Mead iterations 'engine-wide,host' (default 70,40).")
     ap.add_argument("--report", type=Path, help="Write the per-point report (JSON) here, without touching data/speed/fitted.yaml.")
     args = ap.parse_args()
     t0 = time.time()
@@ -219,11 +221,14 @@ def main() -> int:
     full = {}
     given = yaml.safe_load(args.coefficients_from.read_text())["engines"] if args.coefficients_from else None
     refit = set(args.refit.split(",")) if args.refit else set()
+    warm = yaml.safe_load(args.start_from.read_text())["engines"] if args.start_from else None
+    iters = tuple(int(x) for x in args.iters.split(",")) if args.iters else (ENGINE_ITERS, HOST_ITERS)
     for e in engines:
         if given is not None and e not in refit:
             full[e] = {k: v["coefficients"] for k, v in given.items() if k.split("@")[0] == e}
             continue
-        full[e] = fit_engine(e, by_engine[e])
+        start = {k: v["coefficients"] for k, v in warm.items() if k.split("@")[0] == e} if warm else None
+        full[e] = fit_engine(e, by_engine[e], iters=iters, start=start)
         print(f"  {e}: {full[e]} ({time.time() - t0:.0f} s)", file=sys.stderr)
     rows = _rows(pts, by_engine, full)
     if args.loso:
