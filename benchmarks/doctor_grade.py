@@ -1,7 +1,11 @@
 """Grade `infer-advisor doctor` on the published failing start-ups (benchmarks/published/startup_failures.yaml).
 
-    python benchmarks/doctor_grade.py                     # the table; held-out entries (id divisible by 3) apart
+    python benchmarks/doctor_grade.py                     # the table; batch 1 held out / tuning and batch 2 apart
     python benchmarks/doctor_grade.py --json benchmarks/results/doctor_grade.json
+
+Batch 1 (sf01-sf33) was gathered before the doctor existed, a third held out by id; batch 2 (sf34-) was gathered after the
+SGLang/TGI/llama.cpp doctor was written and is graded prospectively as a whole (its first answers are committed in
+benchmarks/results/doctor_grade_batch2_first.json before any change they prompted).
 
 Each entry runs through exactly what a user runs (:func:`infer_advisor.calibrate.doctor.diagnose`, the function behind
 `infer-advisor doctor`), with the log lines the thread quotes (plus the thread's error line when the quoted lines lack
@@ -35,7 +39,12 @@ GIB = 2**30
 # KV capacity the thread printed for the setup that worked: (entry, the edit, tokens, the quote's figure)
 KV_AFTER_FIX = [("sf01", ["--max-model-len", "20000"], 1952 * 16, "GPU blocks: 1952 (x 16 tokens)")]
 _FIX_KIND = {"--max-model-len": "max_model_len", "--kv-cache-dtype": "kv_cache_dtype", "--enforce-eager": "enforce_eager",
-             "--max-num-seqs": "max_num_seqs", "--tensor-parallel-size": "tensor_parallel"}
+             "--max-num-seqs": "max_num_seqs", "--tensor-parallel-size": "tensor_parallel",
+             # the same knobs in SGLang's, TGI's and llama.cpp's flags (src/infer_advisor/data/doctor_flags.yaml)
+             "--context-length": "max_model_len", "--max-total-tokens": "max_model_len", "--max-input-tokens": "max_model_len",
+             "--ctx-size": "max_model_len", "--cache-type-k": "kv_cache_dtype", "--disable-cuda-graph": "enforce_eager",
+             "--cuda-graphs": "enforce_eager", "--tp-size": "tensor_parallel", "--num-shard": "tensor_parallel"}
+_FRACTION_FLAGS = ("--gpu-memory-utilization", "--mem-fraction-static", "--cuda-memory-fraction")
 
 
 def doctor_input(f) -> str:
@@ -90,7 +99,46 @@ def engine_check(f, diag, edit) -> tuple[bool | None, str]:
         if flag == "--gpu-memory-utilization" and total:
             got = avail + (float(value) - u0) * total
             return got >= need, f"{avail / GIB:.2f} + ({value} - {u0}) x {total / GIB:.2f} = {got / GIB:.2f} GiB vs {need / GIB:.2f} needed{note}"
+    if f.error == "sglang_not_enough_memory":
+        return _sglang_check(f, flag, value)
+    if f.error == "llamacpp_alloc_failed" and {"weights_cuda0_mib", "kv_cuda0_mib", "compute_alloc_mib", "n_ctx"} <= fig.keys() and total:
+        return _llamacpp_check(f, diag, flag, value, total)
     return None, "the log's figures do not decide it"
+
+
+def _sglang_check(f, flag, value) -> tuple[bool | None, str]:
+    """SGLang: rest = after - before x (1 - fraction) must be above zero; the minimum fraction is the engine's printed one,
+    or 1 - after / before with before = after + the weights' load (GB as SGLang prints them, bytes / 2**30)."""
+    fig = f.figures
+    minimum = fig.get("minimum_mem_fraction_static")
+    before = fig["free_after_load_gb"] + fig["weights_gb"] if {"free_after_load_gb", "weights_gb"} <= fig.keys() else None
+    if minimum is None and before:
+        minimum = 1 - fig["free_after_load_gb"] / before
+    if flag == "--mem-fraction-static" and minimum is not None:
+        return float(value) > minimum, f"{value} > the engine's minimum {minimum:.4f} (rest > 0)"
+    if flag == "--tp-size" and before and f.settings.gpu_memory_utilization:
+        half = fig["weights_gb"] / 2 / before
+        return f.settings.gpu_memory_utilization > half, f"weights per GPU halve: minimum {half:.4f} < {f.settings.gpu_memory_utilization}"
+    return None, "the log's figures do not decide it"
+
+
+def _llamacpp_check(f, diag, flag, value, total) -> tuple[bool | None, str]:
+    """llama.cpp: weights + KV (n_ctx cells, scaled) + the compute buffer that failed must fit device 0; free memory is the
+    catalog total less the engine profile's CUDA context where the log prints no free line (marked)."""
+    from infer_advisor.engines.memory import memory_profile
+
+    fig, mib = f.figures, 2**20
+    free = total - memory_profile("llama.cpp").cuda_context_bytes
+    weights, kv, compute = fig["weights_cuda0_mib"] * mib, fig["kv_cuda0_mib"] * mib, fig["compute_alloc_mib"] * mib
+    if flag == "--ctx-size":
+        need = weights + kv * int(value) / fig["n_ctx"] + compute
+    elif flag == "--n-gpu-layers":
+        layers = int(re.search(r"offloaded (\d+)/", f.log).group(1))
+        need = (weights + kv) * int(value) / layers + compute
+    else:
+        return None, "the log's figures do not decide it"
+    return need <= free, (f"{need / mib:,.0f} MiB needed <= {free / mib:,.0f} MiB (catalog total less the CUDA context)" if need <= free
+                          else f"{need / mib:,.0f} MiB needed > {free / mib:,.0f} MiB")
 
 
 def _two_logs(f, length: int, capacity: float, logged_length: int) -> tuple[bool | None, str]:
@@ -107,11 +155,14 @@ def _two_logs(f, length: int, capacity: float, logged_length: int) -> tuple[bool
 def fix_match(f, edit) -> bool | None:
     if f.fix is None or not f.fix.confirmed:
         return None
-    flag = edit.argv[0]
-    kind = _FIX_KIND.get(flag)
-    if flag == "--gpu-memory-utilization":
-        kind = "gpu_memory_utilization_up" if float(edit.argv[1]) > (f.settings.gpu_memory_utilization or 0.90) else "gpu_memory_utilization_down"
-    return kind == f.fix.kind
+    kinds = set()
+    for i, flag in enumerate(edit.argv):
+        if flag in _FRACTION_FLAGS and i + 1 < len(edit.argv):
+            up = float(edit.argv[i + 1]) > (f.settings.gpu_memory_utilization or 0.90)
+            kinds.add("gpu_memory_utilization_up" if up else "gpu_memory_utilization_down")
+        elif flag in _FIX_KIND:
+            kinds.add(_FIX_KIND[flag])
+    return f.fix.kind in kinds
 
 
 def ledger_checks(diag) -> list[dict]:
@@ -120,7 +171,8 @@ def ledger_checks(diag) -> list[dict]:
         if line.logged_bytes and line.source != "logged":
             diff = (line.bytes_per_gpu - line.logged_bytes) / abs(line.logged_bytes) * 100
             out.append({"term": line.term, "ledger_gib": line.bytes_per_gpu / GIB, "logged_gib": line.logged_bytes / GIB, "diff_pct": diff})
-    if diag.budget_bytes and diag.ledger and any(line.logged_bytes for line in diag.ledger):
+    remainder = any(line.source.startswith("engine arithmetic") for line in diag.ledger)  # KV defined as what is left: no check
+    if diag.budget_bytes and diag.ledger and any(line.logged_bytes for line in diag.ledger) and not remainder:
         in_budget = sum(line.bytes_per_gpu for line in diag.ledger if line.in_budget)
         out.append({"term": "in-budget sum vs utilization x total", "ledger_gib": in_budget / GIB, "logged_gib": diag.budget_bytes / GIB,
                     "diff_pct": (in_budget - diag.budget_bytes) / diag.budget_bytes * 100})
@@ -134,11 +186,11 @@ def grade(f) -> dict:
         from infer_advisor.errors import InferAdvisorError
 
         verdict = "not read" if isinstance(err, InferAdvisorError) else "crash"  # one line and exit 2 for a user
-        return {"id": f.id, "held_out": f.held_out, "engine": f.engine, "thread_error": f.error, "verdict": verdict, "crash": f"{type(err).__name__}: {err}"}
+        return {"id": f.id, "held_out": f.held_out, "batch": f.batch, "engine": f.engine, "thread_error": f.error, "verdict": verdict, "crash": f"{type(err).__name__}: {err}"}
     first = diag.edits[0] if diag.edits else None
-    row = {"id": f.id, "held_out": f.held_out, "engine": f.engine, "url": f.url, "thread_error": f.error,
+    row = {"id": f.id, "held_out": f.held_out, "batch": f.batch, "engine": f.engine, "url": f.url, "thread_error": f.error,
            "doctor_error": diag.error.kind if diag.error else None, "error_logged": diag.error_logged,
-           "error_match": (diag.error.kind == f.error) if diag.error else False, "model_run": diag.kv_cache_tokens is not None,
+           "error_match": (diag.error.kind == f.error) if diag.error else False, "model_run": diag.memory_model, "gpu_source": diag.gpu_source,
            "first_edit": first.change if first else None, "thread_fix": f"{f.fix.kind} ({'confirmed' if f.fix.confirmed else 'suggested'})" if f.fix else None}
     if first is not None:
         ok, why = engine_check(f, diag, first)
@@ -161,14 +213,16 @@ def kv_after_fix(by_id: dict) -> list[dict]:
     return out
 
 
-def summary(rows: list[dict], held: bool) -> dict:
-    part = [r for r in rows if r["held_out"] == held]
+def summary(rows: list[dict], held: bool | None, batch: int = 1) -> dict:
+    """Batch 1's held-out (held=True) or tuning (False) part, or a whole batch (held=None)."""
+    part = [r for r in rows if r["batch"] == batch and (held is None or r["held_out"] == held)]
     verdicts = [r.get("verdict") for r in part]
     ledger = [c for r in part for c in r.get("ledger", [])]
     graded = [v for v in verdicts if v in ("starts", "fails")]
     return {
         "entries": len(part), "error_named": sum(1 for r in part if r.get("error_match")),
         "memory_model_run": sum(1 for r in part if r.get("model_run")),
+        "gpu_inferred": sum(1 for r in part if r.get("gpu_source") not in (None, "given")),
         "first_edit_starts": verdicts.count("starts"), "first_edit_fails": verdicts.count("fails"),
         "unverifiable": verdicts.count("unverifiable"), "no_edit": verdicts.count("no edit"),
         "not_read": verdicts.count("not read"), "crash": verdicts.count("crash"),
@@ -185,14 +239,16 @@ def main() -> int:
     args = parser.parse_args()
     data = load_failures()
     rows = [grade(f) for f in data.failures]
-    result = {"rows": rows, "held_out": summary(rows, True), "tuning": summary(rows, False),
+    result = {"rows": rows, "held_out": summary(rows, True), "tuning": summary(rows, False), "batch2": summary(rows, None, batch=2), "batch3": summary(rows, None, batch=3),
               "kv_after_fix": kv_after_fix({f.id: f for f in data.failures})}
     for r in rows:
-        mark = "H" if r["held_out"] else " "
+        mark = str(r["batch"]) if r["batch"] > 1 else ("H" if r["held_out"] else " ")
         print(f"{mark} {r['id']} {r['engine']:9} {r['thread_error']:28} doctor={str(r.get('doctor_error')):28} "
               f"first={str(r.get('first_edit')):32} {r.get('verdict', 'crash'):12} {r.get('engine_arithmetic_why', r.get('crash', ''))}")
     print("held out:", json.dumps(result["held_out"]))
     print("tuning:  ", json.dumps(result["tuning"]))
+    print("batch 2: ", json.dumps(result["batch2"]))
+    print("batch 3: ", json.dumps(result["batch3"]))
     print("KV after the thread's fix:", json.dumps(result["kv_after_fix"]))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -31,6 +31,12 @@ HERE = Path(__file__).parent
 LOGS = HERE / "published" / "startup_logs.yaml"
 BEFORE = HERE / "published" / "startup_logs_before.json"
 PROSPECTIVE = HERE / "published" / "startup_logs_prospective.json"  # issue-23 logs, predicted by the frozen code of 745df12
+# Each batch of new logs and the file with its prospective predictions (made by the code of the named commit, before any
+# change made in response to that batch): batch -> (file, frozen commit).
+BATCHES = {
+    "issue-23": (PROSPECTIVE, "745df12"),
+    "issue-23b": (HERE / "published" / "startup_logs_prospective_b.json", "6a41b14"),
+}
 GIB = 2**30
 
 
@@ -121,13 +127,14 @@ def prediction_record(entry: dict, model: str) -> dict:
     }
 
 
-def prospective(out: Path) -> int:
-    """Predict every `collected: issue-23` entry with the code on PYTHONPATH and write the figures (run once, frozen code)."""
+def prospective(out: Path, batch: str = "issue-23") -> int:
+    """Predict every entry of one batch (`collected: <batch>`) with the code on PYTHONPATH and write the figures (run once,
+    frozen code)."""
     by_id = {e["id"]: e for e in entries()}
     preds = {}
     with tempfile.TemporaryDirectory() as tmp:
         for i, e in by_id.items():
-            if e.get("collected") == "issue-23":
+            if e.get("collected") == batch:
                 preds[i] = prediction_record(e, model_ref(e, by_id, Path(tmp)))
     out.write_text(json.dumps({"predictions": preds}, indent=2) + "\n")
     print(f"wrote {out} ({len(preds)} predictions)")
@@ -159,7 +166,7 @@ def rows() -> list[dict]:
     by_id = {e["id"]: e for e in entries()}
     with tempfile.TemporaryDirectory() as tmp:
         for e in by_id.values():
-            if e.get("collected") == "issue-23":
+            if e.get("collected") in BATCHES:
                 continue  # graded apart: new_rows()
             model = model_ref(e, by_id, Path(tmp))
             meas = e["measured"]["kv_cache_tokens"]
@@ -187,18 +194,21 @@ def _full_attention(model: str) -> bool:
 
 
 def new_rows() -> list[dict]:
-    """The issue-23 logs: the frozen code's prospective figures (startup_logs_prospective.json) and this code's."""
-    frozen = json.loads(PROSPECTIVE.read_text())["predictions"]
+    """The issue-23 logs: the frozen code's prospective figures (one file per batch, BATCHES) and this code's."""
+    frozen = {}
+    for path, sha in BATCHES.values():
+        if path.exists():
+            frozen.update({i: {**p, "frozen": sha} for i, p in json.loads(path.read_text())["predictions"].items()})
     by_id = {e["id"]: e for e in entries()}
     out = []
     with tempfile.TemporaryDirectory() as tmp:
         for e in by_id.values():
-            if e.get("collected") != "issue-23":
+            if e.get("collected") not in BATCHES or e["id"] not in frozen:
                 continue
             model = model_ref(e, by_id, Path(tmp))
             m = e["measured"]
             out.append({
-                "id": e["id"], "source": e["source"], "engine": e["engine"], "version": e["engine_version"], "gpu": e["gpu"],
+                "id": e["id"], "batch": e["collected"], "source": e["source"], "engine": e["engine"], "version": e["engine_version"], "gpu": e["gpu"],
                 "tp": e["tp"], "model": e["model"], "measured_tokens": m["kv_cache_tokens"], "measured_gib": m.get("kv_cache_gib"),
                 "measured_weights_gib": m.get("weights_gib"), "outcome": e.get("outcome", "starts"),
                 "weights_only": bool(e.get("weights_only")), "informed_profile": bool(e.get("informed_profile")),
@@ -226,7 +236,7 @@ def new_summary(rs: list[dict]) -> dict:
 
 def new_table(rs: list[dict]) -> str:
     lines = [
-        "| log | engine | GPU x TP | model | KV tokens logged | prospective (frozen 745df12) | now | KV GiB logged: prospective / now | weights GiB logged: prospective / now | outcome: logged / prospective / now |",
+        "| log | engine | GPU x TP | model | KV tokens logged | prospective (frozen code) | now | KV GiB logged: prospective / now | weights GiB logged: prospective / now | outcome: logged / prospective / now |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rs:
@@ -241,7 +251,7 @@ def new_table(rs: list[dict]) -> str:
             e = err(pred, meas)
             return f"{pred:.2f}" if e is None else f"{pred:.2f} ({e:+.1f}%)"
 
-        tok = (f"{t:,}" if t else "-") + (" †" if r["informed_profile"] else "") + ("" if r["full_attention"] else " (hybrid/SWA)")
+        tok = (f"{t:,}" if t else "-") + (" (batch 2)" if r["batch"] == "issue-23b" else "") + (" †" if r["informed_profile"] else "") + ("" if r["full_attention"] else " (hybrid/SWA)")
         gib = f"{r['measured_gib']}: {g(p['kv_cache_gib'], r['measured_gib'])} / {g(n['kv_cache_gib'], r['measured_gib'])}" if r["measured_gib"] is not None else "-"
         w = r["measured_weights_gib"]
         wt = f"{w}: {g(p['weights_gib'], w)} / {g(n['weights_gib'], w)}" if w else "-"
@@ -303,10 +313,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path, help="also write the rows and the summary as JSON")
     ap.add_argument("--baseline", type=Path, help="write the old code's predictions (old API only) to this JSON file")
-    ap.add_argument("--prospective", type=Path, help="write this code's predictions for the issue-23 logs to this JSON file")
+    ap.add_argument("--prospective", type=Path, help="write this code's predictions for one batch of new logs to this JSON file")
+    ap.add_argument("--batch", default="issue-23", choices=list(BATCHES), help="the batch --prospective predicts")
     args = ap.parse_args(argv)
     if args.prospective:
-        return prospective(args.prospective)
+        return prospective(args.prospective, args.batch)
     if args.baseline:
         by_id = {e["id"]: e for e in entries()}
         with tempfile.TemporaryDirectory() as tmp:
@@ -321,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(new_table(new))
     s.update(new_summary(new))
+    s.update({f"batch2_{k}": v for k, v in new_summary([r for r in new if r["batch"] == "issue-23b"]).items()})
     print()
     for k, v in s.items():
         print(f"{k}: {v:.1f}" if isinstance(v, float) else f"{k}: {v}")

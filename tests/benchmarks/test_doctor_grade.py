@@ -16,6 +16,8 @@ def test_committed_summaries_match_a_fresh_run():
     committed = json.loads(RESULTS.read_text())
     assert summary(rows, True) == committed["held_out"]
     assert summary(rows, False) == committed["tuning"]
+    assert summary(rows, None, batch=2) == committed["batch2"]
+    assert summary(rows, None, batch=3) == committed["batch3"]
 
 
 def test_v1_context_edit_is_checked_against_the_engines_estimate():

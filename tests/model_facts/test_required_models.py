@@ -16,6 +16,8 @@ REQUIRED = {
     "Qwen/Qwen3-14B": ("Qwen/Qwen3-14B", 40_960),
     "Qwen/Qwen2-7B-Instruct": ("Qwen/Qwen2-7B-Instruct", 32_768),
     "google/gemma-4-26B-A4B-it": ("google/gemma-4-26B-A4B", 262_144),
+    "Qwen/Qwen2.5-72B-Instruct": ("Qwen/Qwen2.5-72B-Instruct", 32_768),  # the base states 131,072
+    "Qwen/Qwen3-235B-A22B-Instruct-2507": ("Qwen/Qwen3-235B-A22B-Instruct-2507", 262_144),  # the base states 40,960
 }
 
 

@@ -1,17 +1,20 @@
-"""`infer-advisor doctor`: why a vLLM start-up fails (or will), and the smallest edits that make it start.
+"""`infer-advisor doctor`: why an engine's start-up fails (or will), and the smallest edits that make it start.
 
     >>> d = diagnose(Path("vllm.log").read_text(), gpu="RTX-3090", model="meta-llama/Llama-3.1-8B")
     >>> d.error.kind, d.binding, d.edits[0].change
     ('max_len_exceeds_kv', 'kv_cache', '--gpu-memory-utilization 0.93')
 
-Input: a start-up log (failed or successful, vLLM V0 or V1 formats, read by :mod:`.startup_log`; the error by
-:mod:`.startup_errors`) or the vLLM command line about to be run (:mod:`.doctor_input`). The figures the log printed
-calibrate the memory model for that setup (:func:`.memory.fit_memory_calibration`: the same fit as
+Input: a start-up log (failed or successful; vLLM V0 or V1, SGLang, TGI or llama.cpp, read by :mod:`.startup_log`; the
+error by :mod:`.startup_errors`) or the vLLM command line about to be run (:mod:`.doctor_input`). For vLLM the figures
+the log printed calibrate the memory model for that setup (:func:`.memory.fit_memory_calibration`: the same fit as
 ``calibrate --from-log``), so the ledger reproduces the log where it printed a figure and estimates the rest; every
 edit is the same memory model run with one setting changed (:mod:`.doctor_edits`). No byte is added up here.
+SGLang, TGI and llama.cpp logs are worked by each engine's own start-up arithmetic on the figures they printed
+(:mod:`.doctor_engines`), with the memory model's KV bytes per token where the model and GPU resolve.
 
-Where the model or GPU cannot be resolved (a local folder, a GPU outside the catalog: pass ``--model``/``--gpu``), or
-the engine is not vLLM, the diagnosis names the error in the engine's words and lists the log's own figures only.
+Where the model or GPU cannot be resolved (a local folder, a GPU outside the catalog: pass ``--model``/``--gpu``; the
+GPU is otherwise inferred from the log's own lines, :mod:`.doctor_gpu`), the diagnosis names the error in the engine's
+words and offers what the engine's own message or figures decide.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .doctor_edits import Edit, Scenario, StartRule, rank_edits, room_outside_budget, starts, tried_edit
+from .doctor_edits import Edit, LedgerLine, Scenario, StartRule, rank_edits, room_outside_budget, starts, tried_edit
 from .startup_errors import StartupError, find_startup_error
 from .startup_log import StartupLog
 
@@ -36,20 +39,10 @@ _WORDS = {
     "length is {M}. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
     "cuda_oom_graph_capture": "torch.OutOfMemoryError: CUDA out of memory. (while capturing CUDA graphs: {need:.2f} GiB outside the "
     "budget, {room:.2f} GiB left)",
+    # SGLang model_runner_kv_cache_mixin.init_memory_pool (sglang 226149ac)
+    "sglang_not_enough_memory": "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: "
+    "self.server_args.mem_fraction_static={f}",
 }
-
-
-class LedgerLine(BaseModel):
-    """One term of the memory ledger of one GPU."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    term: str
-    bytes_per_gpu: int
-    in_budget: bool = Field(description="Counted in gpu_memory_utilization x total (False: allocated outside it).")
-    source: str = Field(description="calibrated (log), estimated, engine profile (...), logged.")
-    logged_bytes: int | None = Field(default=None, description="The figure the log printed for this term, if any.")
-    line: str | None = Field(default=None, description="The log line behind it.")
 
 
 class Diagnosis(BaseModel):
@@ -64,11 +57,14 @@ class Diagnosis(BaseModel):
     generation: Literal["V0", "V1"] | None = None
     model: str | None = None
     gpu: str | None = None
+    gpu_source: str | None = Field(default=None, description="given (--gpu), or how it was inferred from the log's own lines.")
     tp: int = 1
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
     gpu_memory_bytes: int | None = None
     budget_bytes: int | None = None
+    budget_base: str | None = Field(default=None, description="What the memory fraction is of: total (vLLM, TGI), free before loading "
+                                    "(SGLang), free at start (llama.cpp, which has no fraction).")
     ledger: list[LedgerLine] = Field(default_factory=list)
     binding: str | None = Field(default=None, description="The ledger term that decides whether it starts.")
     error: StartupError | None = Field(default=None, description="The error the engine raised (in the log) or will raise.")
@@ -76,6 +72,7 @@ class Diagnosis(BaseModel):
     starts: bool | None = Field(default=None, description="The setup as given starts (None: not known without the model).")
     kv_cache_tokens: int | None = None
     max_concurrency: int | None = None
+    memory_model: bool = Field(default=False, description="The memory model ran for this setup (model and GPU resolved).")
     edits: list[Edit] = Field(default_factory=list, description="Ranked: those that start first, then by cost.")
     tried: Edit | None = Field(default=None, description="The edit asked for with --try-flags, run through the same model.")
     fixed_command: str | None = Field(default=None, description="For a command line: it with the first edit that starts applied (shell-quoted).")
@@ -87,60 +84,125 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
              try_flags: list[str] | None = None) -> Diagnosis:
     """Diagnose a start-up log or a vLLM command line (``text``); the options fill what it does not say (the log's
     own figures win where it printed them)."""
+    from .doctor_gpu import infer_gpu
     from .doctor_input import extras_from_log, log_from_command, looks_like_command
     from .startup_log import detect_engine, parse_startup_log
 
+    gpu_source = "given" if gpu else None
+    if gpu:  # a GPU or model the user named must resolve: one line and exit 2 otherwise
+        from ..hardware import resolve_hardware
+
+        resolve_hardware(gpu)
+    if model:
+        from ..model_facts import resolve_model
+
+        resolve_model(model, source="auto")
     if looks_like_command(text):
         log, flags = log_from_command(text)
         error, kind = None, "command"
+        if try_flags and log.engine != "vllm":
+            from ..errors import RequestError
+
+            raise RequestError(f"--try-flags runs vLLM flags through the memory model; for {log.engine} the edits are listed in its own flags.")
     else:
         error = find_startup_error(text)
-        other = _OTHER_ENGINES.get(error.kind.split("_")[0]) if error is not None else None
-        if other is not None:
-            return _other_engine(text, other, error, parse_startup_log)
-        log = parse_startup_log(text, "vllm" if detect_engine(text) is None and error is not None else None, require_kv=False)
+        engine = detect_engine(text) or (_OTHER_ENGINES.get(error.kind.split("_")[0]) if error is not None else None)
+        if engine is None and error is None:
+            from ..errors import RequestError
+
+            raise RequestError("Nothing in this input looks like a vLLM, SGLang, TGI or llama.cpp start-up log or a vLLM command line "
+                               "(no engine line, no start-up error); pass the engine's start-up log.")
+        if engine in ("sglang", "tgi", "llama.cpp"):
+            if try_flags:
+                from ..errors import RequestError
+
+                raise RequestError(f"--try-flags runs vLLM flags through the memory model; for {engine} the edits are listed in its own flags.")
+            return _other_engine(text, engine, error, gpu=gpu, model=model, engine_version=engine_version, tp=tp,
+                                 max_model_len=max_model_len, memory_fraction=gpu_memory_utilization)
+        log = parse_startup_log(text, "vllm", require_kv=False)
         flags = extras_from_log(text)
         _merge_error_figures(log, error)
         kind = "log"
+        if not gpu:
+            gpu, gpu_source = infer_gpu(text, log.gpu_name)
     log.tp = log.tp or tp
     log.max_model_len = log.max_model_len or max_model_len
     log.gpu_memory_utilization = log.gpu_memory_utilization or gpu_memory_utilization
     version, version_source = _version(log, engine_version)
     diag = Diagnosis(input_kind=kind, engine=log.engine, engine_version=version, version_source=version_source,
                      generation=log.generation or _generation(log.engine, version), model=model or log.model, gpu=gpu or log.gpu_name,
-                     tp=(log.tp or 1) * (log.pp or 1), max_model_len=log.max_model_len, gpu_memory_utilization=log.gpu_memory_utilization,
-                     gpu_memory_bytes=log.total_gpu_memory_bytes, error=error, error_logged=error is not None)
-    if log.engine != "vllm":
-        diag.notes.append(f"The ledger and edits cover vLLM; for {log.engine} this lists the figures the log printed.")
-        diag.ledger = _logged_only(log)
-        return diag
+                     gpu_source=gpu_source, tp=(log.tp or 1) * (log.pp or 1), max_model_len=log.max_model_len,
+                     gpu_memory_utilization=log.gpu_memory_utilization, gpu_memory_bytes=log.total_gpu_memory_bytes, error=error,
+                     error_logged=error is not None)
+    if gpu_source and gpu_source != "given":
+        diag.notes.append(f"GPU {gpu}: {gpu_source}; pass --gpu to say which.")
     return _with_model(diag, log, flags, model=model, gpu=gpu, version=version, try_flags=try_flags)
 
 
 _OTHER_ENGINES = {"sglang": "sglang", "tgi": "tgi", "llamacpp": "llama.cpp"}
-_OTHER_HINTS = {
-    "sglang_not_enough_memory": "SGLang sizes its KV pool from --mem-fraction-static of the GPU: raise it if the weights fill the "
-    "fraction (the message's advice), lower --context-length or --max-running-requests otherwise.",
-    "tgi_prefill_tokens": "Lower --max-batch-prefill-tokens (the message's advice), or shard over more GPUs (--num-shard).",
-    "tgi_total_tokens": "Lower --max-batch-total-tokens or --max-batch-prefill-tokens (the message's advice), or shard over more GPUs.",
-    "llamacpp_alloc_failed": "Lower --ctx-size (the KV cache grows with it and with --parallel), quantize the KV cache "
-    "(--cache-type-k/-v q8_0), or offload fewer layers (--n-gpu-layers).",
-}
 
 
-def _other_engine(text: str, engine: str, error: StartupError, parse) -> Diagnosis:
-    """SGLang, TGI, llama.cpp: the error in the engine's words, the engine's own remedy and the figures the log printed."""
+def _other_engine(text: str, engine: str, error: StartupError | None, *, gpu, model, engine_version, tp, max_model_len,
+                  memory_fraction) -> Diagnosis:
+    """SGLang, TGI, llama.cpp: the engine's own arithmetic on the log's figures (:mod:`.doctor_engines`), with the memory
+    model's KV bytes per token where the model and GPU are known and the log does not print them."""
     from ..errors import InferAdvisorError
+    from .doctor_engines import engine_findings
+    from .doctor_gpu import infer_gpu
+    from .startup_log import parse_startup_log
 
-    diag = Diagnosis(input_kind="log", engine=engine, engine_version=None, version_source="unknown", error=error, error_logged=True, starts=False)
-    diag.notes.append(_OTHER_HINTS[error.kind])
-    diag.notes.append(f"The ledger and ranked edits cover vLLM; for {engine} this names the error and lists the figures the log printed.")
-    if engine in ("sglang", "llama.cpp"):
-        try:
-            diag.ledger = _logged_only(parse(text, engine=engine, require_kv=False))
-        except InferAdvisorError:
-            pass
+    try:
+        log = parse_startup_log(text, engine=engine, require_kv=False)
+    except InferAdvisorError:
+        log = StartupLog(engine=engine)
+    log.tp, log.max_model_len = log.tp or tp, log.max_model_len or max_model_len
+    log.gpu_memory_utilization = log.gpu_memory_utilization or memory_fraction
+    gpu_source = "given" if gpu else None
+    if not gpu:
+        gpu, gpu_source = infer_gpu(text, log.gpu_name)
+    version = engine_version or log.engine_version
+    diag = Diagnosis(input_kind="log", engine=engine, engine_version=version, version_source="given" if engine_version else
+                     ("log" if log.engine_version else "unknown"), model=model or log.model, gpu=gpu, gpu_source=gpu_source,
+                     tp=(log.tp or 1) * (log.pp or 1), max_model_len=log.max_model_len, gpu_memory_utilization=log.gpu_memory_utilization,
+                     error=error, error_logged=error is not None)
+    cell, total = _model_cell(log, model or log.model, gpu, version, diag.notes)
+    diag.memory_model = cell is not None
+    found = engine_findings(log, error, kv_bytes_per_token=cell, gpu_memory_bytes=total)
+    diag.ledger, diag.binding, diag.starts, diag.edits = found.ledger, found.binding, found.starts, found.edits
+    diag.kv_cache_tokens, diag.budget_bytes, diag.gpu_memory_bytes = found.kv_cache_tokens, found.budget_bytes, found.gpu_memory_bytes
+    diag.budget_base = found.budget_base
+    diag.notes += found.notes
+    if gpu_source and gpu_source != "given":
+        diag.notes.append(f"GPU {gpu}: {gpu_source}; pass --gpu to say which.")
     return diag
+
+
+def _catalog_total(gpu: str | None) -> int | None:
+    from ..errors import InferAdvisorError
+    from ..hardware import resolve_hardware
+
+    try:
+        return resolve_hardware(gpu).gpu.budget_memory_bytes if gpu else None
+    except InferAdvisorError:  # an inferred name the catalog does not hold
+        return None
+
+
+def _model_cell(log: StartupLog, model: str | None, gpu: str | None, version: str | None, notes: list[str]) -> tuple[float | None, int | None]:
+    """(KV bytes per token per GPU, the GPU's CUDA-visible total) from the memory model, where the model and GPU resolve."""
+    from ..errors import InferAdvisorError
+    from .memory import setup_for_log
+
+    if not (model and gpu):
+        return None, _catalog_total(gpu)
+    try:
+        from ..estimate.memory import estimate_memory
+
+        facts, setup = setup_for_log(log.model_copy(update={"model": model}), model=model, gpu=gpu, engine_version=version)
+        est = estimate_memory(facts, **setup)
+    except (InferAdvisorError, ValueError) as err:
+        notes.append(f"Without the memory model: {err}")
+        return None, None
+    return est.kv_cache_bytes_per_token_per_gpu, est.gpu_memory_bytes
 
 
 def _merge_error_figures(log: StartupLog, error: StartupError | None) -> None:
@@ -218,9 +280,14 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
             diag.notes.append(f"The log's figures were not used to calibrate the model ({err}); the ledger is the model's alone.")
     sc = Scenario(facts, setup, cal)
     base = _estimate(sc)
+    diag.memory_model = True
+    from .doctor_engines import engine_flags
+
     sc.rule = _rule(diag.error, base, setup, flags)
+    sc.rule.any_kv = engine_flags(log.engine).start_check == "any_kv"
     diag.starts = starts(base, sc.rule)
     diag.gpu_memory_bytes, diag.budget_bytes = base.gpu_memory_bytes, base.budget_bytes_per_gpu
+    diag.budget_base = "free at start" if setup["memory"].budget_base == "free_at_start" else "total"
     diag.gpu_memory_utilization = setup["memory_fraction"]
     diag.max_model_len = setup["context"]
     diag.kv_cache_tokens, diag.max_concurrency = base.kv_cache_tokens, base.max_concurrency
@@ -234,9 +301,14 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
                                           in_budget=True, source="calibrated (log)"))
     diag.binding = _binding(base, sc.rule, diag.error)
     if diag.error is None and not diag.starts:
-        diag.error = _predicted_error(base, setup, diag.generation)
+        diag.error = _predicted_error(base, setup, diag.generation, log.engine)
     if not diag.starts:
-        diag.edits = rank_edits(sc, base)
+        from .doctor_engines import in_engine_flags
+
+        diag.edits = rank_edits(sc, base) if log.engine == "vllm" else in_engine_flags(rank_edits(sc, base), log.engine)
+    if diag.starts and log.engine != "vllm" and base.max_concurrency < 1:
+        diag.notes.append(f"The KV pool holds {base.kv_cache_tokens:,} tokens, less than one request of {setup['context']:,}: "
+                          f"{log.engine} starts, but refuses longer prompts.")
     if try_flags:
         diag.tried = tried_edit(sc, try_flags)
     first = next((e for e in diag.edits if e.starts), None)
@@ -336,8 +408,10 @@ def _binding(est, rule: StartRule, error: StartupError | None) -> str:
     return "KV cache"
 
 
-def _predicted_error(est, setup: dict, generation: str | None) -> StartupError:
+def _predicted_error(est, setup: dict, generation: str | None, engine: str = "vllm") -> StartupError:
     length = setup["context"]
+    if engine == "sglang" and (est.kv_cache_bytes_per_gpu <= 0 or est.kv_cache_tokens <= 0):
+        return StartupError(kind="sglang_not_enough_memory", line=_WORDS["sglang_not_enough_memory"].format(f=setup["memory_fraction"]))
     if est.kv_cache_bytes_per_gpu <= 0 or est.kv_cache_tokens <= 0:
         return StartupError(kind="no_cache_blocks", line=_WORDS["no_cache_blocks"])
     if est.max_concurrency < 1:

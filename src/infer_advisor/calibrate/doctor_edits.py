@@ -29,6 +29,24 @@ MIN_UTILIZATION = 0.30
 ROUND_TOKENS = 256
 
 
+class LedgerLine(BaseModel):
+    """One term of the memory ledger of one GPU."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    term: str
+    bytes_per_gpu: int
+    in_budget: bool = Field(description="Counted in gpu_memory_utilization x total (False: allocated outside it).")
+    source: str = Field(description="calibrated (log), estimated, engine profile (...), logged.")
+    logged_bytes: int | None = Field(default=None, description="The figure the log printed for this term, if any.")
+    line: str | None = Field(default=None, description="The log line behind it.")
+
+
+def edit_order(e: Edit) -> tuple[int, float]:
+    """Those that start first, then those the figures do not decide, then by cost."""
+    return ({True: 0, None: 1, False: 2}[e.starts], e.cost_rank)
+
+
 class Edit(BaseModel):
     """One change to the launch settings and what the memory model says it gives."""
 
@@ -36,7 +54,8 @@ class Edit(BaseModel):
 
     change: str = Field(description="The edit as vLLM flags, e.g. '--max-model-len 23552'.")
     argv: list[str] = Field(description="The flags to add or replace.")
-    starts: bool = Field(description="The engine's start-up checks pass with this edit (by the memory model's figures).")
+    starts: bool | None = Field(description="The engine's start-up checks pass with this edit (by the memory model's figures, or the "
+                                "engine's own arithmetic on the log's figures); None: the log's figures do not decide it.")
     kv_cache_tokens: int | None = Field(description="KV-cache capacity in tokens with the edit (None: not known without the model).")
     max_concurrency: int | None = Field(description="Requests of max_model_len tokens that fit at once with the edit.")
     max_model_len: int
@@ -50,6 +69,7 @@ class StartRule:
 
     min_room_bytes: float = 0.0
     max_budget_bytes: float | None = None
+    any_kv: bool = False  # the engine starts with any KV pool (SGLang), not only with one request of the context
 
 
 @dataclass
@@ -67,7 +87,7 @@ def room_outside_budget(est) -> float:
 
 def starts(est, rule: StartRule) -> bool:
     """The engine's start-up checks on the memory model's figures (see the module docstring)."""
-    if est.kv_cache_bytes_per_gpu <= 0 or est.kv_cache_tokens <= 0 or est.max_concurrency < 1:
+    if est.kv_cache_bytes_per_gpu <= 0 or est.kv_cache_tokens <= 0 or (est.max_concurrency < 1 and not rule.any_kv):
         return False
     if rule.max_budget_bytes is not None and est.budget_bytes_per_gpu > rule.max_budget_bytes:
         return False
@@ -85,6 +105,8 @@ def _estimate(sc: Scenario, changes: dict, calibration=None):
 
 
 def _edit(sc: Scenario, est, change: str, argv: list[str], cost: str, rank: float, length: int | None = None) -> Edit:
+    if sc.rule.any_kv and est.max_concurrency < 1 and est.kv_cache_tokens > 0:
+        cost += f"; the pool holds {est.kv_cache_tokens:,} tokens, less than one request of {length or sc.setup['context']:,} (longer prompts are refused)"
     return Edit(change=change, argv=argv, starts=starts(est, sc.rule), kv_cache_tokens=est.kv_cache_tokens,
                 max_concurrency=est.max_concurrency, max_model_len=length or sc.setup["context"], cost=cost, cost_rank=round(rank, 3))
 
@@ -144,7 +166,8 @@ def eager_edit(sc: Scenario) -> Edit | None:
     if not memory.cuda_graph_bytes and not (sc.calibration is not None and sc.calibration.cuda_graph_bytes):
         return None
     cal = sc.calibration.model_copy(update={"cuda_graph_bytes": 0}) if sc.calibration is not None and sc.calibration.cuda_graph_bytes else None
-    rule = StartRule(min_room_bytes=max(sc.rule.min_room_bytes - memory.cuda_graph_bytes, 0.0), max_budget_bytes=sc.rule.max_budget_bytes)
+    rule = StartRule(min_room_bytes=max(sc.rule.min_room_bytes - memory.cuda_graph_bytes, 0.0), max_budget_bytes=sc.rule.max_budget_bytes,
+                     any_kv=sc.rule.any_kv)
     eager = Scenario(sc.facts, {**sc.setup, "memory": memory.model_copy(update={"cuda_graph_bytes": 0})}, sc.calibration, rule)
     est = _estimate(eager, {}, calibration=cal)
     return _edit(eager, est, "--enforce-eager", ["--enforce-eager"], "decode steps without CUDA graphs (slower at small batches)", 0.3)
@@ -206,7 +229,8 @@ def tried_edit(sc: Scenario, argv: list[str]) -> Edit:
     base_sc = Scenario(sc.facts, {**sc.setup, **changes}, sc.calibration, sc.rule)
     if eager:
         eager_sc = Scenario(sc.facts, {**base_sc.setup, "memory": base_sc.setup["memory"].model_copy(update={"cuda_graph_bytes": 0})},
-                            sc.calibration, StartRule(max(sc.rule.min_room_bytes - sc.setup["memory"].cuda_graph_bytes, 0.0), sc.rule.max_budget_bytes))
+                            sc.calibration, StartRule(max(sc.rule.min_room_bytes - sc.setup["memory"].cuda_graph_bytes, 0.0), sc.rule.max_budget_bytes,
+                                                      sc.rule.any_kv))
         cal = sc.calibration.model_copy(update={"cuda_graph_bytes": 0}) if sc.calibration is not None and sc.calibration.cuda_graph_bytes else None
         est, base_sc = _estimate(eager_sc, {}, calibration=cal), eager_sc
     else:
@@ -221,4 +245,4 @@ def rank_edits(sc: Scenario, base) -> list[Edit]:
         tp_edit(sc),
     ]
     edits = [e for e in found if e is not None]
-    return sorted(edits, key=lambda e: (not e.starts, e.cost_rank))
+    return sorted(edits, key=edit_order)

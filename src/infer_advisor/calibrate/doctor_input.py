@@ -16,7 +16,8 @@ import shlex
 from .startup_log import StartupLog
 
 MAX_COMMAND_CHARS = 20_000
-_COMMAND_START = re.compile(r"^\s*(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:vllm\s+serve\b|python3?\s+-m\s+vllm\.entrypoints\.)")
+_COMMAND_START = re.compile(r"^\s*(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:vllm\s+serve\b|python3?\s+-m\s+vllm\.entrypoints\.|python3?\s+-m\s+sglang\.launch_server\b|sglang\s+serve\b)")
+_SGLANG_START = re.compile(r"sglang\.launch_server\b|sglang\s+serve\b")
 
 # vLLM flag (dashes) -> (StartupLog field, converter)
 _FLAGS: dict[str, tuple[str, type]] = {
@@ -26,7 +27,14 @@ _FLAGS: dict[str, tuple[str, type]] = {
     "max-num-seqs": ("max_num_seqs", int), "max-num-batched-tokens": ("max_num_batched_tokens", int),
     "dtype": ("dtype", str), "quantization": ("quantization", str), "q": ("quantization", str),
 }
-_BOOL_FLAGS = {"enforce-eager", "enable-lora"}
+# SGLang flag (server_args.py) -> StartupLog field, converter
+_SGLANG_FLAGS: dict[str, tuple[str, type]] = {
+    "model-path": ("model", str), "model": ("model", str), "tp": ("tp", int), "tp-size": ("tp", int), "pp-size": ("pp", int),
+    "context-length": ("max_model_len", int), "mem-fraction-static": ("gpu_memory_utilization", float),
+    "kv-cache-dtype": ("kv_cache_dtype", str), "max-running-requests": ("max_num_seqs", int),
+    "chunked-prefill-size": ("max_num_batched_tokens", int), "dtype": ("dtype", str), "quantization": ("quantization", str),
+}
+_BOOL_FLAGS = {"enforce-eager", "enable-lora", "disable-cuda-graph"}
 _INT_EXTRAS = {"max-loras", "max-lora-rank"}  # read into the extras, not the StartupLog
 # the same settings as a log prints them (V1 "non-default args: {...}", V0 "Namespace(...)" / config lines)
 _LOG_EXTRAS = {
@@ -71,17 +79,20 @@ def log_from_command(command: str) -> tuple[StartupLog, dict[str, int | bool]]:
         words = shlex.split(command.replace("\\\n", " "))
     except ValueError as err:
         raise RequestError(f"Cannot split the command line into words ({err}); check its quotes.") from None
-    log = StartupLog(engine="vllm", command=command.strip()[:2000])
+    engine = "sglang" if _SGLANG_START.search(command[:500]) else "vllm"
+    log = StartupLog(engine=engine, command=command.strip()[:2000])
     flags: dict[str, int | bool] = {}
-    positional = _read_flags(words, log, flags)
+    positional = _read_flags(words, log, flags, _SGLANG_FLAGS if engine == "sglang" else _FLAGS)
+    if flags.pop("disable-cuda-graph", False):
+        flags["enforce-eager"] = True
     if log.model is None and positional:
         log.model = positional[0]
     if log.model is None:
-        raise RequestError("The command names no model (vllm serve MODEL or --model MODEL).")
+        raise RequestError("The command names no model (vllm serve MODEL, --model MODEL, or SGLang's --model-path MODEL).")
     return log, flags
 
 
-def _read_flags(words: list[str], log: StartupLog, flags: dict[str, int | bool]) -> list[str]:
+def _read_flags(words: list[str], log: StartupLog, flags: dict[str, int | bool], table: dict[str, tuple[str, type]]) -> list[str]:
     from ..errors import RequestError
 
     positional: list[str] = []
@@ -99,13 +110,13 @@ def _read_flags(words: list[str], log: StartupLog, flags: dict[str, int | bool])
         if name in _BOOL_FLAGS:
             flags[name] = True
             continue
-        if name not in _FLAGS and name not in _INT_EXTRAS:
+        if name not in table and name not in _INT_EXTRAS:
             continue
         if not value:
             if i >= len(words):
                 raise RequestError(f"--{name} needs a value.")
             value, i = words[i], i + 1
-        field, convert = _FLAGS.get(name, (None, int))
+        field, convert = table.get(name, (None, int))
         try:
             if field is None:
                 flags[name] = convert(value)

@@ -19,11 +19,17 @@ Each pattern is the engine's own message, read from its source (the format strin
 - PyTorch's allocator: "CUDA out of memory. Tried to allocate {n} MiB. GPU {i} has a total capacity of {t} GiB of
   which {f} MiB is free." (older torch: "capacty"); the phase is read from the engine's lines before it (CUDA-graph
   capture, the memory profile run, or loading).
-- SGLang ``model_runner.init_memory_pool``: "Not enough memory. Please try to increase --mem-fraction-static."
+- SGLang ``model_runner.init_memory_pool`` (0.1-0.5; pool_configurator's ``MemoryPoolConfig`` later): "Not enough
+  memory. Please try to increase --mem-fraction-static." (later: "... Current value: mem_fraction_static={f}"); SGLang
+  ``model_runner_kv_cache_mixin._profile_available_bytes`` (2026): "Loaded weights leave no GPU memory for the KV cache
+  under --mem-fraction-static={f}. Raise --mem-fraction-static above {s:.3f} (minimum viable = 1 - available/pre =
+  {m:.4f})."; its CUDA-graph runner: "Capture cuda graph failed: ..." (phase of a CUDA out of memory).
 - TGI ``flash_causal_lm.warmup``: "Not enough memory to handle {n} prefill tokens. You need to decrease
-  `--max-batch-prefill-tokens`" and "... {n} total tokens with {m} prefill tokens ...".
+  `--max-batch-prefill-tokens`" and (1.0) "... {n} total tokens with {m} prefill tokens ..."; the v3 router
+  (backends/v3/src/lib.rs, read at v3.3.7): "Not enough memory to handle `max_total_tokens={n}`".
 - llama.cpp ``ggml_backend_cuda_buffer_type_alloc_buffer``: "allocating {n} MiB on device {d}: cudaMalloc failed: out
-  of memory", then "failed to allocate buffer for kv cache" or "failed to allocate compute buffers".
+  of memory", then "failed to allocate buffer for kv cache" or "failed to allocate compute buffers"; ggml-alloc's
+  "failed to allocate CUDA0 buffer of size {bytes}" (which buffer: the KV cache, compute buffers, or the weights).
 - NCCL (vLLM pynccl): "NCCL error: {reason}".
 
 Every pattern is one ``re.search`` without nested repetition, so reading a log stays linear in its length.
@@ -43,7 +49,7 @@ LINE_CHARS = 400
 ErrorKind = Literal[
     "no_cache_blocks", "max_len_exceeds_kv", "kv_needed_exceeds_available", "free_memory_below_utilization",
     "cuda_oom_graph_capture", "cuda_oom_profile", "cuda_oom_load", "cuda_oom", "sglang_not_enough_memory",
-    "tgi_prefill_tokens", "tgi_total_tokens", "llamacpp_alloc_failed", "nccl_error",
+    "tgi_prefill_tokens", "tgi_total_tokens", "cuda_oom_warmup", "llamacpp_alloc_failed", "nccl_error",
 ]
 
 
@@ -75,12 +81,25 @@ _TORCH_OOM = re.compile(
     r"of which ([\d.]+) (KiB|MiB|GiB) is free"
 )
 _CUDA_OOM = re.compile(r"CUDA error: out of memory|CUDA out of memory")
-_SGLANG = re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static")
+_SGLANG = re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static(?:\. Current value: [\w.]{0,40}mem_fraction_static=(\d*\.?\d+))?")
+_SGLANG_NO_KV = re.compile(
+    r"Loaded weights leave no GPU memory for the KV cache\s+under\s+--mem-fraction-static=(\d*\.?\d+)\.(?:\s+Raise --mem-fraction-static\s+"
+    r"above (\d*\.?\d+)(?:\s+\(minimum viable = 1 - available/pre = (\d*\.?\d+)\))?)?"
+)
 _TGI_PREFILL = re.compile(r"Not enough memory to handle (\d+) prefill tokens")
 _TGI_TOTAL = re.compile(r"Not enough memory to handle (\d+) total tokens with (\d+) prefill tokens")
+_TGI_WARMUP = re.compile(r"Method Warmup encountered an error")
+_TGI_MAX_TOTAL = re.compile(r"Not enough memory to handle `max_total_tokens=(\d+)`")
 _LLAMACPP = re.compile(r"allocating ([\d.]+) MiB on device (\d+): cudaMalloc failed: out of memory")
+_LLAMACPP_BUFFER = re.compile(r"failed to allocate CUDA(\d+) buffer of size (\d+)")
+_LLAMACPP_WHICH = (("kv", re.compile(r"failed to allocate buffer for kv cache|llama_kv_cache_init\(\) failed")),
+                   ("compute", re.compile(r"failed to allocate compute buffers|compute buffer")),
+                   ("weights", re.compile(r"failed to load model|load_tensors|model buffer")))
 _NCCL = re.compile(r"NCCL error: ([^\n(]{1,120})")
-_GRAPH_PHASE = re.compile(r"Capturing (?:the model for )?(?:CUDA graphs|cudagraphs)|Capturing CUDA graph|torch\.cuda\.graph\(|capture_end\(\)|cuda graph capture")
+_GRAPH_PHASE = re.compile(
+    r"Capturing (?:the model for )?(?:CUDA graphs|cudagraphs)|Capturing CUDA graph|torch\.cuda\.graph\(|capture_end\(\)|cuda graph capture"
+    r"|Capture cuda graph (?:begin|failed)|Capturing batches \(bs="
+)
 _PROFILE_PHASE = re.compile(r"profile_run|determine_num_available_blocks|determine_available_memory|Memory profiling")
 _UNITS = {"KiB": 1024, "MiB": MIB, "GiB": GIB}
 
@@ -97,7 +116,7 @@ def _gib(s: str) -> float:
 
 def find_startup_error(text: str) -> StartupError | None:
     """The first start-up error of a known kind in ``text`` (the most specific message wins), else None."""
-    for finder in (_vllm_kv, _free_memory, _no_blocks, _oom, _other_engines, _nccl):
+    for finder in (_vllm_kv, _free_memory, _no_blocks, _other_engines, _oom, _nccl):
         found = finder(text)
         if found is not None:
             return found
@@ -161,9 +180,19 @@ def _oom(text: str) -> StartupError | None:
 
 
 def _other_engines(text: str) -> StartupError | None:
+    m = _SGLANG_NO_KV.search(text)
+    if m:
+        figures = {"mem_fraction_static": float(m.group(1))}
+        if m.group(3) or m.group(2):  # the exact minimum, else the engine's rounded-up suggestion
+            figures["minimum_mem_fraction_static"] = float(m.group(3) or m.group(2))
+        return StartupError(kind="sglang_not_enough_memory", line=_line(text, m), figures=figures)
     m = _SGLANG.search(text)
     if m:
-        return StartupError(kind="sglang_not_enough_memory", line=_line(text, m))
+        figures = {"mem_fraction_static": float(m.group(1))} if m.group(1) else {}
+        return StartupError(kind="sglang_not_enough_memory", line=_line(text, m), figures=figures)
+    m = _TGI_MAX_TOTAL.search(text)
+    if m:
+        return StartupError(kind="tgi_total_tokens", line=_line(text, m), figures={"max_total_tokens": int(m.group(1))})
     m = _TGI_TOTAL.search(text)
     if m:
         return StartupError(kind="tgi_total_tokens", line=_line(text, m),
@@ -172,10 +201,23 @@ def _other_engines(text: str) -> StartupError | None:
     if m:
         return StartupError(kind="tgi_prefill_tokens", line=_line(text, m), figures={"max_batch_prefill_tokens": int(m.group(1))})
     m = _LLAMACPP.search(text)
-    if m:
-        return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m),
-                            figures={"requested_bytes": float(m.group(1)) * MIB, "device": int(m.group(2))})
+    buf = _LLAMACPP_BUFFER.search(text)
+    if m or buf:
+        figures = ({"requested_bytes": float(m.group(1)) * MIB, "device": int(m.group(2))} if m
+                   else {"requested_bytes": float(buf.group(2)), "device": int(buf.group(1))})
+        after = text[(m or buf).end():]
+        for code, (_, pattern) in enumerate(_LLAMACPP_WHICH):
+            if pattern.search(after):
+                figures["buffer"] = code  # 0 KV cache, 1 compute buffers, 2 weights (LLAMACPP_BUFFERS)
+                break
+        return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m or buf), figures=figures)
+    m = _TGI_WARMUP.search(text)
+    if m:  # TGI's warmup is its memory profile (a batch of max_batch_prefill_tokens): an out of memory there
+        return StartupError(kind="cuda_oom_warmup", line=_line(text, m))
     return None
+
+
+LLAMACPP_BUFFERS = tuple(name for name, _ in _LLAMACPP_WHICH)
 
 
 def _nccl(text: str) -> StartupError | None:

@@ -28,7 +28,14 @@ Each pattern below is the engine's own ``logger.info`` format string, read from 
   max_running_requests=%d, context_len=%d, available_gpu_mem=%.2f GB"`` (GB there is bytes / 2**30).
 - llama.cpp (src/llama-kv-cache.cpp, llama-context.cpp, llama-model.cpp): ``"%s: size = %7.2f MiB (%6u cells, %3d
   layers, %2u/%u seqs), K (%s): %7.2f MiB, V (%s): %7.2f MiB"``, ``"%s: %10s model buffer size = %8.2f MiB"``,
-  ``"%s: %10s compute buffer size = %8.2f MiB"``, ``"Device %d: %s, compute capability %d.%d"``, ``"build: %d (%s)"``.
+  ``"%s: %10s compute buffer size = %8.2f MiB"``, ``"Device %d: %s, compute capability %d.%d"``, ``"build: %d (%s)"``,
+  ``"%s: using device %s (%s) - %zu MiB free"`` (llama.cpp llama_model_load_from_file_impl, b4400+; later builds add the PCI
+  id in a second pair of brackets) and ``"%s: %10s KV buffer size = %8.2f MiB"`` (llama_kv_cache, the buffer per device).
+- SGLang ``"Load weight begin. avail mem=%.2f GB"`` (the free memory before loading: ``pre_model_load_memory``, the base
+  of ``mem_fraction_static``) and ``"Load weight end. ... avail mem=%.2f GB"`` (``available_gpu_memory`` after it).
+- TGI (text-generation-inference 1.0-3.3, server/.../flash_causal_lm.py warmup and backends/v3/src/lib.rs, read at
+  v3.3.7): ``"KV-cache blocks: {num_blocks}, size: {BLOCK_SIZE}"``, ``"Setting max batch total tokens to {n}"``, and the
+  launcher's ``Args { ... }`` (max_total_tokens, max_batch_prefill_tokens, cuda_memory_fraction, num_shard, quantize).
 """
 
 from __future__ import annotations
@@ -43,11 +50,11 @@ from pydantic import BaseModel, Field
 GIB = 2**30
 MIB = 2**20
 
-Engine = Literal["vllm", "sglang", "llama.cpp"]
+Engine = Literal["vllm", "sglang", "llama.cpp", "tgi"]
 # The figures whose log line is kept in a calibration file (settings such as the model name are not quoted).
 FIGURES = {
     "total_gpu_memory_bytes", "gpu_memory_utilization", "weights_bytes", "non_torch_bytes", "activation_bytes", "cuda_graph_bytes",
-    "kv_cache_bytes", "kv_cache_tokens", "kv_blocks", "max_concurrency",
+    "kv_cache_bytes", "kv_cache_tokens", "kv_blocks", "max_concurrency", "free_at_start_bytes", "free_after_load_bytes",
 }
 LINE_CHARS = 300
 # Figures a single start-up prints one value of: a second, different value means two runs were concatenated.
@@ -90,6 +97,10 @@ class StartupLog(BaseModel):
     max_concurrency: float | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
+    free_at_start_bytes: int | None = Field(default=None, description="Free device memory before the weights loaded (SGLang, llama.cpp).")
+    free_after_load_bytes: int | None = Field(default=None, description="Free device memory after the weights loaded (SGLang).")
+    gpu_layers: int | None = Field(default=None, description="Layers offloaded to the GPU (llama.cpp 'offloaded N/M layers to GPU').")
+    total_layers: int | None = Field(default=None, description="Layers of the model (llama.cpp 'offloaded N/M layers to GPU').")
     command: str | None = Field(default=None, description="The engine's command line or argument summary, as printed.")
     lines: dict[str, str] = Field(default_factory=dict, description="The log line each figure was read from.")
 
@@ -156,11 +167,14 @@ def detect_engine(text: str) -> Engine | None:
     def has(*literals: str) -> bool:
         return any(lit in text for lit in literals)
 
-    if has("KV Cache is allocated. #tokens", "sglang.launch_server", "ServerArgs(", "Load weight end."):
+    if has("KV Cache is allocated. #tokens", "sglang.launch_server", "ServerArgs(", "Load weight end.", "/sglang/srt/", "sglang serve",
+           "--mem-fraction-static"):
         return "sglang"
     if has("llama_kv_cache", "llama_model_loader", "load_tensors:", "llama_context:", "llama_new_context_with_model"):
         return "llama.cpp"
-    if has("vLLM", "vllm", "GPU blocks", "GPU KV cache size", "Maximum concurrency for"):
+    if has("text_generation_launcher", "text_generation_router", "text_generation_server", "text-generation-inference"):
+        return "tgi"
+    if has("vLLM", "vllm", "GPU blocks", "GPU KV cache size", "Maximum concurrency for", "Loading model weights took", "Model loading took"):
         return "vllm"
     return None
 
@@ -173,12 +187,12 @@ def parse_startup_log(text: str, engine: str | None = None, *, require_kv: bool 
     from ..errors import RequestError
 
     found = engine or detect_engine(text)
-    if found not in ("vllm", "sglang", "llama.cpp"):
+    if found not in ("vllm", "sglang", "llama.cpp", "tgi"):
         raise RequestError(
-            "This does not look like a vLLM, SGLang or llama.cpp start-up log (none of their memory lines were found); "
+            "This does not look like a vLLM, SGLang, TGI or llama.cpp start-up log (none of their memory lines were found); "
             "pass --engine if it is one of them."
         )
-    log = {"vllm": _vllm, "sglang": _sglang, "llama.cpp": _llamacpp}[found](text)
+    log = {"vllm": _vllm, "sglang": _sglang, "llama.cpp": _llamacpp, "tgi": _tgi}[found](text)
     if require_kv and log.kv_cache_tokens is None and log.kv_cache_bytes is None:
         raise RequestError(
             f"No KV-cache size in this {found} log (e.g. 'GPU KV cache size: N tokens', '# GPU blocks: N', "
@@ -202,7 +216,10 @@ class _Reader:
         for m, line in found:
             if skip_lines and skip_lines in line:
                 continue
-            value = convert(m.group(group))
+            try:
+                value = convert(m.group(group))
+            except ValueError:  # a figure that does not parse ('0.88.' at a sentence's end): not this line
+                continue
             setattr(self.log, key, value)
             if key in FIGURES:
                 self.log.lines[key] = line[:LINE_CHARS]
@@ -218,7 +235,10 @@ class _Reader:
         for m, other in rest:
             if skip_lines and skip_lines in other:
                 continue
-            second = convert(m.group(group))
+            try:
+                second = convert(m.group(group))
+            except ValueError:
+                continue
             if second != value:
                 raise RequestError(
                     f"The log gives two different {key} values ({value!r} in '{line[:80]}' and {second!r} in "
@@ -302,12 +322,20 @@ def _sglang(text: str) -> StartupLog:
     r.take("tp", r"tp_size=(\d+)", int)
     r.take("pp", r"pp_size=(\d+)", int)
     r.take("max_model_len", r"context_len=(\d+)", int)
+    r.take("max_model_len", r"context_length=(\d+)", int)
     r.take("gpu_memory_utilization", r"mem_fraction_static=([\d.]+)", float)
     r.take("dtype", r"Load weight end\..*?dtype=torch\.(\w+)", str)
     r.take("weights_bytes", r"Load weight end\..*?mem usage=([\d.]+) GB", _gib)
-    m, line = r.find.first(r"KV Cache is allocated\. #tokens: (\d+), K size: ([\d.]+) GB, V size: ([\d.]+) GB")
+    r.take("free_at_start_bytes", r"Load weight begin\. avail mem=([\d.]+) GB", _gib)
+    r.take("free_after_load_bytes", r"Load weight end\..*?avail mem=([\d.]+) GB", _gib)
+    r.take("gpu_memory_utilization", r"--mem-fraction-static[= ](\d*\.?\d+)", float)
+    if log.free_at_start_bytes is None and log.free_after_load_bytes is not None and log.weights_bytes is not None:
+        # "mem usage" at "Load weight end" is the free memory before loading minus after it (model_runner.load_model)
+        log.free_at_start_bytes = log.free_after_load_bytes + log.weights_bytes
+        log.lines["free_at_start_bytes"] = log.lines.get("free_after_load_bytes", "")
+    m, line = r.find.first(r"KV Cache is allocated\. (?:dtype: [\w.]{1,30}, )?#tokens: (\d+), K size: ([\d.]+) GB, V size: ([\d.]+) GB")
     if m is None:
-        m, line = r.find.first(r"KV Cache is allocated\. #tokens: (\d+), KV size: ([\d.]+) GB()")
+        m, line = r.find.first(r"KV Cache is allocated\. (?:dtype: [\w.]{1,30}, )?#tokens: (\d+), KV size: ([\d.]+) GB()")
     if m:
         log.kv_cache_tokens = int(m.group(1))
         log.kv_cache_bytes = int(round((float(m.group(2)) + float(m.group(3) or 0)) * GIB))
@@ -325,8 +353,14 @@ def _llamacpp(text: str) -> StartupLog:
     log = r.log
     r.take("engine_version", r"build: (\d+) \(", lambda s: f"b{s}")
     r.take("gpu_name", r"Device \d+: ([^,\n]+), compute capability", lambda s: s.strip())
+    m, line = r.find.first(r"using device CUDA0 \(([^()\n]+)\)(?: \([^()\n]*\))? - (\d+) MiB free", anchor="using device CUDA0")
+    if m:
+        log.gpu_name = log.gpu_name or m.group(1).strip()
+        log.free_at_start_bytes = int(m.group(2)) * MIB
+        log.lines["free_at_start_bytes"] = line[:LINE_CHARS]
     r.take("model", r"general\.name\s+str\s+=\s+([^\n]+)", lambda s: s.strip())
-    found = list(r.find.matches(r"CUDA\d+ model buffer size =\s+([\d.]+) MiB", anchor=" model buffer size ="))
+    # "CUDA0 model buffer size" (load_tensors, 2024-10+) or the older "CUDA0 buffer size" (llm_load_tensors)
+    found = list(r.find.matches(r"CUDA\d+ (?:model )?buffer size =\s+([\d.]+) MiB", anchor=" buffer size ="))
     if found:
         log.weights_bytes = int(round(sum(float(m.group(1)) for m, _ in found) * MIB))
         log.lines["weights_bytes"] = found[0][1][:LINE_CHARS]
@@ -345,10 +379,41 @@ def _llamacpp(text: str) -> StartupLog:
     if found:
         log.activation_bytes = int(round(max(float(m.group(1)) for m, _ in found) * MIB))
         log.lines["activation_bytes"] = found[0][1][:LINE_CHARS]
+    found = list(r.find.matches(r"CUDA0 KV buffer size =\s+([\d.]+) MiB", anchor="CUDA0 KV buffer size"))
+    if found and (log.kv_cache_bytes is None or "KV self size" in log.lines.get("kv_cache_bytes", "")):  # device 0's share wins
+        log.kv_cache_bytes = int(round(float(found[0][0].group(1)) * MIB))
+        log.lines["kv_cache_bytes"] = found[0][1][:LINE_CHARS]
     r.take("max_model_len", r"n_ctx_per_seq\s+=\s+(\d+)", int)
     r.take("max_model_len", r"n_ctx\s+=\s+(\d+)", int)
     if log.kv_cache_tokens is None:
         r.take("kv_cache_tokens", r"n_ctx\s+=\s+(\d+)", int)
     r.take("max_num_seqs", r"n_seq_max\s+=\s+(\d+)", int)
+    m = r.take("gpu_layers", r"offloaded (\d+)/(\d+) layers to GPU", int)
+    if m:
+        log.total_layers = int(m.group(2))
     r.take("max_num_batched_tokens", r"n_batch\s+=\s+(\d+)", int)
+    return log
+
+
+def _tgi(text: str) -> StartupLog:
+    r = _Reader(text, "tgi")
+    log = r.log
+
+    def some(name: str, convert, key: str) -> None:  # the launcher's Args: `name: Some(4096)` or `name: 4096`
+        r.take(key, rf"\b{name}: (?:Some\()?\"?([\w.:/-]+?)\"?\)?[,}}]", convert)
+
+    some("model_id", str, "model")
+    some("num_shard", int, "tp")
+    some("max_total_tokens", int, "max_model_len")
+    some("max_batch_prefill_tokens", int, "max_num_batched_tokens")
+    some("cuda_memory_fraction", float, "gpu_memory_utilization")
+    some("quantize", lambda s: None if s == "None" else s.lower(), "quantization")
+    some("dtype", lambda s: None if s == "None" else s.lower(), "dtype")
+    some("max_concurrent_requests", int, "max_num_seqs")
+    r.take("engine_version", r"text-generation-inference:([0-9][\w.+-]*)", str)
+    m = r.take("kv_blocks", r"KV-cache blocks: (\d+), size: (\d+)", int)
+    if m:
+        log.kv_cache_tokens = int(m.group(1)) * int(m.group(2))
+        log.lines["kv_cache_tokens"] = log.lines["kv_blocks"]
+    r.take("kv_cache_tokens", r"Setting max batch total tokens to (\d+)", int)
     return log

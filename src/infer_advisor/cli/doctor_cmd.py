@@ -1,4 +1,4 @@
-"""`infer-advisor doctor LOG_OR_COMMAND`: why a vLLM start-up fails (or will), and the smallest edits that start it.
+"""`infer-advisor doctor LOG_OR_COMMAND`: why a vLLM, SGLang, TGI or llama.cpp start-up fails (or will), and the smallest edits that start it.
 
     infer-advisor doctor vllm-startup.log --gpu RTX-3090 --model meta-llama/Llama-3.1-8B
     infer-advisor doctor "vllm serve Qwen/Qwen3-8B --max-model-len 40960 --gpu-memory-utilization 0.4" --gpu A800-80GB
@@ -18,7 +18,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-HELP = "Read a failed (or successful) vLLM start-up log or a command line: the memory ledger, the error and the edits that start."
+HELP = ("Read a failed (or successful) vLLM, SGLang, TGI or llama.cpp start-up log, or a vLLM command line: the memory ledger, the error "
+        "and the edits that start.")
 MAX_LOG_BYTES = 32 * 2**20  # a start-up log is a few MiB at most; the rest of a long pod log is not read
 
 
@@ -57,7 +58,7 @@ def _read(source: str) -> str:
         return sys.stdin.read(MAX_LOG_BYTES)
     path = Path(source)
     if not path.is_file():
-        raise RequestError(f"'{source[:80]}' is neither a log file nor a vLLM command line (vllm serve MODEL ...).")
+        raise RequestError(f"'{source[:80]}' is neither a log file nor a vLLM or SGLang command line (vllm serve MODEL ..., python -m sglang.launch_server ...).")
     try:
         with path.open("rb") as fh:
             return fh.read(MAX_LOG_BYTES).decode("utf-8", errors="replace")

@@ -30,13 +30,14 @@ def print_diagnosis(d) -> None:
 
     console = make_console()
     setup = ", ".join(x for x in [
-        f"{d.engine} {d.engine_version or ''} ({d.version_source})".strip(), d.model and f"model {d.model}", d.gpu and f"GPU {d.gpu}",
+        f"{d.engine} {d.engine_version or 'version unknown'} ({d.version_source})", d.model and f"model {d.model}", d.gpu and f"GPU {d.gpu}",
         f"TP {d.tp}", d.max_model_len and f"max_model_len {d.max_model_len:,}",
         d.gpu_memory_utilization and f"gpu_memory_utilization {d.gpu_memory_utilization:.2f}",
     ] if x)
     console.print(f"[bold]doctor[/bold]: {cell(setup)}")
     if d.ledger:
-        t = Table(title="memory ledger, one GPU" + (f" of {_gib(d.gpu_memory_bytes)}" if d.gpu_memory_bytes else ""), header_style="bold")
+        base = d.budget_base or "total"
+        t = Table(title="memory ledger, one GPU" + (f" ({base}: {_gib(d.gpu_memory_bytes)})" if d.gpu_memory_bytes else ""), header_style="bold")
         for name in ("term", "bytes", "budget", "source", "logged"):
             t.add_column(name, overflow="fold")
         for line in d.ledger:
@@ -44,10 +45,11 @@ def print_diagnosis(d) -> None:
             t.add_row(cell(line.term + mark), _gib(line.bytes_per_gpu), "in" if line.in_budget else "outside", cell(line.source),
                       _gib(line.logged_bytes) if line.logged_bytes is not None else "")
         if d.budget_bytes:
-            t.add_row("budget (utilization x total)", _gib(d.budget_bytes), "", "", "")
+            t.add_row(f"budget (fraction x {base})", _gib(d.budget_bytes), "", "", "")
         console.print(t)
     if d.kv_cache_tokens is not None:
-        console.print(f"KV cache: {d.kv_cache_tokens:,} tokens; {d.max_concurrency} request(s) of max_model_len at once")
+        at_once = f"; {d.max_concurrency} request(s) of max_model_len at once" if d.max_concurrency is not None else ""
+        console.print(f"KV cache: {d.kv_cache_tokens:,} tokens{at_once}")
     if d.error is not None:
         said = "the engine raised" if d.error_logged else "the engine will raise"
         console.print(f"[red]{said}[/red] ({cell(d.error.kind)}): {cell(d.error.line)}")
@@ -58,7 +60,7 @@ def print_diagnosis(d) -> None:
         for name in ("#", "edit", "starts", "KV tokens", "requests at max_model_len", "cost"):
             t.add_column(name, overflow="fold")
         for i, e in enumerate(d.edits, 1):
-            t.add_row(str(i), cell(e.change), "yes" if e.starts else "no", "?" if e.kv_cache_tokens is None else f"{e.kv_cache_tokens:,}", "?" if e.max_concurrency is None else str(e.max_concurrency), cell(e.cost))
+            t.add_row(str(i), cell(e.change), {True: "yes", False: "no", None: "not decided"}[e.starts], "?" if e.kv_cache_tokens is None else f"{e.kv_cache_tokens:,}", "?" if e.max_concurrency is None else str(e.max_concurrency), cell(e.cost))
         console.print(t)
     if d.fixed_command:
         console.print(f"fixed command: {cell(d.fixed_command)}")

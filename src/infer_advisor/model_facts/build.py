@@ -11,7 +11,8 @@ from ..errors import ModelConfigError
 from .arch import read_arch
 from .facts import ModelFacts, ModelSource, PreQuantization, SafetensorsSummary
 from .kv_elements import kv_cache_elements, recurrent_state_elements
-from .params import count_parameters
+from .params import count_parameters, layer_linear
+from .unconverted import kept_linear
 
 # quantization_config.quant_method values -> ModelFacts.pre_quantized. Source: the quant_method strings
 # transformers' quantizers register (transformers/utils/quantization_config.py, QuantizationMethod).
@@ -24,6 +25,7 @@ _QUANT_METHODS: dict[str, PreQuantization] = {
     "bitsandbytes": "bitsandbytes",
     "mxfp4": "mxfp4",
     "modelopt": "modelopt",
+    "fbgemm_fp8": "fp8",  # Meta's Llama 3.1 FP8 releases: fp8 weights, one fp32 scale per output row
 }
 # safetensors dtype -> torch dtype name, for checkpoints whose config.json names no dtype.
 _ST_DTYPES = {"BF16": "bfloat16", "F16": "float16", "F32": "float32"}
@@ -59,6 +61,8 @@ def weight_format_of(qc: Any) -> str | None:
         if str(qc.get("moe_quant_algo", "")).upper() == "NVFP4":
             return "fp8-block-nvfp4-experts"
         return "fp8-block-fp4-experts" if str(qc.get("expert_dtype", "")).lower() == "fp4" else "fp8-block"
+    if method == "fbgemm_fp8":
+        return "fp8"
     if method == "mxfp4":
         return "mxfp4-experts"
     if method == "modelopt":
@@ -66,6 +70,17 @@ def weight_format_of(qc: Any) -> str | None:
         return "fp8" if algo == "FP8" else "nvfp4"
     return {"awq": "awq", "gptq": "gptq", "compressed-tensors": "compressed-tensors-w4a16",
             "compressed_tensors": "compressed-tensors-w4a16"}.get(method)
+
+
+def _quantization_config(config: dict[str, Any]) -> dict[str, Any] | None:
+    """config.json's quantization_config (a multimodal checkpoint's text_config's), None when absent or empty."""
+    qc = config.get("quantization_config")
+    if not isinstance(qc, dict) and isinstance(config.get("text_config"), dict):
+        qc = config["text_config"].get("quantization_config")
+    if isinstance(qc, dict) and config.get("expert_dtype") and "expert_dtype" not in qc:
+        # DeepSeek-V4 names its experts' dtype beside quantization_config; transformers folds it in (configuration_deepseek_v4.py)
+        qc = {**qc, "expert_dtype": config["expert_dtype"]}
+    return qc if isinstance(qc, dict) and qc else None
 
 
 def _dtype(config: dict[str, Any], safetensors: SafetensorsSummary | None) -> str:
@@ -112,12 +127,10 @@ def facts_from_config(
         attention = "mha"
     else:
         attention = "gqa"
-    qc = config.get("quantization_config")
-    if not isinstance(qc, dict) and isinstance(config.get("text_config"), dict):
-        qc = config["text_config"].get("quantization_config")
-    if isinstance(qc, dict) and config.get("expert_dtype") and "expert_dtype" not in qc:
-        # DeepSeek-V4 names its experts' dtype beside quantization_config; transformers folds it in (configuration_deepseek_v4.py)
-        qc = {**qc, "expert_dtype": config["expert_dtype"]}
+    qc = _quantization_config(config)
+    params = counts.breakdown
+    if qc:
+        params = params.model_copy(update={"kept_linear": kept_linear(arch, qc, lambda: layer_linear(arch))})
     return ModelFacts(
         name=name,
         source=source,
@@ -128,7 +141,7 @@ def facts_from_config(
         num_parameters=counts.total,
         num_active_parameters=counts.active,
         num_active_parameters_without_embedding=counts.active_non_embedding,
-        params=counts.breakdown,
+        params=params,
         num_layers=arch.layers,
         hidden_size=arch.hidden,
         intermediate_size=arch.expert_intermediate if arch.num_experts else arch.intermediate,
@@ -148,7 +161,7 @@ def facts_from_config(
         multimodal=arch.multimodal,
         torch_dtype=_dtype(config, safetensors),
         pre_quantized=_pre_quantized(qc),
-        quantization_config=qc if isinstance(qc, dict) and qc else None,
+        quantization_config=qc,
         safetensors=safetensors,
         layer_counts=dict(arch.mixer_counts()),
         local_attention=kv.local_kind if kv.window else None,

@@ -25,6 +25,10 @@ class ParamBreakdown(BaseModel):
     expert_linear: int = Field(
         default=0, description="Part of `linear` in routed MoE experts (all experts, counted once)."
     )
+    kept_linear: int = Field(
+        default=0, description="Part of `linear` a pre-quantized checkpoint stores unquantized, in the model dtype (the "
+        "decoder modules its quantization_config's modules_to_not_convert / ignore list names; model_facts/unconverted.py).",
+    )
 
 
 class SafetensorsSummary(BaseModel):

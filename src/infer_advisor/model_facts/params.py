@@ -367,6 +367,13 @@ def _norms_per_layer(a: Arch) -> int:
     return (4 if a.model_type in _FOUR_NORM_TYPES else 2) * h
 
 
+def layer_linear(a: Arch) -> tuple[dict[str, int], int]:
+    """(Linear parameters of one layer of each token-mixer kind, of one dense MLP, 0 unless every layer's MLP is dense): what a quantized export may keep
+    unquantized per layer (model_facts/unconverted.py)."""
+    dense = _dense_mlp(a).linear if set(a.mlp_counts()) == {"dense"} else 0
+    return {m: _mixer(a, m).linear for m in a.mixer_counts()}, dense
+
+
 def count_parameters(a: Arch) -> Counts:
     """Total, per-kind and active parameter counts of the model transformers builds from ``a``."""
     embedding = a.vocab * a.hidden

@@ -1,0 +1,350 @@
+"""The doctor for SGLang, TGI and llama.cpp: each engine's own start-up arithmetic on the figures its log printed.
+
+    >>> found = engine_findings(parse_startup_log(text, require_kv=False), find_startup_error(text))
+    >>> found.binding, found.edits[0].change
+    ('weights', '--mem-fraction-static 0.92')
+
+Each engine sizes its KV cache its own way (read at the versions named; the same rules as data/engine_memory.yaml):
+
+- **SGLang** (0.1-0.5 ``model_runner.profile_max_num_token``; ``model_runner_kv_cache_mixin.profile_max_num_token`` /
+  ``init_memory_pool`` read at sgl-project/sglang 226149ac; 2026 ``_profile_available_bytes``):
+  ``rest = available_after_load - pre_model_load x (1 - mem_fraction_static)``; ``max_total_num_tokens = rest / cell``;
+  ``rest <= 0`` raises "Not enough memory" (later "Loaded weights leave no GPU memory for the KV cache ... minimum viable
+  = 1 - available/pre"). Activations and CUDA graphs live in the ``(1 - mem_fraction_static) x pre`` headroom.
+- **TGI** (flash_causal_lm.warmup and the v3 router, read at v3.3.7): a warm-up batch of ``max_batch_prefill_tokens``
+  ("Not enough memory to handle N prefill tokens" when it runs out), then ``KV-cache blocks: B, size: S`` from the memory
+  left, and the router refuses a ``max_total_tokens`` above ``B x S`` ("Not enough memory to handle `max_total_tokens=N`").
+- **llama.cpp** (src/llama-kv-cache.cpp read at ggml-org/llama.cpp 3514e9f6, llama-context.cpp, llama.cpp's
+  ``llama_model_load_from_file_impl`` "using device ... MiB free"): weights, then a KV buffer of ``n_ctx`` cells (all ``--parallel``
+  slots together), then compute buffers, each one ``cudaMalloc`` that must fit in the memory free at start.
+
+Edits are written in the engine's own flags (data/doctor_flags.yaml). ``starts`` is decided by that arithmetic where
+the log printed the figures it needs, else None (the engine's own advice, not decided).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .doctor_edits import Edit, LedgerLine, edit_order
+from .startup_errors import LLAMACPP_BUFFERS, StartupError
+from .startup_log import StartupLog
+
+GIB = 2**30
+MIB = 2**20
+ROUND_TOKENS = 256
+Q8_0_RATIO = 34 / 64  # a q8_0 block stores 32 values in 34 bytes (32 int8 + an fp16 scale); f16 takes 64 (ggml-common.h block_q8_0)
+# SGLang's own reserve with the smallest prefill chunk and graph batch it allows (server_args._handle_gpu_memory_settings:
+# 512 MiB + max(chunked_prefill_size, 2048) x 1.5 MiB + cuda_graph_max_bs x 2 MiB + tp x 128 MiB, data/engine_memory.yaml)
+SGLANG_MIN_CHUNK, SGLANG_MIN_GRAPH_BS = 2048, 8
+
+
+class EngineFlags(BaseModel):
+    """One engine's spelling of the doctor's knobs (data/doctor_flags.yaml)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory_fraction: str | None
+    context: str
+    kv_8bit: list[str]
+    max_seqs: str | None
+    eager: list[str] | None
+    tp: str | None
+    prefill_tokens: str | None
+    gpu_layers: str | None
+    graph_bs: str | None
+    start_check: Literal["one_request", "any_kv"]
+    source: str = Field(min_length=8)
+
+
+class FlagsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    engines: dict[str, EngineFlags]
+
+
+@cache
+def engine_flags(engine: str) -> EngineFlags:
+    from .._data import load_validated
+    from .._paths import shipped
+
+    return load_validated(shipped("data") / "doctor_flags.yaml", FlagsFile).engines[engine]
+
+
+_KNOB = {"--gpu-memory-utilization": "memory_fraction", "--max-model-len": "context", "--max-num-seqs": "max_seqs",
+         "--tensor-parallel-size": "tp"}
+
+
+def in_engine_flags(edits: list[Edit], engine: str) -> list[Edit]:
+    """The memory model's edits (spelled as vLLM flags by :mod:`.doctor_edits`) in ``engine``'s own flags; an edit whose
+    knob the engine lacks (LoRA slots outside vLLM, a utilization for llama.cpp) is left out."""
+    flags = engine_flags(engine)
+    out = []
+    for e in edits:
+        flag = e.argv[0]
+        if flag == "--kv-cache-dtype":
+            argv = list(flags.kv_8bit)
+        elif flag == "--enforce-eager":
+            argv = list(flags.eager) if flags.eager else None
+        elif flag in _KNOB and getattr(flags, _KNOB[flag]):
+            argv = [getattr(flags, _KNOB[flag]), *e.argv[1:]]
+        else:
+            argv = None
+        if argv:
+            out.append(e.model_copy(update={"argv": argv, "change": " ".join(argv)}))
+    return out
+
+
+class Findings(BaseModel):
+    """What one engine's arithmetic says of a log: the ledger, the binding term, whether it starts, the edits."""
+
+    ledger: list[LedgerLine] = Field(default_factory=list)
+    binding: str | None = None
+    starts: bool | None = None
+    kv_cache_tokens: int | None = None
+    budget_bytes: int | None = None
+    gpu_memory_bytes: int | None = None
+    budget_base: str | None = None
+    edits: list[Edit] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+def engine_findings(log: StartupLog, error: StartupError | None, *, kv_bytes_per_token: float | None = None,
+                    gpu_memory_bytes: int | None = None) -> Findings:
+    """The engine's arithmetic on ``log``; ``kv_bytes_per_token`` (per GPU) and ``gpu_memory_bytes`` from the memory
+    model / catalog where the log does not print them (the findings' sources say so)."""
+    found = {"sglang": _sglang, "tgi": _tgi, "llama.cpp": _llamacpp}[log.engine](log, error, kv_bytes_per_token, gpu_memory_bytes)
+    found.edits.sort(key=edit_order)
+    return found
+
+
+def _edit(change: list[str], starts: bool | None, cost: str, rank: float, *, tokens: int | None = None, length: int | None = None,
+          concurrency: int | None = None) -> Edit:
+    return Edit(change=" ".join(change), argv=change, starts=starts, kv_cache_tokens=tokens, max_concurrency=concurrency,
+                max_model_len=length or 0, cost=cost, cost_rank=round(rank, 3))
+
+
+def _per_token(log: StartupLog, model_figure: float | None) -> tuple[float | None, str]:
+    if log.kv_cache_bytes and log.kv_cache_tokens:
+        return log.kv_cache_bytes / log.kv_cache_tokens, "logged"
+    return model_figure, "memory model (model facts)"
+
+
+# --- SGLang -------------------------------------------------------------------------------------------------------
+
+
+def _sglang(log: StartupLog, error: StartupError | None, model_cell: float | None, total: int | None) -> Findings:
+    out = Findings()
+    f = log.gpu_memory_utilization or (error.figures.get("mem_fraction_static") if error else None)
+    pre, post = log.free_at_start_bytes, log.free_after_load_bytes
+    cell, cell_source = _per_token(log, model_cell)
+    if error is not None and "minimum_mem_fraction_static" in error.figures and not (pre and post):
+        minimum = error.figures["minimum_mem_fraction_static"]
+        out.binding = "weights"
+        out.edits.append(_edit([engine_flags("sglang").memory_fraction, f"{math.ceil(minimum * 100 + 1e-9) / 100:.2f}"], True,
+                               f"the engine's own minimum ({minimum:.4f}, from its message); leaves {1 - minimum:.2f} of the free "
+                               "memory for activations and CUDA graphs", 0.05))
+        return out
+    if not (pre and post and f):
+        out.notes.append("The log does not print SGLang's 'Load weight begin/end ... avail mem' lines and mem_fraction_static: "
+                         "the engine's own remedy only.")
+        if error is not None and error.kind == "sglang_not_enough_memory":
+            from ..engines.memory import default_memory_fraction, memory_profile
+
+            default = default_memory_fraction(memory_profile("sglang"), driver_memory_bytes=total, tp=(log.tp or 1) * (log.pp or 1))
+            value = min(max(default, (f or 0.0) + 0.05), 0.95)
+            out.binding = "weights"
+            out.edits.append(_edit([engine_flags("sglang").memory_fraction, f"{value:.2f}"], None,
+                                   f"the engine's own advice (raise the fraction), to SGLang's default for this GPU ({default:.2f}) or "
+                                   "0.05 above the current value; not decided without the log's 'avail mem' lines", 0.05))
+        return _sglang_graph_edits(out, log, error, f, pre)
+    rest = post - pre * (1 - f)
+    weights = pre - post
+    out.gpu_memory_bytes, out.budget_bytes, out.budget_base = int(pre), int(f * pre), "free before loading"
+    out.kv_cache_tokens = int(rest // cell) if (cell and rest > 0) else (0 if rest <= 0 else None)
+    out.ledger = [
+        LedgerLine(term="weights and load buffers (avail mem before - after loading)", bytes_per_gpu=int(weights), in_budget=True,
+                   source="logged", logged_bytes=log.weights_bytes, line=log.lines.get("free_after_load_bytes")),
+        LedgerLine(term="KV cache (rest = after - before x (1 - mem_fraction_static))", bytes_per_gpu=int(rest), in_budget=True,
+                   source="engine arithmetic (log)", logged_bytes=log.kv_cache_bytes, line=log.lines.get("kv_cache_bytes")),
+        LedgerLine(term="headroom (1 - mem_fraction_static) x before: activations, CUDA graphs", bytes_per_gpu=int((1 - f) * pre),
+                   in_budget=False, source="engine arithmetic (log)", line=log.lines.get("free_at_start_bytes")),
+    ]
+    if rest <= 0:
+        out.binding, out.starts = "weights", False
+        out.edits += _sglang_fraction_edits(log, pre, post, f, cell, cell_source)
+    else:
+        out.binding = "KV cache"
+        out.starts = error is None
+    return _sglang_graph_edits(out, log, error, f, pre)
+
+
+def _sglang_reserve(pre: float, tp: int, chunk: int, graph_bs: int) -> float:
+    from ..engines.memory import memory_profile
+
+    rule = memory_profile("sglang").sglang_fraction
+    return (rule.reserved_base_mib + max(chunk, 2048) * rule.reserved_per_chunk_token_mib + graph_bs * rule.reserved_per_graph_bs_mib
+            + tp * rule.reserved_per_tp_mib) * MIB
+
+
+def _sglang_fraction_edits(log: StartupLog, pre: float, post: float, f: float, cell: float | None, cell_source: str) -> list[Edit]:
+    """Raise mem_fraction_static to the smallest value that leaves one request of the context (or, without the cell
+    size, any KV), keeping SGLang's own reserve for activations and CUDA graphs; halve the weights with TP."""
+    flags = engine_flags("sglang")
+    need = (log.max_model_len or 0) * cell if cell else 0.0
+    target = math.ceil((1 - (post - need) / pre) * 100 + 1e-9) / 100
+    edits: list[Edit] = []
+    tp = (log.tp or 1) * (log.pp or 1)
+    default_reserve = _sglang_reserve(pre, tp, log.max_num_batched_tokens or 2048, 24)
+    small_reserve = _sglang_reserve(pre, tp, SGLANG_MIN_CHUNK, SGLANG_MIN_GRAPH_BS)
+    rest = post - pre * (1 - target)
+    tokens = int(rest // cell) if cell else None
+    what = f"one request of {log.max_model_len:,} tokens ({cell_source} KV size)" if need else "a KV pool above zero"
+    headroom = (1 - target) * pre
+    if target < 1 and headroom >= default_reserve:
+        edits.append(_edit([flags.memory_fraction, f"{target:.2f}"], True, f"room for {what}; headroom {headroom / GIB:.2f} GiB for "
+                           "activations and CUDA graphs", 0.05, tokens=tokens, length=log.max_model_len))
+    elif target < 1 and headroom >= small_reserve:
+        argv = [flags.memory_fraction, f"{target:.2f}", flags.prefill_tokens, str(SGLANG_MIN_CHUNK), flags.graph_bs, str(SGLANG_MIN_GRAPH_BS)]
+        edits.append(_edit(argv, True, f"room for {what}; headroom {headroom / GIB:.2f} GiB is enough only with a 2,048-token "
+                           "prefill chunk and CUDA graphs up to batch 8 (SGLang's own reserve formula)", 0.25, tokens=tokens,
+                           length=log.max_model_len))
+    else:
+        edits.append(_edit([flags.memory_fraction, f"{min(target, 0.99):.2f}"], False, f"would leave {max(headroom, 0) / GIB:.2f} GiB "
+                           f"of headroom, under SGLang's smallest reserve ({small_reserve / GIB:.2f} GiB)", 0.9, tokens=tokens))
+    half = post + (pre - post) / 2  # weights per GPU halve with twice the GPUs
+    rest2 = half - pre * (1 - f)
+    edits.append(_edit([flags.tp, str(2 * tp)], rest2 > need, f"{2 * tp} GPUs instead of {tp} (weights per GPU halve)", 0.6,
+                       tokens=int(rest2 // cell) if (cell and rest2 > 0) else None))
+    return edits
+
+
+def _sglang_graph_edits(out: Findings, log: StartupLog, error: StartupError | None, f: float | None, pre: float | None) -> Findings:
+    if error is None or error.kind != "cuda_oom_graph_capture":
+        return out
+    flags = engine_flags("sglang")
+    out.binding, out.starts = "CUDA graphs", False
+    out.edits.append(_edit([flags.graph_bs, str(SGLANG_MIN_GRAPH_BS)], None, "CUDA graphs only up to batch 8 (larger batches run "
+                           "without them); the engine's own advice in its capture message", 0.1))
+    if f:
+        out.edits.append(_edit([flags.memory_fraction, f"{f - 0.05:.2f}"], None, f"KV pool {0.05 * pre / GIB:.2f} GiB smaller" if pre
+                               else "a smaller KV pool; the engine's own advice", 0.15))
+    out.edits.append(_edit(list(flags.eager), True, "no CUDA graphs: decode steps slower at small batches", 0.3))
+    return out
+
+
+# --- TGI ----------------------------------------------------------------------------------------------------------
+
+
+def _tgi(log: StartupLog, error: StartupError | None, cell: float | None, _total: int | None) -> Findings:
+    flags = engine_flags("tgi")
+    out = Findings(kv_cache_tokens=log.kv_cache_tokens)
+    if log.kv_cache_tokens and cell:
+        out.ledger.append(LedgerLine(term="KV cache (KV-cache blocks x block size)", bytes_per_gpu=int(log.kv_cache_tokens * cell),
+                                     in_budget=True, source="logged tokens x the memory model's bytes per token", line=log.lines.get("kv_cache_tokens")))
+    if error is None:
+        out.starts = True if log.kv_cache_tokens else None
+        return out
+    out.starts = False
+    figures = error.figures
+    if error.kind == "tgi_total_tokens" and "max_total_tokens" in figures:
+        wanted = int(figures["max_total_tokens"])
+        out.binding = "KV cache"
+        cap = log.kv_cache_tokens
+        if cap:
+            length = cap - cap % ROUND_TOKENS if cap >= 4 * ROUND_TOKENS else cap
+            out.edits.append(_edit([flags.context, str(length)], length <= cap, f"context {wanted:,} -> {length:,} tokens "
+                                   f"({1 - length / wanted:.0%} shorter); the warm-up found room for {cap:,}", 1 - length / wanted,
+                                   tokens=cap, length=length, concurrency=1))
+        else:
+            out.edits.append(_edit([flags.context, str(wanted // 2)], None, "a shorter context; the log does not print 'KV-cache blocks'", 0.5))
+        out.edits.append(_edit(list(flags.kv_8bit), None, "KV cache in FP8 (a small accuracy cost)", 0.15))
+        return out
+    if error.kind == "tgi_total_tokens":  # TGI 1.0: the warm-up ran max_batch_total_tokens of KV with a prefill batch
+        total = int(figures["max_batch_total_tokens"])
+        out.binding = "KV cache"
+        out.edits.append(_edit(["--max-batch-total-tokens", str(total // 2)], None, "half the batch's KV tokens (the engine's advice; "
+                               "TGI 0.9.4+ sizes it from free memory when the flag is left out)", 0.2))
+        return out
+    if error.kind in ("tgi_prefill_tokens", "cuda_oom_warmup"):
+        tokens = int(figures.get("max_batch_prefill_tokens") or log.max_num_batched_tokens or 4096)
+        out.binding = "activation peak"
+        half = max(tokens // 2, 1)
+        argv = [flags.prefill_tokens, str(half)]
+        if log.max_model_len and log.max_model_len > half:
+            argv += ["--max-input-tokens", str(half - 1)] if half > 1 else []
+        out.edits.append(_edit(argv, None, f"warm-up batch {tokens:,} -> {half:,} tokens (the engine's advice: prefill batches are "
+                               "smaller, so long prompts are chunked or refused)", 0.2))
+        out.edits.append(_edit([flags.tp, str(2 * (log.tp or 1))], None, "twice the GPUs (the activation peak and weights split)", 0.6))
+    return out
+
+
+# --- llama.cpp ----------------------------------------------------------------------------------------------------
+
+
+def _llamacpp(log: StartupLog, error: StartupError | None, model_cell: float | None, total: int | None) -> Findings:
+    from ..engines.memory import memory_profile
+
+    out = Findings()
+    flags = engine_flags("llama.cpp")
+    buffer = LLAMACPP_BUFFERS[int(error.figures["buffer"])] if (error and "buffer" in error.figures) else None
+    failed = int(error.figures["requested_bytes"]) if (error and "requested_bytes" in error.figures) else None
+    kv = failed if buffer == "kv" else log.kv_cache_bytes
+    compute = failed if buffer == "compute" else log.activation_bytes
+    free, free_source = (log.free_at_start_bytes, "logged") if log.free_at_start_bytes else (total, "GPU catalog (inferred)")
+    weights = failed if (buffer == "weights" and log.weights_bytes is None) else log.weights_bytes
+    cells = log.kv_cache_tokens or log.max_model_len
+    reserve = compute if compute is not None else memory_profile("llama.cpp").cuda_context_bytes
+    reserve_source = "logged" if compute is not None else "engine profile (llama.cpp compute buffers and context)"
+    for term, value, src in (("weights (model buffer)", weights, "logged"), ("KV cache (n_ctx cells)", kv, "logged"),
+                             ("compute buffers", reserve, reserve_source)):
+        if value is not None:
+            out.ledger.append(LedgerLine(term=term, bytes_per_gpu=int(value), in_budget=True, source=src))
+    if free:
+        out.gpu_memory_bytes = out.budget_bytes = int(free)
+        out.budget_base = "free at start" if free_source == "logged" else "total (catalog)"
+        out.notes.append(f"Free memory at start: {free / GIB:.2f} GiB ({free_source}).")
+    if error is None:
+        out.starts, out.binding = True, None
+        out.kv_cache_tokens = cells
+        return out
+    out.starts, out.binding = False, {"kv": "KV cache", "compute": "activation peak", "weights": "weights", None: None}[buffer]
+    per_token = kv / cells if (kv and cells) else model_cell
+    if not (free and weights is not None and per_token):
+        out.notes.append("The log lacks the free memory, the model buffer or the KV size: the engine's own remedies, not decided.")
+        out.edits.append(_edit([flags.context, str(max((cells or 8192) // 2, ROUND_TOKENS))], None, "half the context", 0.5))
+        out.edits.append(_edit(list(flags.kv_8bit), None, "KV cache in q8_0 (needs flash attention, -fa)", 0.15))
+        return out
+    context_bytes = memory_profile("llama.cpp").cuda_context_bytes if (free_source != "logged" and compute is not None) else 0
+    room = free - weights - reserve - context_bytes  # a catalog total still holds the CUDA context, which the free line excludes
+    slots = log.max_num_seqs or 1
+    n_ctx = int(room // per_token) if room > 0 else 0
+    n_ctx -= n_ctx % ROUND_TOKENS if n_ctx >= 4 * ROUND_TOKENS else 0
+    if cells and n_ctx < cells and n_ctx >= slots * ROUND_TOKENS:
+        out.edits.append(_edit([flags.context, str(n_ctx)], True, f"context {cells:,} -> {n_ctx:,} cells ({1 - n_ctx / cells:.0%} shorter; "
+                               f"{n_ctx // slots:,} per slot over {slots} slot(s))", 1 - n_ctx / cells, tokens=n_ctx, length=n_ctx // slots))
+    if kv and cells:
+        q8 = kv * Q8_0_RATIO
+        out.edits.append(_edit(list(flags.kv_8bit), q8 <= room, f"KV cache in q8_0: {q8 / GIB:.2f} GiB for {room / GIB:.2f} GiB of room "
+                               "(needs flash attention, -fa)", 0.15, tokens=cells))
+    out.edits += _fewer_layers(log, free - reserve - context_bytes, weights, kv or 0, cells)
+    return out
+
+
+def _fewer_layers(log: StartupLog, room: float, weights: float, kv: float, cells: int | None) -> list[Edit]:
+    """--n-gpu-layers: each offloaded layer brings its weights and its KV cells to the GPU; the layers that fit the room,
+    by the per-layer average of what the log printed (the output layer counted as an average one: estimated)."""
+    layers = log.gpu_layers
+    if not layers or room <= 0:
+        return []
+    per_layer = (weights + kv) / layers
+    fit = min(int(room // per_layer), layers - 1)
+    if fit < 1:
+        return []
+    return [_edit([engine_flags("llama.cpp").gpu_layers, str(fit)], True, f"{layers - fit} of {log.total_layers or layers} layers on the CPU "
+                  f"(at the CPU's memory bandwidth: much slower); {per_layer / MIB:,.0f} MiB a layer, from the log's averages", 0.5 + (1 - fit / layers),
+                  tokens=cells)]
