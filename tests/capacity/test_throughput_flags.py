@@ -29,3 +29,15 @@ def test_llama_server_gets_a_unified_kv_cache_and_no_host_prompt_cache_unless_a_
     one = advise(model="meta-llama/Llama-3.1-8B", gpu="H200", engine="llama.cpp", quantization="gguf-q4_k_m",
                  concurrency=1, goal="throughput", max_num_seqs=1)
     assert "--kv-unified" not in llamacpp_flags(one, "model.gguf")  # one slot: nothing to unify
+
+
+def test_llama_server_slots_are_the_slots_the_plan_simulated():
+    # llama-server reserves `--parallel N` slots; a request waits for a free one: the simulator must run the same N
+    from infer_advisor import advise as advise_sized
+
+    plan = advise_sized(model="meta-llama/Llama-3.1-8B", gpu="H200", engine="llama.cpp", quantization="gguf-f16",
+                        input_tokens=1137, output_tokens=200, rate=1.0, headroom=False)
+    argv = llamacpp_flags(plan, "model.gguf")
+    chosen = plan.capacity.chosen
+    assert int(argv[argv.index("--parallel") + 1]) == chosen.max_num_seqs == plan.engine.max_num_seqs
+    assert int(argv[argv.index("-c") + 1]) == plan.engine.max_model_len * chosen.max_num_seqs

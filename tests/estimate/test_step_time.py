@@ -196,3 +196,37 @@ def test_cpu_plan_uses_cpu_bandwidth_and_no_launches():
     sm = build_step_model(LLAMA8B, gpu=None, engine="llama.cpp", quantization="gguf-q4_k_m", cpu_cores=8)
     assert sm.gemm_launch == 0 and sm.small_kernels == 0
     assert sm.seconds(decode_shape(1, 100)) > 0.02  # 4.9 GB of weights over a DDR bus: tens of milliseconds
+
+
+def test_llamacpp_f16_weights_switch_kernels_above_one_row():
+    # ggml-cuda: f16 mat-vec for one row on Ampere and newer, tensor-core tiles (mmf / cuBLAS) for more
+    from infer_advisor.estimate.speed_data import engine_speeds
+
+    sm = _sm(engine="llama.cpp", quantization="gguf-f16")
+    k, wk = kernels().gemm["bf16"], engine_speeds().weight_kernels["ggml-f16"]
+    scale = engine_speed("llama.cpp", gpu="H200").gemm_scale.value
+    layer_bytes = weight_bytes_by_group(LLAMA8B, "gguf-f16", "bfloat16")["linear"] / LLAMA8B.num_layers
+    launch = 4 * k.launch_s * wk.launch_scale
+    one = launch + layer_bytes / (k.bandwidth_efficiency * wk.bandwidth_scale * scale * H200.memory_bandwidth_bytes_per_s)
+    two = launch + layer_bytes / (k.bandwidth_efficiency * wk.batched_bandwidth_scale * scale * H200.memory_bandwidth_bytes_per_s)
+    assert sm.layer_terms(1)["weights_gemm"] == pytest.approx(one, rel=1e-12)
+    assert sm.layer_terms(2)["weights_gemm"] == pytest.approx(two, rel=1e-12)
+    assert two > 1.3 * one  # measured: 7.1 ms per step at two sequences against 4.9 ms at one (batched-bench, H200)
+
+
+def test_llama_server_samples_each_slot_on_the_host_over_the_vocabulary():
+    sm = _sm(engine="llama.cpp", quantization="gguf-f16")
+    per_vocab = engine_speed("llama.cpp", gpu="H200").sampler_s_per_vocab.value
+    terms = sm.terms(decode_shape(4, 1200))
+    assert terms["engine_sampling"] == pytest.approx(4 * LLAMA8B.vocab_size * per_vocab, rel=1e-12)
+    prompt = sm.terms(prefill_shape(1, 1000))  # a prompt samples its first token in its last chunk
+    assert prompt["engine_sampling"] == pytest.approx(LLAMA8B.vocab_size * per_vocab, rel=1e-12)
+    assert "engine_sampling" not in _sm().terms(decode_shape(4, 1200))  # vLLM samples on the GPU
+
+
+def test_coefficients_measured_on_a_gpu_replace_the_fitted_ones_there_only():
+    here, there, wide = engine_speed("llama.cpp", gpu="H200"), engine_speed("llama.cpp", gpu="A100-80GB"), engine_speed("llama.cpp")
+    assert here.step_overhead_s.kind in ("measured", "assumed") and here.step_overhead_s != wide.step_overhead_s
+    assert there.step_overhead_s == wide.step_overhead_s and there.gemm_scale == wide.gemm_scale
+    assert any("measured on H200" in n for n in _sm(engine="llama.cpp", quantization="gguf-f16").notes)
+    assert not any("measured on" in n for n in _sm(engine="llama.cpp", quantization="gguf-f16", gpu=A100).notes)

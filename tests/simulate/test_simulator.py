@@ -27,8 +27,10 @@ def test_static_batch_timeline_by_hand():
     res = simulate(SM, _fixed(i, o, arrival="burst"), BIG, requests=b, warmup_fraction=0)
     prefill = SM.step_seconds(0, 0.0, b * i, b * i * (i + 1) / 2, b, b)
     decode = sum(SM.decode_seconds(b, b * (i + 1 + s)) for s in range(o - 1))
-    assert res.ttft_s.mean == pytest.approx(prefill, rel=1e-9)
-    assert res.e2e_s.mean == pytest.approx(prefill + decode, rel=1e-6)
+    host = SM.request_overhead_s  # per request before it is queued: the client waits for it too
+    assert host > 0
+    assert res.ttft_s.mean == pytest.approx(host + prefill, rel=1e-9)
+    assert res.e2e_s.mean == pytest.approx(host + prefill + decode, rel=1e-6)
     assert res.tpot_s.mean == pytest.approx(decode / (o - 1), rel=1e-6)
     assert res.preemptions == 0 and res.completed == b
 
@@ -38,7 +40,7 @@ def test_long_prompt_is_prefilled_in_chunks_of_the_budget():
     res = simulate(SM, _fixed(10_000, 2, arrival="burst"), cfg, requests=1, warmup_fraction=0)
     chunks = [(0, 4096), (4096, 4096), (8192, 1808)]
     expected = sum(SM.step_seconds(0, 0.0, c, c * (done + (c + 1) / 2), 1, 1 if done + c == 10_000 else 0) for done, c in chunks)
-    assert res.ttft_s.mean == pytest.approx(expected, rel=1e-9)
+    assert res.ttft_s.mean == pytest.approx(SM.request_overhead_s + expected, rel=1e-9)
 
 
 def test_kv_shortage_preempts_on_demand_but_never_when_reserved():
@@ -60,7 +62,7 @@ def test_closed_loop_keeps_the_batch_at_the_concurrency():
 
 def test_light_poisson_load_waits_for_nothing_and_overload_saturates():
     light = simulate(SM, _fixed(500, 100, rate=0.5), BIG, requests=200)
-    alone = SM.step_seconds(0, 0.0, 500, 500 * 501 / 2, 1, 1)
+    alone = SM.request_overhead_s + SM.step_seconds(0, 0.0, 500, 500 * 501 / 2, 1, 1)
     assert light.ttft_s.p50 == pytest.approx(alone, rel=0.5)
     assert not light.saturated and light.queue_s.p90 < 0.01
     heavy = simulate(SM, _fixed(4000, 300, rate=200), BIG, requests=400)
@@ -135,3 +137,13 @@ def test_reserved_slots_of_exactly_the_request_size_all_run_at_once():
     res = simulate(SM, _fixed(i, o, arrival="closed", concurrency=seqs), cfg, requests=40, warmup_fraction=0.25)
     assert res.mean_batch == pytest.approx(seqs, rel=0.05)
     assert res.peak_kv_tokens <= seqs * (i + o)
+
+
+def test_more_clients_than_slots_wait_for_a_free_slot():
+    # llama-server's --parallel 4: six clients, four slots; the other two wait for one to finish
+    slots = BIG.model_copy(update={"max_num_seqs": 4, "kv_admission": "reserve"})
+    six = simulate(SM, _fixed(100, 200, arrival="closed", concurrency=6), slots, requests=120, warmup_fraction=0.2)
+    four = simulate(SM, _fixed(100, 200, arrival="closed", concurrency=4), slots, requests=120, warmup_fraction=0.2)
+    assert six.mean_batch <= 4 and six.queue_s.p50 > 0.2 * six.e2e_s.p50
+    assert six.requests_per_s == pytest.approx(four.requests_per_s, rel=0.05)  # the slots, not the clients, set the pace
+    assert six.ttft_s.mean > four.ttft_s.mean + 0.3 * (six.e2e_s.mean - six.ttft_s.mean) / 2

@@ -67,7 +67,8 @@ def predict_point(point: CalibrationPoint, model, hw, profile, *, engine: str, q
                           kv_capacity_tokens=max(mem.kv_cache_tokens, seqs * ctx), kv_admission=profile.kv_admission,
                           block_size=engine_profile(engine).block_size)
     lengths = dict(input_tokens=LengthSpec(mean=point.input_tokens), output_tokens=LengthSpec(mean=point.output_tokens))
-    if point.mode == "static":
+    if point.mode == "static":  # one batch in this process: no request passes an HTTP server or a tokeniser first
+        step.request_overhead_s = 0.0
         res = simulate(step, Workload(**lengths, arrival="burst"), cfg, requests=point.batch, warmup_fraction=0.0)
     else:
         res = simulate(step, Workload(**lengths, arrival="closed", concurrency=point.batch), cfg,

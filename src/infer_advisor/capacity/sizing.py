@@ -117,7 +117,7 @@ def _gpu_types(request) -> list[tuple[GPUInfo, int, int]]:
 def _latency_floor(step: StepModel, w: Workload, targets: LatencyTargets) -> TargetCheck | None:
     """A target this replica misses even alone (no queue, no other request), from two step times: no simulation needed."""
     prompt = max(1, int(w.mean_input))
-    ttft = step.step_seconds(0, 0.0, prompt, prompt * (prompt + 1) / 2, 1, 1)
+    ttft = step.step_seconds(0, 0.0, prompt, prompt * (prompt + 1) / 2, 1, 1) + step.request_overhead_s
     itl = step.decode_seconds(1, prompt + w.mean_output / 2)
     for name, value in (("ttft_p90", ttft), ("ttft_p99", ttft), ("itl_p99", itl),
                         ("e2e_p90", ttft + max(w.mean_output - 1, 0) * itl)):

@@ -60,6 +60,33 @@ class SpeedVersion(BaseModel):
         return version_key(self.first) <= v and (self.below is None or v < version_key(self.below))
 
 
+# EngineSpeed coefficient fields a benchmark on one GPU type may set (MeasuredSetup): the fitted ones
+# (estimate/speed_data.py FITTED_FIELDS) and the host sampling time per vocabulary entry.
+MEASURABLE_FIELDS = ("step_overhead_s", "per_sequence_s", "attention_scale", "prefill_attention_scale", "gemm_scale", "gddr_scale",
+                     "moe_scale", "amd_scale", "request_overhead_s", "sampler_s_per_vocab")
+
+
+class MeasuredSetup(BaseModel):
+    """Coefficients measured on one GPU type with this engine (a benchmark we ran there, never the runs that grade
+    it): they replace the engine-wide stated and fitted values when a plan runs on that GPU, as aiconfigurator keeps
+    measured data per system. Other GPUs keep the engine-wide values."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    gpu: str = Field(description="GPU catalog name the measurements were made on.")
+    label: str = Field(description="Engine build and machine, as measured.")
+    source: str = Field(description="The fitting script and the result files.")
+    coefficients: dict[str, Coefficient] = Field(description="EngineSpeed coefficient fields, measured there.")
+
+    @field_validator("coefficients")
+    @classmethod
+    def _known(cls, v: dict[str, Coefficient]) -> dict[str, Coefficient]:
+        unknown = sorted(set(v) - set(MEASURABLE_FIELDS))
+        if unknown:
+            raise ValueError(f"not measurable coefficients: {', '.join(unknown)} (known: {', '.join(MEASURABLE_FIELDS)})")
+        return v
+
+
 class EngineSpeed(BaseModel):
     """One engine's step: kernels it launches, what runs on the host, and fitted efficiencies."""
 
@@ -89,6 +116,9 @@ class EngineSpeed(BaseModel):
         description="Bandwidth and compute efficiency on AMD Instinct GPUs (ROCm kernels) x the NVIDIA-measured curves.",
     )
     cpu_bandwidth_efficiency: Coefficient | None = Field(default=None, description="Fraction of CPU memory bandwidth reached (CPU engines).")
+    sampler_s_per_vocab: Coefficient | None = Field(
+        default=None, description="Host time per sampled sequence per step per vocabulary entry: servers that sample on the CPU "
+        "over the whole vocabulary, one slot after another, between steps (llama-server's common_sampler).")
     request_overhead_s: Coefficient = Field(
         default_factory=lambda: Coefficient(value=0.003, kind="assumed", source="HTTP request, tokenisation, first schedule and detokenisation: a few ms (assumed)",
                                             bounds=(0.0005, 0.05)),
@@ -102,6 +132,7 @@ class EngineSpeed(BaseModel):
     )
     hybrid_state_source: str | None = None
     versions: list[SpeedVersion] = Field(default_factory=list, description="Coefficients by engine version range (newest last).")
+    measured_on: list[MeasuredSetup] = Field(default_factory=list, description="Coefficients measured on a GPU type (override there).")
     version_range: str | None = Field(default=None, description="The range these coefficients are for (set by engine_speed).")
     fit: dict | None = Field(default=None, description="Points, sources and leave-one-source-out error of the fit.")
     source: str

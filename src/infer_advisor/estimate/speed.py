@@ -87,7 +87,7 @@ def _calibrated_profile(path: Path, engine: str, gpu: str | None):
     from .fit import with_coefficients
     from .speed_data import engine_speeds
 
-    profile = engine_speeds(apply_fitted=False).engines[engine]
+    profile = engine_speeds(apply_fitted=False).engines[engine].model_copy(update={"measured_on": []})  # the calibration's own
 
     cal = load_calibration(path)
     values = getattr(cal, "coefficients", None)
@@ -176,10 +176,10 @@ def estimate_speed(
     from .speed_data import engine_speed
     from .step_time import build_step_model
 
-    profile = engine_speed(engine, engine_version)
+    gpu = hw.gpu if hw.kind == "gpu" else None
+    profile = engine_speed(engine, engine_version, gpu=gpu.name if gpu else None)
     label = f"{engine} speed profile" + (f" for {profile.version_range}" if profile.version_range else "")
     source = "estimated"
-    gpu = hw.gpu if hw.kind == "gpu" else None
     kind, accuracy, band = _accuracy(profile)
     if calibration is not None:
         profile, label, accuracy = _calibrated_profile(calibration, engine, gpu.name if gpu else None)
@@ -243,9 +243,10 @@ def _simulate(step, memory: MemoryEstimate, batch: int, seqs: int, budget: int, 
 
 
 def _figures(step, res, batch: int, seqs: int, budget: int, prompt: int, input_tokens: int, output_tokens: int) -> dict:
-    """The estimate's figures: the simulated latencies plus the per-request host cost (HTTP, tokenisation, first
-    schedule: ``request_overhead_s``, outside the engine's steps, so it adds to TTFT and end-to-end only), the decode
-    step's terms, and the fractions of the device's ceilings."""
+    """The estimate's figures: the simulated latencies (the simulator counts the per-request host cost, HTTP,
+    tokenisation, first schedule: ``request_overhead_s``, outside the engine's steps, into TTFT and end-to-end; the
+    fallbacks without a simulated figure add it here), the decode step's terms, and the fractions of the device's
+    ceilings."""
     from .step_time import decode_shape
 
     req = step.request_overhead_s
@@ -254,9 +255,9 @@ def _figures(step, res, batch: int, seqs: int, budget: int, prompt: int, input_t
     in_flight = min(batch, seqs)
     terms = step.terms(decode_shape(in_flight, ctx))
     decode_step = sum(terms.values())
-    ttft = (res.ttft_s.mean if math.isfinite(res.ttft_s.mean) else alone_prefill) + req
+    ttft = res.ttft_s.mean if math.isfinite(res.ttft_s.mean) else alone_prefill + req
     tpot = res.tpot_s.mean if math.isfinite(res.tpot_s.mean) else decode_step
-    e2e = (res.e2e_s.mean + req) if math.isfinite(res.e2e_s.mean) else ttft + max(output_tokens - 1, 0) * tpot
+    e2e = res.e2e_s.mean if math.isfinite(res.e2e_s.mean) else ttft + max(output_tokens - 1, 0) * tpot
     bandwidth = step.ceil.bandwidth
     weights_kv = step.decode_bytes(in_flight, ctx)
     ideal_decode = step.pp * weights_kv / bandwidth if bandwidth else 0.0
@@ -272,8 +273,9 @@ def _figures(step, res, batch: int, seqs: int, budget: int, prompt: int, input_t
         prefill_fraction_of_compute_ceiling=ideal_prefill / alone_prefill if alone_prefill > 0 else 0.0,
         bandwidth_bytes_per_s=bandwidth, compute_flops_per_s=peak, decode_bytes_per_step_per_gpu=weights_kv,
         prefill_flops_per_gpu=prefill_flops, decode_ceiling_tokens_per_s=in_flight / ideal_decode if ideal_decode > 0 else 0.0,
-        overhead_s_per_step=terms.get("engine_step_overhead", 0.0) + terms.get("engine_per_sequence", 0.0) + terms.get("host_launch_wait", 0.0),
-        ttft_p90_s=(res.ttft_s.p90 + req) if math.isfinite(res.ttft_s.p90) else None,
+        overhead_s_per_step=terms.get("engine_step_overhead", 0.0) + terms.get("engine_per_sequence", 0.0) + terms.get("engine_sampling", 0.0)
+        + terms.get("host_launch_wait", 0.0),
+        ttft_p90_s=res.ttft_s.p90 if math.isfinite(res.ttft_s.p90) else None,
         itl_p99_s=res.itl_s.p99 if math.isfinite(res.itl_s.p99) else None,
         ttft_alone_s=alone_prefill + req, tpot_alone_s=step.decode_seconds(1, ctx),
         decode_step_terms_s=terms_out, term_sources=dict(step.sources),

@@ -21,7 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from .._data import load_validated
 from .._paths import shipped
 # The engine speed terms are engine facts (engines/speed_terms.py); re-exported for the estimate stage's readers.
-from ..engines.speed_terms import Coefficient, EngineSpeed, SpeedVersion, profile_key, version_row  # noqa: F401
+from ..engines.speed_terms import (  # noqa: F401
+    MEASURABLE_FIELDS, Coefficient, EngineSpeed, MeasuredSetup, SpeedVersion, profile_key, version_row,
+)
 
 
 def _check_table(table: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -119,6 +121,10 @@ class WeightKernel(BaseModel):
     curve: Literal["bf16", "fp8"] = Field(description="Measured curve the efficiencies start from.")
     peak: Literal["bf16", "fp16", "fp8", "int8", "fp4"] = Field(description="Which datasheet peak the compute runs at.")
     bandwidth_scale: float = Field(default=1.0, gt=0, le=2)
+    batched_bandwidth_scale: float | None = Field(
+        default=None, gt=0, le=2, description="Bandwidth scale when more than one row goes through the GEMM, where the engine "
+        "switches kernels there (llama.cpp f16 on Ampere and newer: a mat-vec kernel for one row, tensor-core tiles above); "
+        "default: ``bandwidth_scale``.")
     compute_scale: float = Field(default=1.0, gt=0, le=2)
     launch_scale: float = Field(default=1.0, gt=0, le=10)
     needs_compute_capability: float | None = Field(default=None, description="Below it, ``fallback`` is used instead.")
@@ -275,8 +281,9 @@ def _resolved(name: str, first: str | None) -> EngineSpeed:
     return _apply_fitted(prof, fe, fitted.dataset, fitted.generated_by, fitted.frozen_sha256) if fe is not None else prof
 
 
-def engine_speed(name: str, version: str | None = None) -> EngineSpeed:
-    """The speed profile of ``name`` at ``version`` (default: its newest range): stated values, fitted ones over them."""
+def engine_speed(name: str, version: str | None = None, gpu: str | None = None) -> EngineSpeed:
+    """The speed profile of ``name`` at ``version`` (default: its newest range): stated values, fitted ones over them,
+    and on ``gpu`` (a catalog name) the coefficients measured there (``measured_on``) over both."""
     from ..errors import RequestError
 
     table = engine_speeds().engines
@@ -284,6 +291,21 @@ def engine_speed(name: str, version: str | None = None) -> EngineSpeed:
         raise RequestError(f"No speed profile for engine '{name}'. Known: {', '.join(table)}.")
     row = version_row(table[name], version)
     trial = _TRIAL.get().get(profile_key(name, row))
-    if trial is not None:
-        return trial
-    return _resolved(name, row.first if row is not None else None)
+    prof = trial if trial is not None else _resolved(name, row.first if row is not None else None)
+    return measured_setup(prof, gpu)
+
+
+def _setup_on(prof: EngineSpeed, gpu: str | None) -> MeasuredSetup | None:
+    return next((m for m in prof.measured_on if gpu is not None and m.gpu == gpu), None)
+
+
+def measured_setup(prof: EngineSpeed, gpu: str | None) -> EngineSpeed:
+    """``prof`` with the coefficients measured on ``gpu`` (``measured_on``), when it has any."""
+    setup = _setup_on(prof, gpu)
+    return prof if setup is None else prof.model_copy(update=dict(setup.coefficients))
+
+
+def measured_label(prof: EngineSpeed, gpu: str | None) -> str | None:
+    """Where the coefficients measured on ``gpu`` come from, or None."""
+    setup = _setup_on(prof, gpu)
+    return f"{setup.label} ({setup.source})" if setup else None

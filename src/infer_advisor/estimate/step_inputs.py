@@ -140,8 +140,10 @@ def gemm_efficiencies(prof: EngineSpeed, quantization: str, gpu: GPUInfo | None,
     flat = [(1.0, 1.0)]  # on a CPU the measured GPU tile curves do not apply: the CPU ceiling already holds its efficiency
     launch_on = 1.0 if on_gpu else 0.0
     moe = prof.moe_scale.value
+    batched_scale = wk.bandwidth_scale if wk.batched_bandwidth_scale is None else wk.batched_bandwidth_scale
     return dict(
         gemm_bw=(min(curve.bandwidth_efficiency * wk.bandwidth_scale * gemm_scale * gddr, 0.98) if on_gpu else cpu_eff) * bw,
+        gemm_bw_batched=(min(curve.bandwidth_efficiency * batched_scale * gemm_scale * gddr, 0.98) if on_gpu else cpu_eff) * bw,
         gemm_launch=curve.launch_s * wk.launch_scale * launch_on,
         gemm_table=curve.compute_efficiency_by_tokens if on_gpu else flat,
         gemm_peak=ceil.peaks.get(wk.peak) or ceil.peaks["bf16"],
@@ -198,4 +200,4 @@ def term_sources(prof: EngineSpeed, ceil: Ceilings, weights: str) -> dict[str, s
         "pp_transfer": "links (data/speed/engines.yaml)", "host_launch_wait": f"host launch {prof.host_launch_s:g} s per kernel (no CUDA graphs)",
         "engine_step_overhead": scale(prof.step_overhead_s), "engine_per_sequence": scale(prof.per_sequence_s),
         "request_overhead": scale(prof.request_overhead_s),
-    }
+    } | ({"engine_sampling": f"vocabulary x {scale(prof.sampler_s_per_vocab)} per sampled sequence"} if prof.sampler_s_per_vocab else {})

@@ -25,8 +25,12 @@ pipeline stage, every term a data entry with its source (``data/speed/``):
 - tensor parallel: two all-reduces per layer of ``M x hidden`` activations, ``latency + 2 (tp-1)/tp x bytes /
   (bus_efficiency x link)`` (expert parallel: all-to-all for the MoE layers); pipeline parallel: each
   stage holds ``layers / pp`` and sends ``M x hidden`` to the next; a token passes every stage in turn.
-- the engine on the host: ``step_overhead + per_sequence x sequences`` per step; engines without CUDA graphs
-  are bound by ``kernels x host_launch`` when that exceeds the GPU's time.
+- the engine on the host: ``step_overhead + per_sequence x sequences`` per step, and for servers that sample on the
+  CPU ``vocab x sampler_s_per_vocab`` per sampled sequence; engines without CUDA graphs are bound by
+  ``kernels x host_launch`` when that exceeds the GPU's time.
+- a kernel class may switch kernels above one row (``batched_bandwidth_scale``: llama.cpp's f16 mat-vec for one
+  row, tensor-core tiles for more), so the weight GEMMs of a step of one row read at ``gemm_bw``, others at
+  ``gemm_bw_batched``.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from dataclasses import dataclass, field
 
 from ..hardware.facts import GPUInfo
 from ..model_facts.facts import ModelFacts
-from .speed_data import EngineSpeed, engine_speed, interp_log
+from .speed_data import EngineSpeed, engine_speed, interp_log, measured_label
 from .step_inputs import Ceilings, attention_and_links, device_ceilings, gemm_efficiencies, shapes, term_sources
 
 # Rows per expert a fused-MoE kernel pads to (one tile): the measured torch._grouped_mm pads to 16 (kernels.yaml
@@ -123,6 +127,7 @@ class StepModel:
     # device
     ceil: Ceilings
     gemm_bw: float
+    gemm_bw_batched: float  # the weight GEMMs' bandwidth above one row (the kernel class may switch kernels there)
     gemm_launch: float
     gemm_table: list
     gemm_peak: float
@@ -154,7 +159,8 @@ class StepModel:
     host_launch_s: float
     step_overhead_s: float
     per_sequence_s: float
-    request_overhead_s: float = 0.0  # per request, outside the steps: added to TTFT by estimate_speed
+    request_overhead_s: float = 0.0  # per request, outside the steps: before the scheduler sees it (simulate), into TTFT
+    sampler_s: float = 0.0  # host seconds per sampled sequence per step (vocab x sampler_s_per_vocab)
     sources: dict[str, str] = field(default_factory=dict)  # term -> where its coefficients come from (--explain)
     notes: list[str] = field(default_factory=list)
     _layer_cache: dict = field(default_factory=dict, repr=False)
@@ -211,7 +217,8 @@ class StepModel:
             comm += self._allreduce(act, self.tp)  # after the MLP
         return {
             "weights_gemm": self._gemm(rows, self.dense_bytes, self.dense_flops_per_row, self.gemm_launch * self.gemm_kernels,
-                                       self.gemm_bw, self.gemm_table, self.gemm_peak, self.gemm_compute_scale),
+                                       self.gemm_bw if rows <= 1 else self.gemm_bw_batched, self.gemm_table, self.gemm_peak,
+                                       self.gemm_compute_scale),
             "experts": self._experts(rows),
             "moe_routing": self._moe_routing(rows),
             "small_kernels": self.small_kernels * (self.small_s + 3 * act / self.small_bw) if rows else 0.0,
@@ -294,6 +301,8 @@ class StepModel:
             out["host_launch_wait"] = max(0.0, launch_bound - sum(gpu.values()))
         out["engine_step_overhead"] = self.step_overhead_s
         out["engine_per_sequence"] = self.per_sequence_s * s.sequences
+        if self.sampler_s:
+            out["engine_sampling"] = self.sampler_s * s.sampled
         return out
 
     def step_seconds(self, decode: int, decode_context: float, prefill_tokens: int = 0, prefill_pairs: float = 0.0,
@@ -305,7 +314,7 @@ class StepModel:
         gpu *= self.pp
         if self.host_bound:
             gpu = max(gpu, self.kernel_count(decode, prefill_tokens) * self.host_launch_s)
-        return gpu + self.step_overhead_s + self.per_sequence_s * (decode + chunks)
+        return gpu + self.step_overhead_s + self.per_sequence_s * (decode + chunks) + self.sampler_s * (decode + completes)
 
     def decode_seconds(self, batch: int, context_sum: float) -> float:
         """A decode-only step of ``batch`` sequences whose KV contexts sum to ``context_sum``."""
@@ -349,9 +358,12 @@ def build_step_model(
     cpu_simd: str | None = None,
 ) -> StepModel:
     """Precompute the step coefficients of one plan (engine at a version x quantization x layout on one GPU type)."""
-    prof = profile or engine_speed(engine, engine_version)
+    prof = profile or engine_speed(engine, engine_version, gpu=gpu.name if gpu else None)
     ceil = device_ceilings(gpu, cpu_cores=cpu_cores, dtype=dtype, cpu_simd=cpu_simd)
     notes: list[str] = []
+    measured = measured_label(prof, gpu.name if gpu else None)
+    if measured:
+        notes.append(f"{engine} host and kernel coefficients measured on {gpu.name}: {measured}")
     gemms, weights = gemm_efficiencies(prof, quantization, gpu, ceil, notes)
     on_gpu = gpu is not None
     if prof.version_range:
@@ -367,4 +379,5 @@ def build_step_model(
         host_bound=not prof.cuda_graphs and on_gpu, host_launch_s=prof.host_launch_s,
         step_overhead_s=prof.step_overhead_s.value, per_sequence_s=prof.per_sequence_s.value,
         request_overhead_s=prof.request_overhead_s.value, sources=term_sources(prof, ceil, weights), notes=notes,
+        sampler_s=model.vocab_size * prof.sampler_s_per_vocab.value if prof.sampler_s_per_vocab else 0.0,
     )

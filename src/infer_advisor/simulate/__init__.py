@@ -52,7 +52,10 @@ def simulate(
     warmup_fraction: float = 0.1,
     seed: int = 0,
 ) -> SimulationResult:
-    """Simulate ``requests`` requests of ``workload`` on one replica; statistics leave out the first ``warmup_fraction``."""
+    """Simulate ``requests`` requests of ``workload`` on one replica; statistics leave out the first ``warmup_fraction``.
+
+    TTFT and end-to-end times include the step model's per-request host time (``request_overhead_s``), spent before
+    the request is queued."""
     stages = step.pp
     if config.lanes not in (1, stages):
         raise ValueError(f"lanes={config.lanes} but the step model has {stages} pipeline stage(s): the stages come from the step model")
@@ -64,7 +67,7 @@ def simulate(
     log = run(timed, reqs, max_num_seqs=config.max_num_seqs, max_num_batched_tokens=budget,
               kv_capacity_tokens=config.kv_capacity_tokens, block_size=config.block_size,
               closed_loop_clients=max(1, workload.concurrency or 1) if closed else None,
-              reserve_full=config.kv_admission == "reserve")
+              reserve_full=config.kv_admission == "reserve", request_overhead=step.request_overhead_s)
     offered = workload.rate if workload.arrival == "poisson" else None
     res = summarise(log, warmup=int(len(reqs) * warmup_fraction), offered_rate=offered)
     if stages > 1:

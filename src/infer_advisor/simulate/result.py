@@ -100,8 +100,9 @@ def summarise(log: RunLog, *, warmup: int, offered_rate: float | None) -> Simula
     reqs = log.requests
     measured = [r for r in reqs[warmup:] if r.finish is not None]
     notes = [log.aborted] if log.aborted else []
-    ttft = [r.first_token - r.arrival for r in measured if r.first_token is not None]
-    e2e = [r.finish - r.arrival for r in measured]
+    host = log.request_overhead  # before the request was queued (HTTP, tokenisation): the client waits for it too
+    ttft = [r.first_token - r.arrival + host for r in measured if r.first_token is not None]
+    e2e = [r.finish - r.arrival + host for r in measured]
     tpot = [(r.finish - r.first_token) / (r.output - 1) for r in measured if r.first_token is not None and r.output > 1]
     queue = [r.admitted - r.arrival for r in measured if r.admitted is not None]
     if measured:

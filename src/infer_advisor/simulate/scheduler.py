@@ -60,6 +60,7 @@ class RunLog:
     max_kv_tokens: int = 0
     aborted: str | None = None
     end_time: float = 0.0
+    request_overhead: float = 0.0  # host seconds per request before it was queued: in TTFT and end-to-end
 
 
 def run(
@@ -73,26 +74,33 @@ def run(
     closed_loop_clients: int | None = None,
     reserve_full: bool = False,
     max_steps: int = 2_000_000,
+    request_overhead: float = 0.0,
 ) -> RunLog:
     """Simulate ``requests`` (open loop: their arrival times; closed loop: ``closed_loop_clients`` at a time).
 
     ``reserve_full``: admit a request only when KV room for its whole prompt and output is free, and keep it
     reserved (TensorRT-LLM's GUARANTEED_NO_EVICT, TGI, llama.cpp slots): nothing is ever preempted. Otherwise KV
     is taken as tokens are scheduled and the newest request is preempted when decodes run out of room (vLLM, SGLang).
+
+    ``request_overhead``: seconds of host work per request before the scheduler sees it (HTTP, tokenisation): an
+    request is queued that long after it is sent (open loop: its arrival; closed loop: its client's previous request
+    finishing); a request's ``arrival`` is when it was queued, and the log keeps the overhead for
+    :func:`.result.summarise` to add to TTFT and end-to-end. (Closed-loop clients of equal requests stay in step on
+    a real server because of it: the one that finished first is still in HTTP when the next step starts.)
     """
-    reqs = [_Req(i, r.arrival, r.input_tokens, r.output_tokens) for i, r in enumerate(requests)]
-    log = RunLog(requests=reqs)
+    reqs = [_Req(i, r.arrival + request_overhead, r.input_tokens, r.output_tokens) for i, r in enumerate(requests)]  # open loop
+    log = RunLog(requests=reqs, request_overhead=request_overhead)
     if not reqs:
         return log
     s = _Scheduler(step, reqs, log, max_num_seqs=max_num_seqs, budget_max=max(max_num_batched_tokens, 1),
                    capacity=kv_capacity_tokens, frag=(block_size - 1) / 2.0, closed_loop=closed_loop_clients,
-                   reserve_full=reserve_full)
+                   reserve_full=reserve_full, overhead=request_overhead)
     s.start(closed_loop_clients)
     while True:
         s.take_arrivals()
         if not s.running_order and not s.waiting:
-            if s.closed_loop is None and s.arrivals:
-                s.t = s.arrivals[0].arrival
+            if s.next_arrival() is not None:
+                s.t = max(s.t, s.next_arrival())
                 continue
             break
         if s.j >= max_steps:
@@ -103,8 +111,8 @@ def run(
         if log.aborted:
             break
         if not s.n_dec and not chunks:
-            if s.closed_loop is None and s.arrivals:
-                s.t = max(s.t, s.arrivals[0].arrival)
+            if s.next_arrival() is not None:
+                s.t = max(s.t, s.next_arrival())
                 continue
             log.aborted = "no request can be scheduled (KV cache too small for the next request)"
             break
@@ -128,12 +136,14 @@ class _Scheduler:
     """
 
     def __init__(self, step: StepModel, reqs: list[_Req], log: RunLog, *, max_num_seqs: int, budget_max: int,
-                 capacity: int, frag: float, closed_loop: int | None, reserve_full: bool) -> None:
+                 capacity: int, frag: float, closed_loop: int | None, reserve_full: bool, overhead: float = 0.0) -> None:
         self.step, self.reqs, self.log = step, reqs, log
         self.max_num_seqs, self.budget_max, self.capacity = max_num_seqs, budget_max, capacity
         self.frag = frag  # mean unused tail of a request's last KV block (none with per-token cells, block 1)
         self.closed_loop, self.reserve_full = closed_loop, reserve_full
         self.arrivals = deque(sorted(reqs, key=lambda r: r.arrival)) if closed_loop is None else deque(reqs)
+        self.overhead = overhead
+        self.sent: deque[_Req] = deque()  # closed loop: sent by a client, queued after the overhead (in send order)
         self.waiting: deque[_Req] = deque()
         self.prefilling: list[_Req] = []
         self.running_order: list[_Req] = []  # admission order of running requests (prefill or decode)
@@ -150,20 +160,25 @@ class _Scheduler:
         if clients is not None:
             for _ in range(min(clients, len(self.arrivals))):
                 r = self.arrivals.popleft()
-                r.arrival = 0.0
-                self.waiting.append(r)
+                r.arrival = self.overhead
+                self.sent.append(r)
 
     def take_arrivals(self) -> None:
-        if self.closed_loop is None:
-            while self.arrivals and self.arrivals[0].arrival <= self.t:
-                self.waiting.append(self.arrivals.popleft())
+        src = self.arrivals if self.closed_loop is None else self.sent
+        while src and src[0].arrival <= self.t:
+            self.waiting.append(src.popleft())
+
+    def next_arrival(self) -> float | None:
+        """When the next request not yet queued will be (open loop: its arrival; closed loop: sent + overhead)."""
+        src = self.arrivals if self.closed_loop is None else self.sent
+        return src[0].arrival if src else None
 
     def _next_client(self) -> None:
         """Closed loop: a finished request's client sends its next one now."""
         if self.closed_loop is not None and self.arrivals:
             nxt = self.arrivals.popleft()
-            nxt.arrival = self.t
-            self.waiting.append(nxt)
+            nxt.arrival = self.t + self.overhead
+            self.sent.append(nxt)
 
     def _admit(self, chunks: list[tuple[_Req, int]], budget: int, kv_used: float) -> tuple[int, float]:
         """Waiting requests, first come first served, while the budget, ``max_num_seqs`` and the KV cache allow
@@ -254,8 +269,9 @@ class _Scheduler:
         n_dec, j = self.n_dec, self.j
         k = self.decode_heap[0][0] - j + 1 if self.decode_heap else 1
         dt0 = self.step.decode_seconds(n_dec, float(self.dec_sum + n_dec * j))
-        if self.closed_loop is None and self.arrivals and (len(self.running_order) < self.max_num_seqs):
-            k = min(k, max(1, int((self.arrivals[0].arrival - self.t) / dt0) + 1))
+        nxt = self.next_arrival()
+        if nxt is not None and len(self.running_order) < self.max_num_seqs:
+            k = min(k, max(1, int((nxt - self.t) / dt0) + 1))
         if not self.reserve_full:
             room = self.capacity - (self.dec_sum + n_dec * j + self.kv_prefill + self.frag * len(self.running_order))
             k = max(1, min(k, int(room // max(n_dec, 1))))
