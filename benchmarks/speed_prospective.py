@@ -56,7 +56,7 @@ def predict(batch: Path) -> Path:
                      "mode": p.mode, "metric": p.primary_metric, "measured": measured, "predicted": v,
                      "error": (v / measured - 1) if (v and measured and math.isfinite(v)) else None,
                      "all_predicted": pred.values, "reason": pred.reason, "refused_by_plan": pred.refused,
-                     "band_90": _shipped_band(engine_of(p)),
+                     "band_90": _shipped_band(engine_of(p)), "doubt": p.doubt,
                      "asked": {k: (str(x) if not isinstance(x, (int, float, str, bool, type(None))) else x) for k, x in pred.asked.items()}})
     out = batch.with_name(batch.stem + "_predictions.json")
     out.write_text(json.dumps({"profile_sha256": frozen, "predicted_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -111,16 +111,24 @@ def grade(pred_files: list[Path], write: bool, frozen_file: Path | None = None) 
     """Grade one batch's predictions, or several pooled (each graded with the profile frozen before it was read)."""
     datas = [json.loads(f.read_text()) for f in pred_files]
     for f, d in zip(pred_files, datas):
-        d["batch"] = f.stem.removesuffix("_predictions")
-    rows = [dict(r, batch=d["batch"], profile_sha256=d["profile_sha256"]) for d in datas for r in d["points"] if r["error"] is not None]
+        d["name"] = f.stem.removesuffix("_predictions")
+        _backfill_doubt(d)
+    rows = [dict(r, batch=d["name"], profile_sha256=d["profile_sha256"]) for d in datas for r in d["points"] if r["error"] is not None]
     fitted = yaml.safe_load(FITTED.read_text())
     shas = [d["profile_sha256"] for d in datas]
     out = {"profile_sha256": shas[0] if len(shas) == 1 else shas, "predictions": ", ".join(map(str, pred_files)),
            "graded_points": len(rows), "ungraded_points": sum(len(d["points"]) for d in datas) - len(rows),
            "sources": len({r["source_id"] for r in rows}),
            "overall": _stats(rows), "datacenter": _stats([r for r in rows if r["engine"] in DATACENTER]),
-           "without_moe": _stats([r for r in rows if not r["moe"]]),
-           "gpt_oss": _stats([r for r in rows if "gpt-oss" in (r["model"] or "")])}
+           "without_moe": _stats([r for r in rows if not r["moe"]]), "moe": _stats([r for r in rows if r["moe"]]),
+           "gpt_oss": _stats([r for r in rows if "gpt-oss" in (r["model"] or "")]),
+           # secondary (pre-registered for batch 2): the same without the points whose source figure carries a `doubt`
+           "without_doubt": _stats([r for r in rows if not r.get("doubt")]),
+           "without_doubt_datacenter": _stats([r for r in rows if not r.get("doubt") and r["engine"] in DATACENTER]),
+           "without_doubt_without_moe": _stats([r for r in rows if not r.get("doubt") and not r["moe"]]),
+           # the plan refused the setup (infeasible) but still gave figures: graded with them, counted here
+           "refused_by_plan_but_predicted": sum(1 for r in rows if r.get("refused_by_plan")),
+           "not_predicted": [{"id": r["id"], "reason": r["reason"]} for d in datas for r in d["points"] if r["error"] is None]}
     for key in ("batch", "engine", "gpu", "metric", "model_family", "mode"):
         groups = defaultdict(list)
         for r in rows:
@@ -129,7 +137,7 @@ def grade(pred_files: list[Path], write: bool, frozen_file: Path | None = None) 
     frozen = yaml.safe_load(frozen_file.read_text()) if frozen_file else fitted
     for d in datas:
         if frozen.get("frozen_sha256") != d["profile_sha256"] and not all(r.get("band_90") for r in d["points"] if r["error"] is not None):
-            print(f"note: some of {d['batch']}'s predictions carry no band and {frozen_file or FITTED} is not the profile "
+            print(f"note: some of {d['name']}'s predictions carry no band and {frozen_file or FITTED} is not the profile "
                   f"{d['profile_sha256'][:12]} that made them (pass --frozen-fitted): those points are left out of the "
                   f"frozen band's coverage", file=sys.stderr)
     frozen_bands = {d["profile_sha256"]: frozen for d in datas if frozen.get("frozen_sha256") == d["profile_sha256"]}
@@ -143,6 +151,15 @@ def grade(pred_files: list[Path], write: bool, frozen_file: Path | None = None) 
     if write:
         _write_prospective(fitted, rows, out)
     return out
+
+
+def _backfill_doubt(data: dict) -> None:
+    """Predictions made before ``doubt`` was recorded with them: read it from the batch file they name."""
+    if all("doubt" in r for r in data["points"]):
+        return
+    doubts = {p.id: p.doubt for p in load_dataset(Path(data["batch"])).points}
+    for r in data["points"]:
+        r.setdefault("doubt", doubts.get(r["id"]))
 
 
 def _coverage(rows, frozen_by_sha: dict) -> dict:
@@ -230,8 +247,9 @@ def markdown(per_batch: dict[str, dict]) -> str:
     cell = lambda st: f"{st['points']} | {st['median_abs_error']:.1%} | {st['p90_abs_error']:.1%}" if st and st.get("points") else "- | - | -"  # noqa: E731
     lines = []
     head = " | ".join(f"{n} points | median \\|error\\| | p90" for n in names)
-    for key, label in (("overall", "all"), ("datacenter", "vLLM, SGLang, TensorRT-LLM"), ("without_moe", "without MoE models"),
-                       ("gpt_oss", "gpt-oss")):
+    for key, label in (("overall", "all"), ("datacenter", "vLLM, SGLang, TensorRT-LLM"), ("without_moe", "without MoE models (dense)"),
+                       ("moe", "MoE models"), ("gpt_oss", "gpt-oss"), ("without_doubt", "all, without points marked `doubt`"),
+                       ("without_doubt_without_moe", "dense, without `doubt`")):
         if key == "overall":
             lines += ["| | " + head + " |", "|---|" + "---:|" * (3 * len(names))]
         lines.append(f"| {label} | " + " | ".join(cell(per_batch[n][key]) for n in names) + " |")
