@@ -93,6 +93,7 @@ class ServerStep:
     prefill_fixed_s: float
     prefill_s_per_row: float
     pp: int = 1  # one pipeline stage: the simulator asks every step model for its stage count (simulate/pipeline.py)
+    request_overhead_s: float = 0.0  # the server's own step times only: no per-request host time (simulate() asks for it)
 
     @classmethod
     def from_probe(cls, probe: dict) -> ServerStep:
