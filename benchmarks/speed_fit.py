@@ -201,6 +201,9 @@ def main() -> int:
     ap.add_argument("--reverse", action="store_true", help="--loso: hold the sources out in reverse order (a second process).")
     ap.add_argument("--coefficients-from", type=Path,
                     help="Take the full fit from this fitted.yaml instead of refitting (e.g. to grade it leave-one-source-out).")
+    ap.add_argument("--refit", default="", help="With --coefficients-from: refit these engines (comma-separated), take the others from the file.")
+    ap.add_argument("--start-from", type=Path, help="Start each engine's search from this fitted.yaml's coefficients (same priors and bounds).")
+    ap.add_argument("--iters", default="", help="Nelder-Mead iterations 'engine-wide,host' (default 70,40).")
     ap.add_argument("--report", type=Path, help="Write the per-point report (JSON) here, without touching data/speed/fitted.yaml.")
     args = ap.parse_args()
     t0 = time.time()
@@ -217,11 +220,15 @@ def main() -> int:
     print(f"{len(pts)} points predictable through advise() ({time.time() - t0:.0f} s)", file=sys.stderr)
     full = {}
     given = yaml.safe_load(args.coefficients_from.read_text())["engines"] if args.coefficients_from else None
+    refit = set(args.refit.split(",")) if args.refit else set()
+    warm = yaml.safe_load(args.start_from.read_text())["engines"] if args.start_from else None
+    iters = tuple(int(x) for x in args.iters.split(",")) if args.iters else (ENGINE_ITERS, HOST_ITERS)
     for e in engines:
-        if given is not None:
+        if given is not None and e not in refit:
             full[e] = {k: v["coefficients"] for k, v in given.items() if k.split("@")[0] == e}
             continue
-        full[e] = fit_engine(e, by_engine[e])
+        start = {k: v["coefficients"] for k, v in warm.items() if k.split("@")[0] == e} if warm else None
+        full[e] = fit_engine(e, by_engine[e], iters=iters, start=start)
         print(f"  {e}: {full[e]} ({time.time() - t0:.0f} s)", file=sys.stderr)
     rows = _rows(pts, by_engine, full)
     if args.loso:
@@ -292,13 +299,15 @@ def _summary(rows, by_engine, full) -> dict:
     return out
 
 
-def band_90(errors) -> list[float] | None:
-    """5th and 95th percentiles of measured / predicted (= 1 / (1 + error)): where the true figure falls 90% of the time."""
+def band_90(errors, tail: float = 0.05) -> list[float] | None:
+    """The ``tail`` and ``1 - tail`` percentiles of measured / predicted (= 1 / (1 + error)); with the default 5th-95th,
+    where the true figure falls 90% of the time if the errors to come are like these (``speed_prospective.choose_band``
+    picks ``tail`` so that it does on sources held out)."""
     ratios = sorted(1 / (1 + e) for e in errors if e is not None and math.isfinite(e) and e > -1)
     if len(ratios) < 5:
         return None
     q = lambda f: ratios[min(len(ratios) - 1, max(0, round(f * (len(ratios) - 1))))]  # noqa: E731
-    return [round(q(0.05), 3), round(q(0.95), 3)]
+    return [round(q(tail), 3), round(q(1 - tail), 3)]
 
 
 def _overall(rows) -> dict:

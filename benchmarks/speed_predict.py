@@ -13,7 +13,8 @@ How each kind of measurement is asked (the user's nearest request; said in each 
 - ``static_batch`` (B requests start together) and ``closed_loop``: ``--concurrency B`` per replica.
 - ``offline_throughput`` (N requests at once): ``--concurrency N`` (the engine runs its ``max_num_seqs`` at a time).
 - ``open_loop`` (Poisson at R req/s): ``--rate R`` with the GPU, TP, PP and replicas pinned (median TTFT/ITL: the
-  capacity report gives p50/p90/p99, so a mean is read at p50).
+  capacity report gives p50/p90/p99, so a mean is read at p50); its throughput as the benchmark divides it, over the
+  whole run of ``num_requests`` (:func:`_finite_run_rate`).
 """
 
 from __future__ import annotations
@@ -116,10 +117,12 @@ def point_request(p, version: str | None = None) -> dict:
     inp, out = max(int(round(p.input_tokens)), 1), max(int(round(p.output_tokens)), 1)
     kv = "fp8" if (p.kv_cache_dtype or "").startswith("fp8") or (p.kv_cache_dtype is None and modelopt_fp8_kv(p)) else "auto"
     quant = QUANT_MAP.get(p.quantization, "auto")
-    if quant in ("none", _pre_quantized(p.catalog_model)):
-        # a published quantized checkpoint (gpt-oss's MXFP4 experts, an FP8 checkpoint) labelled 'none' or with its own
-        # format: the user serves the checkpoint as shipped (--quantization auto), not a re-quantization of it
-        quant = "auto" if _pre_quantized(p.catalog_model) else quant
+    pre = _pre_quantized(p.catalog_model)
+    if pre and (quant == "none" or pre.startswith(quant) or quant.startswith(pre)):
+        # a published quantized checkpoint (gpt-oss's MXFP4 experts, DeepSeek-V3's block-FP8) labelled 'none' or with its
+        # format's family ('fp8' for 'fp8-block'): the user serves the checkpoint as shipped (--quantization auto), not a
+        # re-quantization of it (the plan refuses --quantization fp8 on an FP8 checkpoint)
+        quant = "auto"
     kw = dict(model=p.catalog_model, model_source="catalog", gpu=f"{p.gpu}:{p.gpu_count}" if p.gpu_count > 1 else p.gpu,
               engine=engine, quantization=quant, kv_cache_dtype=kv,
               tensor_parallel_size=p.tp, pipeline_parallel_size=p.pp, input_tokens=inp, output_tokens=out,
@@ -243,6 +246,10 @@ def _values(p, perf) -> dict[str, float]:
 
 def _open_loop_values(p, plan) -> dict[str, float]:
     cap = plan.capacity.chosen if plan.capacity is not None else None
+    if cap is None and plan.capacity is not None:
+        # the pinned layout cannot sustain the rate: the plan lists it as saturated with the most it sustains, which a
+        # benchmark of a fixed number of requests then measures (its queue grows; the run takes N / that rate)
+        cap = next((c for c in plan.capacity.best_per_gpu if c.why_not == "saturated" and c.max_rate_per_replica), None)
     if cap is None:
         return {}
     values: dict[str, float] = {}
@@ -250,14 +257,31 @@ def _open_loop_values(p, plan) -> dict[str, float]:
         stat = metric.stat
         if name == "ttft_s":
             values[name] = cap.ttft_p90_s if stat == "p90" else cap.ttft_p50_s
+        elif name == "tpot_s" and stat != "p99" and cap.output_tokens_per_s_per_user:
+            # a request's TPOT is its mean gap between tokens, prefill stalls included: its median over requests sits
+            # near the mean gap at that load (1 / tokens per second per user), above the median single gap (ITL p50)
+            values[name] = 1 / cap.output_tokens_per_s_per_user
         elif name in ("itl_s", "tpot_s"):
             values[name] = cap.itl_p99_s if stat == "p99" else cap.itl_p50_s
         elif name == "e2e_s" and stat == "p90":
             values[name] = cap.e2e_p90_s
         elif name == "output_tokens_per_s":
-            values[name] = min(p.request_rate, cap.max_rate_per_replica * cap.replicas) * p.output_tokens
+            values[name] = _finite_run_rate(p, cap) * p.output_tokens
         elif name == "requests_per_s":
-            values[name] = min(p.request_rate, cap.max_rate_per_replica * cap.replicas)
+            values[name] = _finite_run_rate(p, cap)
         elif name == "output_tokens_per_s_per_user":
             values[name] = cap.output_tokens_per_s_per_user
     return {k: v for k, v in values.items() if v is not None and math.isfinite(v)}
+
+
+def _finite_run_rate(p, cap) -> float:
+    """Requests/s a benchmark of ``num_requests`` Poisson arrivals reports: it divides by the whole run, from the first
+    request sent to the last one finished (``bench_serving``/``benchmark_serving``: ``total_output / dur_s``), so the
+    arrival span ``(N - 1) / R`` plus the last request's own latency (the plan's p50 TTFT and ITL), not the sustained
+    rate alone: 200 requests at 16 req/s of 512 tokens take 12.4 s to arrive and ~5 s more to finish."""
+    rate = min(p.request_rate, cap.max_rate_per_replica * cap.replicas)
+    n = p.num_requests
+    if not n or n < 2 or rate <= 0 or rate < p.request_rate or cap.ttft_p50_s is None or cap.itl_p50_s is None:
+        return rate  # saturated: the server's pace, not the arrivals', sets the run's length
+    last = cap.ttft_p50_s + max(p.output_tokens - 1, 0) * cap.itl_p50_s
+    return n / ((n - 1) / rate + last)

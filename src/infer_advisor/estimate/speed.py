@@ -115,7 +115,9 @@ def _accuracy(profile) -> tuple[str, str | None, tuple[float, float] | None]:
     if "fitted" in kinds and fit.get("prospective_median_abs_error") is not None:
         refit = "" if fit.get("prospective_profile_sha256") == fit.get("frozen_sha256") else "; these coefficients are its refit on them"
         scope = fit.get("prospective_scope") or "published"
-        text = (f"frozen profile {sha} predicted {fit['prospective_points']} {scope} points gathered after it was frozen "
+        batches = fit.get("prospective_batches") or 1
+        who = f"frozen profile {sha}" if batches == 1 else f"the profile frozen before each of {batches} batches (latest {sha})"
+        text = (f"{who} predicted {fit['prospective_points']} {scope} points gathered after it was frozen "
                 f"(sources never used) at median |error| {fit['prospective_median_abs_error']:.0%}, p90 "
                 f"{fit['prospective_p90_abs_error']:.0%}{refit} (docs/accuracy.md)")
         return "fitted", text, band

@@ -186,6 +186,7 @@ class FittedEngine(BaseModel):
     prospective_scope: str | None = Field(default=None, description="Whose points: this engine's, or all engines' where it had fewer than 8.")
     prospective_median_abs_error: float | None = Field(default=None, description="Median |error| of the frozen profile on them.")
     prospective_p90_abs_error: float | None = None
+    prospective_batches: int | None = Field(default=None, description="Batches pooled, each predicted by the profile frozen before it.")
 
 
 class FittedFile(BaseModel):

@@ -27,7 +27,7 @@ from ..estimate.step_time import StepModel
 from .workload import Request
 
 
-@dataclass
+@dataclass(eq=False)  # identity: ``list.remove`` of a running request compared every field of every other (half the fit's time)
 class _Req:
     idx: int
     arrival: float
