@@ -29,12 +29,12 @@ def test_shipped_budget_is_under_thirty_seconds():
 def test_a_long_search_stops_at_its_budget_and_says_so(args, monkeypatch):
     from infer_advisor.capacity import sizing as search
 
-    monkeypatch.setattr(search, "SEARCH_BUDGET_S", 2.0)
+    monkeypatch.setattr(search, "SEARCH_BUDGET_S", 0.3)  # the search got faster: 2 s now finishes some of these
     start = time.monotonic()
     outcome = run_cli([*args, "--format", "json"])
     took = time.monotonic() - start
     check(outcome, args)
-    assert took < 15, f"{took:.1f} s with a 2 s budget"
+    assert took < 15, f"{took:.1f} s with a 0.3 s budget"
     text = outcome.out + outcome.err
     assert "time budget" in text, text[-800:]
     assert "not planned" in text or "not simulated" in text
