@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 from collections.abc import Callable
@@ -128,39 +127,14 @@ def _cache_path(path: Path, text: str) -> Path | None:
     return cache_dir() / "parsed-yaml" / f"{digest}.json"
 
 
-def _evict(folder: Path) -> None:
-    """Keep the newest CACHE_MAX_FILES entries (the cache never grew smaller before)."""
-    import os
-
-    with contextlib.suppress(OSError):
-        entries = [e for e in os.scandir(folder) if e.name.endswith(".json")]
-        if len(entries) <= CACHE_MAX_FILES:
-            return
-        entries.sort(key=lambda e: e.stat().st_mtime)
-        for entry in entries[: len(entries) - CACHE_MAX_FILES]:
-            with contextlib.suppress(OSError):
-                os.unlink(entry.path)
-
-
 def _write_cache(target: Path, data: Any) -> None:
-    import os
-    import tempfile
+    from ._cache_files import write_cache_file
 
-    tmp = None
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
-        os.replace(tmp, target)
-        tmp = None
-        _evict(target.parent)
-    except (OSError, TypeError, ValueError, RecursionError):
-        pass  # a read-only or full cache folder only costs speed
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        payload = json.dumps(data).encode("utf-8")
+    except (TypeError, ValueError, RecursionError):
+        return  # a value JSON cannot hold is only not cached
+    write_cache_file(target, payload, keep=CACHE_MAX_FILES)
 
 
 def format_validation_error(err: Any) -> str:

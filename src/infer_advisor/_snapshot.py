@@ -108,34 +108,12 @@ def _read(target: Path) -> tuple[object] | None:
 
 def _write(target: Path, value: object) -> None:
     import pickle
-    import tempfile
 
-    tmp = None
+    from ._cache_files import write_cache_file
+
     try:
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        if len(data) > MAX_BYTES:
-            return
-        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")  # created 0600
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, target)
-        tmp = None
-        _evict(target.parent)
-    except (OSError, pickle.PicklingError, TypeError, AttributeError, RecursionError):
-        pass  # a read-only or full cache folder, or a value that does not pickle, only costs speed
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-
-
-def _evict(folder: Path) -> None:
-    with contextlib.suppress(OSError):
-        entries = [e for e in os.scandir(folder) if e.name.endswith(".pickle")]
-        if len(entries) <= MAX_FILES:
-            return
-        entries.sort(key=lambda e: e.stat().st_mtime)
-        for entry in entries[: len(entries) - MAX_FILES]:
-            with contextlib.suppress(OSError):
-                os.unlink(entry.path)
+    except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
+        return  # a value that does not pickle only costs speed
+    if len(data) <= MAX_BYTES:
+        write_cache_file(target, data, keep=MAX_FILES, private=True)
