@@ -22,34 +22,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 
 import torch
+from moe_gemm import SHAPES, _time  # same folder: the shapes and the CUDA-event timer of the bf16 measurement
 
-SHAPES = {
-    "gpt-oss-120b": dict(experts=128, top_k=4, hidden=2880, inter=2880),
-    "qwen3-30b-a3b": dict(experts=128, top_k=8, hidden=2048, inter=768),
-}
 TOKENS = [1, 4, 16, 64, 256, 1024, 4096]
 FP4_VALUES = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]  # OCP e2m1
 MX_BLOCK = 32
 ALIGN = 16
-
-
-def _time(fn, reps: int = 15, warm: int = 4) -> float:
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / 1e3)
-    return statistics.median(times)
 
 
 def mxfp4_pack(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -144,7 +125,7 @@ def layer(shape: dict, tokens: int, fmt: str, gen: torch.Generator, copies: int 
                 torch._grouped_mm(x, up.transpose(-2, -1), offs=offs_t)
                 torch._grouped_mm(y, down.transpose(-2, -1), offs=offs_t)
 
-    t = _time(run)
+    t = _time(run, reps=15, warm=4)
     params_touched = touched * (h * 2 * i + i * h)
     flops = 2 * rows * (h * 2 * i + i * h)
     return {"format": fmt, "tokens": tokens, "routed_rows": rows, "experts_touched": touched, "seconds": t,
