@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
 
 from infer_advisor.bench import bench
+from tests.bench.fake_openai import models_handler
 
 TOKEN_GAP_S = 0.005
 
@@ -66,18 +67,7 @@ def _events(engine: str, n: int, model: str, include_usage: bool):
 
 
 def _server(engine: str, model: str):
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def do_GET(self):
-            body = json.dumps({"object": "list", "data": [{"id": model, "object": "model"}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
+    class Handler(models_handler(model)):
         def do_POST(self):
             request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             assert self.path == "/v1/completions" and request["stream"] is True

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from infer_advisor.bench import bench
+from tests.bench.fake_openai import models_handler
 
 MODEL = "hostile-model"
 N_TOKENS = 5
@@ -49,18 +50,7 @@ def _server(behaviours: list[str], refuse_fields: tuple[str, ...] = ()):
     state = {"n": 0, "bodies": []}
     lock = threading.Lock()
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def do_GET(self):
-            body = json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
+    class Handler(models_handler(MODEL)):
         def do_POST(self):
             request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             refused = [f for f in refuse_fields if f in request]

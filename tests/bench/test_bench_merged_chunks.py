@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
 
 from infer_advisor.bench import bench
+from tests.bench.fake_openai import models_handler
 from infer_advisor.bench.backends.sse import Streamed, output_count
 from infer_advisor.bench.metrics import chunk_tokens, sample
 
@@ -32,18 +33,7 @@ def _chunk(text: str, finish: str | None = None) -> str:
 
 
 def _server():
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def do_GET(self):
-            body = json.dumps({"object": "list", "data": [{"id": "tiny", "object": "model"}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
+    class Handler(models_handler("tiny")):
         def do_POST(self):
             request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             self.send_response(200)
