@@ -191,3 +191,16 @@ def test_at_equal_cost_full_precision_wins_then_replicas_then_less_tensor_parall
     if layout == 1:  # the 16-bit TP2 fleet at the same cost loses on the layout, named by its rule
         assert any(x.tensor_parallel_size == 2 and x.quantization == "none" for x in r.runners_up)
         assert "TP1 x PP1 over TP2 x PP1 at the same cost (rule sizing.tie-prefers-replicas-then-tensor-parallel)" in r.decisions
+
+
+def test_confidence_sizes_at_the_prospective_band_edge():
+    """`--confidence 0.9` divides a replica's rate by the pessimistic edge of the engine's prospective 90% band (a
+    measurement as low as band_90[0] x the prediction); 0.5 is the prediction itself; linear between."""
+    from infer_advisor.capacity.policy import error_band_upper
+    from infer_advisor.estimate.speed_data import engine_speed
+
+    low = engine_speed("vllm").fit["band_90"][0]
+    assert 0 < low < 1
+    assert error_band_upper("vllm", 0.5) == 1.0
+    assert error_band_upper("vllm", 0.9) == pytest.approx(1 / low)
+    assert error_band_upper("vllm", 0.7) == pytest.approx(1 + (1 / low - 1) / 2)
