@@ -11,7 +11,9 @@ capacity, the engine version's batch limits and the step model are the plan's ow
 How each kind of measurement is asked (the user's nearest request; said in each prediction's ``asked``):
 - ``batch1_decode`` / ``prefill``: ``--concurrency 1``; TTFT, time per output token, end-to-end as planned.
 - ``static_batch`` (B requests start together) and ``closed_loop``: ``--concurrency B`` per replica.
-- ``offline_throughput`` (N requests at once): ``--concurrency N`` (the engine runs its ``max_num_seqs`` at a time).
+- ``offline_throughput`` (N requests at once): ``--concurrency N`` (the engine runs its ``max_num_seqs`` at a time);
+  with a dataset whose lengths spread (``published/length_shapes.yaml``: ShareGPT) also ``--requests N`` and its
+  spreads, so the plan simulates that finite run to its last token (a closed loop of C clients over N requests too).
 - ``open_loop`` (Poisson at R req/s): ``--rate R`` with the GPU, TP, PP and replicas pinned (median TTFT/ITL: the
   capacity report gives p50/p90/p99, so a mean is read at p50); its throughput as the benchmark divides it, over the
   whole run of ``num_requests`` (:func:`_finite_run_rate`).
@@ -138,12 +140,32 @@ def point_request(p, version: str | None = None) -> dict:
         kw.pop("context")
     else:
         kw["concurrency"] = _concurrency(p)
+    shape = length_shape(p)
+    if shape is not None and p.num_requests and p.mode in ("offline_throughput", "closed_loop"):
+        # a finite run of num_requests with the dataset's length spread (benchmarks/published/length_shapes.yaml):
+        # throughput over the whole run, the longest answers' tail included, as the benchmark divides it
+        kw.update(requests=int(p.num_requests) // max(p.dp, 1), input_distribution=shape["input_distribution"],
+                  output_distribution=shape["output_distribution"], context=int(shape["max_request_tokens"]))
     own = _own_max_num_seqs(engine)
     if own is not None and p.mode in ("offline_throughput", "static_batch"):
         # the engine's benchmark tool sizes the batch itself (trtllm-bench / gptSessionBenchmark); the nearest plan flag
         # is --max-num-seqs at the engine's own default (data/engines.yaml own_max_num_seqs), above the planning cap
         kw["max_num_seqs"] = max(own, kw["concurrency"]) if p.mode == "static_batch" else own
     return kw
+
+
+@lru_cache(maxsize=None)
+def _length_shapes() -> dict:
+    from pathlib import Path
+
+    import yaml
+
+    return yaml.safe_load((Path(__file__).parent / "published" / "length_shapes.yaml").read_text())
+
+
+def length_shape(p) -> dict | None:
+    """How the lengths of the point's benchmark dataset spread (``length_shapes.yaml``), or None when not named there."""
+    return _length_shapes().get(p.length_distribution)
 
 
 def _own_max_num_seqs(engine: str) -> int | None:

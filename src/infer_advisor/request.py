@@ -48,6 +48,13 @@ class PlanRequest(BaseModel):
     concurrency: int | None = Field(
         default=None, gt=0, le=4096, description="Requests in flight at once; default by goal (latency 1, balanced 8, throughput 32)."
     )
+    requests: int | None = Field(
+        default=None, gt=0, le=100_000,
+        description="A finite run of this many requests sent at once (an offline batch, or `vllm bench serve` at request rate "
+        "inf; with --concurrency below it, that many in flight at a time): throughput is then their tokens over the time until "
+        "the last one finishes, lengths spread by --input-distribution/--output-distribution. Default: a steady state at "
+        "--concurrency.",
+    )
     input_tokens: int | None = Field(default=None, gt=0, le=10_000_000, description="Typical prompt length, for speed predictions (default 512).")
     output_tokens: int | None = Field(default=None, gt=0, le=10_000_000, description="Typical output length, for speed predictions (default 200).")
     engine: EngineChoice = Field(default="auto", description="Engine to use; 'auto' lets the rules choose. A forbidden choice is refused with the rule's reason.")
@@ -243,16 +250,22 @@ def check_api_arguments(request, model, options, model_facts, hardware, progress
 
 def refuse_unused(request: PlanRequest) -> None:
     """Options that only sizing reads are refused without ``rate``: every option is used or refused, never accepted
-    and ignored (called where a user's request enters, not on the sizing search's own per-option copies)."""
+    and ignored (called where a user's request enters, not on the sizing search's own per-option copies). The length
+    spreads are read by a finite run too (``requests``); ``requests`` with ``rate`` is refused (a run at a rate is
+    sized, not sent at once)."""
     from .errors import RequestError
 
     if request.rate is not None:
+        if request.requests is not None:
+            raise RequestError("--requests (a finite run sent at once) and --rate (traffic to size a fleet for) ask two "
+                               "different questions: give one of them.")
         return
+    spread = request.requests is None  # a finite run reads the spreads
     sizing_only = {
         "ttft_p90": request.ttft_p90, "ttft_p99": request.ttft_p99, "itl_p99": request.itl_p99, "e2e_p90": request.e2e_p90,
         "price_per_gpu_hour": request.price_per_gpu_hour, "lengths_file": request.lengths_file,
-        "input_distribution": request.input_distribution != "fixed" or None,
-        "output_distribution": request.output_distribution != "fixed" or None,
+        "input_distribution": (spread and request.input_distribution != "fixed") or None,
+        "output_distribution": (spread and request.output_distribution != "fixed") or None,
     }
     given = [name for name, value in sizing_only.items() if value is not None]
     if given:

@@ -14,6 +14,7 @@ engine's coefficients have been off on published measurements they were not fitt
 
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -74,6 +75,19 @@ class PerformanceEstimate(BaseModel):
     term_sources: dict[str, str] = Field(
         default_factory=empty_dict, description="Where each step-time term's coefficients come from (printed by --explain)."
     )
+
+
+@dataclass(frozen=True)
+class FiniteRun:
+    """A finite run of ``requests`` sent at once (``--requests``): an offline batch or a burst benchmark. Its throughput
+    is the tokens over the run's makespan, so the few longest answers, decoding at a small batch after the rest have
+    finished, count (a steady state at the concurrency leaves them out). Lengths are drawn with these spreads around
+    the plan's means, capped at ``max_tokens`` per request."""
+
+    requests: int
+    input_distribution: str = "fixed"
+    output_distribution: str = "fixed"
+    max_tokens: int | None = None
 
 
 def _calibrated_profile(path: Path, engine: str, gpu: str | None):
@@ -170,11 +184,13 @@ def estimate_speed(
     prefix_tokens: int = 0,
     engine_version: str | None = None,
     lora=None,
+    run: FiniteRun | None = None,
 ) -> PerformanceEstimate:
     """Predict one replica's speed at ``concurrency`` by simulating its continuous batching (module docstring).
 
     ``engine_version`` picks the engine's speed coefficients for that version range (default: its newest); ``lora``
-    (:class:`~.lora_cost.LoRAStepCost`) adds the batched LoRA kernels to every step.
+    (:class:`~.lora_cost.LoRAStepCost`) adds the batched LoRA kernels to every step; ``run`` (:class:`FiniteRun`)
+    simulates that finite run instead of a steady state (at most ``concurrency`` in flight).
     """
     from .speed_data import engine_speed
     from .step_time import build_step_model
@@ -202,7 +218,11 @@ def estimate_speed(
     prompt = max(1, input_tokens - max(0, min(prefix_tokens, input_tokens - 1)))
     if prefix_tokens:
         notes.append(f"prefix caching: {input_tokens - prompt} of {input_tokens} prompt tokens are served from the cache (--shared-prefix-tokens)")
-    res = _simulate(step, memory, batch, seqs, budget, prompt, input_tokens, output_tokens, profile.kv_admission, pp)
+    res = _simulate(step, memory, batch, seqs, budget, prompt, input_tokens, output_tokens, profile.kv_admission, pp, run)
+    if run is not None:
+        notes.append(f"a finite run of {run.requests} requests ({min(batch, run.requests)} in flight at most), lengths "
+                     f"{run.input_distribution}/{run.output_distribution} around the means: throughput is its tokens over "
+                     "the time until the last finishes (simulated)")
     notes.extend(res.notes or [])
     if batch > seqs:
         notes.append(f"{batch} requests in flight but the engine schedules {seqs} at once: the rest queue (TTFT includes the wait)")
@@ -233,8 +253,9 @@ def _running_cap(profile, memory: MemoryEstimate, seqs: int, notes: list[str]) -
 
 
 def _simulate(step, memory: MemoryEstimate, batch: int, seqs: int, budget: int, prompt: int, input_tokens: int,
-              output_tokens: int, kv_admission: str, pp: int):
-    """``batch`` closed-loop clients through the engine's continuous batching (the simulate stage)."""
+              output_tokens: int, kv_admission: str, pp: int, run: FiniteRun | None = None):
+    """``batch`` closed-loop clients through the engine's continuous batching (the simulate stage): a steady state, or
+    with ``run`` that finite run from its first request to its last token."""
     from ..simulate import LengthSpec, SchedulerConfig, Workload, simulate
 
     kv_tokens = memory.kv_cache_tokens
@@ -243,6 +264,14 @@ def _simulate(step, memory: MemoryEstimate, batch: int, seqs: int, budget: int, 
     # The plan's own figures, typed here as validation would coerce them (no schema built for these internal models).
     cfg = SchedulerConfig.model_construct(max_num_seqs=int(seqs), max_num_batched_tokens=int(budget),
                                           kv_capacity_tokens=int(max(kv_tokens, 1)), kv_admission=kv_admission, lanes=int(pp))
+    if run is not None:
+        workload = Workload.model_construct(
+            input_tokens=LengthSpec.model_construct(mean=float(prompt), distribution=run.input_distribution, spread=None),
+            output_tokens=LengthSpec.model_construct(mean=float(max(output_tokens, 1)), distribution=run.output_distribution,
+                                                     spread=None),
+            arrival="burst" if batch >= run.requests else "closed", concurrency=int(min(batch, run.requests)),
+            max_tokens=run.max_tokens, cached_prefix_tokens=0, trace=None, rate=None)
+        return simulate(step, workload, cfg, requests=run.requests, warmup_fraction=0.0, seed=0)
     workload = Workload.model_construct(input_tokens=LengthSpec.model_construct(mean=float(prompt)),
                                         output_tokens=LengthSpec.model_construct(mean=float(max(output_tokens, 1))),
                                         arrival="closed", concurrency=int(batch))

@@ -381,9 +381,22 @@ def _performance(request, model, hw, choice: Choice, concurrency, input_tokens, 
         max_num_seqs=engine.max_num_seqs if engine is not None else None,
         max_num_batched_tokens=(engine.max_num_batched_tokens if engine is not None else None) or request.max_num_batched_tokens,
         replicas=replicas, expert_parallel=bool(request.enable_expert_parallel), prefix_tokens=prefix_tokens,
+        run=finite_run(request, model),
         engine_version=engine.version if engine is not None else None,
         lora=lora_step_term(request, model, hw.gpu if hw.kind == "gpu" else None, engine, choice.layout.tp, choice.layout.pp),
     )
+
+
+def finite_run(request, model):
+    """The finite run --requests asks for (None: a steady state at the concurrency): how many, their length spreads,
+    and the longest request (--context, else the model's window) that sampled lengths are capped at."""
+    if not request.requests:
+        return None
+    from ..estimate.speed import FiniteRun
+
+    return FiniteRun(requests=request.requests, input_distribution=request.input_distribution,
+                     output_distribution=request.output_distribution,
+                     max_tokens=request.context or model.max_position_embeddings)
 
 
 def lora_step_term(request, model, gpu, engine, tp: int, pp: int):
