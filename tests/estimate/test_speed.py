@@ -166,3 +166,30 @@ def test_ttft_includes_the_per_request_host_cost():
     req = engine_speed("vllm", plan.engine.version).request_overhead_s.value
     assert req > 0 and perf.ttft_alone_s > req
     assert "request_overhead" in perf.term_sources and perf.term_sources["engine_step_overhead"]
+
+
+def test_a_finite_burst_with_spread_answers_is_slower_than_the_steady_state():
+    """--requests N: N requests at once, answers spread around the mean; the run ends with the longest answers decoding
+    at a small batch, so its tokens over its makespan sit below the steady state at the same concurrency, and the run
+    lasts at least as long as its longest answer takes alone (one decode step per token)."""
+    base = dict(model="Qwen/Qwen3-8B", model_source="catalog", gpu="H100-80GB", engine="vllm", concurrency=1000,
+                input_tokens=217, output_tokens=202, context=2048)
+    steady = advise(**base).performance
+    burst = advise(**base, requests=1000, input_distribution="lognormal", output_distribution="exponential").performance
+    assert burst.output_tokens_per_s_aggregate < 0.9 * steady.output_tokens_per_s_aggregate
+    assert any("finite run of 1000 requests" in n for n in burst.notes)
+    # 1000 exponential answers of mean 202: the longest is ~202 * ln(1000) ~ 1,400 tokens, one step each at batch >= 1
+    makespan = 1000 * 202 / burst.output_tokens_per_s_aggregate
+    assert makespan > 1000 * burst.tpot_alone_s
+
+
+def test_requests_reads_the_length_spreads_and_is_refused_with_rate():
+    from infer_advisor.errors import RequestError
+
+    base = dict(model="Qwen/Qwen3-8B", model_source="catalog", gpu="H100-80GB", engine="vllm", input_tokens=200, output_tokens=100)
+    with pytest.raises(RequestError, match="--output-distribution is used only when sizing"):
+        advise(**base, output_distribution="exponential")
+    plan = advise(**base, requests=64, output_distribution="exponential")  # without --concurrency: all 64 at once
+    assert plan.performance.concurrency == 64
+    with pytest.raises(RequestError, match="--requests .* and --rate"):
+        advise(**base, requests=64, rate=2.0)

@@ -311,6 +311,9 @@ def _requested_gpu_name(spec: str) -> str | None:
         return None
 
 
+MAX_BURST = 4096  # the most requests in flight a plan takes (PlanRequest.concurrency's bound)
+
+
 @dataclass(frozen=True)
 class _Workload:
     concurrency: int
@@ -327,7 +330,9 @@ def _workload(request: PlanRequest, model: ModelFacts, kind: str) -> _Workload:
     input_tokens = request.input_tokens or min(d.input_tokens, context)
     output_tokens = request.output_tokens or d.output_tokens
     return _Workload(
-        concurrency=request.concurrency or (d.cpu_concurrency if kind == "cpu" else d.concurrency[request.goal]),
+        # a finite run (--requests) without --concurrency sends them all at once (up to the concurrency field's bound)
+        concurrency=request.concurrency or (min(request.requests, MAX_BURST) if request.requests else None)
+        or (d.cpu_concurrency if kind == "cpu" else d.concurrency[request.goal]),
         context=context,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
