@@ -98,3 +98,23 @@ def test_open_loop_throughput_counts_the_whole_benchmark_run():
     cap.max_rate_per_replica = 10.0  # saturated: the replica's own pace sets the run's length
     assert _finite_run_rate(p, cap) == 10.0
     assert _finite_run_rate(SimpleNamespace(request_rate=16.0, num_requests=None, output_tokens=512.5), cap) == 10.0
+
+
+def test_a_sharegpt_burst_is_asked_as_a_finite_run_with_the_datasets_spread():
+    """A point of N ShareGPT requests sent at once is asked as a user would: --requests N with the dataset's length
+    spreads and its 2048-token cap (benchmarks/published/length_shapes.yaml), so the plan simulates the run to its
+    last token; a point of fixed lengths keeps the steady-state reading."""
+    from benchmarks.speed_predict import length_shape
+
+    burst = next(p for p in POINTS.values() if p.length_distribution == "sharegpt" and p.mode == "offline_throughput")
+    kw = point_request(burst, "0.11.0")
+    shape = length_shape(burst)
+    from benchmarks.speed_predict import MAX_OFFLINE_CONCURRENCY
+
+    assert kw["requests"] == burst.num_requests // burst.dp and kw["concurrency"] == min(kw["requests"], MAX_OFFLINE_CONCURRENCY)
+    assert (kw["input_distribution"], kw["output_distribution"], kw["context"]) == (
+        shape["input_distribution"], shape["output_distribution"], shape["max_request_tokens"])
+    plan, asked = plan_point(burst)
+    assert asked["requests"] == kw["requests"] and any("finite run" in n for n in plan.performance.notes)
+    fixed = next(p for p in POINTS.values() if p.length_distribution == "fixed" and p.mode == "offline_throughput")
+    assert "requests" not in point_request(fixed)
