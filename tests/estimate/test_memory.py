@@ -47,7 +47,7 @@ def test_vllm_reserve_accounting_by_hand(llama2_7b):
     mp = memory_profile("vllm")
     est = estimate_memory(llama2_7b, gpu_memory_bytes=80 * GiB, engine=vllm, dtype="bfloat16", context=4096, concurrency=8,
                           request_tokens=4096, max_num_batched_tokens=2048, max_num_seqs=256)
-    weights = 2 * llama2_7b.num_parameters
+    weights = 2 * llama2_7b.num_parameters + 4096 * 128 * 2  # + the rotary cos/sin table (4096 positions x 128, bf16)
     # vLLM's profile run: max_num_batched_tokens through one layer (4 hidden + 3 intermediate copies at its peak),
     # plus max_num_seqs rows of fp32 logits, twice
     assert (mp.activation_hidden_copies, mp.activation_intermediate_copies, mp.activation_scale) == (4, 3, 1.0)

@@ -125,6 +125,9 @@ class EngineMemoryProfile(BaseModel):
     loads_vision_tower: bool = Field(
         default=False, description="The engine loads a multimodal checkpoint's vision encoder next to the text model (split over TP)."
     )
+    keeps_rotary_cache: bool = Field(
+        default=False, description="The engine keeps the rotary embedding's cos/sin table on every GPU, counted with the weights."
+    )
     expert_padding: list[ExpertPadding] = Field(
         default_factory=list, description="Padded expert layouts by weight format; the first whose `below` is above the version applies."
     )

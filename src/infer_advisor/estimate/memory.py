@@ -61,6 +61,7 @@ from .engine_kv import DraftLayers, EngineKV, engine_kv_figures
 from .engine_terms import CALIBRATED, apply_calibrated_overheads, budget_bytes, kv_dtype_bytes, overheads_bytes, profile_batch
 from .formats import dtype_bytes, formats, weight_format
 from .lora import add_lora_term
+from .rotary import rotary_cache_bytes
 from .weights import expert_padding_ratio, group_bytes, vision_tower_params, weight_bytes_by_group, weights_bytes, weights_per_gpu
 
 __all__ = ["MemoryEstimate", "estimate_memory", "kv_bytes_per_token_per_gpu", "weight_bytes_by_group", "weights_bytes"]
@@ -273,6 +274,10 @@ def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_byt
         groups["other"] += vision
         per_gpu += vision / tp
         sources["weights_vision"] = f"vision encoder {vision / 2**30:.2f} GiB from config.json vision_config ({mp.label})"
+    rotary = rotary_cache_bytes(model, dtype) if mp.keeps_rotary_cache else 0.0
+    if rotary:  # the engine's cos/sin tables, whole on every GPU (not in the checkpoint, so not in the total)
+        per_gpu += rotary
+        sources["weights_rotary"] = f"rotary cos/sin tables {rotary / 2**20:.0f} MiB per GPU (data/rotary_cache.yaml, {mp.label})"
     if checkpoint_bytes:  # the published repository's stated size, split over the same groups
         sources["weights"] = "published checkpoint"
     if ratio != 1.0:
