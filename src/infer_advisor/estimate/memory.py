@@ -58,7 +58,9 @@ from ..engines.profiles import EngineProfile
 from ..model_facts.facts import ModelFacts
 from .draft import draft_kv_bytes_per_token_per_layer, draft_weight_bytes, state_with_speculation
 from .engine_kv import DraftLayers, EngineKV, engine_kv_figures
-from .engine_terms import CALIBRATED, apply_calibrated_overheads, budget_bytes, kv_dtype_bytes, overheads_bytes, profile_batch
+from .engine_terms import (
+    CALIBRATED, apply_calibrated_overheads, budget_bytes, cuda_graph_pool_bytes, kv_dtype_bytes, overheads_bytes, profile_batch,
+)
 from .formats import dtype_bytes, formats, weight_format
 from .lora import add_lora_term
 from .rotary import rotary_cache_bytes
@@ -227,7 +229,9 @@ def estimate_memory(
     reserve = engine.memory_accounting in ("reserve", "reserve-free")
     prompt = min(input_tokens or request_tokens, request_tokens)
     act = _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources)
-    overheads, outside = overheads_bytes(mp, on_gpu=on_gpu, tp=tp, pp=pp, interconnect=interconnect, sources=sources)
+    graphs = cuda_graph_pool_bytes(mp, math.ceil(model.num_layers / pp), max_num_seqs, speculative.num_speculative_tokens if speculative else 0,
+                                   max_num_batched_tokens)
+    overheads, outside = overheads_bytes(mp, on_gpu=on_gpu, tp=tp, pp=pp, interconnect=interconnect, sources=sources, graph_bytes=graphs)
     add_lora_term(model, engine, engine_version, lora_slots, lora_rank, dtype_bytes(dtype), tp, pp, overheads, outside, sources)
     if cal is not None and on_gpu:
         apply_calibrated_overheads(cal, mp, tp, pp, overheads, sources)
