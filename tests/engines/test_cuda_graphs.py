@@ -43,3 +43,9 @@ def test_two_sequences_reserve_about_what_vllm_020_printed():
 def test_versions_without_scaling_keep_their_fixed_pool():
     mp = memory_profile("vllm", "0.33.0")
     assert mp.cuda_graph_scaling is None and cuda_graph_pool_bytes(mp, 80, 1024, 0, 8192) == mp.cuda_graph_bytes
+
+
+def test_a_profile_without_graphs_gets_no_pool():
+    """--enforce-eager (doctor sets the profile's pool to 0) turns the scaled pool off too."""
+    mp = memory_profile("vllm", "0.20.2").model_copy(update={"cuda_graph_bytes": 0})
+    assert cuda_graph_pool_bytes(mp, 64, 2, 0, 8192) == 0

@@ -52,7 +52,7 @@ def cuda_graph_pool_bytes(mp: EngineMemoryProfile, layers_per_stage: int, max_nu
                           max_num_batched_tokens: int | None) -> int:
     """The CUDA-graph pool of this engine version for these settings (its fixed figure where it has no scaling)."""
     scaling = mp.cuda_graph_scaling
-    if scaling is None:
+    if scaling is None or not mp.cuda_graph_bytes:  # a profile with no pool (--enforce-eager: doctor sets it to 0) has none
         return mp.cuda_graph_bytes
     mnbt = max_num_batched_tokens or mp.batch_tiers[-1].max_num_batched_tokens
     return scaling.pool_bytes(layers_per_stage=layers_per_stage, max_num_seqs=max_num_seqs,
