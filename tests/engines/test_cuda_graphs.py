@@ -41,7 +41,7 @@ def test_two_sequences_reserve_about_what_vllm_020_printed():
 
 
 def test_versions_without_scaling_keep_their_fixed_pool():
-    mp = memory_profile("vllm", "0.33.0")
+    mp = memory_profile("vllm", "0.16.0")
     assert mp.cuda_graph_scaling is None and cuda_graph_pool_bytes(mp, 80, 1024, 0, 8192) == mp.cuda_graph_bytes
 
 
