@@ -222,7 +222,7 @@ def new_rows() -> list[dict]:
                 "tp": e["tp"], "model": e["model"], "measured_tokens": m["kv_cache_tokens"], "measured_gib": m.get("kv_cache_gib"),
                 "measured_weights_gib": m.get("weights_gib"), "outcome": e.get("outcome", "starts"),
                 "weights_only": bool(e.get("weights_only")), "informed_profile": bool(e.get("informed_profile")),
-                "full_attention": _full_attention(model), "prospective": frozen[e["id"]], "now": prediction_record(e, model),
+                "pre_release": bool(e.get("pre_release")), "full_attention": _full_attention(model), "prospective": frozen[e["id"]], "now": prediction_record(e, model),
             })
     return out
 
@@ -238,6 +238,8 @@ def new_summary(rs: list[dict]) -> dict:
             [err(r[when]["kv_cache_tokens"], r["measured_tokens"]) for r in kv if r["full_attention"]])
         out[f"median_abs_error_new_gib_{when}_pct"] = median_abs([err(r[when]["kv_cache_gib"], r["measured_gib"]) for r in gib])
         out[f"max_abs_error_new_weights_{when}_pct"] = max((abs(err(r[when]["weights_gib"], r["measured_weights_gib"])) for r in wts), default=None)
+        out[f"max_abs_error_new_weights_{when}_released_pct"] = max(  # a pre-release engine build (its entry says why) apart
+            (abs(err(r[when]["weights_gib"], r["measured_weights_gib"])) for r in wts if not r.get("pre_release")), default=None)
         out[f"outcomes_right_{when}"] = sum(r[when]["outcome"] == r["outcome"] for r in rs if not r["weights_only"])
     out["full_attention_logs"] = sum(r["full_attention"] for r in kv)
     out["logs_with_weights"] = len(wts)

@@ -47,12 +47,15 @@ def test_vllm_reserve_accounting_by_hand(llama2_7b):
     mp = memory_profile("vllm")
     est = estimate_memory(llama2_7b, gpu_memory_bytes=80 * GiB, engine=vllm, dtype="bfloat16", context=4096, concurrency=8,
                           request_tokens=4096, max_num_batched_tokens=2048, max_num_seqs=256)
-    weights = 2 * llama2_7b.num_parameters
+    weights = 2 * llama2_7b.num_parameters + 4096 * 128 * 2  # + the rotary cos/sin table (4096 positions x 128, bf16)
     # vLLM's profile run: max_num_batched_tokens through one layer (4 hidden + 3 intermediate copies at its peak),
     # plus max_num_seqs rows of fp32 logits, twice
     assert (mp.activation_hidden_copies, mp.activation_intermediate_copies, mp.activation_scale) == (4, 3, 1.0)
     activation = 2048 * (4 * 4096 + 3 * 11008) * 2 + 256 * 32000 * 4 * 2
-    overhead = mp.non_torch_bytes + mp.cuda_graph_bytes
+    # the graph pool: the first capture + one increment per layer for each of the 50 further sizes ([1, 2, 4, 8, ..., 512]:
+    # 256 sequences x 2 reach the 512 ceiling)
+    graphs = mp.cuda_graph_scaling.first_capture_bytes + mp.cuda_graph_scaling.per_layer_per_size_bytes * 32 * 50
+    overhead = mp.non_torch_bytes + graphs
     kv_space = 0.92 * 80 * GiB - weights - activation - overhead
     assert mp.memory_fraction == 0.92 and mp.cuda_graphs_in_budget and not mp.comm_in_budget and not mp.context_in_budget
     assert est.total_bytes_per_gpu == int(0.92 * 80 * GiB)

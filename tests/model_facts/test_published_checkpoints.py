@@ -55,8 +55,9 @@ def test_a_stated_size_replaces_the_format_estimate_split_by_the_same_groups():
                         checkpoint_bytes=size)
     assert (a.weights_origin, b.weights_origin) == ("estimated", "published checkpoint")
     assert b.weights_bytes == int(size) and b.weights_bytes < a.weights_bytes
-    # per GPU: the decoder blocks and the embedding/lm_head split over tp=2, as for the estimate
-    assert b.weights_bytes_per_gpu == pytest.approx(size / 2, rel=1e-9)
+    # per GPU: the decoder blocks and the embedding/lm_head split over tp=2, as for the estimate; vLLM's rotary cos/sin
+    # table (4096 positions x 128, fp16) whole on each GPU
+    assert b.weights_bytes_per_gpu == pytest.approx(size / 2 + 4096 * 128 * 2, rel=1e-9)
 
 
 def test_a_70b_plan_serves_the_published_checkpoint_at_its_stated_size():

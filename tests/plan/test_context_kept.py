@@ -18,7 +18,7 @@ def test_an_explicit_context_that_nothing_keeps_is_refused_naming_the_change():
     with pytest.raises(DoesNotFitError) as err:
         advise(model="meta-llama/Llama-3.1-8B", gpu="L4", context=131072, kv_cache_dtype="auto", quantization="none")
     text = str(err.value)
-    assert "\n" not in text and "--gpu L4:2" in text and "--context 30,240 or less" in text
+    assert "\n" not in text and "--gpu L4:2" in text and "--context 31,264 or less" in text
 
 
 def test_the_default_context_is_still_lowered_with_a_warning():

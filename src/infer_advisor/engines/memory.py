@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .._data import load_validated
 from .._paths import shipped
+from .cuda_graphs import CudaGraphScaling
 from .profiles import EngineProfile, engine_profile
 
 GIB = 2**30
@@ -124,6 +125,12 @@ class EngineMemoryProfile(BaseModel):
     source: str = Field(min_length=8)
     loads_vision_tower: bool = Field(
         default=False, description="The engine loads a multimodal checkpoint's vision encoder next to the text model (split over TP)."
+    )
+    cuda_graph_scaling: CudaGraphScaling | None = Field(
+        default=None, description="The graph pool by captured sizes and layers (None: cuda_graph_bytes for every setup)."
+    )
+    keeps_rotary_cache: bool = Field(
+        default=False, description="The engine keeps the rotary embedding's cos/sin table on every GPU, counted with the weights."
     )
     expert_padding: list[ExpertPadding] = Field(
         default_factory=list, description="Padded expert layouts by weight format; the first whose `below` is above the version applies."

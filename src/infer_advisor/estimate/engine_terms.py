@@ -48,24 +48,40 @@ def profile_batch(mp, engine, reserve, context, concurrency, prompt, max_num_bat
     return concurrency * prompt, concurrency  # no chunked prefill: the whole batch's prompts in one forward
 
 
-def overheads_bytes(mp: EngineMemoryProfile, *, on_gpu: bool, tp: int, pp: int, interconnect: str, sources: dict[str, str]):
-    """(in the budget, outside it): CUDA context, non-torch memory, communication buffers, CUDA graphs."""
+def cuda_graph_pool_bytes(mp: EngineMemoryProfile, layers_per_stage: int, max_num_seqs: int, num_speculative_tokens: int,
+                          max_num_batched_tokens: int | None) -> int:
+    """The CUDA-graph pool of this engine version for these settings (its fixed figure where it has no scaling)."""
+    scaling = mp.cuda_graph_scaling
+    if scaling is None or not mp.cuda_graph_bytes:  # a profile with no pool (--enforce-eager: doctor sets it to 0) has none
+        return mp.cuda_graph_bytes
+    mnbt = max_num_batched_tokens or mp.batch_tiers[-1].max_num_batched_tokens
+    return scaling.pool_bytes(layers_per_stage=layers_per_stage, max_num_seqs=max_num_seqs,
+                              num_speculative_tokens=num_speculative_tokens, max_num_batched_tokens=mnbt)
+
+
+def overheads_bytes(mp: EngineMemoryProfile, *, on_gpu: bool, tp: int, pp: int, interconnect: str, sources: dict[str, str],
+                    graph_bytes: int | None = None):
+    """(in the budget, outside it): CUDA context, non-torch memory, communication buffers, CUDA graphs (``graph_bytes``:
+    the pool for this setup, :func:`cuda_graph_pool_bytes`; default the profile's fixed figure)."""
     if not on_gpu:
         return {"non_torch": 0, "cuda_graphs": 0, "nccl": 0}, {}
+    graphs = mp.cuda_graph_bytes if graph_bytes is None else graph_bytes
     comm = mp.comm_bytes(tp, pp, interconnect)
     inside = {
         "cuda_context": mp.cuda_context_bytes if (mp.context_in_budget and mp.budget_base == "total") else 0,
         "non_torch": mp.non_torch_bytes,
-        "cuda_graphs": mp.cuda_graph_bytes if mp.cuda_graphs_in_budget else 0,
+        "cuda_graphs": graphs if mp.cuda_graphs_in_budget else 0,
         "nccl": comm if (mp.comm_in_budget and mp.budget_base == "total") else 0,
     }
     outside = {
-        "cuda_graphs": 0 if mp.cuda_graphs_in_budget else mp.cuda_graph_bytes,
+        "cuda_graphs": 0 if mp.cuda_graphs_in_budget else graphs,
         "nccl": 0 if (mp.comm_in_budget or not comm) else comm,
         "cuda_context": 0 if mp.context_in_budget else mp.cuda_context_bytes,
     }
     for key in inside:
         sources[key] = f"engine profile ({mp.label})"
+    if mp.cuda_graph_scaling is not None:
+        sources["cuda_graphs"] = f"engine profile ({mp.label}): by captured sizes x layers"
     return inside, outside
 
 

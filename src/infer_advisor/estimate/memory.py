@@ -58,9 +58,12 @@ from ..engines.profiles import EngineProfile
 from ..model_facts.facts import ModelFacts
 from .draft import draft_kv_bytes_per_token_per_layer, draft_weight_bytes, state_with_speculation
 from .engine_kv import DraftLayers, EngineKV, engine_kv_figures
-from .engine_terms import CALIBRATED, apply_calibrated_overheads, budget_bytes, kv_dtype_bytes, overheads_bytes, profile_batch
+from .engine_terms import (
+    CALIBRATED, apply_calibrated_overheads, budget_bytes, cuda_graph_pool_bytes, kv_dtype_bytes, overheads_bytes, profile_batch,
+)
 from .formats import dtype_bytes, formats, weight_format
 from .lora import add_lora_term
+from .rotary import rotary_cache_bytes
 from .weights import expert_padding_ratio, group_bytes, vision_tower_params, weight_bytes_by_group, weights_bytes, weights_per_gpu
 
 __all__ = ["MemoryEstimate", "estimate_memory", "kv_bytes_per_token_per_gpu", "weight_bytes_by_group", "weights_bytes"]
@@ -226,7 +229,9 @@ def estimate_memory(
     reserve = engine.memory_accounting in ("reserve", "reserve-free")
     prompt = min(input_tokens or request_tokens, request_tokens)
     act = _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources)
-    overheads, outside = overheads_bytes(mp, on_gpu=on_gpu, tp=tp, pp=pp, interconnect=interconnect, sources=sources)
+    graphs = cuda_graph_pool_bytes(mp, math.ceil(model.num_layers / pp), max_num_seqs, speculative.num_speculative_tokens if speculative else 0,
+                                   max_num_batched_tokens)
+    overheads, outside = overheads_bytes(mp, on_gpu=on_gpu, tp=tp, pp=pp, interconnect=interconnect, sources=sources, graph_bytes=graphs)
     add_lora_term(model, engine, engine_version, lora_slots, lora_rank, dtype_bytes(dtype), tp, pp, overheads, outside, sources)
     if cal is not None and on_gpu:
         apply_calibrated_overheads(cal, mp, tp, pp, overheads, sources)
@@ -273,6 +278,10 @@ def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_byt
         groups["other"] += vision
         per_gpu += vision / tp
         sources["weights_vision"] = f"vision encoder {vision / 2**30:.2f} GiB from config.json vision_config ({mp.label})"
+    rotary = rotary_cache_bytes(model, dtype) if mp.keeps_rotary_cache else 0.0
+    if rotary:  # the engine's cos/sin tables, whole on every GPU (not in the checkpoint, so not in the total)
+        per_gpu += rotary
+        sources["weights_rotary"] = f"rotary cos/sin tables {rotary / 2**20:.0f} MiB per GPU (data/rotary_cache.yaml, {mp.label})"
     if checkpoint_bytes:  # the published repository's stated size, split over the same groups
         sources["weights"] = "published checkpoint"
     if ratio != 1.0:

@@ -1,0 +1,76 @@
+"""The rotary embedding's cos/sin table an engine keeps on every GPU (``data/rotary_cache.yaml``).
+
+    >>> rotary_cache_bytes(model, "bfloat16")   # gemma-3-12b-it: 576 MiB (a 1,048,576-row linear-scaled table + 131,072)
+
+Not in any checkpoint, but a buffer the engine allocates while it builds the model, so vLLM's 'Model loading took'
+counts it. It is not split by tensor parallelism: every rank holds the whole table.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .._data import load_validated
+from .._paths import shipped
+from ..model_facts.facts import ModelFacts
+from .formats import dtype_bytes
+
+Rows = Literal["max_position", "max_position_x_factor", "original_x_factor"]
+
+
+class RotaryCacheFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    source: str
+    rows: dict[str, Rows]
+    no_rope_model_types: list[str]
+    local_table_model_types: list[str]
+    float32_model_types: list[str]
+
+
+@cache
+def rotary_cache_file() -> RotaryCacheFile:
+    return load_validated(shipped("data") / "rotary_cache.yaml", RotaryCacheFile)
+
+
+def _rope_settings(text: dict, local_table: bool) -> list[dict]:
+    """The distinct rope settings of a text config (v4 ``rope_scaling``, plus a plain table for the sliding layers of
+    ``local_table`` models; v5 ``rope_parameters`` per layer type), each a dict with at least ``rope_type``."""
+    params = text.get("rope_parameters")
+    if isinstance(params, dict) and params and all(isinstance(v, dict) for v in params.values()):
+        return [dict(v) for v in params.values()]  # transformers v5: one entry per layer type
+    scaling = text.get("rope_scaling") if isinstance(text.get("rope_scaling"), dict) else params if isinstance(params, dict) else None
+    settings = [dict(scaling) if scaling else {"rope_type": "default"}]
+    if local_table:  # Gemma 3: the sliding layers' plain table (rope_local_base_freq)
+        settings.append({"rope_type": "default", "local": True})
+    return settings
+
+
+def _rows(setting: dict, max_position: int) -> int:
+    kind = rotary_cache_file().rows.get(str(setting.get("rope_type") or setting.get("type") or "default"), "max_position")
+    factor = setting.get("factor") if isinstance(setting.get("factor"), (int, float)) else 1.0
+    original = setting.get("original_max_position_embeddings")
+    if kind == "max_position_x_factor":
+        return int(max_position * factor)
+    if kind == "original_x_factor" and isinstance(original, int):
+        return int(original * factor)
+    return max_position
+
+
+def rotary_cache_bytes(model: ModelFacts, dtype: str) -> float:
+    """Bytes of the cos/sin tables one GPU holds for ``model`` (0 for a model without rotary positions in its config)."""
+    config = model.config or {}
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    table = rotary_cache_file()
+    no_rope = {config.get("model_type"), text.get("model_type")} & set(table.no_rope_model_types)
+    if no_rope or text.get("alibi") or text.get("position_embedding_type") not in (None, "rope") or not model.max_position_embeddings:
+        return 0.0
+    rotary_dim = text.get("qk_rope_head_dim") or text.get("rotary_dim")
+    if not isinstance(rotary_dim, int):
+        rotary_dim = int(model.head_dim * float(text.get("partial_rotary_factor") or 1.0))
+    elem = 4.0 if config.get("model_type") in table.float32_model_types else dtype_bytes(dtype)
+    local = bool({config.get("model_type"), text.get("model_type")} & set(table.local_table_model_types))
+    rows = {(_rows(s, model.max_position_embeddings), str(sorted(s.items(), key=str))) for s in _rope_settings(text, local)}
+    return float(sum(r for r, _ in rows) * rotary_dim * elem)
