@@ -9,7 +9,8 @@ settle). A bench level is another Poisson sample, and near the knee of a slot-bo
 with the rate (3.4x between 1.42 and 1.50 req/s for Llama-3.1-8B on the H200, docs/capacity.md "Why TTFT p50 at
 the knee"). This script takes the step model and the scheduler limits of the operating point the plan simulated and
 runs them on the measured requests' send times and lengths (a trace), so both sides see the same arrivals and only
-the step model and the scheduler can differ. It also runs the plan's workload with many seeds and long runs, to show the simulator's own sampling spread.
+the step model and the scheduler can differ. It also runs the plan's workload with many seeds and long runs, to show
+the simulator's own sampling spread.
 
 Nothing is fitted: the step model is the plan's, unchanged. Run it only after the predictions are committed.
 """
