@@ -190,7 +190,7 @@ else
   FIXED_S=()
   [ -n "${LEVEL_S:-}" ] && FIXED_S=(--level-seconds "$LEVEL_S" --pick-seed "${SEED_TOL:-0.03}")
   PYTHONPATH="$PYTHONPATH" python3 benchmarks/gpu/predict_levels.py --model "$MODEL" --input-tokens "$PLAN_IN" \
-    --output-tokens "$OUT_TOK" --fractions "$FRACTIONS" "${FIXED_S[@]}" --out "$W/res/predictions.json" \
+    --output-tokens "$OUT_TOK" --fractions "$FRACTIONS" ${FIXED_S[@]+"${FIXED_S[@]}"} --out "$W/res/predictions.json" \
     | tee "$W/res/predictions.txt"
   [ -s "$W/res/predictions.json" ] || { say "no predictions: nothing run"; exit 1; }
   RATES=$(python3 -c "import json; print(','.join(f'{r:.3g}' for r in json.load(open('$W/res/predictions.json'))['rates']))")
