@@ -10,7 +10,9 @@ p50 measured and predicted. Then the four targets: highest stable rate within 20
 overloaded), TTFT p50 and ITL p50 below saturation within 30%, batch-1 decode within 15% (``tpot_alone_s`` against
 the server's own eval time per token of one request, given with --server-eval-ms). Where the predictions hold
 ``at_delivered`` (the plan at the arrival rate the bench's seeded schedule delivers, also written before the run), the
-TTFT and ITL p50 are graded against those too (``*_at_delivered``); the run's arrivals are checked against them.
+TTFT and ITL p50 are graded against those too (``*_at_delivered``); the run's arrivals are checked against them; and
+where they hold ``on_schedule`` (one server as the plan simulates it, fed the level's exact seeded schedule), TTFT
+p50 and mean against it, every level (``*_on_schedule``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ def grade(open_json: Path, predictions: Path, server_eval_ms: float | None) -> t
             one_d = d["replicas"] == 1
             rows[-1].update(delivered_pred=d["rate"], ttft_pred_d=d["ttft_p50_s"] if one_d else None,
                             itl_pred_d=d["itl_p50_s"] if one_d else None)
+        if p.get("on_schedule"):  # one server fed the level's exact schedule (every level, past the maximum too)
+            rows[-1].update(ttft_sched=p["on_schedule"]["ttft_p50_s"], ttft_mean=lv["ttft_s"]["mean"],
+                            ttft_mean_sched=p["on_schedule"]["ttft_mean_s"])
     stable = [r["arrivals"] for r in rows if not r["grew"]]
     grew = [r for r in rows if r["grew"]]
     below = [r for r in rows if not r["grew"] and r["ttft_pred"] is not None]
@@ -71,6 +76,8 @@ def grade(open_json: Path, predictions: Path, server_eval_ms: float | None) -> t
         "delivered_rate_predicted_vs_arrivals": [(r["delivered_pred"], r["arrivals"]) for r in rows if "delivered_pred" in r],
         "ttft_errors_at_delivered": [_err(r["ttft_pred_d"], r["ttft_p50"]) for r in below_d],
         "itl_errors_at_delivered": [_err(r["itl_pred_d"], r["itl_p50"]) for r in below_d],
+        "ttft_p50_errors_on_schedule": [_err(r["ttft_sched"], r["ttft_p50"]) for r in rows if "ttft_sched" in r],
+        "ttft_mean_errors_on_schedule": [_err(r["ttft_mean_sched"], r["ttft_mean"]) for r in rows if "ttft_sched" in r],
         "batch1_decode_predicted_ms": (pred.get("performance") or {}).get("tpot_alone_s", 0) * 1e3,
         "batch1_decode_error": _err((pred.get("performance") or {}).get("tpot_alone_s"), server_eval_ms / 1e3 if server_eval_ms else None),
     }
@@ -86,6 +93,8 @@ def table(rows: list[dict]) -> str:
         if "delivered_pred" in r:  # the same, predicted at the delivered rate
             ttft += f" ({r['ttft_pred_d'] * 1e3:,.0f} at {r['delivered_pred']:.3g})" if r["ttft_pred_d"] is not None else " (-)"
             itl += f" ({r['itl_pred_d'] * 1e3:.1f})" if r["itl_pred_d"] is not None else " (-)"
+        if "ttft_sched" in r:
+            ttft += f"; {r['ttft_sched'] * 1e3:,.0f} on its schedule"
         out.append(f"| {r['asked']:.3g} | {r['arrivals']:.2f} | {r['served']:.2f} | {'yes' if r['grew'] else 'no'} | {r['requests']} | {ttft} | {itl} |")
     return "\n".join(out)
 
