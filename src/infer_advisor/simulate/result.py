@@ -114,10 +114,10 @@ def ttft_spread(ttfts: Sequence[float]) -> float:
     n = len(ttfts) // SPREAD_BATCHES
     if n < SPREAD_MIN_BATCH:
         return 0.0
-    worst = 0.0
+    worst, everything, batches = 0.0, sorted(ttfts), [sorted(ttfts[i * n:(i + 1) * n]) for i in range(SPREAD_BATCHES)]
     for p in (0.5, 0.9):
-        per_batch = [_q(sorted(ttfts[i * n:(i + 1) * n]), p) for i in range(SPREAD_BATCHES)]
-        whole = _q(sorted(ttfts), p)
+        per_batch = [_q(b, p) for b in batches]
+        whole = _q(everything, p)
         mean = sum(per_batch) / SPREAD_BATCHES
         sd = math.sqrt(sum((v - mean) ** 2 for v in per_batch) / (SPREAD_BATCHES - 1))
         if whole > 0:
