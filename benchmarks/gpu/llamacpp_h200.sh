@@ -28,7 +28,10 @@ IN_TOK="${IN_TOK:-1000}"
 OUT_TOK="${OUT_TOK:-200}"
 PLAN_IN="${PLAN_IN:-1137}"  # the bench's 1000 synthetic words are 1,137 Llama-3 tokens (call 1: server usage)
 FRACTIONS="${FRACTIONS:-0.35,0.65,0.85,1.0,1.15,1.35}"  # levels as fractions of the predicted highest sustainable rate
-# openloop: BUDGET_S (default 560) is the phase's whole time; LEVEL_MAX_S (default 60) caps each level's arrivals
+# openloop: BUDGET_S (default 560) is the phase's whole time; LEVEL_MAX_S (default 60) caps each level's arrivals;
+#           LEVEL_S fixes each level's seconds of arrivals instead: then the bench seed is picked before the run so
+#           that every level delivers its asked rate within SEED_TOL (default 0.03), and each level is also predicted
+#           at the rate its seeded schedule delivers (predict_levels.py --pick-seed, --level-seconds)
 OUT="${OUT:-/tmp/out}"
 W=/tmp/lc
 REPO="$(pwd)"
@@ -184,21 +187,28 @@ elif [ "$PHASE" = fit ]; then
   stop_server
 else
   say "plan predictions for every level, written before the first request"
+  FIXED_S=()
+  [ -n "${LEVEL_S:-}" ] && FIXED_S=(--level-seconds "$LEVEL_S" --pick-seed "${SEED_TOL:-0.03}")
   PYTHONPATH="$PYTHONPATH" python3 benchmarks/gpu/predict_levels.py --model "$MODEL" --input-tokens "$PLAN_IN" \
-    --output-tokens "$OUT_TOK" --fractions "$FRACTIONS" --out "$W/res/predictions.json" | tee "$W/res/predictions.txt"
+    --output-tokens "$OUT_TOK" --fractions "$FRACTIONS" ${FIXED_S[@]+"${FIXED_S[@]}"} --out "$W/res/predictions.json" \
+    | tee "$W/res/predictions.txt"
+  [ -s "$W/res/predictions.json" ] || { say "no predictions: nothing run"; exit 1; }
   RATES=$(python3 -c "import json; print(','.join(f'{r:.3g}' for r in json.load(open('$W/res/predictions.json'))['rates']))")
+  SEED=$(python3 -c "import json; print(json.load(open('$W/res/predictions.json')).get('bench_seed', 0))")
   cp "$W/res/predictions.json" "$OUT/predictions.json"
-  say "levels: $RATES"
+  say "levels: $RATES (bench seed $SEED)"
   start_server "$W/deploy-open" --rate 1 --no-headroom
   # seconds of arrivals per level: what is left of ~9.5 minutes after the server is up, over the levels, each level
   # then draining its queue (past saturation a level drains for about (1 - served/offered) of its length)
   N_LEVELS=$(echo "$RATES" | tr ',' '\n' | wc -l)
   LEFT=$(( ${BUDGET_S:-560} - ($(date +%s) - T0) ))
-  LEVEL_S=$(( LEFT * 10 / 13 / N_LEVELS )); [ "$LEVEL_S" -gt "${LEVEL_MAX_S:-60}" ] && LEVEL_S=${LEVEL_MAX_S:-60}
+  if [ -z "${LEVEL_S:-}" ]; then
+    LEVEL_S=$(( LEFT * 10 / 13 / N_LEVELS )); [ "$LEVEL_S" -gt "${LEVEL_MAX_S:-60}" ] && LEVEL_S=${LEVEL_MAX_S:-60}
+  fi
   PROMPTS=$(python3 -c "print(int(max(float(r) for r in '$RATES'.split(',')) * $LEVEL_S * 1.6) + 10)")
   say "open loop: $N_LEVELS levels x $LEVEL_S s of arrivals, at most $PROMPTS requests each, ${LEFT}s left"
   timeout $(( LEFT - 15 )) python3 -m infer_advisor.cli bench --engine openai --url http://127.0.0.1:8080 --model "$MODEL" \
-    --input-tokens "$IN_TOK" --output-tokens "$OUT_TOK" --request-rate "$RATES" --num-prompts "$PROMPTS" \
+    --input-tokens "$IN_TOK" --output-tokens "$OUT_TOK" --request-rate "$RATES" --num-prompts "$PROMPTS" --seed "$SEED" \
     --max-duration "$LEVEL_S" --ignore-eos --out "$W/res/open" --json >"$W/res/open.json" 2>"$W/res/open.err"
   tail -8 "$W/res/open.err"
   stop_server

@@ -4,12 +4,13 @@
         benchmarks/results/h200/llamacpp-openloop-c-2026-12-03/requests.csv.gz --rate 1.5
 
 The plan (``advise(..., rate=R, headroom=False)``: the path ``plan --rate R --no-headroom`` runs) simulates its
-operating point with its own Poisson sample (seed 0, 400 requests). A bench level is another Poisson sample, and
-near the knee of a slot-bound server TTFT p50 moves steeply with the rate (3.4x between 1.42 and 1.50 req/s for
-Llama-3.1-8B on the H200, docs/capacity.md "Why TTFT p50 at the knee"). This script takes the step model and the
-scheduler limits of the operating point the plan simulated and runs them on the measured requests' send times and
-lengths (a trace), so both sides see the same arrivals and only the step model and the scheduler can differ. It also
-runs the plan's workload with many seeds and long runs, to show the simulator's own sampling spread.
+operating point with its own Poisson sample (seed 0; 400 requests until 2026-12-04, now until its TTFT percentiles
+settle). A bench level is another Poisson sample, and near the knee of a slot-bound server TTFT p50 moves steeply
+with the rate (3.4x between 1.42 and 1.50 req/s for Llama-3.1-8B on the H200, docs/capacity.md "Why TTFT p50 at
+the knee"). This script takes the step model and the scheduler limits of the operating point the plan simulated and
+runs them on the measured requests' send times and lengths (a trace), so both sides see the same arrivals and only
+the step model and the scheduler can differ. It also runs the plan's workload with many seeds and long runs, to show
+the simulator's own sampling spread.
 
 Nothing is fitted: the step model is the plan's, unchanged. Run it only after the predictions are committed.
 """

@@ -333,3 +333,31 @@ def test_rate_searches_put_off_change_nothing_the_answer_shows_but_the_front(mon
     assert lazy.model_dump(exclude=strip) == eager.model_dump(exclude=strip)
     # the front is drawn from the trials run: every point of the full front that the lazy search also ran is on its front
     assert lazy.front and all(p in lazy.front for p in eager.front if p.rate_per_replica in ran)
+
+
+def test_the_operating_point_runs_until_its_ttft_percentiles_settle():
+    """Near the knee of a 4-slot replica (llama.cpp on an H200, issue 21) one 400-request window's TTFT p50 is a coin
+    toss (75-720 ms between seeds at 1.5 req/s): the operating point is simulated 4x longer until the batch-means
+    standard error of TTFT p50 and p90 is within FINAL_SPREAD; a light load keeps the 400 requests."""
+    from infer_advisor.capacity.evaluate import FINAL_MAX_REQUESTS, FINAL_REQUESTS, FINAL_SPREAD, operating_point
+    from infer_advisor.capacity.candidates import workload_from
+    from infer_advisor.estimate.step_time import build_step_model
+    from infer_advisor.hardware import lookup_gpu
+    from infer_advisor.model_facts import resolve_model
+    from infer_advisor.request import PlanRequest
+    from infer_advisor.simulate import SchedulerConfig
+
+    model = resolve_model("meta-llama/Llama-3.1-8B")
+    w = workload_from(PlanRequest(model=model.name, rate=1, input_tokens=1137, output_tokens=200), model)
+    step = build_step_model(model, gpu=lookup_gpu("H200"), engine="llama.cpp", quantization="gguf-f16", dtype="float16",
+                            kv_cache_dtype="auto", tp=1, pp=1, nodes=1, expert_parallel=False)
+    cfg = SchedulerConfig(max_num_seqs=4, max_num_batched_tokens=2048, kv_capacity_tokens=524_288, kv_admission="reserve")
+    light = operating_point(step, w, cfg, 0.6)
+    assert light.requests == FINAL_REQUESTS and light.ttft_spread <= FINAL_SPREAD
+    knee = operating_point(step, w, cfg, 1.5)
+    assert FINAL_REQUESTS < knee.requests <= FINAL_MAX_REQUESTS
+    assert knee.ttft_spread <= FINAL_SPREAD or knee.requests == FINAL_MAX_REQUESTS
+    # another seed's answer at the knee agrees within 3 combined standard errors (at 400 requests: 75 vs 697 ms)
+    other = operating_point(step, w, cfg, 1.5, seed=7)
+    se = (knee.ttft_spread ** 2 + other.ttft_spread ** 2) ** 0.5
+    assert abs(other.ttft_s.p50 / knee.ttft_s.p50 - 1) < 3 * se < 0.6

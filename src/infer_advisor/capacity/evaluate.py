@@ -19,7 +19,12 @@ from ..simulate import SchedulerConfig, SimulationResult, Workload, simulate
 from .targets import LatencyTargets, TargetCheck, check, meets
 
 TRIAL_REQUESTS = 240  # requests simulated per trial rate while searching
-FINAL_REQUESTS = 400  # at the operating point reported to the user (trials use 240)
+FINAL_REQUESTS = 400  # at the operating point reported to the user (trials use 240), at first
+# ... then 4x as many, up to FINAL_MAX_REQUESTS, while the window's TTFT p50 or p90 has a relative standard error
+# (batch means, SimulationResult.ttft_spread) over FINAL_SPREAD: near the knee of a slot-bound replica a 400-request
+# window's TTFT p50 spans 75-720 ms between seeds (Llama-3.1-8B, llama.cpp, H200 at 1.5 req/s; docs/capacity.md)
+FINAL_SPREAD = 0.10
+FINAL_MAX_REQUESTS = 25_600
 BISECTIONS = 8  # at most; the search stops once the bracket is within PRECISION
 PRECISION = math.log(1.04)  # the sustainable rate is found to 4%
 OVERLOADED = 0.9  # a trial that serves less than this share of its offered load (SimulationResult.served_ratio) is past capacity
@@ -165,6 +170,13 @@ def _bisect(out: RateSearch, trial: Callable[[float], Trial], a: float, b: float
 
 
 def operating_point(step: StepModel, workload: Workload, cfg: SchedulerConfig, rate: float, *, seed: int = 0,
-                    requests: int = FINAL_REQUESTS) -> SimulationResult:
-    """The replica at the rate it will really see (the fleet's rate / replicas), with more requests."""
-    return _at(step, workload, cfg, rate, requests, seed)
+                    requests: int = FINAL_REQUESTS, max_requests: int = FINAL_MAX_REQUESTS) -> SimulationResult:
+    """The replica at the rate it will really see (the fleet's rate / replicas): ``requests`` simulated (the first 10%
+    left out as warm-up), then 4x as many while TTFT p50 or p90 is not settled to FINAL_SPREAD (relative standard
+    error by batch means), up to ``max_requests``. One long run of one seed rather than several short ones: each
+    run's warm-up would be paid again, and a long window averages over the queue's slow swings as seeds do."""
+    res = _at(step, workload, cfg, rate, requests, seed)
+    while res.ttft_spread > FINAL_SPREAD and requests < max_requests:
+        requests = min(requests * 4, max_requests)
+        res = _at(step, workload, cfg, rate, requests, seed)
+    return res

@@ -47,6 +47,9 @@ class SimulationResult(BaseModel):
         default=1.0, description="Decode tokens/s made in the second half of the measured arrivals over the decode tokens/s "
         "they ask for: about 1 while the replica keeps up, its capacity / the offered load once it falls behind (no drain "
         "time counted, unlike requests_per_s; the first half lets the batch fill).")
+    ttft_spread: float = Field(
+        default=0.0, description="Relative standard error of the window's TTFT p50 and p90 (the larger), by batch means: "
+        "the measured requests cut into SPREAD_BATCHES consecutive batches in arrival order; 0 with too few to tell.")
 
 
 def _percentiles(mean: float, p50: float, p90: float, p99: float) -> Percentiles:
@@ -54,19 +57,19 @@ def _percentiles(mean: float, p50: float, p90: float, p99: float) -> Percentiles
     return Percentiles.model_construct(mean=float(mean), p50=float(p50), p90=float(p90), p99=float(p99))
 
 
+def _q(s: Sequence[float], p: float) -> float:
+    """The ``p`` quantile of the sorted ``s``, linear between ranks."""
+    k = (len(s) - 1) * p
+    lo, hi = int(math.floor(k)), int(math.ceil(k))
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
 def _pct(values: list[float], weights: list[float] | None = None) -> Percentiles:
     if not values:
         return _percentiles(math.nan, math.nan, math.nan, math.nan)
     if weights is None:
         s = sorted(values)
-        n = len(s)
-
-        def q(p: float) -> float:
-            k = (n - 1) * p
-            lo, hi = int(math.floor(k)), int(math.ceil(k))
-            return s[lo] + (s[hi] - s[lo]) * (k - lo)
-
-        return _percentiles(sum(s) / n, q(0.5), q(0.9), q(0.99))
+        return _percentiles(sum(s) / len(s), _q(s, 0.5), _q(s, 0.9), _q(s, 0.99))
     pairs = sorted((v, w) for v, w in zip(values, weights) if w > 0)
     total = sum(w for _, w in pairs)
     if total <= 0:
@@ -98,6 +101,28 @@ def queue_growing(ttfts: Sequence[float]) -> bool | None:
     q = len(ttfts) // 4
     first, last = sorted(ttfts[:q])[q // 2], sorted(ttfts[-q:])[q // 2]
     return last > SATURATION_RATIO * max(first, 1e-9) and last > SATURATION_MIN_TTFT_S
+
+
+SPREAD_BATCHES = 8  # batches for the batch-means standard error of TTFT percentiles (a standard choice: 8-30)
+SPREAD_MIN_BATCH = 10  # requests per batch at least, else no spread is reported
+
+
+def ttft_spread(ttfts: Sequence[float]) -> float:
+    """Relative standard error of the p50 and of the p90 of ``ttfts`` (in arrival order), the larger of the two, by the
+    method of batch means: consecutive requests are correlated (one queue serves them), so the spread of the quantile
+    over SPREAD_BATCHES consecutive batches, / sqrt(batches), stands for the sampling error of the whole window's."""
+    n = len(ttfts) // SPREAD_BATCHES
+    if n < SPREAD_MIN_BATCH:
+        return 0.0
+    worst, everything, batches = 0.0, sorted(ttfts), [sorted(ttfts[i * n:(i + 1) * n]) for i in range(SPREAD_BATCHES)]
+    for p in (0.5, 0.9):
+        per_batch = [_q(b, p) for b in batches]
+        whole = _q(everything, p)
+        mean = sum(per_batch) / SPREAD_BATCHES
+        sd = math.sqrt(sum((v - mean) ** 2 for v in per_batch) / (SPREAD_BATCHES - 1))
+        if whole > 0:
+            worst = max(worst, sd / math.sqrt(SPREAD_BATCHES) / whole)
+    return worst
 
 
 def summarise(log: RunLog, *, warmup: int, offered_rate: float | None) -> SimulationResult:
@@ -135,7 +160,7 @@ def summarise(log: RunLog, *, warmup: int, offered_rate: float | None) -> Simula
         mean_batch=float((sum(log.step_decodes) / steps) if steps else 0.0),
         mean_step_s=float((sum(d * c for d, c in zip(log.step_durations, log.step_counts)) / steps) if steps else 0.0),
         steps=int(steps), preemptions=int(log.preemptions), peak_kv_tokens=int(log.max_kv_tokens), saturated=bool(saturated),
-        notes=[str(n) for n in notes], served_ratio=float(served),
+        notes=[str(n) for n in notes], served_ratio=float(served), ttft_spread=float(ttft_spread(ttft)),
     )
 
 
