@@ -85,6 +85,8 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
     if looks_like_command(text):
         log, flags = log_from_command(text)
         error, kind = None, "command"
+        if try_flags and log.engine != "vllm":
+            engine_try_flags(log.engine, try_flags)  # checked before the model is resolved: a bad flag is one line, exit 2
     else:
         error = find_startup_error(text)
         engine = detect_engine(text) or (_OTHER_ENGINES.get(error.kind.split("_")[0]) if error is not None else None)
@@ -349,9 +351,22 @@ def _setup_notes(log: StartupLog, flags: dict, facts, setup: dict) -> list[str]:
     return notes
 
 
+def engine_try_flags(engine: str, try_flags: list[str]) -> list[str]:
+    """``--try-flags`` words (``--flag=value`` split) when every flag is one of ``engine``'s the ledger reads; else one line."""
+    from ..engines.command_line import edit_pairs, engine_cli
+    from ..errors import RequestError
+
+    words = [part for w in try_flags for part in (w.split("=", 1) if w.startswith("-") and "=" in w else [w])]
+    table = engine_cli(engine).flag_table()
+    unknown = [flag for flag, _ in edit_pairs(engine, words) if flag not in table]
+    if unknown:
+        known = ", ".join(sorted(f for f in table if f.startswith("--")))
+        raise RequestError(f"--try-flags: {unknown[0][:40]!r} is not a {engine} flag the ledger reads ({known}).")
+    return words
+
+
 def _tried_command(log: StartupLog, try_flags: list[str], *, model, gpu, version) -> Edit:
     """SGLang, TGI, llama.cpp: the command with the user's own flags (the engine's spellings) run through the same model."""
-    from ..engines.command_line import edit_pairs, engine_cli
     from ..errors import RequestError
     from ..estimate.memory import estimate_memory
     from .doctor_edits import scenario_edit
@@ -359,12 +374,7 @@ def _tried_command(log: StartupLog, try_flags: list[str], *, model, gpu, version
 
     if log.command is None:
         raise RequestError(f"--try-flags for {log.engine} runs a command line through the memory model; pass the command, not a log.")
-    words = [part for w in try_flags for part in (w.split("=", 1) if w.startswith("-") and "=" in w else [w])]
-    table = engine_cli(log.engine).flag_table()
-    unknown = [flag for flag, _ in edit_pairs(log.engine, words) if flag not in table]
-    if unknown:
-        known = ", ".join(sorted(f for f in table if f.startswith("--")))
-        raise RequestError(f"--try-flags: {unknown[0][:40]!r} is not a {log.engine} flag the ledger reads ({known}).")
+    words = engine_try_flags(log.engine, try_flags)
     tried, flags = log_from_command(apply_edit(log.command, words))
     facts, setup = _model_setup(tried, flags, model=model, gpu=gpu, version=version)
     sc = Scenario(facts, setup, None, StartRule(any_kv=_any_kv(log.engine, flags), min_slots=_min_slots(setup)))

@@ -69,12 +69,12 @@ def log_from_command(command: str) -> tuple[StartupLog, dict[str, int | bool | s
 
     cmd = parse_command(command)
     settings = dict(cmd.settings)
-    log = StartupLog(engine=cmd.engine, command=cmd.text[:2000])
+    log = StartupLog(engine=cmd.engine, command=cmd.text[:2000], engine_version=cmd.image_version)
     extras: dict[str, int | bool | str] = {}
     if cmd.engine == "llama.cpp":
         _llamacpp_settings(settings, extras)
     if cmd.engine == "tgi":
-        _tgi_settings(settings, extras)
+        _tgi_settings(settings, extras, cmd.image_version)
     for setting, value in settings.items():
         if setting in _LOG_FIELDS:
             setattr(log, _LOG_FIELDS[setting], value)
@@ -127,9 +127,18 @@ def _pad(n: int) -> int:
     return -(-n // 256) * 256
 
 
-def _tgi_settings(settings: dict, extras: dict) -> None:
+def _tgi_settings(settings: dict, extras: dict, version: str | None) -> None:
     """TGI: without --max-total-tokens the launcher takes min(KV tokens, the model's length) after warm-up, so any KV
-    pool starts; --cuda-graphs 0 turns CUDA graphs off (launcher/src/main.rs, flash_causal_lm.warmup)."""
+    pool starts; --cuda-graphs 0 turns CUDA graphs off; before 2.4.1 an unset --max-batch-prefill-tokens is
+    max_input_tokens + 50 (launcher/src/main.rs, flash_causal_lm.warmup; data/engine_cli.yaml)."""
+    from ..engines.command_line import engine_cli
+    from ..engines.memory import version_key
+
+    below = engine_cli("tgi").prefill_from_input_below
+    given_input = settings.get("max_input_tokens")
+    if (given_input is not None and "max_num_batched_tokens" not in settings and version and below
+            and version_key(version) < version_key(below)):
+        settings["max_num_batched_tokens"] = given_input + 50
     if "max_model_len" not in settings:
         extras["context-from-memory"] = True
     graphs = str(settings.pop("cuda_graphs", "")).replace(" ", "")

@@ -66,6 +66,8 @@ class EngineCli(BaseModel):
     env: dict[str, Setting]
     memory_fraction_scale: float = Field(default=1.0, gt=0, le=1)
     memory_fraction_scale_source: str | None = None
+    prefill_from_input_below: str | None = None
+    prefill_from_input_source: str | None = None
     source: str = Field(min_length=8)
 
     def flag_table(self) -> dict[str, Option | Switch]:
@@ -107,6 +109,7 @@ class LaunchCommand(BaseModel):
     start: int = Field(description="Index in words of the engine's first argument.")
     settings: dict[str, Value] = Field(default_factory=dict)
     given: dict[str, str] = Field(default_factory=dict, description="Setting -> the flag or variable that gave it.")
+    image_version: str | None = Field(default=None, description="The engine version the container image's tag names (2.2.0, v0.6.4, server-b7200).")
 
 
 def _split(command: str) -> list[str]:
@@ -134,6 +137,15 @@ def find_engine(command: str) -> tuple[str, int] | None:
     return (best[1], best[2]) if best else None
 
 
+_TAG_VERSION = re.compile(r":(?:v|server-)?(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?|b\d{3,5})(?:-[\w.]+)?$")
+
+
+def _image_version(words: list[str]) -> str | None:
+    """The version in the tag of the word before the engine's arguments (an image), if it names one."""
+    m = _TAG_VERSION.search(words[-1]) if words else None
+    return m.group(1) if m else None
+
+
 def looks_like_command(text: str) -> bool:
     """True when ``text`` is a launch command of vLLM, SGLang, TGI or llama.cpp rather than a log: it starts with
     the launcher (after ``NAME=value`` words), or with ``docker run`` naming the engine's image; a short text only."""
@@ -157,6 +169,7 @@ def parse_command(command: str) -> LaunchCommand:
     before, after = _split(command[:offset]), _split(command[offset:])
     cmd = LaunchCommand(engine=engine, text=command.replace("\\\r\n", " ").replace("\\\n", " ").strip(), words=before + after,
                         start=len(before))
+    cmd.image_version = _image_version(before) if before and not before[-1].startswith("-") and ":" in before[-1] else None
     cli = engine_cli(engine)
     _read_env(cli, before, cmd)
     positional = _read_flags(cli, after, cmd)
@@ -200,7 +213,7 @@ def _read_flags(cli: EngineCli, words: list[str], cmd: LaunchCommand) -> list[st
             cmd.settings[entry.setting], cmd.given[entry.setting] = True, name
             continue
         if not eq:
-            if entry.type == "onoff" and (i >= len(words) or words[i].lower() not in _ONOFF):
+            if entry.type == "onoff" and (i >= len(words) or words[i].startswith("-")):
                 cmd.settings[entry.setting], cmd.given[entry.setting] = "on", name  # older builds: -fa with no value
                 continue
             if i >= len(words):
