@@ -151,6 +151,20 @@ def test_bad_command_lines_are_one_line_and_exit_2(argv, words, capsys):
     assert words in err and len(err.splitlines()) == 1
 
 
+def test_cli_json_for_a_command_carries_what_was_read(capsys):
+    import json
+
+    from infer_advisor.calibrate.doctor import Diagnosis
+
+    code = main(["doctor", TGI_2301, "--gpu", "H100-80GB", "--model", "meta-llama/Llama-3.1-70B", "--json"])
+    d = Diagnosis.model_validate(json.loads(capsys.readouterr().out))
+    assert code == 0 and d.input_kind == "command" and d.engine == "tgi"
+    assert (d.engine_version, d.version_source) == ("2.2.0", "the container image's tag")
+    assert d.command_settings == {"model": "meta-llama/Meta-Llama-3.1-70B-Instruct", "max_input_tokens": 131072, "max_model_len": 139264,
+                                  "tp": 4, "image_version": "2.2.0"}
+    assert "command_settings" in Diagnosis.model_json_schema()["properties"]
+
+
 def test_hostile_values_do_not_reach_the_terminal_raw(capsys):
     main(["doctor", "llama-server -m 'evil\x1b[31m\u202e.gguf' -c 4096", "--gpu", "T4"])
     out = capsys.readouterr()

@@ -38,7 +38,7 @@ class Diagnosis(BaseModel):
     input_kind: Literal["log", "command"]
     engine: str
     engine_version: str | None
-    version_source: str = Field(description="log, given (--engine-version), or pinned default.")
+    version_source: str = Field(description="log, given (--engine-version), the container image's tag (a command), or pinned default.")
     generation: Literal["V0", "V1"] | None = None
     model: str | None = None
     gpu: str | None = None
@@ -61,6 +61,9 @@ class Diagnosis(BaseModel):
     edits: list[Edit] = Field(default_factory=list, description="Ranked: those that start first, then by cost.")
     tried: Edit | None = Field(default=None, description="The edit asked for with --try-flags, run through the same model.")
     fixed_command: str | None = Field(default=None, description="For a command line: it with the first edit that starts applied (shell-quoted).")
+    command_settings: dict[str, int | float | str | bool] | None = Field(
+        default=None, description="For a command line: the settings read from it (setting -> value, as the engine's own flags, "
+        "`-e NAME=value` words or the image tag gave them; engines/command_line.py, data/engine_cli.yaml).")
     notes: list[str] = Field(default_factory=list)
 
 
@@ -113,6 +116,8 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
     log.max_model_len = log.max_model_len or max_model_len
     log.gpu_memory_utilization = log.gpu_memory_utilization or gpu_memory_utilization
     version, version_source = _version(log, engine_version)
+    if kind == "command" and version_source == "log":
+        version_source = "the container image's tag"
     diag = Diagnosis(input_kind=kind, engine=log.engine, engine_version=version, version_source=version_source,
                      generation=log.generation or _generation(log.engine, version), model=model or log.model, gpu=gpu or log.gpu_name,
                      gpu_source=gpu_source, tp=(log.tp or 1) * (log.pp or 1), max_model_len=log.max_model_len,
@@ -120,6 +125,11 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
                      error_logged=error is not None)
     if gpu_source and gpu_source != "given":
         diag.notes.append(f"GPU {gpu}: {gpu_source}; pass --gpu to say which.")
+    if kind == "command":
+        from ..engines.command_line import parse_command
+
+        read = parse_command(text)
+        diag.command_settings = dict(read.settings) | ({"image_version": read.image_version} if read.image_version else {})
     return _with_model(diag, log, flags, model=model, gpu=gpu, version=version, try_flags=try_flags)
 
 
@@ -277,6 +287,8 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
         diag.ledger.insert(-1, LedgerLine(term="not explained by the model (from the log's KV figure)", bytes_per_gpu=-residual,
                                           in_budget=True, source="calibrated (log)"))
     diag.binding = binding(base, sc.rule, diag.error)
+    if setup["engine"].kv_preallocated and diag.binding == "weights" and base.weights_bytes_per_gpu < base.gpu_memory_bytes:
+        diag.binding = "KV cache"  # llama.cpp: the weights fit; the n_ctx cells asked for do not
     if diag.error is None and not diag.starts:
         diag.error = predicted_error(base, setup, diag.generation, log.engine)
     _edits_and_fix(diag, log, flags, sc, base, try_flags, model=model, gpu=gpu, version=version)

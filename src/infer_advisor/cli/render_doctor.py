@@ -35,6 +35,8 @@ def print_diagnosis(d) -> None:
         d.gpu_memory_utilization and f"gpu_memory_utilization {d.gpu_memory_utilization:.2f}",
     ] if x)
     console.print(f"[bold]doctor[/bold]: {cell(setup)}")
+    if d.command_settings:
+        console.print("read from the command: " + cell(", ".join(f"{k}={v}" for k, v in d.command_settings.items())), style="dim")
     if d.ledger:
         base = d.budget_base or "total"
         t = Table(title="memory ledger, one GPU" + (f" ({base}: {_gib(d.gpu_memory_bytes)})" if d.gpu_memory_bytes else ""), header_style="bold")
