@@ -5,8 +5,10 @@
     ('max_len_exceeds_kv', 'kv_cache', '--gpu-memory-utilization 0.93')
 
 Input: a start-up log (failed or successful; vLLM V0 or V1, SGLang, TGI or llama.cpp, read by
-:mod:`infer_advisor.engines.startup_log`; the error by :mod:`.startup_errors`) or the vLLM command line about to be run
-(:mod:`.doctor_input`). For vLLM the figures the log printed calibrate the memory model for that setup (:func:`.memory.fit_memory_calibration`: the same fit as
+:mod:`infer_advisor.engines.startup_log`; the error by :mod:`.startup_errors`) or the launch command about to be run
+(vLLM, SGLang, TGI or llama.cpp, read by :mod:`infer_advisor.engines.command_line`; :mod:`.doctor_input` turns it into
+the setup). A command goes through the memory model with the engine's own start rule; its edits are written in the
+engine's own flags and the first that starts is applied to the command (``fixed_command``). For vLLM the figures the log printed calibrate the memory model for that setup (:func:`.memory.fit_memory_calibration`: the same fit as
 ``calibrate --from-log``), so the ledger reproduces the log where it printed a figure and estimates the rest; every
 edit is the same memory model run with one setting changed (:mod:`.doctor_edits`). No byte is added up here.
 SGLang, TGI and llama.cpp logs are worked by each engine's own start-up arithmetic on the figures they printed
