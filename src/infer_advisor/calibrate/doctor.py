@@ -26,6 +26,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .doctor_edits import Edit, LedgerLine, Scenario, StartRule, rank_edits, room_outside_budget, starts, tried_edit
+from .doctor_command import any_kv, engine_try_flags, min_slots, model_setup, setup_notes, tried_command
 from .doctor_ledger import binding, ledger, logged_only, predicted_error
 from .startup_errors import StartupError, find_startup_error
 from ..engines.startup_log import StartupLog
@@ -252,7 +253,7 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
         diag.edits = engine_figure_edits(diag.error, log.max_model_len)
         return diag
     try:
-        facts, setup = _model_setup(log, flags, model=model, gpu=gpu, version=version)
+        facts, setup = model_setup(log, flags, model=model, gpu=gpu, version=version)
     except InferAdvisorError as err:
         diag.notes.append(f"Without the memory model: {err}" + (" (pass --model with the catalog name of the model this file holds)"
                                                                  if log.engine == "llama.cpp" and not model else ""))
@@ -261,7 +262,7 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
         return diag
     diag.gpu = gpu or log.gpu_name
     diag.model = model or log.model
-    diag.notes += _setup_notes(log, flags, facts, setup)
+    diag.notes += setup_notes(log, flags, facts, setup)
     cal = None
     if diag.input_kind == "log" and _has_figures(log):
         try:
@@ -272,8 +273,8 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
     base = _estimate(sc)
     diag.memory_model = True
     sc.rule = _rule(diag.error, base, setup, flags)
-    sc.rule.any_kv = _any_kv(log.engine, flags)
-    sc.rule.min_slots = _min_slots(setup)
+    sc.rule.any_kv = any_kv(log.engine, flags)
+    sc.rule.min_slots = min_slots(setup)
     diag.starts = starts(base, sc.rule)
     diag.gpu_memory_bytes, diag.budget_bytes = base.gpu_memory_bytes, base.budget_bytes_per_gpu
     diag.budget_base = "free at start" if setup["memory"].budget_base == "free_at_start" else "total"
@@ -297,18 +298,6 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
     return diag
 
 
-def _any_kv(engine: str, flags: dict) -> bool:
-    """The engine starts with any KV pool: SGLang always, TGI when it sizes max_total_tokens from memory itself."""
-    from .doctor_engines import engine_flags
-
-    return engine_flags(engine).start_check == "any_kv" or bool(flags.get("context-from-memory"))
-
-
-def _min_slots(setup: dict) -> int:
-    """Slots whose whole context the engine allocates at load (llama.cpp's n_ctx): all must fit; else one request."""
-    return int(setup.get("concurrency", 1)) if setup["engine"].kv_preallocated else 1
-
-
 def _edits_and_fix(diag: Diagnosis, log: StartupLog, flags: dict, sc: Scenario, base, try_flags, *, model, gpu, version) -> None:
     """The ranked edits (in the engine's own flags), the tried edit, and the command with the first edit that starts."""
     if not diag.starts:
@@ -321,7 +310,7 @@ def _edits_and_fix(diag: Diagnosis, log: StartupLog, flags: dict, sc: Scenario, 
         diag.notes.append(f"The KV pool holds {base.kv_cache_tokens:,} tokens, less than one request of {sc.setup['context']:,}: "
                           f"{log.engine} starts, but refuses longer prompts.")
     if try_flags:
-        diag.tried = tried_edit(sc, try_flags) if log.engine == "vllm" else _tried_command(log, try_flags, model=model, gpu=gpu, version=version)
+        diag.tried = tried_edit(sc, try_flags) if log.engine == "vllm" else tried_command(log, try_flags, model=model, gpu=gpu, version=version)
     first = next((e for e in diag.edits if e.starts), None)
     if diag.input_kind == "command" and first is not None and log.command:
         from .doctor_input import apply_edit
@@ -331,69 +320,6 @@ def _edits_and_fix(diag: Diagnosis, log: StartupLog, flags: dict, sc: Scenario, 
         diag.notes.append("The engine raised this error, but the memory model with the log's figures finds the setup starts: "
                           "the log lacks the figure that decided it, so the edits are the engine's own figures only.")
         diag.edits = engine_figure_edits(diag.error, diag.max_model_len)
-
-
-def _model_setup(log: StartupLog, flags: dict, *, model, gpu, version) -> tuple[object, dict]:
-    """(model facts, memory-model arguments) for the setup, with eager mode and LoRA slots where the input asks."""
-    from .memory import setup_for_log
-
-    facts, setup = setup_for_log(log, model=model, gpu=gpu, engine_version=version)
-    if flags.get("enforce-eager"):
-        setup["memory"] = setup["memory"].model_copy(update={"cuda_graph_bytes": 0})
-    if flags.get("enable-lora") and log.engine == "vllm":
-        from ..engines.lora import lora_profile
-
-        prof = lora_profile("vllm", setup["engine_version"])
-        setup["lora_slots"] = int(flags.get("max-loras") or prof.default_max_loras)
-        setup["lora_rank"] = int(flags.get("max-lora-rank") or prof.default_max_lora_rank)
-    return facts, setup
-
-
-def _setup_notes(log: StartupLog, flags: dict, facts, setup: dict) -> list[str]:
-    """Where the ledger reads a command differently from the engine (the command line's own notes)."""
-    notes = [str(v) for k, v in flags.items() if k.startswith("note-")]
-    if flags.get("enable-lora") and log.engine != "vllm":
-        notes.append(f"LoRA buffers of {log.engine} are not in the ledger (vLLM's only).")
-    layers = getattr(facts, "num_hidden_layers", None)
-    if "gpu-layers" in flags and layers and flags["gpu-layers"] < layers:
-        notes.append(f"-ngl {flags['gpu-layers']} of {layers} layers: the ledger counts every layer on the GPU (an upper bound on "
-                     "its memory; the layers left on the CPU run at the CPU's memory bandwidth).")
-    if log.engine == "tgi":
-        notes.append(f"TGI's KV budget: --cuda-memory-fraction x its wiggle room 0.90 (TGI_WIGGLE_ROOM) = {setup['memory_fraction']:.2f} of the total"
-                     + ("; without --max-total-tokens TGI takes min(KV tokens, the model's length), so any KV pool starts."
-                        if flags.get("context-from-memory") else "."))
-    return notes
-
-
-def engine_try_flags(engine: str, try_flags: list[str]) -> list[str]:
-    """``--try-flags`` words (``--flag=value`` split) when every flag is one of ``engine``'s the ledger reads; else one line."""
-    from ..engines.command_line import edit_pairs, engine_cli
-    from ..errors import RequestError
-
-    words = [part for w in try_flags for part in (w.split("=", 1) if w.startswith("-") and "=" in w else [w])]
-    table = engine_cli(engine).flag_table()
-    unknown = [flag for flag, _ in edit_pairs(engine, words) if flag not in table]
-    if unknown:
-        known = ", ".join(sorted(f for f in table if f.startswith("--")))
-        raise RequestError(f"--try-flags: {unknown[0][:40]!r} is not a {engine} flag the ledger reads ({known}).")
-    return words
-
-
-def _tried_command(log: StartupLog, try_flags: list[str], *, model, gpu, version) -> Edit:
-    """SGLang, TGI, llama.cpp: the command with the user's own flags (the engine's spellings) run through the same model."""
-    from ..errors import RequestError
-    from ..estimate.memory import estimate_memory
-    from .doctor_edits import scenario_edit
-    from .doctor_input import apply_edit, log_from_command
-
-    if log.command is None:
-        raise RequestError(f"--try-flags for {log.engine} runs a command line through the memory model; pass the command, not a log.")
-    words = engine_try_flags(log.engine, try_flags)
-    tried, flags = log_from_command(apply_edit(log.command, words))
-    facts, setup = _model_setup(tried, flags, model=model, gpu=gpu, version=version)
-    sc = Scenario(facts, setup, None, StartRule(any_kv=_any_kv(log.engine, flags), min_slots=_min_slots(setup)))
-    return scenario_edit(sc, estimate_memory(facts, **setup), " ".join(words), words, "the edit asked for (--try-flags)", 0.0,
-                         length=setup["context"])
 
 
 def engine_figure_edits(error: StartupError | None, max_model_len: int | None) -> list[Edit]:
