@@ -171,6 +171,24 @@ def test_hostile_values_do_not_reach_the_terminal_raw(capsys):
     assert "\x1b[31m" not in out.out + out.err and "\u202e" not in out.out + out.err
 
 
+@pytest.mark.parametrize("value", [v for v in __import__("tests.probe.hostile", fromlist=["ALL"]).ALL if "\x00" not in v])
+def test_hostile_values_in_a_command_stay_in_their_slot(value, capsys):
+    """The shared hostile corpus as the GGUF path of a failing llama-server command: the terminal shows it escaped
+    (no raw control, no rich markup applied) and the fixed command gives it back as one shell word."""
+    path = value + "-Q4_K_M.gguf"
+    cmd = shlex.join(["llama-server", "-m", path, "-c", "131072", "-ngl", "99"])
+    d = diagnose(cmd, gpu="T4", model="meta-llama/Llama-3.1-8B")
+    assert d.fixed_command and shlex.split(d.fixed_command)[:3] == ["llama-server", "-m", path]
+    main(["doctor", cmd, "--gpu", "T4", "--model", "meta-llama/Llama-3.1-8B"])
+    out = capsys.readouterr().out
+    from tests.probe.hostile import FORMAT_CONTROLS, LINE_BREAKS
+
+    raw = [c for c in FORMAT_CONTROLS + LINE_BREAKS if c not in ("\n", "\r\n") and c in value]
+    assert not any(c in out for c in raw)
+    if value.startswith("[bold red]"):
+        assert "[bold red]" in out  # shown as text, not applied as markup
+
+
 def test_each_engine_answers_under_a_second():
     for cmd, kw in ((TGI_2301, {"gpu": "H100-80GB", "model": "meta-llama/Llama-3.1-70B"}),
                     ("llama-server -m x-Q4_K_M.gguf -c 131072", {"gpu": "T4", "model": "meta-llama/Llama-3.1-8B"}),

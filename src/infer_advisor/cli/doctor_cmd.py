@@ -60,7 +60,9 @@ def _read(source: str) -> str:
         return sys.stdin.read(MAX_LOG_BYTES)
     path = Path(source)
     if not path.is_file():
-        raise RequestError(f"'{source[:80]}' is neither a log file nor a launch command of vLLM, SGLang, TGI or llama.cpp (vllm serve MODEL ..., "
+        from ..untrusted import escape_unsafe
+
+        raise RequestError(f"'{escape_unsafe(source[:80])}' is neither a log file nor a launch command of vLLM, SGLang, TGI or llama.cpp (vllm serve MODEL ..., "
                            "python -m sglang.launch_server ..., text-generation-launcher ... or docker run ... text-generation-inference ..., llama-server ...).")
     try:
         with path.open("rb") as fh:

@@ -149,14 +149,31 @@ def _image_version(words: list[str]) -> str | None:
 def looks_like_command(text: str) -> bool:
     """True when ``text`` is a launch command of vLLM, SGLang, TGI or llama.cpp rather than a log: it starts with
     the launcher (after ``NAME=value`` words), or with ``docker run`` naming the engine's image; a short text only."""
-    if len(text) > MAX_COMMAND_CHARS or "\n" in text.replace("\\\r\n", "").replace("\\\n", "").strip():
+    if len(text) > MAX_COMMAND_CHARS or _newline_outside_quotes(text.replace("\\\r\n", " ").replace("\\\n", " ").strip()):
         return False
     found = find_engine(text)
     if found is None:
         return False
     lead = text[: found[1]].strip().split()
-    return bool(lead) and (lead[0] in ("docker", "podman", "nerdctl", "sudo", "exec", "env") or _ENV_WORD.match(lead[0]) is not None
+    return bool(lead) and (lead[0] in ("docker", "podman", "nerdctl", "sudo", "exec", "env", "nohup", "uv", "uvx") or _ENV_WORD.match(lead[0]) is not None
                            or lead[0] in ("vllm", "python", "python3", "sglang", "text-generation-launcher") or lead[0].endswith("llama-server"))
+
+
+def _newline_outside_quotes(text: str) -> bool:
+    """A line break a POSIX shell would end the command at (a log has many; a command has them only in quotes)."""
+    quote, escaped = "", False
+    for ch in text:
+        if escaped:
+            escaped = False
+        elif ch == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "\n\r":
+            return True
+    return False
 
 
 def parse_command(command: str) -> LaunchCommand:
