@@ -84,8 +84,8 @@ def test_llama_server_commands():
     assert cmd.settings["kv_cache_dtype"] == cmd.settings["kv_cache_dtype_v"] == "q8_0" and cmd.settings["max_num_seqs"] == 1
     log, extras = log_from_command(LLAMA_26297)
     assert log.kv_cache_dtype == "fp8" and log.max_model_len == 50176  # GGML_PAD(50000, 256), as the thread's n_ctx_slot = 50176
-    slots, extras = log_from_command("llama-server -m m-f16.gguf -c 8192 -np 4")
-    assert (slots.max_model_len, slots.max_num_seqs, extras) == (2048, 4, {"ctx-slots": 4})
+    slots, extras = log_from_command("llama-server -m m-f16.gguf -c 8192 -np 4 -ngl 99")
+    assert (slots.max_model_len, slots.max_num_seqs, extras) == (2048, 4, {"ctx-slots": 4, "gpu-layers": 99})
     assert apply_edit(parse_command("llama-server -m m.gguf -c 8192 -ngl 99"), ["--ctx-size", "4096"]) == "llama-server -m m.gguf -ngl 99 --ctx-size 4096"
 
 
@@ -109,7 +109,10 @@ def test_llama_cpp_command_predicts_the_kv_buffer_failure_and_the_context_that_f
     again = diagnose(d.fixed_command, gpu="T4", model="meta-llama/Llama-3.1-8B")
     assert again.starts is True and shlex.split(d.fixed_command)[-4:] == d.edits[0].argv
     shorter = diagnose(apply_edit(parse_command(cmd), context.argv), gpu="T4", model="meta-llama/Llama-3.1-8B")
-    assert shorter.starts is True
+    assert shorter.starts is True and not any("--fit" in n for n in d.notes + shorter.notes)  # -ngl and -c given: --fit changes nothing
+    unset = diagnose(cmd.replace(" -ngl 99", ""), gpu="T4", model="meta-llama/Llama-3.1-8B")
+    assert unset.starts is False and any(n.startswith("-ngl not given: builds with --fit") for n in unset.notes)
+    assert not any("--fit" in n for n in diagnose(cmd.replace(" -ngl 99", " --fit off"), gpu="T4", model="meta-llama/Llama-3.1-8B").notes)
 
 
 def test_tgi_command_refused_max_total_tokens_and_try_flags():

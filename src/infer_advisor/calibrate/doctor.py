@@ -300,6 +300,8 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
 
 def _edits_and_fix(diag: Diagnosis, log: StartupLog, flags: dict, sc: Scenario, base, try_flags, *, model, gpu, version) -> None:
     """The ranked edits (in the engine's own flags), the tried edit, and the command with the first edit that starts."""
+    if not diag.starts and "note-fit" in flags:
+        diag.notes.append(str(flags["note-fit"]))
     if not diag.starts:
         from .doctor_engines import in_engine_flags
 

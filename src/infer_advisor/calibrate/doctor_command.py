@@ -46,7 +46,7 @@ def model_setup(log: StartupLog, flags: dict, *, model, gpu, version) -> tuple[o
 
 def setup_notes(log: StartupLog, flags: dict, facts, setup: dict) -> list[str]:
     """Where the ledger reads a command differently from the engine (the command line's own notes)."""
-    notes = [str(v) for k, v in flags.items() if k.startswith("note-")]
+    notes = [str(v) for k, v in flags.items() if k.startswith("note-") and k != "note-fit"]  # note-fit: only when it fails
     if flags.get("enable-lora") and log.engine != "vllm":
         notes.append(f"LoRA buffers of {log.engine} are not in the ledger (vLLM's only).")
     layers = getattr(facts, "num_hidden_layers", None)

@@ -1,7 +1,7 @@
 """What `infer-advisor doctor` reads: a start-up log, or the launch command that is about to be run.
 
-    >>> log_from_command("llama-server -m llama-3.1-8b-Q4_K_M.gguf -c 32768 -np 4")
-    (StartupLog(engine='llama.cpp', model='llama-3.1-8b-Q4_K_M.gguf', max_model_len=8192, max_num_seqs=4, ...), {'ctx-slots': 4})
+    >>> log_from_command("llama-server -m llama-3.1-8b-Q4_K_M.gguf -c 32768 -np 4 -ngl 99")
+    (StartupLog(engine='llama.cpp', model='llama-3.1-8b-Q4_K_M.gguf', max_model_len=8192, max_num_seqs=4, ...), {'ctx-slots': 4, 'gpu-layers': 99})
 
 A command of vLLM, SGLang, TGI or llama.cpp is read by :mod:`infer_advisor.engines.command_line` (the engines' own
 flag spellings, data/engine_cli.yaml); here its settings become the setup the memory ledger takes: llama.cpp's ``-c``
@@ -110,7 +110,7 @@ def _llamacpp_settings(settings: dict, extras: dict) -> None:
         if ctx is not None:
             settings["max_model_len"] = _pad(ctx)
         else:
-            extras["note-ctx"] = "no -c (or -c 0): the context is the model's n_ctx_train; builds with --fit (on by default since late 2025) lower an unset -c to fit the free memory"
+            extras["note-ctx"] = "no -c (or -c 0): the context is the model's n_ctx_train"
     k, v = str(settings.pop("kv_cache_dtype", "f16")).lower(), str(settings.pop("kv_cache_dtype_v", "f16")).lower()
     if k == v == "q8_0":
         settings["kv_cache_dtype"] = "fp8"  # the memory profile's 8-bit KV for llama.cpp is q8_0 (engine_memory.yaml kv_8bit_dtype)
@@ -120,6 +120,11 @@ def _llamacpp_settings(settings: dict, extras: dict) -> None:
     if layers is not None and str(layers).lstrip("-").isdigit() and int(layers) >= 0:
         extras["gpu-layers"] = int(layers)
     settings.pop("flash_attn", None)
+    unset = [flag for flag, value in (("-ngl", layers), ("-c", ctx)) if value is None]
+    if settings.pop("fit", "on") != "off" and unset:
+        extras["note-fit"] = (f"{' and '.join(unset)} not given: builds with --fit (on by default since ggml-org/llama.cpp PR 16653, late 2025) "
+                              "lower an unset -ngl or -c to fit the free memory, so such a build starts where this ledger, which counts every "
+                              "layer on the GPU at the full context, says it does not (with layers on the CPU: slower)")
 
 
 def _pad(n: int) -> int:
