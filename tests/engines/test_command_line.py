@@ -89,6 +89,20 @@ def test_llama_server_commands():
     assert apply_edit(parse_command("llama-server -m m.gguf -c 8192 -ngl 99"), ["--ctx-size", "4096"]) == "llama-server -m m.gguf -ngl 99 --ctx-size 4096"
 
 
+def test_vllm_image_tag_and_auto_context():
+    cmd = parse_command("docker run --gpus all vllm/vllm-openai:v0.6.4 --model meta-llama/Llama-3.1-8B --max-model-len 16k")
+    assert (cmd.engine, cmd.image_version, cmd.settings) == ("vllm", "0.6.4", {"model": "meta-llama/Llama-3.1-8B", "max_model_len": 16000})
+    tags = {"ghcr.io/ggml-org/llama.cpp:server-cuda-b7200": "b7200", "ghcr.io/ggml-org/llama.cpp:server-cuda": None,
+            "ghcr.io/huggingface/text-generation-inference:3.3.6-rocm": "3.3.6", "ghcr.io/huggingface/text-generation-inference:latest": None}
+    for image, version in tags.items():
+        assert parse_command(f"docker run --gpus all {image} -m m.gguf --model-id m").image_version == version, image
+    log, extras = log_from_command("vllm serve meta-llama/Llama-3.1-8B --max-model-len auto")
+    assert log.max_model_len is None and extras["context-from-memory"]
+    d = diagnose("vllm serve meta-llama/Llama-3.1-8B --max-model-len auto", gpu="L4", engine_version="0.33.0")
+    assert d.starts is True and any(n.startswith("--max-model-len auto") for n in d.notes)
+    assert diagnose("vllm serve meta-llama/Llama-3.1-8B", gpu="L4", engine_version="0.33.0").starts is False  # 131,072 by default
+
+
 def test_commands_and_logs_are_told_apart():
     for text in (TGI_1376, TGI_1197, SGLANG_4895, SGLANG_GLM, LLAMA_13085, "vllm serve m", "CUDA_VISIBLE_DEVICES=0 llama-server -m x.gguf"):
         assert looks_like_command(text), text

@@ -17,7 +17,8 @@ TGI_VALIDATED_PREFILL = 4096
 
 
 def any_kv(engine: str, flags: dict) -> bool:
-    """The engine starts with any KV pool: SGLang always, TGI when it sizes max_total_tokens from memory itself."""
+    """The engine starts with any KV pool: SGLang always, TGI (no --max-total-tokens) and vLLM (--max-model-len auto)
+    when they size the context from memory themselves."""
     from .doctor_engines import engine_flags
 
     return engine_flags(engine).start_check == "any_kv" or bool(flags.get("context-from-memory"))

@@ -75,6 +75,10 @@ def log_from_command(command: str) -> tuple[StartupLog, dict[str, int | bool | s
         _llamacpp_settings(settings, extras)
     if cmd.engine == "tgi":
         _tgi_settings(settings, extras, cmd.image_version)
+    if cmd.engine == "vllm" and settings.get("max_model_len") == -1:  # --max-model-len auto / -1: the longest that fits
+        del settings["max_model_len"]
+        extras["context-from-memory"] = True
+        extras["note-auto"] = "--max-model-len auto: vLLM takes the longest context the KV cache holds (up to the model's), so any KV pool starts"
     for setting, value in settings.items():
         if setting in _LOG_FIELDS:
             setattr(log, _LOG_FIELDS[setting], value)

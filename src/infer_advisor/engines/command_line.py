@@ -138,7 +138,7 @@ def find_engine(command: str) -> tuple[str, int] | None:
     return (best[1], best[2]) if best else None
 
 
-_TAG_VERSION = re.compile(r":(?:v|server-)?(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?|b\d{3,5})(?:-[\w.]+)?$")
+_TAG_VERSION = re.compile(r":(?:v|[a-z]+(?:-[a-z]+)*-)?(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?|b\d{3,5})(?:-[\w.]+)?$")
 
 
 def _image_version(words: list[str]) -> str | None:
@@ -255,6 +255,8 @@ def convert(name: str, value: str, kind: str) -> Value:
         if kind == "int":
             return int(text)
         if kind == "int_k":
+            if text.lower() == "auto":  # vLLM's human_readable_int_or_auto (max_model_len): -1, fit to memory
+                return -1
             if text[-1:] in _SUFFIX:
                 return int(float(text[:-1]) * _SUFFIX[text[-1]])
             return int(text)
