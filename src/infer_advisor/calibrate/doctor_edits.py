@@ -52,7 +52,7 @@ class Edit(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    change: str = Field(description="The edit as vLLM flags, e.g. '--max-model-len 23552'.")
+    change: str = Field(description="The edit in the engine's own flags, e.g. '--max-model-len 23552' (vLLM), '--ctx-size 16384' (llama.cpp).")
     argv: list[str] = Field(description="The flags to add or replace.")
     starts: bool | None = Field(description="The engine's start-up checks pass with this edit (by the memory model's figures, or the "
                                 "engine's own arithmetic on the log's figures); None: the log's figures do not decide it.")
