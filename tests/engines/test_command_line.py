@@ -103,6 +103,13 @@ def test_vllm_image_tag_and_auto_context():
     assert diagnose("vllm serve meta-llama/Llama-3.1-8B", gpu="L4", engine_version="0.33.0").starts is False  # 131,072 by default
 
 
+def test_a_shell_payload_is_the_command():
+    cmd = "/bin/sh -c 'vllm serve meta-llama/Llama-3.1-8B --max-model-len 4096 --gpu-memory-utilization 0.9'"
+    assert looks_like_command(cmd)
+    read = parse_command(cmd)
+    assert read.engine == "vllm" and read.settings == {"model": "meta-llama/Llama-3.1-8B", "max_model_len": 4096, "memory_fraction": 0.9}
+
+
 def test_commands_and_logs_are_told_apart():
     for text in (TGI_1376, TGI_1197, SGLANG_4895, SGLANG_GLM, LLAMA_13085, "vllm serve m", "CUDA_VISIBLE_DEVICES=0 llama-server -m x.gguf"):
         assert looks_like_command(text), text

@@ -156,7 +156,7 @@ def looks_like_command(text: str) -> bool:
     if found is None:
         return False
     lead = text[: found[1]].strip().split()
-    return bool(lead) and (lead[0] in ("docker", "podman", "nerdctl", "sudo", "exec", "env", "nohup", "uv", "uvx") or _ENV_WORD.match(lead[0]) is not None
+    return bool(lead) and (lead[0] in ("docker", "podman", "nerdctl", "sudo", "exec", "env", "nohup", "uv", "uvx", *_SHELLS) or _ENV_WORD.match(lead[0]) is not None
                            or lead[0] in ("vllm", "python", "python3", "sglang", "text-generation-launcher") or lead[0].endswith("llama-server"))
 
 
@@ -183,6 +183,9 @@ def parse_command(command: str) -> LaunchCommand:
     if found is None:
         raise RequestError("Not a vLLM, SGLang, TGI or llama.cpp launch command (vllm serve, python -m sglang.launch_server, "
                            "text-generation-launcher, docker run ...text-generation-inference, llama-server).")
+    inner = _shell_payload(command)
+    if inner is not None:  # sh -c "vllm serve ..." (a container's command): the engine command is the payload
+        return parse_command(inner)
     engine, offset = found
     before, after = _split(command[:offset]), _split(command[offset:])
     cmd = LaunchCommand(engine=engine, text=command.replace("\\\r\n", " ").replace("\\\n", " ").strip(), words=before + after,
@@ -194,6 +197,18 @@ def parse_command(command: str) -> LaunchCommand:
     if "model" not in cmd.settings and cli.positional_model and positional:
         cmd.settings["model"], cmd.given["model"] = positional[0], "positional"
     return cmd
+
+
+_SHELLS = {"sh", "bash", "/bin/sh", "/bin/bash"}
+
+
+def _shell_payload(command: str) -> str | None:
+    """The script of ``sh -c '...'`` / ``bash -c '...'`` (what a Kubernetes or compose command often is), else None."""
+    words = command.strip().split(None, 2)
+    if len(words) < 3 or words[0] not in _SHELLS or words[1] not in ("-c", "-lc", "-ec"):
+        return None
+    rest = _split(command)
+    return rest[2] if len(rest) >= 3 else None
 
 
 def _read_env(cli: EngineCli, words: list[str], cmd: LaunchCommand) -> None:
