@@ -110,7 +110,7 @@ def test_cli_json_schema_and_exit_codes(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 1 and Diagnosis.model_validate(json.loads(out)).edits
     assert main(["doctor", str(tmp_path / "missing.log")]) == 2
-    assert "neither a log file nor a vLLM or SGLang command line" in capsys.readouterr().err
+    assert "neither a log file nor a launch command of vLLM, SGLang, TGI or llama.cpp" in capsys.readouterr().err
     assert main(["doctor", "vllm serve Qwen/Qwen3-8B --max-model-len 4096", "--gpu", "H100-80GB", "--format", "json"]) == 0
     assert main(["schema", "diagnosis"]) == 0 and "Diagnosis" in capsys.readouterr().out
 

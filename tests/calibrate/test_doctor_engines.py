@@ -133,11 +133,11 @@ def test_gpu_inferred_from_the_logs_own_lines():
 @pytest.mark.parametrize("argv, words", [
     (["doctor", "-"], "Nothing in this input looks like"),
     (["doctor", "vllm serve"], "names no model"),
-    (["doctor", "vllm serve m --max-model-len lots"], "is not a int"),
+    (["doctor", "vllm serve m --max-model-len lots"], "is not an integer"),
     (["doctor", "vllm serve meta-llama/Llama-3.1-8B", "--gpu", "H10"], "H10"),
     (["doctor", "vllm serve meta-llama/Llama-3.1-8B", "--tp", "0"], "tp"),
     (["doctor", "vllm serve x", "--model", "nonexistent-org/no-model"], "not found"),
-    (["doctor", "python -m sglang.launch_server --model-path m --tp abc"], "is not a int"),
+    (["doctor", "python -m sglang.launch_server --model-path m --tp abc"], "is not an integer"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, words, capsys, monkeypatch):
     import io

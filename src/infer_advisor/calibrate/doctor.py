@@ -5,8 +5,10 @@
     ('max_len_exceeds_kv', 'kv_cache', '--gpu-memory-utilization 0.93')
 
 Input: a start-up log (failed or successful; vLLM V0 or V1, SGLang, TGI or llama.cpp, read by
-:mod:`infer_advisor.engines.startup_log`; the error by :mod:`.startup_errors`) or the vLLM command line about to be run
-(:mod:`.doctor_input`). For vLLM the figures the log printed calibrate the memory model for that setup (:func:`.memory.fit_memory_calibration`: the same fit as
+:mod:`infer_advisor.engines.startup_log`; the error by :mod:`.startup_errors`) or the launch command about to be run
+(vLLM, SGLang, TGI or llama.cpp, read by :mod:`infer_advisor.engines.command_line`; :mod:`.doctor_input` turns it into
+the setup). A command goes through the memory model with the engine's own start rule; its edits are written in the
+engine's own flags and the first that starts is applied to the command (``fixed_command``). For vLLM the figures the log printed calibrate the memory model for that setup (:func:`.memory.fit_memory_calibration`: the same fit as
 ``calibrate --from-log``), so the ledger reproduces the log where it printed a figure and estimates the rest; every
 edit is the same memory model run with one setting changed (:mod:`.doctor_edits`). No byte is added up here.
 SGLang, TGI and llama.cpp logs are worked by each engine's own start-up arithmetic on the figures they printed
@@ -24,26 +26,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .doctor_edits import Edit, LedgerLine, Scenario, StartRule, rank_edits, room_outside_budget, starts, tried_edit
+from .doctor_command import any_kv, engine_try_flags, min_slots, model_setup, setup_notes, tried_command
+from .doctor_ledger import binding, ledger, logged_only, predicted_error
 from .startup_errors import StartupError, find_startup_error
 from ..engines.startup_log import StartupLog
 
 GIB = 2**30
-# vLLM's own messages, filled with the memory model's figures when the error is predicted rather than logged
-# (V0: worker.py / llm_engine.py; V1: v1/core/kv_cache_utils.py; see startup_errors for the versions read)
-_WORDS = {
-    "no_cache_blocks": "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
-    "max_len_exceeds_kv": "The model's max seq len ({L}) is larger than the maximum number of tokens that can be stored in KV cache ({T}). "
-    "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
-    "kv_needed_exceeds_available": "To serve at least one request with the models's max seq len ({L}), ({need:.2f} GiB KV cache is needed, "
-    "which is larger than the available KV cache memory ({avail:.2f} GiB). Based on the available memory, the estimated maximum model "
-    "length is {M}. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
-    "cuda_oom_graph_capture": "torch.OutOfMemoryError: CUDA out of memory. (while capturing CUDA graphs: {need:.2f} GiB outside the "
-    "budget, {room:.2f} GiB left)",
-    # SGLang model_runner_kv_cache_mixin.init_memory_pool (sglang 226149ac)
-    "sglang_not_enough_memory": "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: "
-    "self.server_args.mem_fraction_static={f}",
-}
-
 
 class Diagnosis(BaseModel):
     """What `infer-advisor doctor` found; ``model_json_schema()`` is the published contract (add fields, never rename)."""
@@ -53,7 +41,7 @@ class Diagnosis(BaseModel):
     input_kind: Literal["log", "command"]
     engine: str
     engine_version: str | None
-    version_source: str = Field(description="log, given (--engine-version), or pinned default.")
+    version_source: str = Field(description="log, given (--engine-version), the container image's tag (a command), or pinned default.")
     generation: Literal["V0", "V1"] | None = None
     model: str | None = None
     gpu: str | None = None
@@ -76,6 +64,9 @@ class Diagnosis(BaseModel):
     edits: list[Edit] = Field(default_factory=list, description="Ranked: those that start first, then by cost.")
     tried: Edit | None = Field(default=None, description="The edit asked for with --try-flags, run through the same model.")
     fixed_command: str | None = Field(default=None, description="For a command line: it with the first edit that starts applied (shell-quoted).")
+    command_settings: dict[str, int | float | str | bool] | None = Field(
+        default=None, description="For a command line: the settings read from it (setting -> value, as the engine's own flags, "
+        "`-e NAME=value` words or the image tag gave them; engines/command_line.py, data/engine_cli.yaml).")
     notes: list[str] = Field(default_factory=list)
 
 
@@ -101,9 +92,7 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
         log, flags = log_from_command(text)
         error, kind = None, "command"
         if try_flags and log.engine != "vllm":
-            from ..errors import RequestError
-
-            raise RequestError(f"--try-flags runs vLLM flags through the memory model; for {log.engine} the edits are listed in its own flags.")
+            engine_try_flags(log.engine, try_flags)  # checked before the model is resolved: a bad flag is one line, exit 2
     else:
         error = find_startup_error(text)
         engine = detect_engine(text) or (_OTHER_ENGINES.get(error.kind.split("_")[0]) if error is not None else None)
@@ -116,7 +105,8 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
             if try_flags:
                 from ..errors import RequestError
 
-                raise RequestError(f"--try-flags runs vLLM flags through the memory model; for {engine} the edits are listed in its own flags.")
+                raise RequestError(f"--try-flags for a {engine} log is not supported: its figures are worked by the engine's own arithmetic; "
+                                   f"pass the {engine} command line (with --gpu) to try flags through the memory model.")
             return _other_engine(text, engine, error, gpu=gpu, model=model, engine_version=engine_version, tp=tp,
                                  max_model_len=max_model_len, memory_fraction=gpu_memory_utilization)
         log = parse_startup_log(text, "vllm", require_kv=False)
@@ -129,6 +119,8 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
     log.max_model_len = log.max_model_len or max_model_len
     log.gpu_memory_utilization = log.gpu_memory_utilization or gpu_memory_utilization
     version, version_source = _version(log, engine_version)
+    if kind == "command" and version_source == "log":
+        version_source = "the container image's tag"
     diag = Diagnosis(input_kind=kind, engine=log.engine, engine_version=version, version_source=version_source,
                      generation=log.generation or _generation(log.engine, version), model=model or log.model, gpu=gpu or log.gpu_name,
                      gpu_source=gpu_source, tp=(log.tp or 1) * (log.pp or 1), max_model_len=log.max_model_len,
@@ -136,6 +128,11 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
                      error_logged=error is not None)
     if gpu_source and gpu_source != "given":
         diag.notes.append(f"GPU {gpu}: {gpu_source}; pass --gpu to say which.")
+    if kind == "command":
+        from ..engines.command_line import parse_command
+
+        read = parse_command(text)
+        diag.command_settings = dict(read.settings) | ({"image_version": read.image_version} if read.image_version else {})
     return _with_model(diag, log, flags, model=model, gpu=gpu, version=version, try_flags=try_flags)
 
 
@@ -246,32 +243,26 @@ def _generation(engine: str, version: str | None) -> Literal["V0", "V1"] | None:
 
 def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, version, try_flags=None) -> Diagnosis:
     from ..errors import InferAdvisorError
-    from .memory import fit_memory_calibration, setup_for_log
+    from .memory import fit_memory_calibration
 
     missing = [flag for flag, value in (("--gpu NAME", gpu or log.gpu_name), ("--model NAME", model or log.model)) if not value]
     if missing:
-        diag.notes.append(f"The log does not name the {' or the '.join(m.split()[0][2:] for m in missing)}: pass {' and '.join(missing)} "
-                          "for the memory model's ledger and ranked edits.")
-        diag.ledger = _logged_only(log)
+        diag.notes.append(f"The {'log' if diag.input_kind == 'log' else 'command'} does not name the "
+                          f"{' or the '.join(m.split()[0][2:] for m in missing)}: pass {' and '.join(missing)} for the memory model's ledger and ranked edits.")
+        diag.ledger = logged_only(log)
         diag.edits = engine_figure_edits(diag.error, log.max_model_len)
         return diag
     try:
-        facts, setup = setup_for_log(log, model=model, gpu=gpu, engine_version=version)
+        facts, setup = model_setup(log, flags, model=model, gpu=gpu, version=version)
     except InferAdvisorError as err:
-        diag.notes.append(f"Without the memory model: {err}")
-        diag.ledger = _logged_only(log)
+        diag.notes.append(f"Without the memory model: {err}" + (" (pass --model with the catalog name of the model this file holds)"
+                                                                 if log.engine == "llama.cpp" and not model else ""))
+        diag.ledger = logged_only(log)
         diag.edits = engine_figure_edits(diag.error, log.max_model_len)
         return diag
     diag.gpu = gpu or log.gpu_name
     diag.model = model or log.model
-    if flags.get("enforce-eager"):
-        setup["memory"] = setup["memory"].model_copy(update={"cuda_graph_bytes": 0})
-    if flags.get("enable-lora"):
-        from ..engines.lora import lora_profile
-
-        prof = lora_profile("vllm", setup["engine_version"])
-        setup["lora_slots"] = int(flags.get("max-loras") or prof.default_max_loras)
-        setup["lora_rank"] = int(flags.get("max-lora-rank") or prof.default_max_lora_rank)
+    diag.notes += setup_notes(log, flags, facts, setup)
     cal = None
     if diag.input_kind == "log" and _has_figures(log):
         try:
@@ -281,17 +272,16 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
     sc = Scenario(facts, setup, cal)
     base = _estimate(sc)
     diag.memory_model = True
-    from .doctor_engines import engine_flags
-
     sc.rule = _rule(diag.error, base, setup, flags)
-    sc.rule.any_kv = engine_flags(log.engine).start_check == "any_kv"
+    sc.rule.any_kv = any_kv(log.engine, flags)
+    sc.rule.min_slots = min_slots(setup)
     diag.starts = starts(base, sc.rule)
     diag.gpu_memory_bytes, diag.budget_bytes = base.gpu_memory_bytes, base.budget_bytes_per_gpu
     diag.budget_base = "free at start" if setup["memory"].budget_base == "free_at_start" else "total"
     diag.gpu_memory_utilization = setup["memory_fraction"]
     diag.max_model_len = setup["context"]
     diag.kv_cache_tokens, diag.max_concurrency = base.kv_cache_tokens, base.max_concurrency
-    diag.ledger = _ledger(base, log, diag.error)
+    diag.ledger = ledger(base, log, diag.error)
     if "free-at-start" in flags and not (diag.error and diag.error.kind == "free_memory_below_utilization"):
         used = int(flags["total-at-start"] - flags["free-at-start"])
         diag.ledger.insert(-1, LedgerLine(term="other processes (used at start)", bytes_per_gpu=used, in_budget=False, source="logged"))
@@ -299,18 +289,30 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
     if residual and "residual" in base.figure_sources:  # what the log's KV says the engine used that no term explains
         diag.ledger.insert(-1, LedgerLine(term="not explained by the model (from the log's KV figure)", bytes_per_gpu=-residual,
                                           in_budget=True, source="calibrated (log)"))
-    diag.binding = _binding(base, sc.rule, diag.error)
+    diag.binding = binding(base, sc.rule, diag.error)
+    if setup["engine"].kv_preallocated and diag.binding == "weights" and base.weights_bytes_per_gpu < base.gpu_memory_bytes:
+        diag.binding = "KV cache"  # llama.cpp: the weights fit; the n_ctx cells asked for do not
     if diag.error is None and not diag.starts:
-        diag.error = _predicted_error(base, setup, diag.generation, log.engine)
+        diag.error = predicted_error(base, setup, diag.generation, log.engine)
+    _edits_and_fix(diag, log, flags, sc, base, try_flags, model=model, gpu=gpu, version=version)
+    return diag
+
+
+def _edits_and_fix(diag: Diagnosis, log: StartupLog, flags: dict, sc: Scenario, base, try_flags, *, model, gpu, version) -> None:
+    """The ranked edits (in the engine's own flags), the tried edit, and the command with the first edit that starts."""
+    if not diag.starts and "note-fit" in flags:
+        diag.notes.append(str(flags["note-fit"]))
     if not diag.starts:
         from .doctor_engines import in_engine_flags
 
-        diag.edits = rank_edits(sc, base) if log.engine == "vllm" else in_engine_flags(rank_edits(sc, base), log.engine)
+        edits = rank_edits(sc, base)
+        diag.edits = edits if log.engine == "vllm" else in_engine_flags(edits, log.engine, context_slots=int(flags.get("ctx-slots", 1)),
+                                                                        max_input_tokens=flags.get("max-input-tokens"))
     if diag.starts and log.engine != "vllm" and base.max_concurrency < 1:
-        diag.notes.append(f"The KV pool holds {base.kv_cache_tokens:,} tokens, less than one request of {setup['context']:,}: "
+        diag.notes.append(f"The KV pool holds {base.kv_cache_tokens:,} tokens, less than one request of {sc.setup['context']:,}: "
                           f"{log.engine} starts, but refuses longer prompts.")
     if try_flags:
-        diag.tried = tried_edit(sc, try_flags)
+        diag.tried = tried_edit(sc, try_flags) if log.engine == "vllm" else tried_command(log, try_flags, model=model, gpu=gpu, version=version)
     first = next((e for e in diag.edits if e.starts), None)
     if diag.input_kind == "command" and first is not None and log.command:
         from .doctor_input import apply_edit
@@ -320,7 +322,6 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
         diag.notes.append("The engine raised this error, but the memory model with the log's figures finds the setup starts: "
                           "the log lacks the figure that decided it, so the edits are the engine's own figures only.")
         diag.edits = engine_figure_edits(diag.error, diag.max_model_len)
-    return diag
 
 
 def engine_figure_edits(error: StartupError | None, max_model_len: int | None) -> list[Edit]:
@@ -365,70 +366,3 @@ def _rule(error: StartupError | None, base, setup: dict, flags: dict) -> StartRu
     if error.kind == "free_memory_below_utilization":
         return StartRule(max_budget_bytes=error.figures["free_bytes"])
     return StartRule()
-
-
-def _ledger(est, log: StartupLog, error: StartupError | None) -> list[LedgerLine]:
-    src = est.figure_sources
-    lines = [LedgerLine(term="weights", bytes_per_gpu=est.weights_bytes_per_gpu, in_budget=True, source=src.get("weights", "estimated"),
-                        logged_bytes=log.weights_bytes, line=log.lines.get("weights_bytes"))]
-    act_in = "activation" not in est.outside_budget_bytes_per_gpu
-    lines.append(LedgerLine(term="activation peak", bytes_per_gpu=est.activation_bytes_per_gpu, in_budget=act_in,
-                            source=src.get("activation", "estimated"), logged_bytes=log.activation_bytes, line=log.lines.get("activation_bytes")))
-    non_torch = sum(est.overhead_bytes_per_gpu.get(k, 0) for k in ("cuda_context", "non_torch", "nccl"))
-    lines.append(LedgerLine(term="non-torch (CUDA context, NCCL, workspaces)", bytes_per_gpu=non_torch, in_budget=True,
-                            source=src.get("non_torch", "estimated"), logged_bytes=log.non_torch_bytes, line=log.lines.get("non_torch_bytes")))
-    graphs_in = est.overhead_bytes_per_gpu.get("cuda_graphs", 0)
-    graphs_out = est.outside_budget_bytes_per_gpu.get("cuda_graphs", 0)
-    lines.append(LedgerLine(term="CUDA graphs", bytes_per_gpu=graphs_in or graphs_out, in_budget=bool(graphs_in),
-                            source=src.get("cuda_graphs", "estimated"), logged_bytes=log.cuda_graph_bytes, line=log.lines.get("cuda_graph_bytes")))
-    lora_in, lora_out = est.overhead_bytes_per_gpu.get("lora", 0), est.outside_budget_bytes_per_gpu.get("lora", 0)
-    if lora_in or lora_out:
-        lines.append(LedgerLine(term="LoRA slots (max_loras x max_lora_rank buffers)", bytes_per_gpu=lora_in or lora_out, in_budget=bool(lora_in),
-                                source=src.get("lora", "estimated")))
-    for term in ("cuda_context", "nccl"):
-        if est.outside_budget_bytes_per_gpu.get(term):
-            lines.append(LedgerLine(term=f"{term.replace('_', ' ')} (outside the budget)", bytes_per_gpu=est.outside_budget_bytes_per_gpu[term],
-                                    in_budget=False, source=src.get(term, "estimated")))
-    if error is not None and error.kind == "free_memory_below_utilization":
-        used = int(error.figures["total_bytes"] - error.figures["free_bytes"])
-        lines.append(LedgerLine(term="other processes (used at start)", bytes_per_gpu=used, in_budget=False, source="logged", line=error.line))
-    lines.append(LedgerLine(term="KV cache", bytes_per_gpu=est.kv_cache_bytes_per_gpu, in_budget=True, source=src.get("residual", "estimated (what is left)"),
-                            logged_bytes=log.kv_cache_bytes, line=log.lines.get("kv_cache_bytes") or log.lines.get("kv_cache_tokens")))
-    return lines
-
-
-def _binding(est, rule: StartRule, error: StartupError | None) -> str:
-    if (error is not None and error.kind == "free_memory_below_utilization") or (
-            rule.max_budget_bytes is not None and est.budget_bytes_per_gpu > rule.max_budget_bytes):
-        return "other processes"
-    if room_outside_budget(est) < rule.min_room_bytes:
-        return "CUDA graphs"
-    if est.kv_cache_bytes_per_gpu <= 0:
-        return "weights" if est.weights_bytes_per_gpu >= est.activation_bytes_per_gpu else "activation peak"
-    return "KV cache"
-
-
-def _predicted_error(est, setup: dict, generation: str | None, engine: str = "vllm") -> StartupError:
-    length = setup["context"]
-    if engine == "sglang" and (est.kv_cache_bytes_per_gpu <= 0 or est.kv_cache_tokens <= 0):
-        return StartupError(kind="sglang_not_enough_memory", line=_WORDS["sglang_not_enough_memory"].format(f=setup["memory_fraction"]))
-    if est.kv_cache_bytes_per_gpu <= 0 or est.kv_cache_tokens <= 0:
-        return StartupError(kind="no_cache_blocks", line=_WORDS["no_cache_blocks"])
-    if est.max_concurrency < 1:
-        need = length * est.kv_cache_bytes_per_token_per_gpu / GIB
-        if generation == "V0":
-            return StartupError(kind="max_len_exceeds_kv", line=_WORDS["max_len_exceeds_kv"].format(L=length, T=est.kv_cache_tokens),
-                                figures={"max_model_len": length, "kv_cache_tokens": est.kv_cache_tokens})
-        words = _WORDS["kv_needed_exceeds_available"].format(L=length, need=need, avail=est.kv_cache_bytes_per_gpu / GIB, M=est.max_context)
-        return StartupError(kind="kv_needed_exceeds_available", line=words, figures={"max_model_len": length})
-    outside = sum(est.outside_budget_bytes_per_gpu.values())
-    room = est.gpu_memory_bytes - est.budget_bytes_per_gpu
-    return StartupError(kind="cuda_oom_graph_capture", line=_WORDS["cuda_oom_graph_capture"].format(need=outside / GIB, room=room / GIB))
-
-
-def _logged_only(log: StartupLog) -> list[LedgerLine]:
-    """The log's own figures, when the memory model cannot be run."""
-    terms = [("weights", "weights_bytes"), ("activation peak", "activation_bytes"), ("non-torch (CUDA context, NCCL, workspaces)", "non_torch_bytes"),
-             ("CUDA graphs", "cuda_graph_bytes"), ("KV cache", "kv_cache_bytes")]
-    return [LedgerLine(term=t, bytes_per_gpu=getattr(log, k), in_budget=t != "CUDA graphs", source="logged", logged_bytes=getattr(log, k),
-                       line=log.lines.get(k)) for t, k in terms if getattr(log, k) is not None]

@@ -52,7 +52,7 @@ class Edit(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    change: str = Field(description="The edit as vLLM flags, e.g. '--max-model-len 23552'.")
+    change: str = Field(description="The edit in the engine's own flags, e.g. '--max-model-len 23552' (vLLM), '--ctx-size 16384' (llama.cpp).")
     argv: list[str] = Field(description="The flags to add or replace.")
     starts: bool | None = Field(description="The engine's start-up checks pass with this edit (by the memory model's figures, or the "
                                 "engine's own arithmetic on the log's figures); None: the log's figures do not decide it.")
@@ -70,6 +70,7 @@ class StartRule:
     min_room_bytes: float = 0.0
     max_budget_bytes: float | None = None
     any_kv: bool = False  # the engine starts with any KV pool (SGLang), not only with one request of the context
+    min_slots: int = 1  # llama.cpp allocates every slot's context at load (n_ctx cells): all of them must fit
 
 
 @dataclass
@@ -89,6 +90,8 @@ def starts(est, rule: StartRule) -> bool:
     """The engine's start-up checks on the memory model's figures (see the module docstring)."""
     if est.kv_cache_bytes_per_gpu <= 0 or est.kv_cache_tokens <= 0 or (est.max_concurrency < 1 and not rule.any_kv):
         return False
+    if rule.min_slots > 1 and est.max_concurrency < rule.min_slots:
+        return False
     if rule.max_budget_bytes is not None and est.budget_bytes_per_gpu > rule.max_budget_bytes:
         return False
     return room_outside_budget(est) >= rule.min_room_bytes
@@ -104,7 +107,7 @@ def _estimate(sc: Scenario, changes: dict, calibration=None):
     return estimate_memory(sc.facts, **setup, calibration=cal)
 
 
-def _edit(sc: Scenario, est, change: str, argv: list[str], cost: str, rank: float, length: int | None = None) -> Edit:
+def scenario_edit(sc: Scenario, est, change: str, argv: list[str], cost: str, rank: float, length: int | None = None) -> Edit:
     if sc.rule.any_kv and est.max_concurrency < 1 and est.kv_cache_tokens > 0:
         cost += f"; the pool holds {est.kv_cache_tokens:,} tokens, less than one request of {length or sc.setup['context']:,} (longer prompts are refused)"
     return Edit(change=change, argv=argv, starts=starts(est, sc.rule), kv_cache_tokens=est.kv_cache_tokens,
@@ -127,7 +130,7 @@ def utilization_edit(sc: Scenario, base) -> Edit | None:
             else:
                 lost = 1 - est.kv_cache_tokens / base.kv_cache_tokens if base.kv_cache_tokens else 0.0
                 cost, rank = f"KV cache {max(lost, 0):.0%} smaller", 0.05 + 0.5 * max(lost, 0)
-            return _edit(sc, est, f"--gpu-memory-utilization {u:.2f}", ["--gpu-memory-utilization", f"{u:.2f}"], cost, rank)
+            return scenario_edit(sc, est, f"--gpu-memory-utilization {u:.2f}", ["--gpu-memory-utilization", f"{u:.2f}"], cost, rank)
         u = round(u + direction * STEP, 2)
     return None
 
@@ -135,7 +138,7 @@ def utilization_edit(sc: Scenario, base) -> Edit | None:
 def max_model_len_edit(sc: Scenario, base) -> Edit | None:
     """The longest max_model_len that starts (rounded down to 256 tokens), when KV is what is short."""
     current = sc.setup["context"]
-    if base.max_concurrency >= 1 and base.kv_cache_bytes_per_gpu > 0:
+    if base.max_concurrency >= max(1, sc.rule.min_slots) and base.kv_cache_bytes_per_gpu > 0:
         return None
     lo, hi = 0, current - 1  # lo: longest known to start (0: none)
     while lo < hi:
@@ -149,7 +152,7 @@ def max_model_len_edit(sc: Scenario, base) -> Edit | None:
     length = lo - lo % ROUND_TOKENS if lo >= 4 * ROUND_TOKENS else lo
     est = _estimate(sc, {"context": length})
     lost = 1 - length / current
-    return _edit(sc, est, f"--max-model-len {length}", ["--max-model-len", str(length)],
+    return scenario_edit(sc, est, f"--max-model-len {length}", ["--max-model-len", str(length)],
                  f"context {current:,} -> {length:,} tokens ({lost:.0%} shorter)", lost, length=length)
 
 
@@ -157,7 +160,7 @@ def kv_fp8_edit(sc: Scenario) -> Edit | None:
     if sc.setup.get("kv_cache_dtype", "auto") != "auto":
         return None
     est = _estimate(sc, {"kv_cache_dtype": "fp8"})
-    return _edit(sc, est, "--kv-cache-dtype fp8", ["--kv-cache-dtype", "fp8"], "KV cache in FP8 (per-tensor scales: a small accuracy cost)", 0.15)
+    return scenario_edit(sc, est, "--kv-cache-dtype fp8", ["--kv-cache-dtype", "fp8"], "KV cache in FP8 (per-tensor scales: a small accuracy cost)", 0.15)
 
 
 def eager_edit(sc: Scenario) -> Edit | None:
@@ -167,10 +170,10 @@ def eager_edit(sc: Scenario) -> Edit | None:
         return None
     cal = sc.calibration.model_copy(update={"cuda_graph_bytes": 0}) if sc.calibration is not None and sc.calibration.cuda_graph_bytes else None
     rule = StartRule(min_room_bytes=max(sc.rule.min_room_bytes - memory.cuda_graph_bytes, 0.0), max_budget_bytes=sc.rule.max_budget_bytes,
-                     any_kv=sc.rule.any_kv)
+                     any_kv=sc.rule.any_kv, min_slots=sc.rule.min_slots)
     eager = Scenario(sc.facts, {**sc.setup, "memory": memory.model_copy(update={"cuda_graph_bytes": 0})}, sc.calibration, rule)
     est = _estimate(eager, {}, calibration=cal)
-    return _edit(eager, est, "--enforce-eager", ["--enforce-eager"], "decode steps without CUDA graphs (slower at small batches)", 0.3)
+    return scenario_edit(eager, est, "--enforce-eager", ["--enforce-eager"], "decode steps without CUDA graphs (slower at small batches)", 0.3)
 
 
 def max_num_seqs_edit(sc: Scenario) -> Edit | None:
@@ -180,7 +183,7 @@ def max_num_seqs_edit(sc: Scenario) -> Edit | None:
             continue
         est = _estimate(sc, {"max_num_seqs": seqs})
         if starts(est, sc.rule):
-            return _edit(sc, est, f"--max-num-seqs {seqs}", ["--max-num-seqs", str(seqs)], f"at most {seqs} requests in a batch (throughput)", 0.2)
+            return scenario_edit(sc, est, f"--max-num-seqs {seqs}", ["--max-num-seqs", str(seqs)], f"at most {seqs} requests in a batch (throughput)", 0.2)
     return None
 
 
@@ -190,7 +193,7 @@ def lora_edit(sc: Scenario) -> Edit | None:
     if slots <= 1:
         return None
     est = _estimate(sc, {"lora_slots": 1})
-    return _edit(sc, est, "--max-loras 1", ["--max-loras", "1"], f"1 adapter per batch instead of {slots} (others are swapped in)", 0.25)
+    return scenario_edit(sc, est, "--max-loras 1", ["--max-loras", "1"], f"1 adapter per batch instead of {slots} (others are swapped in)", 0.25)
 
 
 def tp_edit(sc: Scenario) -> Edit | None:
@@ -199,7 +202,7 @@ def tp_edit(sc: Scenario) -> Edit | None:
     if tp >= 8 or not heads or heads % (2 * tp):
         return None
     est = _estimate(sc, {"tp": 2 * tp})
-    return _edit(sc, est, f"--tensor-parallel-size {2 * tp}", ["--tensor-parallel-size", str(2 * tp)], f"{2 * tp} GPUs per replica instead of {tp}", 0.6)
+    return scenario_edit(sc, est, f"--tensor-parallel-size {2 * tp}", ["--tensor-parallel-size", str(2 * tp)], f"{2 * tp} GPUs per replica instead of {tp}", 0.6)
 
 
 _SETUP_KEYS = {"--max-model-len": ("context", int), "--gpu-memory-utilization": ("memory_fraction", float),
@@ -230,12 +233,12 @@ def tried_edit(sc: Scenario, argv: list[str]) -> Edit:
     if eager:
         eager_sc = Scenario(sc.facts, {**base_sc.setup, "memory": base_sc.setup["memory"].model_copy(update={"cuda_graph_bytes": 0})},
                             sc.calibration, StartRule(max(sc.rule.min_room_bytes - sc.setup["memory"].cuda_graph_bytes, 0.0), sc.rule.max_budget_bytes,
-                                                      sc.rule.any_kv))
+                                                      sc.rule.any_kv, sc.rule.min_slots))
         cal = sc.calibration.model_copy(update={"cuda_graph_bytes": 0}) if sc.calibration is not None and sc.calibration.cuda_graph_bytes else None
         est, base_sc = _estimate(eager_sc, {}, calibration=cal), eager_sc
     else:
         est = _estimate(base_sc, {})
-    return _edit(base_sc, est, " ".join(argv), list(argv), "the edit asked for (--try-flags)", 0.0, length=base_sc.setup["context"])
+    return scenario_edit(base_sc, est, " ".join(argv), list(argv), "the edit asked for (--try-flags)", 0.0, length=base_sc.setup["context"])
 
 
 def rank_edits(sc: Scenario, base) -> list[Edit]:

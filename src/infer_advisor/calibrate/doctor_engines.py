@@ -79,10 +79,16 @@ _KNOB = {"--gpu-memory-utilization": "memory_fraction", "--max-model-len": "cont
          "--tensor-parallel-size": "tp"}
 
 
-def in_engine_flags(edits: list[Edit], engine: str) -> list[Edit]:
+def in_engine_flags(edits: list[Edit], engine: str, *, context_slots: int = 1, max_input_tokens: int | None = None) -> list[Edit]:
     """The memory model's edits (spelled as vLLM flags by :mod:`.doctor_edits`) in ``engine``'s own flags; an edit whose
-    knob the engine lacks (LoRA slots outside vLLM, a utilization for llama.cpp) is left out."""
+    knob the engine lacks (LoRA slots outside vLLM, a utilization for llama.cpp) is left out, and so is a batch-size
+    edit where the engine's batch limit is not a memory knob (TGI's router limit; llama.cpp's slots share ``-c``).
+    ``context_slots``: llama.cpp's ``-c`` holds that many slots of the context; ``max_input_tokens``: TGI's, which
+    must stay under ``--max-total-tokens``; a fraction is divided by the engine's scale (TGI's wiggle room)."""
+    from ..engines.command_line import engine_cli
+
     flags = engine_flags(engine)
+    scale = engine_cli(engine).memory_fraction_scale
     out = []
     for e in edits:
         flag = e.argv[0]
@@ -90,12 +96,27 @@ def in_engine_flags(edits: list[Edit], engine: str) -> list[Edit]:
             argv = list(flags.kv_8bit)
         elif flag == "--enforce-eager":
             argv = list(flags.eager) if flags.eager else None
+        elif flag == "--max-num-seqs" and engine in ("tgi", "llama.cpp"):
+            argv = None
+        elif flag == "--gpu-memory-utilization" and flags.memory_fraction:
+            value = math.ceil(float(e.argv[1]) / scale * 100 - 1e-9) / 100
+            argv = [flags.memory_fraction, f"{value:.2f}"] if value <= 1.0 else None
+        elif flag == "--max-model-len":
+            length = int(e.argv[1]) * context_slots
+            argv = [flags.context, str(length)]
+            if max_input_tokens is not None and max_input_tokens >= length:
+                argv += ["--max-input-tokens", str(length - 1)]
         elif flag in _KNOB and getattr(flags, _KNOB[flag]):
             argv = [getattr(flags, _KNOB[flag]), *e.argv[1:]]
         else:
             argv = None
         if argv:
-            out.append(e.model_copy(update={"argv": argv, "change": " ".join(argv)}))
+            update = {"argv": argv, "change": " ".join(argv)}
+            if flag == "--max-model-len" and context_slots > 1:
+                update["cost"] = f"{e.cost} a slot; {flags.context} holds all {context_slots} slots"
+            if flag == "--kv-cache-dtype" and engine == "llama.cpp":
+                update["cost"] = "KV cache in q8_0 (a small accuracy cost; a quantized V cache needs flash attention: -fa on or auto)"
+            out.append(e.model_copy(update=update))
     return out
 
 

@@ -199,8 +199,14 @@ def _quantization(facts, log: StartupLog) -> str:
     if q in ("fp8", "int8"):
         return q
     if log.engine == "llama.cpp":
-        return _gguf_format(facts, log)
+        return q if q in _known_gguf() else _gguf_format(facts, log)  # a command's file name names its type (gguf-q4_k_m)
     return "none"
+
+
+def _known_gguf() -> set[str]:
+    from ..estimate.formats import formats
+
+    return {name for name in formats().formats if name.startswith("gguf-")}
 
 
 def _gguf_format(facts, log: StartupLog) -> str:

@@ -2,6 +2,7 @@
 
     infer-advisor doctor vllm-startup.log --gpu RTX-3090 --model meta-llama/Llama-3.1-8B
     infer-advisor doctor "vllm serve Qwen/Qwen3-8B --max-model-len 40960 --gpu-memory-utilization 0.4" --gpu A800-80GB
+    infer-advisor doctor "llama-server -m llama-3.1-8b-Q4_K_M.gguf -c 131072 -ngl 99" --gpu RTX-4060-8GB --model meta-llama/Llama-3.1-8B
     kubectl logs pod/vllm-0 | infer-advisor doctor - --gpu H100-80GB --format json
 
 Exit codes: 0 the setup starts (or the log shows a start); 1 it fails (the edits say what starts); 2 bad input.
@@ -18,8 +19,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-HELP = ("Read a failed (or successful) vLLM, SGLang, TGI or llama.cpp start-up log, or a vLLM command line: the memory ledger, the error "
-        "and the edits that start.")
+HELP = ("Read a failed (or successful) vLLM, SGLang, TGI or llama.cpp start-up log, or the engine's launch command: the memory ledger, "
+        "the error and the edits that start.")
 MAX_LOG_BYTES = 32 * 2**20  # a start-up log is a few MiB at most; the rest of a long pod log is not read
 
 
@@ -34,15 +35,16 @@ class DoctorOptions(BaseModel):
     tp: int | None = Field(default=None, gt=0, le=1024, description="GPUs per model instance, when the log does not print it.")
     max_model_len: int | None = Field(default=None, gt=0, description="max_model_len of the run, when the log does not print it.")
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1, description="gpu_memory_utilization of the run, when the log does not print it.")
-    try_flags: str | None = Field(default=None, description="An edit of your own to run through the same model, as vLLM flags in quotes "
-                                  "(e.g. '--max-model-len 20000 --kv-cache-dtype fp8').")
+    try_flags: str | None = Field(default=None, description="An edit of your own to run through the same model, in the engine's flags in quotes "
+                                  "(e.g. '--max-model-len 20000 --kv-cache-dtype fp8'; for a command of SGLang, TGI or llama.cpp its own flags).")
     format: Literal["text", "json"] = Field(default="text", description="Output format.")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     from ._derive import add_model_arguments
 
-    parser.add_argument("source", metavar="LOG_OR_COMMAND", help="A start-up log file, '-' for stdin, or a vLLM command line in quotes.")
+    parser.add_argument("source", metavar="LOG_OR_COMMAND", help="A start-up log file, '-' for stdin, or a launch command line in quotes "
+                        "(vllm serve, python -m sglang.launch_server, text-generation-launcher / docker run ...text-generation-inference, llama-server).")
     add_model_arguments(parser, DoctorOptions)
     parser.add_argument("--json", dest="format", action="store_const", const="json", default=argparse.SUPPRESS,
                         help="Same as --format json.")
@@ -58,7 +60,10 @@ def _read(source: str) -> str:
         return sys.stdin.read(MAX_LOG_BYTES)
     path = Path(source)
     if not path.is_file():
-        raise RequestError(f"'{source[:80]}' is neither a log file nor a vLLM or SGLang command line (vllm serve MODEL ..., python -m sglang.launch_server ...).")
+        from ..untrusted import escape_unsafe
+
+        raise RequestError(f"'{escape_unsafe(source[:80])}' is neither a log file nor a launch command of vLLM, SGLang, TGI or llama.cpp (vllm serve MODEL ..., "
+                           "python -m sglang.launch_server ..., text-generation-launcher ... or docker run ... text-generation-inference ..., llama-server ...).")
     try:
         with path.open("rb") as fh:
             return fh.read(MAX_LOG_BYTES).decode("utf-8", errors="replace")

@@ -1,22 +1,20 @@
 """The text form of a :class:`~infer_advisor.calibrate.doctor.Diagnosis`: the ledger, the error, the ranked edits.
 
-Every value from the log or the user passes :func:`cell` (control and Unicode separator characters dropped, rich
-markup escaped) before it reaches the terminal.
+Every value from the log or the user passes :func:`cell` (the project's one terminal escaper: control and Unicode
+separator characters written as visible escapes, rich markup escaped) before it reaches the terminal.
 """
 
 from __future__ import annotations
 
-import re
-
 from ..formatting import human_bytes
-
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 
 
 def cell(value: object) -> str:
-    from rich.markup import escape
+    """The project's terminal escaper (:func:`infer_advisor.untrusted.terminal_text`): unsafe characters written as
+    visible escapes, rich markup escaped."""
+    from ..untrusted import terminal_text
 
-    return escape(_UNSAFE.sub("", str(value)))
+    return terminal_text(value)
 
 
 def _gib(n: int | None) -> str:
@@ -35,6 +33,8 @@ def print_diagnosis(d) -> None:
         d.gpu_memory_utilization and f"gpu_memory_utilization {d.gpu_memory_utilization:.2f}",
     ] if x)
     console.print(f"[bold]doctor[/bold]: {cell(setup)}")
+    if d.command_settings:
+        console.print("read from the command: " + cell(", ".join(f"{k}={v}" for k, v in d.command_settings.items())), style="dim")
     if d.ledger:
         base = d.budget_base or "total"
         t = Table(title="memory ledger, one GPU" + (f" ({base}: {_gib(d.gpu_memory_bytes)})" if d.gpu_memory_bytes else ""), header_style="bold")
