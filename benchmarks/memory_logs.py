@@ -36,7 +36,10 @@ PROSPECTIVE = HERE / "published" / "startup_logs_prospective.json"  # issue-23 l
 BATCHES = {
     "issue-23": (PROSPECTIVE, "745df12"),
     "issue-23b": (HERE / "published" / "startup_logs_prospective_b.json", "6a41b14"),
+    "issue-23c": (HERE / "published" / "startup_logs_prospective_c.json", "9cdd0b4"),
 }
+# The label each later batch's rows carry in the new-logs table and the prefix of its own summary lines.
+BATCH_LABELS = {"issue-23b": ("batch 2", "batch2_"), "issue-23c": ("batch 3", "batch3_")}
 GIB = 2**30
 
 
@@ -146,9 +149,17 @@ def prospective(out: Path, batch: str = "issue-23") -> int:
         for i, e in by_id.items():
             if e.get("collected") == batch:
                 preds[i] = prediction_record(e, model_ref(e, by_id, Path(tmp)))
-    out.write_text(json.dumps({"predictions": preds}, indent=2) + "\n")
+    out.write_text(json.dumps({"batch": batch, "code_commit": _head_commit(), "predictions": preds}, indent=2) + "\n")
     print(f"wrote {out} ({len(preds)} predictions)")
     return 0
+
+
+def _head_commit() -> str | None:
+    """The checkout's commit, recorded with a batch's prospective figures (None outside a git checkout)."""
+    import subprocess
+
+    done = subprocess.run(["git", "-C", str(HERE), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+    return done.stdout.strip() or None
 
 
 def baseline(entry: dict, model: str) -> int:
@@ -263,7 +274,7 @@ def new_table(rs: list[dict]) -> str:
             e = err(pred, meas)
             return f"{pred:.2f}" if e is None else f"{pred:.2f} ({e:+.1f}%)"
 
-        tok = (f"{t:,}" if t else "-") + (" (batch 2)" if r["batch"] == "issue-23b" else "") + (" †" if r["informed_profile"] else "") + ("" if r["full_attention"] else " (hybrid/SWA)")
+        tok = (f"{t:,}" if t else "-") + (f" ({BATCH_LABELS[r['batch']][0]})" if r["batch"] in BATCH_LABELS else "") + (" †" if r["informed_profile"] else "") + ("" if r["full_attention"] else " (hybrid/SWA)")
         gib = f"{r['measured_gib']}: {g(p['kv_cache_gib'], r['measured_gib'])} / {g(n['kv_cache_gib'], r['measured_gib'])}" if r["measured_gib"] is not None else "-"
         w = r["measured_weights_gib"]
         wt = f"{w}: {g(p['weights_gib'], w)} / {g(n['weights_gib'], w)}" if w else "-"
@@ -344,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(new_table(new))
     s.update(new_summary(new))
-    s.update({f"batch2_{k}": v for k, v in new_summary([r for r in new if r["batch"] == "issue-23b"]).items()})
+    for batch, (_label, prefix) in BATCH_LABELS.items():
+        s.update({f"{prefix}{k}": v for k, v in new_summary([r for r in new if r["batch"] == batch]).items()})
     print()
     for k, v in s.items():
         print(f"{k}: {v:.1f}" if isinstance(v, float) else f"{k}: {v}")

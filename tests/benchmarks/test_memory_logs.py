@@ -89,3 +89,24 @@ def test_a_model_outside_the_catalog_gets_its_transcribed_config(ml):
         ref = ml.model_ref(by_id["llmd-017-qwen3-14b-h100"], by_id, Path(tmp))
         assert (Path(ref) / "config.json").is_file()
         assert ml.predict(by_id["llmd-017-qwen3-14b-h100"], ref) > 0
+
+
+def test_batch3_was_predicted_before_it_was_graded(ml):
+    """Batch 3 (issue 23, session 3): at least 20 logs never used before, each sourced and quoted, with the token figure it
+    printed in its quote (derived figures say so), and predicted by the frozen code (recorded in the file) before any change made in response."""
+    import json
+
+    path, frozen = ml.BATCHES["issue-23c"]
+    data = json.loads(path.read_text())
+    new = [e for e in ml.entries() if e.get("collected") == "issue-23c"]
+    assert len(new) >= 20 and data["batch"] == "issue-23c" and data["code_commit"] and frozen
+    older = {e["source"] for e in ml.entries() if e.get("collected") != "issue-23c"}
+    for e in new:
+        assert e["source"].startswith("https://github.com/") and e["source"] not in older, e["id"]
+        tokens = e["measured"]["kv_cache_tokens"]
+        if tokens and not e.get("derived"):  # a printed figure is in the quote as the engine (or the sweep's record) wrote it
+            assert f"{tokens:,}" in e["quoted"] or f'"kv_cache_tokens": {tokens}' in e["quoted"], e["id"]
+        elif tokens:
+            assert e["kv_cache_tokens_from"].startswith("derived"), e["id"]
+        p = data["predictions"][e["id"]]
+        assert p["outcome"] in ("starts", "refused") and p["kv_cache_gib"] >= 0 and 0 < p["weights_gib"] < 200, e["id"]
