@@ -199,14 +199,14 @@ def _quantization(facts, log: StartupLog) -> str:
     if q in ("fp8", "int8"):
         return q
     if log.engine == "llama.cpp":
-        return q if q in _known_gguf() else _gguf_format(facts, log)  # a command's file name names its type (gguf-q4_k_m)
-    return "none"
+        return q if q in _known_formats() else _gguf_format(facts, log)  # a command's file name names its type (gguf-q4_k_m)
+    return q if q in _known_formats() else "none"  # a weight format the data knows (compressed-tensors-w4a16) is kept
 
 
-def _known_gguf() -> set[str]:
+def _known_formats() -> set[str]:
     from ..estimate.formats import formats
 
-    return {name for name in formats().formats if name.startswith("gguf-")}
+    return set(formats().formats)
 
 
 def _gguf_format(facts, log: StartupLog) -> str:
