@@ -263,16 +263,23 @@ def markdown(per_batch: dict[str, dict]) -> str:
 def side_by_side(pred_file: Path, aic_file: Path) -> dict:
     """Our frozen-profile error beside aiconfigurator's on the points of a batch it modelled (its primary metric)."""
     ours = {r["id"]: r for r in json.loads(pred_file.read_text())["points"] if r["error"] is not None}
-    aic = [a for a in json.loads(aic_file.read_text())["points"] if a.get("modelled") and a.get("primary_error") is not None]
+    aic_report = json.loads(aic_file.read_text())
+    aic = [a for a in aic_report["points"] if a.get("modelled") and a.get("primary_error") is not None]
     both = [(a, ours[a["id"]]) for a in aic if a["id"] in ours]
     med = lambda xs: round(statistics.median(abs(x) for x in xs), 4) if xs else None  # noqa: E731
     out = {"modelled_by_aiconfigurator": len(aic), "also_predicted_by_us": len(both),
            "aiconfigurator_median_abs_error": med([a["primary_error"] for a, _ in both]),
            "ours_median_abs_error": med([o["error"] for _, o in both])}
+    pair = lambda sub: {"points": len(sub), "aiconfigurator": med([a["primary_error"] for a, _ in sub]),  # noqa: E731
+                        "ours": med([o["error"] for _, o in sub])}
     for how in sorted({a.get("comparison") for a, _ in both}):
-        sub = [(a, o) for a, o in both if a.get("comparison") == how]
-        out[how] = {"points": len(sub), "aiconfigurator": med([a["primary_error"] for a, _ in sub]), "ours": med([o["error"] for _, o in sub])}
-    out["points"] = [{"id": a["id"], "engine": a["engine"], "gpu": a["gpu"], "metric": a["primary_metric"],
+        out[how] = pair([(a, o) for a, o in both if a.get("comparison") == how])
+    out["moe"] = pair([(a, o) for a, o in both if o.get("moe")])
+    out["dense"] = pair([(a, o) for a, o in both if not o.get("moe")])
+    out["by_engine"] = {e: pair([(a, o) for a, o in both if a["engine"] == e]) for e in sorted({a["engine"] for a, _ in both})}
+    out["not_modelled_by_aiconfigurator"] = aic_report["summary"].get("not_modelled_reasons")
+    out["points"] = [{"id": a["id"], "engine": a["engine"], "gpu": a["gpu"], "metric": a["primary_metric"], "moe": o.get("moe"),
+                      "layout": (a.get("how_asked") or {}).get("layout"),
                       "aiconfigurator": a["primary_error"], "ours": round(o["error"], 4)} for a, o in both]
     return out
 

@@ -15,12 +15,20 @@ How each mode is asked (aiconfigurator's ``--estimate-mode``):
   static_batch        -> static, batch = the stated batch (all requests start together, no IFB)
   batch1_decode       -> static, batch 1
   prefill             -> static_ctx, batch = stated batch or 1
-  closed_loop         -> agg (in-flight batching) with batch = the stated concurrency
-  offline_throughput  -> agg at batch 64, 128, ..., 8192 (up to the request count), stopping at the first
-                         that does not fit; the best tokens/s is the prediction (the engine picks its own
-                         batch; the sources do not state it); 8192 prompt tokens per step (ctx_tokens), the
+  closed_loop         -> agg (in-flight batching) with batch = the stated concurrency (capped by a stated
+                         --max-running-requests / --max-num-seqs / max_batch_size)
+  offline_throughput  -> agg at batch 64, 128, ..., 8192 (up to the request count or a stated cap), stopping
+                         at the first that does not fit; the best tokens/s among the batches aiconfigurator
+                         does not flag as over the KV cache is the prediction (the engine picks its own batch;
+                         the sources do not state it); 8192 prompt tokens per step (ctx_tokens), the
                          TensorRT-LLM and SGLang default token budget
   open_loop           -> not modelled (a Poisson request rate has no single concurrency to pass)
+Batch sizes are per attention-DP rank, as aiconfigurator counts them.
+Layout: tp and pp as the point states. For MoE models the expert layout (moe_tp/moe_ep) and attention DP
+come from the launch flags the point's notes and quote state, else the engine's default, marked inferred
+(benchmarks/published/aic_layout.py). Weight formats: the point's quantization label, except a checkpoint
+that ships its own quantization_config (gpt-oss MXFP4 experts, block-FP8 DeepSeek/MiniMax/GLM, ModelOpt
+NVFP4), whose formats aiconfigurator reads itself. Each record's ``how_asked`` says which applied.
 Models are passed as a directory holding the infer_advisor catalog's config.json of the point's
 catalog_model, so aiconfigurator sees exactly the layer shapes the dataset names.
 """
@@ -30,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -45,63 +54,99 @@ AIC_REQUIREMENT = "aiconfigurator==0.12.0"
 
 # infer_advisor GPU catalog name -> aiconfigurator system that has collected kernel data (0.12.0 ships
 # systems/data for a100_sxm, h100_sxm, h200_sxm, b200_sxm, b300_sxm, gb200, gb300, l40s, rtx_pro_6000_server,
-# b60; its h100_pcie, a100_pcie, l4 and a30 folders are empty).
-SYSTEMS = {"A100-80GB": "a100_sxm", "H100-80GB": "h100_sxm", "H200": "h200_sxm", "B200": "b200_sxm", "L40S": "l40s"}
+# b60; its h100_pcie, a100_pcie, l4 and a30 folders are empty). The RTX PRO 6000 counts only where the source
+# names the Server Edition (the system aiconfigurator measured).
+SYSTEMS = {"A100-80GB": "a100_sxm", "H100-80GB": "h100_sxm", "H200": "h200_sxm", "B200": "b200_sxm", "L40S": "l40s",
+           "RTX-PRO-6000-Blackwell": "rtx_pro_6000_server"}
 # NIM serves Llama-3.3-70B FP8 TP2 through a TensorRT-LLM profile (the published table does not say which).
 BACKENDS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nim": "trtllm"}
 GEMM_QUANT = {"none": "bfloat16", "fp8": "fp8", "nvfp4": "nvfp4", "awq": "int4_wo", "gptq": "int4_wo"}
+# The point's quantization label that means "the checkpoint as shipped" for each pre-quantized format its
+# config.json names: aiconfigurator then reads the formats from that config itself (mxfp4 experts with bf16
+# dense layers for gpt-oss, block-FP8 for DeepSeek/MiniMax/GLM, ModelOpt NVFP4).
+SHIPPED = {"mxfp4": {"none"}, "fp8": {"fp8"}, "MIXED_PRECISION": {"nvfp4"}, "nvfp4": {"nvfp4"}, "NVFP4": {"nvfp4"}}
 OFFLINE_BATCHES = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 # Prompt tokens one in-flight-batching step may take in offline runs: TensorRT-LLM's default max_num_tokens
 # and SGLang's default chunked_prefill_size are both 8192 (aiconfigurator's own default is one prompt, the ISL).
 OFFLINE_CTX_TOKENS = 8192
-MOE_MODELS = {"mistralai/Mixtral-8x7B-v0.1", "mistralai/Mixtral-8x22B-v0.1", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen1.5-MoE-A2.7B"}
 
 
 # ----------------------------------------------------------------------------------------------- planning
 def plan_job(point, config_dirs: dict[str, str]) -> tuple[dict | None, str | None]:
     """The cli_estimate arguments for one point, or the reason aiconfigurator cannot model it."""
-    if point.engine not in BACKENDS:
-        return None, f"engine {point.engine!r} is not an aiconfigurator backend (trtllm, vllm, sglang)"
-    system = SYSTEMS.get(point.gpu)
-    if system is None:
-        return None, f"no aiconfigurator system with collected data for GPU {point.gpu!r}"
-    if not point.model_in_catalog:
-        return None, f"model {point.model!r} is not in the infer_advisor catalog (no config.json to pass)"
-    if point.quantization not in GEMM_QUANT:
-        return None, f"quantization {point.quantization!r} has no aiconfigurator GEMM mode"
-    if point.mode == "open_loop":
-        return None, "open-loop (Poisson request rate) serving: aiconfigurator estimates a fixed batch/concurrency"
-    if point.pp != 1 or point.dp != 1:
-        return None, "pipeline or data parallelism in the measurement"
-    gemm = GEMM_QUANT[point.quantization]
+    from benchmarks.published import aic_layout  # the worker runs this file in aiconfigurator's venv
+
+    reason = _not_modelled(point)
+    if reason:
+        return None, reason
+    config = json.loads((Path(config_dirs[point.catalog_model]) / "config.json").read_text())
     args: dict = {
         "model_path": config_dirs[point.catalog_model],
-        "system_name": system,
+        "system_name": SYSTEMS[point.gpu],
         "backend_name": BACKENDS[point.engine],
         "isl": max(1, round(point.input_tokens)),
         "osl": max(1, round(point.output_tokens)),
         "tp_size": point.tp,
-        "pp_size": 1,
-        "gemm_quant_mode": gemm,
+        "pp_size": point.pp,
         "kvcache_quant_mode": "fp8" if point.kv_cache_dtype == "fp8" else "bfloat16",
     }
-    if point.catalog_model in MOE_MODELS:
-        # Experts sharded like the dense layers (vLLM's and TensorRT-LLM's default without expert parallelism).
-        args.update(moe_tp_size=point.tp, moe_ep_size=1)
-        args["moe_quant_mode"] = {"bfloat16": "bfloat16", "fp8": "fp8", "nvfp4": "nvfp4"}.get(gemm, "bfloat16")
+    notes = {}
+    shipped = aic_layout.checkpoint_quant(config)
+    if shipped and point.quantization in SHIPPED.get(shipped, ()):
+        notes["quant"] = f"checkpoint's own quantization_config ({shipped}): formats read by aiconfigurator"
+    else:
+        gemm = GEMM_QUANT[point.quantization]
+        args["gemm_quant_mode"] = gemm
+        if aic_layout.is_moe(config):
+            args["moe_quant_mode"] = aic_layout.MOE_QUANT[gemm]
+    if aic_layout.is_moe(config):
+        try:
+            layout = aic_layout.moe_layout(point)
+        except ValueError as err:
+            return None, f"MoE layout: {err}"
+        notes["layout"] = layout.pop("how")
+        args.update(layout)
+        if point.dp != 1 and layout["moe_tp_size"] * layout["moe_ep_size"] != point.tp * point.dp:
+            return None, "data-parallel replicas (aiconfigurator estimates one replica)"
+    elif point.dp != 1:
+        return None, "data-parallel replicas of a dense model (aiconfigurator estimates one replica)"
+    cap, cap_flag = aic_layout.engine_cap(point)
+    if cap:
+        notes["engine_cap"] = f"running requests capped at {cap} ({cap_flag})"
+    # aiconfigurator's batch_size is per attention-DP rank (its global batch is batch_size x attention_dp_size,
+    # sdk/backends/base_backend.py); SGLang splits --max-running-requests over the DP ranks the same way.
+    per_rank = lambda n: max(1, -(-n // args.get("attention_dp_size", 1)))  # noqa: E731
+    sweep = None
     if point.mode in ("static_batch", "batch1_decode"):
-        sweep = None
-        args.update(mode="static", batch_size=point.batch or 1)
+        args.update(mode="static", batch_size=per_rank(point.batch or 1))
     elif point.mode == "prefill":
-        sweep = None
-        args.update(mode="static_ctx", batch_size=point.batch or 1, osl=1)
+        args.update(mode="static_ctx", batch_size=per_rank(point.batch or 1), osl=1)
     elif point.mode == "closed_loop":
-        sweep = None
-        args.update(mode="agg", batch_size=point.concurrency)
+        args.update(mode="agg", batch_size=per_rank(min(point.concurrency, cap or point.concurrency)))
     else:  # offline_throughput
-        sweep = [b for b in OFFLINE_BATCHES if b <= point.num_requests] or [point.num_requests]
+        top = per_rank(min(point.num_requests, cap or point.num_requests))
+        sweep = [b for b in OFFLINE_BATCHES if b <= top] + ([top] if cap and top not in OFFLINE_BATCHES else [])
+        sweep = sweep or [top]
         args.update(mode="agg", ctx_tokens=max(args["isl"], OFFLINE_CTX_TOKENS))
-    return {"id": point.id, "args": args, "batch_sweep": sweep}, None
+    return {"id": point.id, "args": args, "batch_sweep": sweep, "notes": notes}, None
+
+
+def _not_modelled(point) -> str | None:
+    """Why aiconfigurator cannot be asked about this point at all (before any call), or None."""
+    if point.engine not in BACKENDS:
+        return f"engine {point.engine!r} is not an aiconfigurator backend (trtllm, vllm, sglang)"
+    system = SYSTEMS.get(point.gpu)
+    if system is None:
+        return f"no aiconfigurator system with collected data for GPU {point.gpu!r}"
+    if system == "rtx_pro_6000_server" and "server" not in point.gpu_as_stated.lower():
+        return f"no aiconfigurator system for {point.gpu_as_stated!r} (it has data for the Server Edition only)"
+    if not point.model_in_catalog:
+        return f"model {point.model!r} is not in the infer_advisor catalog (no config.json to pass)"
+    if point.quantization not in GEMM_QUANT:
+        return f"quantization {point.quantization!r} has no aiconfigurator GEMM mode"
+    if point.mode == "open_loop":
+        return "open-loop (Poisson request rate) serving: aiconfigurator estimates a fixed batch/concurrency"
+    return None
 
 
 def catalog_config_dirs(points, root: Path) -> dict[str, str]:
@@ -131,42 +176,50 @@ def worker(jobs_path: str, out_path: str) -> None:
     results = {}
     for job in json.loads(Path(jobs_path).read_text()):
         calls = []
-        batches = job["batch_sweep"] or [None]
-        for batch in batches:
+        batches = list(job["batch_sweep"] or [None])
+        i = 0
+        while i < len(batches):
+            batch = batches[i]
+            i += 1
             args = dict(job["args"])
             if batch is not None:
                 args["batch_size"] = batch
-            start = time.perf_counter()
-            try:
-                r = cli_estimate(**args)
-                raw = r.raw
-                calls.append(
-                    {
-                        "batch_size": args["batch_size"],
-                        "seconds": round(time.perf_counter() - start, 3),
-                        "ttft_ms": r.ttft,
-                        "tpot_ms": r.tpot,
-                        "request_latency_ms": _num(raw.get("request_latency")),
-                        "tokens_per_s": _num(raw.get("tokens/s")),
-                        "tokens_per_s_per_gpu": _num(raw.get("tokens/s/gpu")),
-                        "tokens_per_s_per_user": _num(raw.get("tokens/s/user")),
-                        "seq_per_s": _num(raw.get("seq/s")),
-                        "memory_gb": _num(raw.get("memory")),
-                        "backend_version": r.backend_version,
-                    }
-                )
-            except Exception as err:  # noqa: BLE001 - aiconfigurator's own refusal is the result
-                calls.append(
-                    {
-                        "batch_size": args["batch_size"],
-                        "seconds": round(time.perf_counter() - start, 3),
-                        "error": f"{type(err).__name__}: {str(err).splitlines()[0][:300]}",
-                    }
-                )
-                if batch is not None:
-                    break  # larger batches do not fit either
+            calls.append(_estimate(cli_estimate, args))
+            if "error" in calls[-1] and batch is not None:
+                if batch > 1 and "OOM" in calls[-1]["error"] and all("error" in c for c in calls):
+                    batches[i:] = [batch // 2]  # nothing fits yet: the engine would run a smaller batch
+                    continue
+                break  # larger batches do not fit either
         results[job["id"]] = calls
     Path(out_path).write_text(json.dumps({"import_seconds": round(import_s, 3), "results": results}, indent=1))
+
+
+def _estimate(cli_estimate, args: dict) -> dict:
+    """One cli_estimate call: its figures, or aiconfigurator's own refusal (which is the result)."""
+    start = time.perf_counter()
+    try:
+        r = cli_estimate(**args)
+    except Exception as err:  # noqa: BLE001 - aiconfigurator's own refusal is the result
+        return {
+            "batch_size": args["batch_size"],
+            "seconds": round(time.perf_counter() - start, 3),
+            "error": f"{type(err).__name__}: {str(err).splitlines()[0][:300]}",
+        }
+    raw = r.raw
+    return {
+        "batch_size": args["batch_size"],
+        "seconds": round(time.perf_counter() - start, 3),
+        "ttft_ms": r.ttft,
+        "tpot_ms": r.tpot,
+        "request_latency_ms": _num(raw.get("request_latency")),
+        "tokens_per_s": _num(raw.get("tokens/s")),
+        "tokens_per_s_per_gpu": _num(raw.get("tokens/s/gpu")),
+        "tokens_per_s_per_user": _num(raw.get("tokens/s/user")),
+        "seq_per_s": _num(raw.get("seq/s")),
+        "memory_gb": _num(raw.get("memory")),
+        "backend_version": r.backend_version,
+        "kv_cache_warning": getattr(r, "kv_cache_warning", None),
+    }
 
 
 def _num(value):
@@ -182,18 +235,28 @@ def predictions(point, calls: list[dict]) -> tuple[dict, dict | None]:
     ok = [c for c in calls if "error" not in c]
     if not ok:
         return {}, None
+    # A batch aiconfigurator itself says exceeds the KV cache would be queued by the engine: not a candidate
+    # for the best of a sweep while a smaller batch fits.
+    ok = [c for c in ok if not c.get("kv_cache_warning")] or ok
     best = max(ok, key=lambda c: c["tokens_per_s"] or 0.0) if len(ok) > 1 else ok[0]
     isl = max(1, round(point.input_tokens))
+    osl = max(1, round(point.output_tokens))
+    # In agg mode aiconfigurator's tokens/s counts the osl - 1 tokens of the generation phase (tokens/s =
+    # seq/s x (osl - 1)); static mode counts osl. The benchmarks count every output token: seq/s x osl.
+    tps = best["tokens_per_s"]
+    per_output = best["seq_per_s"] * osl / tps if (tps and best["seq_per_s"]) else 1.0
     pred = {
         "ttft_s": best["ttft_ms"] / 1000.0,
         "tpot_s": best["tpot_ms"] / 1000.0 if best["tpot_ms"] else None,
         "itl_s": best["tpot_ms"] / 1000.0 if best["tpot_ms"] else None,
         "e2e_s": best["request_latency_ms"] / 1000.0 if best["request_latency_ms"] else None,
-        "output_tokens_per_s": best["tokens_per_s"],
-        "output_tokens_per_s_per_gpu": best["tokens_per_s_per_gpu"],
+        "output_tokens_per_s": best["tokens_per_s"] * per_output if best["tokens_per_s"] else None,
+        "output_tokens_per_s_per_gpu": best["tokens_per_s_per_gpu"] * per_output if best["tokens_per_s_per_gpu"] else None,
         "output_tokens_per_s_per_user": best["tokens_per_s_per_user"],
         "requests_per_s": best["seq_per_s"],
         "prefill_tokens_per_s": isl * (best["batch_size"] or 1) / (best["ttft_ms"] / 1000.0) if best["ttft_ms"] else None,
+        # prompt and generated tokens per second: requests per second times the tokens of one request
+        "total_tokens_per_s": best["seq_per_s"] * (isl + osl) if best["seq_per_s"] else None,
     }
     present = point.metrics.present()
     return {k: v for k, v in pred.items() if k in present and v}, best
@@ -258,6 +321,7 @@ def run(only: list[str] | None, out: Path, data_file: Path | None = None) -> dic
             api_call="aiconfigurator.cli.api.cli_estimate(**args)",
             args=args,
             batch_sweep=job["batch_sweep"],
+            how_asked=job["notes"],
             calls=calls,
             call_seconds=[c["seconds"] for c in calls],
         )
@@ -349,9 +413,23 @@ def _count_reasons(records):
     counts: dict[str, int] = {}
     for r in records:
         if not r.get("modelled"):
-            key = r.get("reason", "").split(" for GPU")[0].split(" (")[0].split(": ")[0]
+            key = _reason_key(r.get("reason", ""), r.get("aic_system"))
             counts[key] = counts.get(key, 0) + 1
-    return counts
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def _reason_key(reason: str, system: str | None = None) -> str:
+    """A refusal without its per-point detail (paths, kernel keys), so that like refusals count together."""
+    prefix = "aiconfigurator refused: "
+    if not reason.startswith(prefix):
+        return reason.split(" (")[0]
+    msg = reason[len(prefix):]
+    missing = re.search(r'(\w+) data missing for \w+ \{ quant: "(\w+)"', msg)
+    if missing:
+        return f"aiconfigurator: no {missing[1]} kernel data for {missing[2]} on {system}"
+    for stop in (" {", " at /", " with the given", ". Supported", " for GPU", "; "):
+        msg = msg.split(stop)[0]
+    return "aiconfigurator: " + msg[:140]
 
 
 def _can_unshare() -> bool:

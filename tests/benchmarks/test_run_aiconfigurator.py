@@ -56,6 +56,56 @@ def test_offline_points_sweep_batches_up_to_the_request_count(points, dirs):
 def test_moe_points_shard_experts_like_the_dense_layers(points, dirs):
     job, _ = rac.plan_job(points["vllm-ci-9515-mixtral8x7b_tp2"], dirs)
     assert (job["args"]["moe_tp_size"], job["args"]["moe_ep_size"], job["args"]["moe_quant_mode"]) == (2, 1, "bfloat16")
+    assert job["notes"]["layout"].startswith("inferred: vllm default")
+
+
+@pytest.fixture(scope="module")
+def batch3(tmp_path_factory):
+    pts = {p.id: p for p in load_dataset(Path(rac.HERE) / "prospective" / "batch3.yaml").points}
+    return pts, rac.catalog_config_dirs(pts.values(), tmp_path_factory.mktemp("models3"))
+
+
+def test_stated_expert_parallel_is_passed(batch3):
+    pts, dirs = batch3
+    for tp in (8, 4):
+        job, _ = rac.plan_job(pts[f"inferencex832-h100-minimax-m25-fp8-vllm-tp{tp}-ep{tp}-c4-1k-1k"], dirs)
+        a = job["args"]
+        assert (a["tp_size"], a["attention_dp_size"], a["moe_tp_size"], a["moe_ep_size"]) == (tp, 1, 1, tp)
+        assert job["notes"]["layout"] == f"stated: expert parallel {tp} (EP={tp})"
+
+
+def test_dp_attention_splits_the_width_and_the_batch_per_rank(batch3):
+    pts, dirs = batch3
+    job, _ = rac.plan_job(pts["sglang-cookbook-glm52-h200-fp8-tp8-dpattn8-c1024-8192-1024"], dirs)
+    a = job["args"]
+    # --dp 8 --enable-dp-attention with DeepEP: attention tp 1 x 8 ranks, experts over 8 ranks; the stated
+    # --max-running-requests 256 caps the 1024 clients and aiconfigurator counts the batch per DP rank.
+    assert (a["tp_size"], a["attention_dp_size"], a["moe_tp_size"], a["moe_ep_size"]) == (1, 8, 1, 8)
+    assert a["batch_size"] == 32 and "256" in job["notes"]["engine_cap"]
+
+
+def test_a_prequantized_checkpoint_keeps_its_own_formats(batch3):
+    pts, dirs = batch3
+    job, _ = rac.plan_job(pts["gpustack-gpt-oss-120b-a100-vllm0110-tp1-sharegpt-n1000"], dirs)
+    assert "gemm_quant_mode" not in job["args"] and "moe_quant_mode" not in job["args"]
+    assert "mxfp4" in job["notes"]["quant"]
+    assert (job["args"]["moe_tp_size"], job["args"]["moe_ep_size"]) == (1, 1)
+
+
+def test_rtx_pro_6000_only_as_the_server_edition(points, dirs):
+    point = points["vllm-ci-9515-llama8b_tp1"]
+    server = point.model_copy(update={"gpu": "RTX-PRO-6000-Blackwell", "gpu_as_stated": "RTX PRO 6000 Server Edition"})
+    job, _ = rac.plan_job(server, dirs)
+    assert job["args"]["system_name"] == "rtx_pro_6000_server"
+    workstation = server.model_copy(update={"gpu_as_stated": "RTX PRO 6000 Blackwell Workstation Edition"})
+    job, why = rac.plan_job(workstation, dirs)
+    assert job is None and "Server Edition" in why
+
+
+def test_dense_replicas_are_not_modelled(points, dirs):
+    point = points["vllm-ci-9515-llama8b_tp1"].model_copy(update={"dp": 2, "gpu_count": 2})
+    job, why = rac.plan_job(point, dirs)
+    assert job is None and "replicas" in why
 
 
 def test_prefill_point_is_a_context_only_estimate(points, dirs):
@@ -91,7 +141,20 @@ def test_predictions_pick_the_best_sweep_call_and_convert_units(points):
     ]
     pred, best = rac.predictions(point, calls)
     assert best["batch_size"] == 128
-    assert pred == {"output_tokens_per_s": 9000.0}
+    # output tokens are requests x the output length (aiconfigurator's agg tokens/s leaves out the first token)
+    assert pred == {"output_tokens_per_s": pytest.approx(9.0 * round(point.output_tokens))}
+    calls[1]["kv_cache_warning"] = "Requested batch_size (128) exceeds estimated KV cache capacity"
+    pred, best = rac.predictions(point, calls)
+    assert best["batch_size"] == 64  # the engine would queue what does not fit
+
+
+def test_total_tokens_are_requests_times_prompt_and_output(points):
+    point = next(p for p in points.values() if p.primary_metric == "total_tokens_per_s" and p.mode == "offline_throughput")
+    calls = [{"batch_size": 64, "ttft_ms": 100.0, "tpot_ms": 10.0, "request_latency_ms": 1e4, "tokens_per_s": 600.0,
+              "tokens_per_s_per_gpu": 600.0, "tokens_per_s_per_user": 10.0, "seq_per_s": 2.0}]
+    pred, _ = rac.predictions(point, calls)
+    tokens = max(1, round(point.input_tokens)) + max(1, round(point.output_tokens))
+    assert pred["total_tokens_per_s"] == pytest.approx(2.0 * tokens)
 
 
 def test_shipped_results_name_existing_points():
