@@ -360,7 +360,8 @@ def run(only: list[str] | None, out: Path, data_file: Path | None = None) -> dic
         "not_modelled_reasons": _count_reasons(records),
     }
     report = {
-        "generated_by": "python benchmarks/published/run_aiconfigurator.py" + (" --only ..." if only else ""),
+        "generated_by": "PYTHONPATH=src:. python benchmarks/published/run_aiconfigurator.py"
+        + (f" --data {_rel(data_file)} --out {_rel(out)}" if data_file else "") + (" --only ..." if only else ""),
         "aiconfigurator": {
             "requirement": AIC_REQUIREMENT,
             "version": version,
@@ -388,6 +389,11 @@ def run(only: list[str] | None, out: Path, data_file: Path | None = None) -> dic
     }
     out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     return report
+
+
+def _rel(path: Path) -> str:
+    path = Path(path).resolve()
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
 def _sanitize(call: dict, dirs: dict[str, str]) -> dict:
