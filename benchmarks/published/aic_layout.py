@@ -12,7 +12,9 @@ nothing, the engine's own default is taken and the layout is marked inferred:
   and ``--moe-a2a-backend deepep`` set it to tp (python/sglang/srt/server_args.py ``_handle_a2a_moe``);
   ``--enable-dp-attention --dp N`` runs attention data-parallel over N groups of tp/N.
 - TensorRT-LLM: ``Mapping`` without moe sizes takes ``moe_tp_size = tp_size, moe_ep_size = 1``
-  (tensorrt_llm/mapping.py); ``--ep_size N`` / ``moe_expert_parallel_size`` set EP;
+  (tensorrt_llm/mapping.py; "Tensor Parallel (default pattern)",
+  https://nvidia.github.io/TensorRT-LLM/advanced/expert-parallelism.html); ``--ep_size N`` /
+  ``moe_expert_parallel_size`` set EP;
   ``enable_attention_dp: true`` runs attention data-parallel over all tp ranks.
 """
 
