@@ -7,7 +7,8 @@ launch flags are in a point's quote and notes, so they are read from there. Wher
 nothing, the engine's own default is taken and the layout is marked inferred:
 
 - vLLM: experts are sharded like the dense layers unless ``--enable-expert-parallel`` is passed, which puts
-  them over all tp x dp ranks (vllm/model_executor/layers/fused_moe/config.py ``FusedMoEParallelConfig``).
+  them whole over the ranks; with ``--data-parallel-size`` attention runs per DP rank and the experts span all
+  tp x dp ranks either way (vllm/model_executor/layers/fused_moe/config.py ``FusedMoEParallelConfig.make``).
 - SGLang: ``ep_size`` defaults to 1 (experts TP-sharded); ``--ep/--ep-size N`` sets it, ``--enable-ep-moe``
   and ``--moe-a2a-backend deepep`` set it to tp (python/sglang/srt/server_args.py ``_handle_a2a_moe``);
   ``--enable-dp-attention --dp N`` runs attention data-parallel over N groups of tp/N.
@@ -32,6 +33,7 @@ _EP_ALL = re.compile(
     r"--enable-expert-parallel|enable_expert_parallel:\s*true|--enable-ep-moe|--moe-a2a-backend[ =]deepep|\bDeepEP\b", re.I
 )
 _DP_ATTN = re.compile(r"--enable-dp-attention|enable_attention_dp:?\s*true", re.I)
+_VLLM_DP = re.compile(r"--data-parallel-size|data_parallel_size|\s-dp\s")
 _DP_N = re.compile(r"--dp(?:[-_]size)?[ =]+(\d+)")
 _CAP = re.compile(r"(?:--max-running-requests|--max-num-seqs|--max_batch_size|max_batch_size:)[ =]*(\d+)")
 
@@ -60,10 +62,11 @@ def moe_layout(point) -> dict:
     stated = []
     width = point.tp
     attention_dp = 1
-    if point.dp > 1 and _EP_ALL.search(text):
-        # vLLM --data-parallel-size N --enable-expert-parallel: attention per replica, experts over tp x dp ranks.
+    if point.dp > 1 and (_EP_ALL.search(text) or (point.engine == "vllm" and _VLLM_DP.search(text))):
+        # vLLM --data-parallel-size N on an MoE model: attention per DP rank, the experts over all tp x dp ranks,
+        # TP-sharded or, with --enable-expert-parallel, whole (FusedMoEParallelConfig.flatten_tp_across_dp).
         width, attention_dp = point.tp * point.dp, point.dp
-        stated.append(f"attention data-parallel x{point.dp} (dp={point.dp} with expert parallel)")
+        stated.append(f"attention data-parallel x{point.dp} (dp={point.dp}, one engine over tp x dp ranks)")
     elif _DP_ATTN.search(text):
         dp = _DP_N.search(text)
         # TensorRT-LLM's enable_attention_dp runs attention on every rank alone; SGLang's --dp N picks N groups.

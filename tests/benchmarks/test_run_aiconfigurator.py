@@ -169,3 +169,16 @@ def test_shipped_results_name_existing_points():
         assert r["error"][r["primary_metric"]] == pytest.approx(
             r["predicted"][r["primary_metric"]] / r["measured"][r["primary_metric"]] - 1, abs=1e-3
         )
+
+
+def test_vllm_data_parallel_moe_spans_experts_over_all_ranks(batch3):
+    pts, dirs = batch3
+    base = pts["inferencex832-h100-minimax-m25-fp8-vllm-tp4-ep4-c4-1k-1k"]
+    # vLLM flattens TP across DP for the experts (FusedMoEParallelConfig.make): DP2 x TP4 shards them over 8 ranks.
+    tp_sharded = base.model_copy(update={"dp": 2, "gpu_count": 8, "quote": "vllm serve ... --data-parallel-size 2",
+                                         "notes": "TP=4 with --data-parallel-size 2."})
+    a = rac.plan_job(tp_sharded, dirs)[0]["args"]
+    assert (a["tp_size"], a["attention_dp_size"], a["moe_tp_size"], a["moe_ep_size"]) == (4, 2, 8, 1)
+    whole = tp_sharded.model_copy(update={"notes": "TP=4 with --data-parallel-size 2 --enable-expert-parallel."})
+    a = rac.plan_job(whole, dirs)[0]["args"]
+    assert (a["tp_size"], a["attention_dp_size"], a["moe_tp_size"], a["moe_ep_size"]) == (4, 2, 1, 8)
