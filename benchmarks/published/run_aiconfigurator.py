@@ -17,11 +17,12 @@ How each mode is asked (aiconfigurator's ``--estimate-mode``):
   prefill             -> static_ctx, batch = stated batch or 1
   closed_loop         -> agg (in-flight batching) with batch = the stated concurrency (capped by a stated
                          --max-running-requests / --max-num-seqs / max_batch_size)
-  offline_throughput  -> agg at batch 64, 128, ..., 8192 (up to the request count or a stated cap), stopping
-                         at the first that does not fit; the best tokens/s among the batches aiconfigurator
-                         does not flag as over the KV cache is the prediction (the engine picks its own batch;
-                         the sources do not state it); 8192 prompt tokens per step (ctx_tokens), the
-                         TensorRT-LLM and SGLang default token budget
+  offline_throughput  -> agg at batch 64, 128, ..., 8192 (up to the request count or a stated cap) until one
+                         does not fit (aiconfigurator's out-of-memory refusal or its over-the-KV-cache warning),
+                         then the largest batch that fits is bisected to within 1/8; the best tokens/s among
+                         the batches that fit is the prediction (the engine picks its own batch; the sources
+                         do not state it); 8192 prompt tokens per step (ctx_tokens), the TensorRT-LLM and
+                         SGLang default token budget
   open_loop           -> not modelled (a Poisson request rate has no single concurrency to pass)
 Batch sizes are per attention-DP rank, as aiconfigurator counts them.
 Layout: tp and pp as the point states. For MoE models the expert layout (moe_tp/moe_ep) and attention DP
@@ -176,22 +177,39 @@ def worker(jobs_path: str, out_path: str) -> None:
     results = {}
     for job in json.loads(Path(jobs_path).read_text()):
         calls = []
-        batches = list(job["batch_sweep"] or [None])
-        i = 0
-        while i < len(batches):
-            batch = batches[i]
-            i += 1
-            args = dict(job["args"])
-            if batch is not None:
-                args["batch_size"] = batch
-            calls.append(_estimate(cli_estimate, args))
-            if "error" in calls[-1] and batch is not None:
-                if batch > 1 and "OOM" in calls[-1]["error"] and all("error" in c for c in calls):
-                    batches[i:] = [batch // 2]  # nothing fits yet: the engine would run a smaller batch
-                    continue
-                break  # larger batches do not fit either
+        if not job["batch_sweep"]:
+            calls.append(_estimate(cli_estimate, dict(job["args"])))
+        else:
+            _sweep(cli_estimate, job, calls)
         results[job["id"]] = calls
     Path(out_path).write_text(json.dumps({"import_seconds": round(import_s, 3), "results": results}, indent=1))
+
+
+def _sweep(cli_estimate, job: dict, calls: list[dict]) -> None:
+    """An offline point: batches up the sweep until one does not fit, then the largest that fits below it.
+
+    "Does not fit" is aiconfigurator's own out-of-memory refusal or its warning that the batch exceeds the KV
+    cache (the engine would queue the excess): the engine runs the largest batch that fits, so the gap between
+    the last batch that fits and the first that does not is bisected to within 1/8.
+    """
+    call = lambda b: calls.append(_estimate(cli_estimate, {**job["args"], "batch_size": b})) or calls[-1]  # noqa: E731
+    too_big = lambda c: c.get("kv_cache_warning") or "OOM" in c.get("error", "")  # noqa: E731
+    fits = 0
+    for batch in job["batch_sweep"]:
+        c = call(batch)
+        if "error" in c and not too_big(c):
+            return  # aiconfigurator's refusal (no data, unsupported): larger batches are refused alike
+        if not too_big(c):
+            fits = batch
+            continue
+        hi = batch
+        while hi - fits > max(1, fits // 8):
+            mid = (fits + hi) // 2 if fits else hi // 2
+            if too_big(call(mid)) or "error" in calls[-1]:
+                hi = mid
+            else:
+                fits = mid
+        return
 
 
 def _estimate(cli_estimate, args: dict) -> dict:

@@ -182,3 +182,24 @@ def test_vllm_data_parallel_moe_spans_experts_over_all_ranks(batch3):
     whole = tp_sharded.model_copy(update={"notes": "TP=4 with --data-parallel-size 2 --enable-expert-parallel."})
     a = rac.plan_job(whole, dirs)[0]["args"]
     assert (a["tp_size"], a["attention_dp_size"], a["moe_tp_size"], a["moe_ep_size"]) == (4, 2, 1, 8)
+
+
+class _Estimate:
+    """What cli_estimate returns, for a model whose KV cache holds ``capacity`` requests (a test double)."""
+
+    def __init__(self, batch_size, capacity):
+        self.ttft, self.tpot, self.backend_version = 100.0, 10.0, "x"
+        self.raw = {"tokens/s": float(batch_size), "seq/s": batch_size / 100.0}
+        self.kv_cache_warning = "exceeds estimated KV cache capacity" if batch_size > capacity else None
+
+
+def test_offline_sweep_finds_the_largest_batch_that_fits_the_kv_cache():
+    job = {"args": {"mode": "agg"}, "batch_sweep": [64, 128, 256, 512, 1024]}
+    calls = []
+    rac._sweep(lambda **a: _Estimate(a["batch_size"], capacity=300), job, calls)
+    fitting = [c["batch_size"] for c in calls if not c["kv_cache_warning"]]
+    assert 300 * 7 / 8 <= max(fitting) <= 300
+    assert [c["batch_size"] for c in calls][:4] == [64, 128, 256, 512]  # stops climbing at the first that does not fit
+    calls = []
+    rac._sweep(lambda **a: _Estimate(a["batch_size"], capacity=20), job, calls)  # even 64 is too many
+    assert 17 <= max(c["batch_size"] for c in calls if not c["kv_cache_warning"]) <= 20
