@@ -25,7 +25,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .doctor_edits import Edit, LedgerLine, Scenario, StartRule, rank_edits, room_outside_budget, starts, tried_edit
+from .doctor_edits import (Edit, LedgerLine, Scenario, StartRule, graph_pool_bytes, rank_edits, room_outside_budget, starts,
+                           tried_edit)
 from .doctor_command import any_kv, engine_try_flags, min_slots, model_setup, setup_notes, tried_command
 from .doctor_ledger import binding, ledger, logged_only, predicted_error
 from .startup_errors import StartupError, find_startup_error
@@ -250,7 +251,7 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
         diag.notes.append(f"The {'log' if diag.input_kind == 'log' else 'command'} does not name the "
                           f"{' or the '.join(m.split()[0][2:] for m in missing)}: pass {' and '.join(missing)} for the memory model's ledger and ranked edits.")
         diag.ledger = logged_only(log)
-        diag.edits = engine_figure_edits(diag.error, log.max_model_len)
+        diag.edits = engine_figure_edits(diag.error, log.max_model_len, log.gpu_memory_utilization)
         return diag
     try:
         facts, setup = model_setup(log, flags, model=model, gpu=gpu, version=version)
@@ -258,7 +259,7 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
         diag.notes.append(f"Without the memory model: {err}" + (" (pass --model with the catalog name of the model this file holds)"
                                                                  if log.engine == "llama.cpp" and not model else ""))
         diag.ledger = logged_only(log)
-        diag.edits = engine_figure_edits(diag.error, log.max_model_len)
+        diag.edits = engine_figure_edits(diag.error, log.max_model_len, log.gpu_memory_utilization)
         return diag
     diag.gpu = gpu or log.gpu_name
     diag.model = model or log.model
@@ -321,17 +322,23 @@ def _edits_and_fix(diag: Diagnosis, log: StartupLog, flags: dict, sc: Scenario, 
     if diag.starts and diag.error is not None:
         diag.notes.append("The engine raised this error, but the memory model with the log's figures finds the setup starts: "
                           "the log lacks the figure that decided it, so the edits are the engine's own figures only.")
-        diag.edits = engine_figure_edits(diag.error, diag.max_model_len)
+        diag.edits = engine_figure_edits(diag.error, diag.max_model_len, diag.gpu_memory_utilization)
 
 
-def engine_figure_edits(error: StartupError | None, max_model_len: int | None) -> list[Edit]:
+def engine_figure_edits(error: StartupError | None, max_model_len: int | None, utilization: float | None = None) -> list[Edit]:
     """Edits read from the engine's own message (no model needed): the longest context it says fits; for an
     out-of-memory while capturing CUDA graphs, eager mode (the graphs are what the engine allocates after sizing the KV
-    cache, whatever their size; a lower utilization would need the pool's size, which the model gives)."""
+    cache, whatever their size; a lower utilization would need the pool's size, which the model gives); for V1's
+    free-memory start check, the highest utilization under the free memory it printed; for "No available memory for the
+    cache blocks", the engine's own advice (a higher utilization), not decided without the model."""
     if error is not None and error.kind == "cuda_oom_graph_capture":
         return [Edit(change="--enforce-eager", argv=["--enforce-eager"], starts=True, kv_cache_tokens=None, max_concurrency=None,
                      max_model_len=max_model_len or 0, cost="decode steps without CUDA graphs (slower at small batches); from the "
                      "engine's own advice in its capture message", cost_rank=0.3)]
+    if error is not None and error.kind == "free_memory_below_utilization":
+        return [_under_free_memory(error, max_model_len)]
+    if error is not None and error.kind == "no_cache_blocks":
+        return _utilization_advice(utilization, max_model_len)
     if error is None or not max_model_len:
         return []
     fits = error.figures.get("estimated_max_model_len") or (error.figures.get("kv_cache_tokens") if error.kind == "max_len_exceeds_kv" else None)
@@ -342,6 +349,32 @@ def engine_figure_edits(error: StartupError | None, max_model_len: int | None) -
     return [Edit(change=f"--max-model-len {length}", argv=["--max-model-len", str(length)], starts=True, kv_cache_tokens=int(fits),
                  max_concurrency=1, max_model_len=length, cost=f"context {max_model_len:,} -> {length:,} tokens ({lost:.0%} shorter); "
                  "from the engine's own figure in its message", cost_rank=lost)]
+
+
+def _under_free_memory(error: StartupError, max_model_len: int | None) -> Edit:
+    """vLLM V1's start check is ``utilization x total <= free at start`` (gpu_worker.init_device): the highest utilization
+    in steps of 0.01 that passes it, from the two figures the message prints. Whether the smaller budget then holds a
+    request of ``max_model_len`` needs the model."""
+    free, total, current = error.figures["free_bytes"], error.figures["total_bytes"], error.figures["gpu_memory_utilization"]
+    util = int(free / total * 100) / 100
+    return Edit(change=f"--gpu-memory-utilization {util:.2f}", argv=["--gpu-memory-utilization", f"{util:.2f}"], starts=True,
+                kv_cache_tokens=None, max_concurrency=None, max_model_len=max_model_len or 0,
+                cost=f"budget {current:.2f} -> {util:.2f} of the GPU ({(current - util) * total / GIB:.2f} GiB less for the KV cache: "
+                f"other processes hold {(total - free) / GIB:.2f} GiB); passes the engine's free-memory check by its own figures; "
+                "the KV room left needs the model (--model)", cost_rank=current - util)
+
+
+def _utilization_advice(utilization: float | None, max_model_len: int | None) -> list[Edit]:
+    """The engine's advice in "No available memory for the cache blocks": a higher utilization (0.05 up, at most 0.95);
+    how far is not decided without the model."""
+    current = utilization or 0.90
+    util = min(round(current + 0.05, 2), 0.95)
+    if util <= current:
+        return []
+    return [Edit(change=f"--gpu-memory-utilization {util:.2f}", argv=["--gpu-memory-utilization", f"{util:.2f}"], starts=None,
+                 kv_cache_tokens=None, max_concurrency=None, max_model_len=max_model_len or 0,
+                 cost=f"the engine's own advice ({current:.2f} -> {util:.2f}); not decided without the model (--model), and less "
+                 "room for CUDA graphs and other processes above 0.90", cost_rank=0.05)]
 
 
 def _has_figures(log: StartupLog) -> bool:
@@ -360,9 +393,9 @@ def _rule(error: StartupError | None, base, setup: dict, flags: dict) -> StartRu
     memory free when it started (other processes' memory), which its log prints."""
     if error is None:
         return StartRule(max_budget_bytes=flags.get("free-at-start"))
-    if error.kind == "cuda_oom_graph_capture":
-        graph_pool = setup["memory"].cuda_graph_bytes or 0
-        return StartRule(min_room_bytes=room_outside_budget(base) + graph_pool)
+    if error.kind == "cuda_oom_graph_capture":  # the pool this setup captures (sizes x layers where the profile scales it)
+        graph_pool = graph_pool_bytes(base) or setup["memory"].cuda_graph_bytes or 0
+        return StartRule(min_room_bytes=room_outside_budget(base) + graph_pool, graph_pool_bytes=graph_pool)
     if error.kind == "free_memory_below_utilization":
         return StartRule(max_budget_bytes=error.figures["free_bytes"])
     return StartRule()

@@ -68,19 +68,21 @@ _V1_NEEDED = re.compile(
     r"which is larger than the available KV cache memory \(([\d.]+) GiB\)"
 )
 _V1_ESTIMATED = re.compile(r"estimated maximum model length is (\d+)")
-_V0_MAX_LEN = re.compile(
-    r"The model's max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)"
+_V0_MAX_LEN = re.compile(  # "The " optional: a thread's title often quotes the message from "model's"
+    r"(?:The )?model's max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)"
 )
 _FREE = re.compile(
     r"Free memory on device \(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU memory utilization \(([\d.]+), ([\d.]+) GiB\)"
 )
 _NO_BLOCKS = re.compile(r"No available memory for the cache blocks")
-_NEGATIVE_KV = re.compile(r"the rest of the memory reserved for KV Cache is (-[\d.]+)\s*GiB")
+# V0 0.6.5-0.7: "... the rest of the memory reserved for KV Cache is -X GiB"; V1 gpu_worker: "Available KV cache memory: -X GiB"
+# (the engine then raises "No available memory for the cache blocks", which a pasted excerpt may leave out)
+_NEGATIVE_KV = re.compile(r"(?:the rest of the memory reserved for KV Cache is|Available KV cache memory:) (-[\d.]+)\s*GiB")
 _TORCH_OOM = re.compile(
     r"CUDA out of memory\. Tried to allocate ([\d.]+) (KiB|MiB|GiB)\. GPU (\d+) has a total capac(?:i)?ty of ([\d.]+) GiB "
     r"of which ([\d.]+) (KiB|MiB|GiB) is free"
 )
-_CUDA_OOM = re.compile(r"CUDA error: out of memory|CUDA out of memory")
+_CUDA_OOM = re.compile(r"CUDA error: out of memory|CUDA out of memory|(?i:\bcuda oom\b)")  # "CUDA OOM": a user's shorthand beside the log
 _SGLANG = re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static(?:\. Current value: [\w.]{0,40}mem_fraction_static=(\d*\.?\d+))?")
 _SGLANG_NO_KV = re.compile(
     r"Loaded weights leave no GPU memory for the KV cache\s+under\s+--mem-fraction-static=(\d*\.?\d+)\.(?:\s+Raise --mem-fraction-static\s+"
