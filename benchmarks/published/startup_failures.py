@@ -24,6 +24,7 @@ ErrorKind = Literal[
     "no_cache_blocks",  # vLLM: "No available memory for the cache blocks" (or a negative KV line before it)
     "max_len_exceeds_kv",  # vLLM V0: "The model's max seq len (N) is larger than the maximum number of tokens ... (M)"
     "kv_needed_exceeds_available",  # vLLM V1: "To serve at least one request ... X GiB KV cache is needed ... (Y GiB)"
+    "free_memory_below_utilization",  # vLLM V1: "Free memory on device (X/Y GiB) on startup is less than desired ..." (added with batch 4)
     "cuda_oom_graph_capture",  # CUDA out of memory while capturing CUDA graphs
     "cuda_oom_warmup",  # TGI warmup / profile-run OOM
     "sglang_not_enough_memory",  # SGLang: "Not enough memory. Please try to increase --mem-fraction-static"

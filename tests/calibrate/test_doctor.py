@@ -152,3 +152,40 @@ def test_other_processes_memory_at_start_is_a_ledger_line_and_a_start_check():
     assert d.starts is False and d.binding == "other processes"
     first = d.edits[0]
     assert first.argv[0] == "--gpu-memory-utilization" and float(first.argv[1]) * 79.19 <= 40.0
+
+
+def test_batch4_messages_and_edits_from_the_engines_own_figures():
+    """Prompted by batch 4 (retrospective): V1's negative 'Available KV cache memory' line, V0's message quoted from
+    'model's', V1's free-memory start check and the V0 profile's own subtraction give edits without the model."""
+    err = find_startup_error(FAILURES["sf50"].log)
+    assert err.kind == "no_cache_blocks" and err.figures["kv_cache_bytes"] == pytest.approx(-2.77 * GIB)
+    err = find_startup_error(FAILURES["sf53"].error_line)
+    assert err.kind == "max_len_exceeds_kv" and err.figures == {"max_model_len": 8192, "kv_cache_tokens": 6048}
+    d = diagnose(FAILURES["sf51"].error_line)  # 'Free memory on device (59.32/79.15 GiB) ... (0.9, 71.24 GiB)'
+    first = d.edits[0]
+    assert first.starts and first.argv == ["--gpu-memory-utilization", "0.74"]  # 0.74 x 79.15 = 58.57 <= 59.32 < 0.75 x 79.15
+    # sf03 (V0 0.7.3): 0.70 x 8.00 GiB - 5.20 - 0.03 - 1.42 = -1.05 GiB; KV room above zero from (5.20 + 0.03 + 1.42) / 8.00 = 0.831
+    d = diagnose(FAILURES["sf03"].log, max_model_len=4096, gpu_memory_utilization=0.70)
+    assert d.edits[0].argv == ["--gpu-memory-utilization", "0.84"] and d.edits[0].starts is None
+    d = diagnose(FAILURES["sf55"].log + "\n" + FAILURES["sf55"].error_line, gpu="RTX-3090")  # no model: the engine's advice, not decided
+    assert d.edits[0].argv == ["--gpu-memory-utilization", "0.95"] and d.edits[0].starts is None
+
+
+def test_graph_capture_rule_takes_the_modeled_pool_of_the_setup():
+    """The room a failed capture proved short is the pool this setup captures (engines/cuda_graphs.py: first capture +
+    per layer x further sizes), not one fixed figure; eager mode drops exactly that requirement."""
+    from infer_advisor.calibrate import doctor as doc
+    from infer_advisor.calibrate.doctor_edits import eager_rule, graph_pool_bytes, room_outside_budget
+    from infer_advisor.estimate.memory import estimate_memory
+    from infer_advisor.calibrate.doctor_command import model_setup
+    from infer_advisor.engines.startup_log import StartupLog
+
+    log = StartupLog(engine="vllm", model="meta-llama/Llama-3.1-8B", max_model_len=8192, gpu_memory_utilization=0.9)
+    facts, setup = model_setup(log, {}, model="meta-llama/Llama-3.1-8B", gpu="L4", version="0.19.0")
+    base = estimate_memory(facts, **setup)
+    pool = graph_pool_bytes(base)
+    assert pool > 0 and pool != setup["memory"].cuda_graph_bytes  # scaled by 51 sizes x 32 layers, not the fixed 1.04 GiB
+    err = find_startup_error("Capturing CUDA graphs (decode, FULL)\ntorch.OutOfMemoryError: CUDA out of memory.")
+    rule = doc._rule(err, base, setup, {})
+    assert rule.graph_pool_bytes == pool and rule.min_room_bytes == pytest.approx(room_outside_budget(base) + pool)
+    assert eager_rule(rule, setup["memory"]).min_room_bytes == pytest.approx(max(room_outside_budget(base), 0.0))

@@ -251,7 +251,7 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
         diag.notes.append(f"The {'log' if diag.input_kind == 'log' else 'command'} does not name the "
                           f"{' or the '.join(m.split()[0][2:] for m in missing)}: pass {' and '.join(missing)} for the memory model's ledger and ranked edits.")
         diag.ledger = logged_only(log)
-        diag.edits = engine_figure_edits(diag.error, log.max_model_len, log.gpu_memory_utilization)
+        diag.edits = engine_figure_edits(diag.error, log.max_model_len, log.gpu_memory_utilization, log)
         return diag
     try:
         facts, setup = model_setup(log, flags, model=model, gpu=gpu, version=version)
@@ -259,7 +259,7 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
         diag.notes.append(f"Without the memory model: {err}" + (" (pass --model with the catalog name of the model this file holds)"
                                                                  if log.engine == "llama.cpp" and not model else ""))
         diag.ledger = logged_only(log)
-        diag.edits = engine_figure_edits(diag.error, log.max_model_len, log.gpu_memory_utilization)
+        diag.edits = engine_figure_edits(diag.error, log.max_model_len, log.gpu_memory_utilization, log)
         return diag
     diag.gpu = gpu or log.gpu_name
     diag.model = model or log.model
@@ -325,7 +325,8 @@ def _edits_and_fix(diag: Diagnosis, log: StartupLog, flags: dict, sc: Scenario, 
         diag.edits = engine_figure_edits(diag.error, diag.max_model_len, diag.gpu_memory_utilization)
 
 
-def engine_figure_edits(error: StartupError | None, max_model_len: int | None, utilization: float | None = None) -> list[Edit]:
+def engine_figure_edits(error: StartupError | None, max_model_len: int | None, utilization: float | None = None,
+                        log: StartupLog | None = None) -> list[Edit]:
     """Edits read from the engine's own message (no model needed): the longest context it says fits; for an
     out-of-memory while capturing CUDA graphs, eager mode (the graphs are what the engine allocates after sizing the KV
     cache, whatever their size; a lower utilization would need the pool's size, which the model gives); for V1's
@@ -338,7 +339,7 @@ def engine_figure_edits(error: StartupError | None, max_model_len: int | None, u
     if error is not None and error.kind == "free_memory_below_utilization":
         return [_under_free_memory(error, max_model_len)]
     if error is not None and error.kind == "no_cache_blocks":
-        return _utilization_advice(utilization, max_model_len)
+        return _utilization_advice(utilization, max_model_len, log)
     if error is None or not max_model_len:
         return []
     fits = error.figures.get("estimated_max_model_len") or (error.figures.get("kv_cache_tokens") if error.kind == "max_len_exceeds_kv" else None)
@@ -364,17 +365,25 @@ def _under_free_memory(error: StartupError, max_model_len: int | None) -> Edit:
                 "the KV room left needs the model (--model)", cost_rank=current - util)
 
 
-def _utilization_advice(utilization: float | None, max_model_len: int | None) -> list[Edit]:
-    """The engine's advice in "No available memory for the cache blocks": a higher utilization (0.05 up, at most 0.95);
-    how far is not decided without the model."""
+def _utilization_advice(utilization: float | None, max_model_len: int | None, log: StartupLog | None = None) -> list[Edit]:
+    """The engine's advice in "No available memory for the cache blocks": a higher utilization. Where the log printed
+    vLLM's profile (total, weights, non-torch, activation peak), the smallest utilization whose budget leaves KV room
+    above zero by those figures (``u x total - weights - non-torch - activation > 0``, the same subtraction the engine
+    printed); else 0.05 up (at most 0.95). Whether one request of max_model_len then fits needs the bytes per token."""
     current = utilization or 0.90
-    util = min(round(current + 0.05, 2), 0.95)
+    fixed = [getattr(log, k, None) for k in ("weights_bytes", "non_torch_bytes", "activation_bytes")]
+    total = getattr(log, "total_gpu_memory_bytes", None)
+    if total and all(f is not None for f in fixed):
+        util = int(sum(fixed) / total * 100) / 100 + 0.01
+        why = f"the smallest utilization leaving KV room by the log's own profile ({sum(fixed) / GIB:.2f} GiB of {total / GIB:.2f})"
+    else:
+        util, why = current + 0.05, "the engine's own advice; how far is not decided without the model (--model)"
+    util = round(min(util, 0.95 if not total else 0.98), 2)
     if util <= current:
         return []
     return [Edit(change=f"--gpu-memory-utilization {util:.2f}", argv=["--gpu-memory-utilization", f"{util:.2f}"], starts=None,
                  kv_cache_tokens=None, max_concurrency=None, max_model_len=max_model_len or 0,
-                 cost=f"the engine's own advice ({current:.2f} -> {util:.2f}); not decided without the model (--model), and less "
-                 "room for CUDA graphs and other processes above 0.90", cost_rank=0.05)]
+                 cost=f"{current:.2f} -> {util:.2f}: {why}; less room for CUDA graphs and other processes above 0.90", cost_rank=0.05)]
 
 
 def _has_figures(log: StartupLog) -> bool:
