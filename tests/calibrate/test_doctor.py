@@ -189,3 +189,17 @@ def test_graph_capture_rule_takes_the_modeled_pool_of_the_setup():
     rule = doc._rule(err, base, setup, {})
     assert rule.graph_pool_bytes == pool and rule.min_room_bytes == pytest.approx(room_outside_budget(base) + pool)
     assert eager_rule(rule, setup["memory"]).min_room_bytes == pytest.approx(max(room_outside_budget(base), 0.0))
+
+
+def test_model_inferred_from_a_local_path_in_the_log():
+    """A log whose model is a local folder: the Hugging Face cache layout models--ORG--NAME, or a folder named as a
+    catalog entry, resolves in the catalog (marked inferred); a Hub id is not a path; an unknown folder stays unknown."""
+    from infer_advisor.calibrate.doctor_model import infer_model
+
+    assert infer_model("/root/.cache/huggingface/hub/models--Qwen--Qwen3-8B/snapshots/0a1b")[0] == "Qwen/Qwen3-8B"
+    assert infer_model("/root/yjpzmodel/basemodel/Qwen3-8B")[0] == "Qwen/Qwen3-8B"
+    assert infer_model("meta-llama/Llama-3.1-8B") == (None, None) and infer_model("/models/alpaca-2") == (None, None)
+    log = FAILURES["sf01"].log.replace("Loading model weights", "Initializing an LLM engine with config: model='/data/Llama-3.1-8B', "
+                                       "tensor_parallel_size=1\nLoading model weights", 1)
+    d = diagnose(log, gpu="RTX-3090", engine_version="0.6.4")
+    assert d.model == "meta-llama/Llama-3.1-8B" and d.memory_model and any(n.startswith("Model meta-llama/Llama-3.1-8B: inferred") for n in d.notes)

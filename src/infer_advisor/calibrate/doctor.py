@@ -78,9 +78,11 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
     own figures win where it printed them)."""
     from .doctor_gpu import infer_gpu
     from .doctor_input import extras_from_log, log_from_command, looks_like_command
+    from .doctor_model import infer_model
     from ..engines.startup_log import detect_engine, parse_startup_log
 
     gpu_source = "given" if gpu else None
+    model_source = None
     if gpu:  # a GPU or model the user named must resolve: one line and exit 2 otherwise
         from ..hardware import resolve_hardware
 
@@ -116,6 +118,8 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
         kind = "log"
         if not gpu:
             gpu, gpu_source = infer_gpu(text, log.gpu_name)
+        if not model:
+            model, model_source = infer_model(log.model)
     log.tp = log.tp or tp
     log.max_model_len = log.max_model_len or max_model_len
     log.gpu_memory_utilization = log.gpu_memory_utilization or gpu_memory_utilization
@@ -129,6 +133,8 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
                      error_logged=error is not None)
     if gpu_source and gpu_source != "given":
         diag.notes.append(f"GPU {gpu}: {gpu_source}; pass --gpu to say which.")
+    if model_source:
+        diag.notes.append(f"Model {model}: {model_source}; pass --model to say which.")
     if kind == "command":
         from ..engines.command_line import parse_command
 
@@ -147,6 +153,7 @@ def _other_engine(text: str, engine: str, error: StartupError | None, *, gpu, mo
     from ..errors import InferAdvisorError
     from .doctor_engines import engine_findings
     from .doctor_gpu import infer_gpu
+    from .doctor_model import infer_model
     from ..engines.startup_log import parse_startup_log
 
     try:
@@ -158,6 +165,9 @@ def _other_engine(text: str, engine: str, error: StartupError | None, *, gpu, mo
     gpu_source = "given" if gpu else None
     if not gpu:
         gpu, gpu_source = infer_gpu(text, log.gpu_name)
+    model_source = None
+    if not model:
+        model, model_source = infer_model(log.model)
     version = engine_version or log.engine_version
     diag = Diagnosis(input_kind="log", engine=engine, engine_version=version, version_source="given" if engine_version else
                      ("log" if log.engine_version else "unknown"), model=model or log.model, gpu=gpu, gpu_source=gpu_source,
@@ -172,6 +182,8 @@ def _other_engine(text: str, engine: str, error: StartupError | None, *, gpu, mo
     diag.notes += found.notes
     if gpu_source and gpu_source != "given":
         diag.notes.append(f"GPU {gpu}: {gpu_source}; pass --gpu to say which.")
+    if model_source:
+        diag.notes.append(f"Model {model}: {model_source}; pass --model to say which.")
     return diag
 
 
