@@ -203,3 +203,13 @@ def test_model_inferred_from_a_local_path_in_the_log():
                                        "tensor_parallel_size=1\nLoading model weights", 1)
     d = diagnose(log, gpu="RTX-3090", engine_version="0.6.4")
     assert d.model == "meta-llama/Llama-3.1-8B" and d.memory_model and any(n.startswith("Model meta-llama/Llama-3.1-8B: inferred") for n in d.notes)
+
+
+def test_a_v0_only_message_dates_the_log_to_v0_and_a_cut_message_still_names_the_error():
+    """V1 words the max-len check 'To serve at least one request ...': a log printing V0's message and no version is read
+    with the newest V0 memory profile (0.6.4 <= v < 0.8), not the pinned V1 default; a title cut after the length names it."""
+    err = find_startup_error("ValueError: The model's max seq len (32768)")
+    assert err.kind == "max_len_exceeds_kv" and err.figures == {"max_model_len": 32768}
+    d = diagnose(FAILURES["sf37"].log, gpu="RTX-3090", model="Qwen/Qwen2.5-7B")
+    assert d.engine_version == "0.6.4" and d.generation == "V0" and d.version_source.startswith("dated V0")
+    assert find_startup_error("Not enough memory to handle prefill tokens.").kind == "tgi_prefill_tokens"

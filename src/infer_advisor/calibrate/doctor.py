@@ -123,7 +123,7 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
     log.tp = log.tp or tp
     log.max_model_len = log.max_model_len or max_model_len
     log.gpu_memory_utilization = log.gpu_memory_utilization or gpu_memory_utilization
-    version, version_source = _version(log, engine_version)
+    version, version_source = _version(log, engine_version, error)
     if kind == "command" and version_source == "log":
         version_source = "the container image's tag"
     diag = Diagnosis(input_kind=kind, engine=log.engine, engine_version=version, version_source=version_source,
@@ -222,7 +222,7 @@ def _merge_error_figures(log: StartupLog, error: StartupError | None) -> None:
     f = error.figures
     if "max_model_len" in f and log.max_model_len is None:
         log.max_model_len = int(f["max_model_len"])
-    if error.kind == "max_len_exceeds_kv" and log.kv_cache_tokens is None:
+    if error.kind == "max_len_exceeds_kv" and log.kv_cache_tokens is None and "kv_cache_tokens" in f:
         log.kv_cache_tokens = int(f["kv_cache_tokens"])
         log.lines["kv_cache_tokens"] = error.line
     if error.kind == "kv_needed_exceeds_available" and log.kv_cache_bytes is None:
@@ -233,17 +233,29 @@ def _merge_error_figures(log: StartupLog, error: StartupError | None) -> None:
         log.gpu_memory_utilization = log.gpu_memory_utilization or f["gpu_memory_utilization"]
 
 
-def _version(log: StartupLog, given: str | None) -> tuple[str | None, str]:
+def _version(log: StartupLog, given: str | None, error: StartupError | None = None) -> tuple[str | None, str]:
     from ..engines.profiles import engine_profile
+    from .startup_errors import V0_ONLY_KINDS
 
     if given:
         return given, "given"
     if log.engine_version:
         return log.engine_version, "log"
+    if log.engine == "vllm" and error is not None and error.kind in V0_ONLY_KINDS:
+        return _newest_v0(), "dated V0 by the engine's message (the log prints no version: pass --engine-version)"
     try:
         return engine_profile(log.engine).version, "pinned default (the log does not print it: pass --engine-version)"
     except Exception:  # noqa: BLE001 - an engine without a profile: no version
         return None, "unknown"
+
+
+def _newest_v0() -> str:
+    """The first version of the newest vLLM memory profile before V1 became the default (data/engine_memory.yaml)."""
+    from ..engines.memory import memory_profiles, version_key
+    from .startup_errors import V1_FIRST
+
+    v0 = [p for p in memory_profiles()["vllm"] if p.below is not None and version_key(p.below) <= version_key(V1_FIRST)]
+    return max(v0, key=lambda p: version_key(p.first)).first
 
 
 def _generation(engine: str, version: str | None) -> Literal["V0", "V1"] | None:
