@@ -241,8 +241,9 @@ def _version(log: StartupLog, given: str | None, error: StartupError | None = No
         return given, "given"
     if log.engine_version:
         return log.engine_version, "log"
-    if log.engine == "vllm" and error is not None and error.kind in V0_ONLY_KINDS:
-        return _newest_v0(), "dated V0 by the engine's message (the log prints no version: pass --engine-version)"
+    if log.engine == "vllm" and (log.generation == "V0" or (error is not None and error.kind in V0_ONLY_KINDS)):
+        how = "its V0 log lines" if log.generation == "V0" else "the engine's V0 message"
+        return _newest_v0(), f"dated V0 by {how}: the newest V0 profile (the log prints no version: pass --engine-version)"
     try:
         return engine_profile(log.engine).version, "pinned default (the log does not print it: pass --engine-version)"
     except Exception:  # noqa: BLE001 - an engine without a profile: no version
