@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .doctor_edits import (Edit, LedgerLine, Scenario, StartRule, graph_pool_bytes, rank_edits, room_outside_budget, starts,
                            tried_edit)
+from .doctor_figures import engine_figure_edits
 from .doctor_command import any_kv, engine_try_flags, min_slots, model_setup, setup_notes, tried_command
 from .doctor_ledger import binding, ledger, logged_only, predicted_error
 from .startup_errors import StartupError, find_startup_error
@@ -348,67 +349,6 @@ def _edits_and_fix(diag: Diagnosis, log: StartupLog, flags: dict, sc: Scenario, 
         diag.notes.append("The engine raised this error, but the memory model with the log's figures finds the setup starts: "
                           "the log lacks the figure that decided it, so the edits are the engine's own figures only.")
         diag.edits = engine_figure_edits(diag.error, diag.max_model_len, diag.gpu_memory_utilization)
-
-
-def engine_figure_edits(error: StartupError | None, max_model_len: int | None, utilization: float | None = None,
-                        log: StartupLog | None = None) -> list[Edit]:
-    """Edits read from the engine's own message (no model needed): the longest context it says fits; for an
-    out-of-memory while capturing CUDA graphs, eager mode (the graphs are what the engine allocates after sizing the KV
-    cache, whatever their size; a lower utilization would need the pool's size, which the model gives); for V1's
-    free-memory start check, the highest utilization under the free memory it printed; for "No available memory for the
-    cache blocks", the engine's own advice (a higher utilization), not decided without the model."""
-    if error is not None and error.kind == "cuda_oom_graph_capture":
-        return [Edit(change="--enforce-eager", argv=["--enforce-eager"], starts=True, kv_cache_tokens=None, max_concurrency=None,
-                     max_model_len=max_model_len or 0, cost="decode steps without CUDA graphs (slower at small batches); from the "
-                     "engine's own advice in its capture message", cost_rank=0.3)]
-    if error is not None and error.kind == "free_memory_below_utilization":
-        return [_under_free_memory(error, max_model_len)]
-    if error is not None and error.kind == "no_cache_blocks":
-        return _utilization_advice(utilization, max_model_len, log)
-    if error is None or not max_model_len:
-        return []
-    fits = error.figures.get("estimated_max_model_len") or (error.figures.get("kv_cache_tokens") if error.kind == "max_len_exceeds_kv" else None)
-    if not fits or fits >= max_model_len:
-        return []
-    length = int(fits) - int(fits) % 256 if fits >= 1024 else int(fits)
-    lost = 1 - length / max_model_len
-    return [Edit(change=f"--max-model-len {length}", argv=["--max-model-len", str(length)], starts=True, kv_cache_tokens=int(fits),
-                 max_concurrency=1, max_model_len=length, cost=f"context {max_model_len:,} -> {length:,} tokens ({lost:.0%} shorter); "
-                 "from the engine's own figure in its message", cost_rank=lost)]
-
-
-def _under_free_memory(error: StartupError, max_model_len: int | None) -> Edit:
-    """vLLM V1's start check is ``utilization x total <= free at start`` (gpu_worker.init_device): the highest utilization
-    in steps of 0.01 that passes it, from the two figures the message prints. Whether the smaller budget then holds a
-    request of ``max_model_len`` needs the model."""
-    free, total, current = error.figures["free_bytes"], error.figures["total_bytes"], error.figures["gpu_memory_utilization"]
-    util = int(free / total * 100) / 100
-    return Edit(change=f"--gpu-memory-utilization {util:.2f}", argv=["--gpu-memory-utilization", f"{util:.2f}"], starts=True,
-                kv_cache_tokens=None, max_concurrency=None, max_model_len=max_model_len or 0,
-                cost=f"budget {current:.2f} -> {util:.2f} of the GPU ({(current - util) * total / GIB:.2f} GiB less for the KV cache: "
-                f"other processes hold {(total - free) / GIB:.2f} GiB); passes the engine's free-memory check by its own figures; "
-                "the KV room left needs the model (--model)", cost_rank=current - util)
-
-
-def _utilization_advice(utilization: float | None, max_model_len: int | None, log: StartupLog | None = None) -> list[Edit]:
-    """The engine's advice in "No available memory for the cache blocks": a higher utilization. Where the log printed
-    vLLM's profile (total, weights, non-torch, activation peak), the smallest utilization whose budget leaves KV room
-    above zero by those figures (``u x total - weights - non-torch - activation > 0``, the same subtraction the engine
-    printed); else 0.05 up (at most 0.95). Whether one request of max_model_len then fits needs the bytes per token."""
-    current = utilization or 0.90
-    fixed = [getattr(log, k, None) for k in ("weights_bytes", "non_torch_bytes", "activation_bytes")]
-    total = getattr(log, "total_gpu_memory_bytes", None)
-    if total and all(f is not None for f in fixed):
-        util = int(sum(fixed) / total * 100) / 100 + 0.01
-        why = f"the smallest utilization leaving KV room by the log's own profile ({sum(fixed) / GIB:.2f} GiB of {total / GIB:.2f})"
-    else:
-        util, why = current + 0.05, "the engine's own advice; how far is not decided without the model (--model)"
-    util = round(min(util, 0.95 if not total else 0.98), 2)
-    if util <= current:
-        return []
-    return [Edit(change=f"--gpu-memory-utilization {util:.2f}", argv=["--gpu-memory-utilization", f"{util:.2f}"], starts=None,
-                 kv_cache_tokens=None, max_concurrency=None, max_model_len=max_model_len or 0,
-                 cost=f"{current:.2f} -> {util:.2f}: {why}; less room for CUDA graphs and other processes above 0.90", cost_rank=0.05)]
 
 
 def _has_figures(log: StartupLog) -> bool:
