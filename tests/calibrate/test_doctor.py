@@ -213,3 +213,17 @@ def test_a_v0_only_message_dates_the_log_to_v0_and_a_cut_message_still_names_the
     d = diagnose(FAILURES["sf37"].log, gpu="RTX-3090", model="Qwen/Qwen2.5-7B")
     assert d.engine_version == "0.6.4" and d.generation == "V0" and d.version_source.startswith("dated V0")
     assert find_startup_error("Not enough memory to handle prefill tokens.").kind == "tgi_prefill_tokens"
+
+
+def test_the_engines_printed_figures_win_over_the_model_and_a_placeholder_version_is_not_a_release():
+    """vllm-backport#15 (sf49): a source build prints 'version 0.1.dev1+g<sha>' (setuptools-scm's placeholder), which is
+    not read as vLLM 0.1; the engine estimated 856 tokens, so a longer context the model finds room for does not start."""
+    f = FAILURES["sf49"]
+    d = diagnose(f.log, gpu=f.gpu, model=f.catalog_model, engine_version=f.engine_version, tp=f.tp, max_model_len=250000)
+    assert d.engine_version != f.engine_version and "placeholder" in d.version_source and d.memory_model
+    contexts = [e for e in d.edits if e.argv[0] == "--max-model-len"]
+    assert all(e.starts == (int(e.argv[1]) <= 856) for e in contexts) and d.edits[0].argv == ["--max-model-len", "856"]
+    # sf14 (V1): FP8 halves the 62.00 GiB needed against 48.66 GiB available, by the engine's own figures
+    f = FAILURES["sf14"]
+    d = diagnose(f.log, gpu=f.gpu, model=f.catalog_model, engine_version=f.engine_version, tp=f.tp, max_model_len=262144)
+    assert next(e for e in d.edits if e.argv[0] == "--kv-cache-dtype").starts

@@ -21,13 +21,14 @@ words and offers what the engine's own message or figures decide.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .doctor_edits import (Edit, LedgerLine, Scenario, StartRule, graph_pool_bytes, rank_edits, room_outside_budget, starts,
                            tried_edit)
-from .doctor_figures import engine_figure_edits
+from .doctor_figures import engine_figure_edits, within_engine_figures
 from .doctor_command import any_kv, engine_try_flags, min_slots, model_setup, setup_notes, tried_command
 from .doctor_ledger import binding, ledger, logged_only, predicted_error
 from .startup_errors import StartupError, find_startup_error
@@ -234,14 +235,22 @@ def _merge_error_figures(log: StartupLog, error: StartupError | None) -> None:
         log.gpu_memory_utilization = log.gpu_memory_utilization or f["gpu_memory_utilization"]
 
 
+# setuptools-scm's version for a source tree without tags (vLLM's banner then prints "version 0.1.dev1+g<sha>")
+_SCM_PLACEHOLDER = re.compile(r"0\.1\.dev\d+")
+
+
 def _version(log: StartupLog, given: str | None, error: StartupError | None = None) -> tuple[str | None, str]:
     from ..engines.profiles import engine_profile
     from .startup_errors import V0_ONLY_KINDS
 
-    if given:
+    placeholder = next((v for v in (given, log.engine_version) if v and _SCM_PLACEHOLDER.match(v)), None)
+    if given and not placeholder:
         return given, "given"
-    if log.engine_version:
+    if log.engine_version and not placeholder:
         return log.engine_version, "log"
+    if placeholder:  # not a release: date the log by its lines as if it printed none
+        version, how = _version(log.model_copy(update={"engine_version": None}), None, error)
+        return version, f"{how}; '{placeholder[:40]}' is a source build's placeholder version (setuptools-scm), not a release"
     if log.engine == "vllm" and (log.generation == "V0" or (error is not None and error.kind in V0_ONLY_KINDS)):
         how = "its V0 log lines" if log.generation == "V0" else "the engine's V0 message"
         return _newest_v0(), f"dated V0 by {how}: the newest V0 profile (the log prints no version: pass --engine-version)"
@@ -335,6 +344,8 @@ def _edits_and_fix(diag: Diagnosis, log: StartupLog, flags: dict, sc: Scenario, 
         edits = rank_edits(sc, base)
         diag.edits = edits if log.engine == "vllm" else in_engine_flags(edits, log.engine, context_slots=int(flags.get("ctx-slots", 1)),
                                                                         max_input_tokens=flags.get("max-input-tokens"))
+        if log.engine == "vllm":
+            diag.edits = within_engine_figures(diag.edits, diag.error if diag.error_logged else None, diag.max_model_len)
     if diag.starts and log.engine != "vllm" and base.max_concurrency < 1:
         diag.notes.append(f"The KV pool holds {base.kv_cache_tokens:,} tokens, less than one request of {sc.setup['context']:,}: "
                           f"{log.engine} starts, but refuses longer prompts.")

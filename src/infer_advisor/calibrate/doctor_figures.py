@@ -10,7 +10,7 @@ Each edit says whether the engine's own check then passes by those figures (``st
 
 from __future__ import annotations
 
-from .doctor_edits import Edit
+from .doctor_edits import Edit, edit_order
 from .startup_errors import StartupError
 from ..engines.startup_log import StartupLog
 
@@ -76,3 +76,40 @@ def _utilization_advice(utilization: float | None, max_model_len: int | None, lo
     return [Edit(change=f"--gpu-memory-utilization {util:.2f}", argv=["--gpu-memory-utilization", f"{util:.2f}"], starts=None,
                  kv_cache_tokens=None, max_concurrency=None, max_model_len=max_model_len or 0,
                  cost=f"{current:.2f} -> {util:.2f}: {why}; less room for CUDA graphs and other processes above 0.90", cost_rank=0.05)]
+
+
+def within_engine_figures(edits: list[Edit], error: StartupError | None, max_model_len: int | None) -> list[Edit]:
+    """Where the engine's printed figures decide an edit, they win over the model's: V1's "estimated maximum model
+    length" bounds the context (a longer one does not start: the engine said so; a shorter one passes), FP8 halves V1's
+    "X GiB KV cache is needed" against its "Y GiB available", and a context at or under V0's printed capacity passes. The
+    model can be far off there (hybrid, sliding-window or compressed-attention layers: vllm-backport#15 printed 856
+    tokens where a linear count of the same KV memory gives 53,792). The engine's own length is offered if no context
+    edit starts."""
+    if error is None:
+        return edits
+    out = []
+    for e in edits:
+        verdict = _engine_verdict(e.argv, error)
+        if verdict is not None and verdict != e.starts:
+            e = e.model_copy(update={"starts": verdict, "cost": f"{e.cost}; {'passes' if verdict else 'fails'} the engine's own check "
+                                     "on the figures it printed"})
+        out.append(e)
+    if error.figures.get("estimated_max_model_len") and not any(e.argv[:1] == ["--max-model-len"] and e.starts for e in out):
+        out += engine_figure_edits(error, max_model_len)
+    return sorted(out, key=edit_order)
+
+
+def _engine_verdict(argv: list[str], error: StartupError) -> bool | None:
+    """The engine's own check on its printed figures for this edit (None: they do not decide it)."""
+    f, flag = error.figures, argv[0]
+    if error.kind == "kv_needed_exceeds_available":
+        if flag == "--max-model-len" and f.get("estimated_max_model_len"):
+            return int(argv[1]) <= f["estimated_max_model_len"]
+        if flag == "--kv-cache-dtype" and argv[1].startswith("fp8") and {"kv_needed_bytes", "kv_available_bytes"} <= f.keys():
+            return f["kv_needed_bytes"] / 2 <= f["kv_available_bytes"] or None  # else the model decides
+    if error.kind == "max_len_exceeds_kv" and "kv_cache_tokens" in f:
+        if flag == "--max-model-len":
+            return int(argv[1]) <= f["kv_cache_tokens"] or None  # V0: a longer context may still start (its profile shrinks)
+        if flag == "--kv-cache-dtype" and argv[1].startswith("fp8") and "max_model_len" in f:
+            return 2 * f["kv_cache_tokens"] >= f["max_model_len"] or None  # FP8 doubles a 16-bit capacity
+    return None
