@@ -53,6 +53,10 @@ class CommBytes(BaseModel):
     nvlink: int = Field(ge=0)
     pcie: int = Field(ge=0)
     per_extra_rank: int = Field(default=0, ge=0, description="Added for every rank beyond 2.")
+    pre_hopper: int | None = Field(
+        default=None, ge=0, description="The NVLink figure on GPUs of compute capability below 9.0 (None: the same): NCCL's NVLS "
+        "(NVLink SHARP multicast) buffers need sm90 and NVSwitch, so an A100 allocates much less.")
+    pre_hopper_source: str | None = None
 
 
 class SGLangFraction(BaseModel):
@@ -102,6 +106,9 @@ class EngineMemoryProfile(BaseModel):
     activation_intermediate_copies: float | None = Field(default=None, gt=0, description="Override of intermediate_copies.")
     activation_logits_copies: float | None = Field(default=None, gt=0, description="Override of logits_copies (the sampler's fp32 copies per row).")
     activation_split_by_tp: bool = Field(default=True, description="The activation peak per GPU shrinks with TP (False: vLLM's does not).")
+    activation_sampler_after_forward: bool = Field(
+        default=False, description="The start-up sampler's peak comes after the forward's intermediates are freed (only the hidden "
+        "states stay): the profile's peak is max(forward, hidden states + sampler), not their sum (vLLM 0.11.1-0.16's PyTorch sampler).")
     activation_source: str = Field(min_length=8)
     batch_tiers: list[BatchTier] = Field(min_length=1)
     batch_source: str = Field(min_length=8)
@@ -129,6 +136,9 @@ class EngineMemoryProfile(BaseModel):
     cuda_graph_scaling: CudaGraphScaling | None = Field(
         default=None, description="The graph pool by captured sizes and layers (None: cuda_graph_bytes for every setup)."
     )
+    replicates_mistral_vision: bool = Field(
+        default=False, description="A mistralai Pixtral-based repository is read in Mistral format (consolidated*.safetensors) and "
+        "its vision encoder and adapter, plain nn.Linear layers, are whole on every GPU (vLLM 0.17-0.19 pixtral.py).")
     keeps_rotary_cache: bool = Field(
         default=False, description="The engine keeps the rotary embedding's cos/sin table on every GPU, counted with the weights."
     )
@@ -147,14 +157,17 @@ class EngineMemoryProfile(BaseModel):
         v = version_key(version)
         return version_key(self.first) <= v and (self.below is None or v < version_key(self.below))
 
-    def comm_bytes(self, tp: int, pp: int, interconnect: str) -> int:
-        """Communication buffers per GPU for a layout of ``tp x pp`` GPUs (0 on one GPU)."""
+    def comm_bytes(self, tp: int, pp: int, interconnect: str, compute_capability: float | None = None) -> int:
+        """Communication buffers per GPU for a layout of ``tp x pp`` GPUs (0 on one GPU); ``compute_capability`` picks the
+        pre-Hopper figure where the range has one."""
         ranks = tp * pp
         if ranks <= 1:
             return 0
         # AMD's Infinity Fabric (xGMI) is a peer-to-peer fabric like NVLink: RCCL and the custom all-reduce buffers
         # are sized as there (assumed; no ROCm start-up log with its non-torch memory was found)
         base = self.comm.pcie if interconnect == "pcie" else self.comm.nvlink
+        if interconnect != "pcie" and self.comm.pre_hopper is not None and 0 < (compute_capability or 0) < 9.0:
+            base = self.comm.pre_hopper
         return base + self.comm.per_extra_rank * max(ranks - 2, 0)
 
 

@@ -60,13 +60,13 @@ def cuda_graph_pool_bytes(mp: EngineMemoryProfile, layers_per_stage: int, max_nu
 
 
 def overheads_bytes(mp: EngineMemoryProfile, *, on_gpu: bool, tp: int, pp: int, interconnect: str, sources: dict[str, str],
-                    graph_bytes: int | None = None):
+                    graph_bytes: int | None = None, compute_capability: float | None = None):
     """(in the budget, outside it): CUDA context, non-torch memory, communication buffers, CUDA graphs (``graph_bytes``:
     the pool for this setup, :func:`cuda_graph_pool_bytes`; default the profile's fixed figure)."""
     if not on_gpu:
         return {"non_torch": 0, "cuda_graphs": 0, "nccl": 0}, {}
     graphs = mp.cuda_graph_bytes if graph_bytes is None else graph_bytes
-    comm = mp.comm_bytes(tp, pp, interconnect)
+    comm = mp.comm_bytes(tp, pp, interconnect, compute_capability)
     inside = {
         "cuda_context": mp.cuda_context_bytes if (mp.context_in_budget and mp.budget_base == "total") else 0,
         "non_torch": mp.non_torch_bytes,

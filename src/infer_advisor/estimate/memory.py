@@ -64,7 +64,7 @@ from .engine_terms import (
 from .formats import dtype_bytes, formats, weight_format
 from .lora import add_lora_term
 from .rotary import rotary_cache_bytes
-from .weights import expert_padding_ratio, group_bytes, vision_tower_params, weight_bytes_by_group, weights_bytes, weights_per_gpu
+from .weights import expert_padding_ratio, group_bytes, mistral_format_vision, vision_tower_params, weight_bytes_by_group, weights_bytes, weights_per_gpu
 
 __all__ = ["MemoryEstimate", "estimate_memory", "kv_bytes_per_token_per_gpu", "weight_bytes_by_group", "weights_bytes"]
 
@@ -187,6 +187,7 @@ def estimate_memory(
     draft_params: int = 0, draft_kv_elements_per_token: int = 0,
     memory: EngineMemoryProfile | None = None,
     interconnect: str = "nvlink",
+    compute_capability: float | None = None,
     calibration: "MemoryCalibration | None" = None,
     gpu_memory_source: str = "given",
     engine_version: str | None = None,
@@ -231,7 +232,8 @@ def estimate_memory(
     act = _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources)
     graphs = cuda_graph_pool_bytes(mp, math.ceil(model.num_layers / pp), max_num_seqs, speculative.num_speculative_tokens if speculative else 0,
                                    max_num_batched_tokens)
-    overheads, outside = overheads_bytes(mp, on_gpu=on_gpu, tp=tp, pp=pp, interconnect=interconnect, sources=sources, graph_bytes=graphs)
+    overheads, outside = overheads_bytes(mp, on_gpu=on_gpu, tp=tp, pp=pp, interconnect=interconnect, sources=sources, graph_bytes=graphs,
+                                        compute_capability=compute_capability)
     add_lora_term(model, engine, engine_version, lora_slots, lora_rank, dtype_bytes(dtype), tp, pp, overheads, outside, sources)
     if cal is not None and on_gpu:
         apply_calibrated_overheads(cal, mp, tp, pp, overheads, sources)
@@ -275,8 +277,9 @@ def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_byt
     per_gpu = weights_per_gpu(group_bytes(model, quantization, dtype, group_size, checkpoint_bytes, ratio), tp, pp)
     vision = vision_tower_params(model) * dtype_bytes(dtype) if (mp.loads_vision_tower and not checkpoint_bytes) else 0.0
     if vision:  # the checkpoint's vision encoder, unquantized, sharded over TP (a published size already holds it)
+        whole = mp.replicates_mistral_vision and mistral_format_vision(model, quantization)  # plain nn.Linear: on every GPU
         groups["other"] += vision
-        per_gpu += vision / tp
+        per_gpu += vision if whole else vision / tp
         sources["weights_vision"] = f"vision encoder {vision / 2**30:.2f} GiB from config.json vision_config ({mp.label})"
     rotary = rotary_cache_bytes(model, dtype) if mp.keeps_rotary_cache else 0.0
     if rotary:  # the engine's cos/sin tables, whole on every GPU (not in the checkpoint, so not in the total)
@@ -327,8 +330,13 @@ def _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, pro
     sources["activation"] = f"estimated x {scale:g} ({mp.label})" if scale != 1 else "estimated"
     if cal is not None and cal.activation_scale:
         scale, sources["activation"] = cal.activation_scale, CALIBRATED
+    forward, sampler = tokens * per_token, sampled_rows * logits_row
+    if mp.activation_sampler_after_forward:  # the forward's intermediates are freed before the sampler runs
+        peak = max(forward, tokens * model.hidden_size * act_b + sampler)
+    else:
+        peak = forward + sampler
     return {
-        "activation": (tokens * per_token + sampled_rows * logits_row) * scale,
+        "activation": peak * scale,
         "decode": concurrency * per_token + concurrency * logits_row, "tokens": tokens, "rows": sampled_rows,
     }
 

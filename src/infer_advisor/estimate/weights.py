@@ -127,6 +127,14 @@ def vision_tower_params(model: ModelFacts) -> int:
     return int(layers * per_layer + channels * temporal * patch * patch * h + h + positions + 2 * h + projector)
 
 
+def mistral_format_vision(model: ModelFacts, quantization: str) -> bool:
+    """The checkpoint is a mistralai repository with a Pixtral vision encoder, as published (bf16): vLLM reads such a repo
+    in Mistral format (``is_mistral_model_repo``: consolidated*.safetensors). A quantized copy comes from another
+    publisher in the HF layout (inferred), so it is not."""
+    v = (model.config or {}).get("vision_config") if model.multimodal else None
+    return quantization == "none" and model.name.startswith("mistralai/") and isinstance(v, dict) and v.get("model_type") == "pixtral"
+
+
 def weights_per_gpu(groups: dict[str, float], tp: int, pp: int) -> float:
     """What one GPU holds: blocks split tp x pp ways, embedding and lm_head vocab-parallel over tp (first/last stage)."""
     blocks = groups["linear"] + groups["other"]
