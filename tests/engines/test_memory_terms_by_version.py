@@ -12,17 +12,31 @@ GIB = 2**30
 
 def test_sampler_path_by_version():
     # 0.10.1 / 0.11.0: FlashInfer sampler by default (summed 2-copy term); 0.11.1-0.16: PyTorch sort, peak after the forward
-    assert not memory_profile("vllm", "0.11.0").activation_sampler_after_forward
-    assert memory_profile("vllm", "0.11.1").activation_sampler_after_forward
-    assert memory_profile("vllm", "0.16.0").activation_sampler_after_forward
-    assert not memory_profile("vllm", "0.17.0").activation_sampler_after_forward
+    assert memory_profile("vllm", "0.11.0").sampler_default == "flashinfer"
+    assert not memory_profile("vllm", "0.11.0").sampler_peak(None).after_forward
+    assert memory_profile("vllm", "0.11.0").sampler_peak("pytorch").after_forward
+    assert memory_profile("vllm", "0.11.1").sampler_peak(None).after_forward
+    assert memory_profile("vllm", "0.16.0").sampler_peak(None).logits_copies == 9.6
+    assert memory_profile("vllm", "0.17.0").sampler_peak(None) is None  # one term (Triton top-k/top-p)
 
 
-def _estimate(model, version, tp=1, cc=9.0, util=0.9):
+def test_sampler_read_from_the_log():
+    from infer_advisor.engines.startup_log import parse_startup_log
+
+    head = "INFO 09-13 [gpu_model_runner.py] Model loading took 14.2488 GiB and 4.42 seconds\n"
+    tail = "INFO [kv_cache_utils.py] GPU KV cache size: 93,872 tokens\n"
+    fi = parse_startup_log(head + "INFO [topk_topp_sampler.py] Using FlashInfer for top-p & top-k sampling.\n" + tail, "vllm")
+    pt = parse_startup_log(head + "WARNING [topk_topp_sampler.py] FlashInfer is not available. Falling back to the PyTorch-native "
+                           "implementation of top-p & top-k sampling. For the best performance, please install FlashInfer.\n" + tail, "vllm")
+    assert (fi.sampler, pt.sampler) == ("flashinfer", "pytorch")
+    assert parse_startup_log(head + tail, "vllm").sampler is None
+
+
+def _estimate(model, version, tp=1, cc=9.0, util=0.9, sampler=None):
     return estimate_memory(
         model, gpu_memory_bytes=int(79.18 * GIB), engine=engine_profile("vllm"), tp=tp, context=16000,
         max_num_batched_tokens=8192, max_num_seqs=1024, memory_fraction=util, memory=memory_profile("vllm", version),
-        engine_version=version, compute_capability=cc,
+        engine_version=version, compute_capability=cc, sampler=sampler,
     )
 
 
@@ -35,6 +49,10 @@ def test_sampler_peak_is_the_larger_of_forward_and_sampler():
     forward = 8192 * (4 * qwen.hidden_size + 3 * qwen.intermediate_size) * 2
     assert est.activation_bytes_per_gpu > forward  # here the sampler sets the peak, not the sum of both
     assert est.activation_bytes_per_gpu < forward + 1024 * qwen.vocab_size * 4 * 9.6
+    # the same peak on 0.11.0 when its log says the PyTorch sampler ran (pip install without FlashInfer)
+    assert _estimate(qwen, "0.11.0", sampler="pytorch").activation_bytes_per_gpu == est.activation_bytes_per_gpu
+    flashinfer = _estimate(qwen, "0.11.0").activation_bytes_per_gpu
+    assert flashinfer == forward + 1024 * qwen.vocab_size * 4 * 2
 
 
 def test_nccl_figure_on_pre_hopper_gpus():
@@ -55,3 +73,19 @@ def test_mistral_format_vision_encoder_whole_on_every_rank_in_019_only():
     w4_sharded = _estimate(model, "0.20.0", tp=4).weights_bytes_per_gpu
     assert abs((w4 - w4_sharded) - vision * 3 / 4) < 2**20  # 0.19 keeps the encoder whole; 0.20.1 made it TP layers
     assert w4 < w1 / 2
+
+
+def test_mla_down_projections_and_router_whole_on_every_rank():
+    from infer_advisor.estimate.weights import replicated_bytes
+
+    model = resolve_model("deepseek-ai/DeepSeek-V2-Lite")
+    cfg = model.config
+    whole = replicated_bytes(model, "none", "bfloat16", None)
+    down = model.hidden_size * (cfg["kv_lora_rank"] + cfg["qk_rope_head_dim"]) * model.num_layers * 2  # q_lora_rank is null
+    router = model.hidden_size * model.num_experts * (model.num_layers - cfg["first_k_dense_replace"]) * 2
+    assert whole == down + router
+    w1 = _estimate(model, "0.19.0", tp=1).weights_bytes_per_gpu
+    w4 = _estimate(model, "0.19.0", tp=4).weights_bytes_per_gpu
+    assert w4 > w1 / 4 + whole * 3 / 4 - 64 * 2**20  # the replicated part is not divided (rotary tables aside)
+    assert resolve_model("Qwen/Qwen3-8B").num_experts == 0
+    assert replicated_bytes(resolve_model("Qwen/Qwen3-8B"), "none", "bfloat16", None) == 0

@@ -84,6 +84,21 @@ class ExpertPadding(BaseModel):
     source: str = Field(min_length=8)
 
 
+Sampler = Literal["flashinfer", "pytorch"]
+
+
+class SamplerPeak(BaseModel):
+    """The start-up profile's sampler term for one top-k/top-p implementation."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    logits_copies: float = Field(gt=0, le=20, description="fp32 copies of max_num_seqs x vocab the sampler holds at its peak.")
+    after_forward: bool = Field(
+        default=False, description="The sampler's peak comes after the forward's intermediates are freed (only the hidden states "
+        "stay): the profile's peak is max(forward, hidden states + sampler), not their sum.")
+    source: str = Field(min_length=8)
+
+
 class EngineMemoryProfile(BaseModel):
     """How one engine version range budgets memory; every figure has its source beside it."""
 
@@ -106,9 +121,11 @@ class EngineMemoryProfile(BaseModel):
     activation_intermediate_copies: float | None = Field(default=None, gt=0, description="Override of intermediate_copies.")
     activation_logits_copies: float | None = Field(default=None, gt=0, description="Override of logits_copies (the sampler's fp32 copies per row).")
     activation_split_by_tp: bool = Field(default=True, description="The activation peak per GPU shrinks with TP (False: vLLM's does not).")
-    activation_sampler_after_forward: bool = Field(
-        default=False, description="The start-up sampler's peak comes after the forward's intermediates are freed (only the hidden "
-        "states stay): the profile's peak is max(forward, hidden states + sampler), not their sum (vLLM 0.11.1-0.16's PyTorch sampler).")
+    sampler_default: Sampler | None = Field(
+        default=None, description="The top-k/top-p sampler the version runs by default (vllm-openai image); None: one term only.")
+    sampler_peaks: dict[Sampler, SamplerPeak] = Field(
+        default_factory=dict, description="The sampler term by implementation (a log's 'Using FlashInfer for top-p & top-k "
+        "sampling' or 'Falling back to the PyTorch-native implementation' tells which ran).")
     activation_source: str = Field(min_length=8)
     batch_tiers: list[BatchTier] = Field(min_length=1)
     batch_source: str = Field(min_length=8)
@@ -136,6 +153,9 @@ class EngineMemoryProfile(BaseModel):
     cuda_graph_scaling: CudaGraphScaling | None = Field(
         default=None, description="The graph pool by captured sizes and layers (None: cuda_graph_bytes for every setup)."
     )
+    replicates_mla_and_router: bool = Field(
+        default=False, description="MLA down-projections and the MoE router are whole on every tensor-parallel rank "
+        "(vLLM deepseek_v2.py ReplicatedLinear; estimate/weights.py replicated_bytes).")
     replicates_mistral_vision: bool = Field(
         default=False, description="A mistralai Pixtral-based repository is read in Mistral format (consolidated*.safetensors) and "
         "its vision encoder and adapter, plain nn.Linear layers, are whole on every GPU (vLLM 0.17-0.19 pixtral.py).")
@@ -152,6 +172,10 @@ class EngineMemoryProfile(BaseModel):
             if pad.format in fmt_names and (pad.below is None or version is None or version_key(version) < version_key(pad.below)):
                 return pad
         return None
+
+    def sampler_peak(self, sampler: str | None) -> SamplerPeak | None:
+        """The sampler term for ``sampler`` (None: the version's default); None where the range has one term only."""
+        return self.sampler_peaks.get(sampler or self.sampler_default or "")
 
     def covers(self, version: str) -> bool:
         v = version_key(version)

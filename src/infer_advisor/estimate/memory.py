@@ -64,7 +64,7 @@ from .engine_terms import (
 from .formats import dtype_bytes, formats, weight_format
 from .lora import add_lora_term
 from .rotary import rotary_cache_bytes
-from .weights import expert_padding_ratio, group_bytes, mistral_format_vision, vision_tower_params, weight_bytes_by_group, weights_bytes, weights_per_gpu
+from .weights import expert_padding_ratio, group_bytes, mistral_format_vision, replicated_bytes, vision_tower_params, weight_bytes_by_group, weights_bytes, weights_per_gpu
 
 __all__ = ["MemoryEstimate", "estimate_memory", "kv_bytes_per_token_per_gpu", "weight_bytes_by_group", "weights_bytes"]
 
@@ -188,6 +188,7 @@ def estimate_memory(
     memory: EngineMemoryProfile | None = None,
     interconnect: str = "nvlink",
     compute_capability: float | None = None,
+    sampler: str | None = None,
     calibration: "MemoryCalibration | None" = None,
     gpu_memory_source: str = "given",
     engine_version: str | None = None,
@@ -229,7 +230,8 @@ def estimate_memory(
     kv = _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_token, speculative)
     reserve = engine.memory_accounting in ("reserve", "reserve-free")
     prompt = min(input_tokens or request_tokens, request_tokens)
-    act = _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources)
+    act = _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources,
+                      sampler)
     graphs = cuda_graph_pool_bytes(mp, math.ceil(model.num_layers / pp), max_num_seqs, speculative.num_speculative_tokens if speculative else 0,
                                    max_num_batched_tokens)
     overheads, outside = overheads_bytes(mp, on_gpu=on_gpu, tp=tp, pp=pp, interconnect=interconnect, sources=sources, graph_bytes=graphs,
@@ -281,6 +283,10 @@ def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_byt
         groups["other"] += vision
         per_gpu += vision if whole else vision / tp
         sources["weights_vision"] = f"vision encoder {vision / 2**30:.2f} GiB from config.json vision_config ({mp.label})"
+    whole = replicated_bytes(model, quantization, dtype, group_size) if (mp.replicates_mla_and_router and tp > 1) else 0.0
+    if whole:  # counted once in the total, held by every rank of a stage
+        per_gpu += whole / pp * (1 - 1 / tp)
+        sources["weights_replicated"] = f"MLA down-projections and router {whole / 2**30:.2f} GiB whole on every rank ({mp.label})"
     rotary = rotary_cache_bytes(model, dtype) if mp.keeps_rotary_cache else 0.0
     if rotary:  # the engine's cos/sin tables, whole on every GPU (not in the checkpoint, so not in the total)
         per_gpu += rotary
@@ -315,7 +321,8 @@ def _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_to
             "draft_tok": draft_tok, "draft_layer_tok": draft_layer, "speculative": speculative}
 
 
-def _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources) -> dict:
+def _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources,
+                sampler=None) -> dict:
     """The start-up profile's activation peak (tokens x per-token tensors + fp32 logits rows) and one decode step's."""
     tokens, sampled_rows = profile_batch(mp, engine, reserve, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs)
     act = formats().activation
@@ -325,13 +332,15 @@ def _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, pro
     intermediate_copies = mp.activation_intermediate_copies or act.intermediate_copies
     split = tp if mp.activation_split_by_tp else 1  # vLLM gathers full-vocab logits on every rank: its peak does not shrink with TP
     per_token = (hidden_copies * model.hidden_size + intermediate_copies * routed * model.intermediate_size / split) * act_b
-    logits_row = model.vocab_size * act.logits_bytes_per_vocab_entry * (mp.activation_logits_copies or act.logits_copies) / split
+    term = mp.sampler_peak(sampler)
+    copies = term.logits_copies if term is not None else (mp.activation_logits_copies or act.logits_copies)
+    logits_row = model.vocab_size * act.logits_bytes_per_vocab_entry * copies / split
     scale = mp.activation_scale
     sources["activation"] = f"estimated x {scale:g} ({mp.label})" if scale != 1 else "estimated"
     if cal is not None and cal.activation_scale:
         scale, sources["activation"] = cal.activation_scale, CALIBRATED
     forward, sampler = tokens * per_token, sampled_rows * logits_row
-    if mp.activation_sampler_after_forward:  # the forward's intermediates are freed before the sampler runs
+    if term is not None and term.after_forward:  # the forward's intermediates are freed before the sampler runs
         peak = max(forward, tokens * model.hidden_size * act_b + sampler)
     else:
         peak = forward + sampler
