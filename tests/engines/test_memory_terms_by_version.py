@@ -13,11 +13,13 @@ GIB = 2**30
 def test_sampler_path_by_version():
     # 0.10.1 / 0.11.0: FlashInfer sampler by default (summed 2-copy term); 0.11.1-0.16: PyTorch sort, peak after the forward
     assert memory_profile("vllm", "0.11.0").sampler_default == "flashinfer"
-    assert not memory_profile("vllm", "0.11.0").sampler_peak(None).after_forward
-    assert memory_profile("vllm", "0.11.0").sampler_peak("pytorch").after_forward
-    assert memory_profile("vllm", "0.11.1").sampler_peak(None).after_forward
-    assert memory_profile("vllm", "0.16.0").sampler_peak(None).logits_copies == 9.6
-    assert memory_profile("vllm", "0.17.0").sampler_peak(None) is None  # one term (Triton top-k/top-p)
+    assert memory_profile("vllm", "0.11.0").sampler_peak(None).logits_copies == 3.72
+    assert memory_profile("vllm", "0.11.0").sampler_peak("pytorch").logits_copies == 9.6
+    assert memory_profile("vllm", "0.11.1").sampler_peak(None).logits_copies == 9.6
+    assert memory_profile("vllm", "0.16.0").sampler_peak("flashinfer").logits_copies == 3.72  # opt-in
+    for version in ("0.17.0", "0.19.0", "0.24.0", "0.33.0"):  # Triton top-k/top-p; an unknown name falls back to it
+        assert memory_profile("vllm", version).sampler_peak("flashinfer").logits_copies == 3.72
+    assert memory_profile("vllm", "0.8.5").sampler_peak(None) is None  # one summed term
 
 
 def test_sampler_read_from_the_log():
@@ -52,7 +54,14 @@ def test_sampler_peak_is_the_larger_of_forward_and_sampler():
     # the same peak on 0.11.0 when its log says the PyTorch sampler ran (pip install without FlashInfer)
     assert _estimate(qwen, "0.11.0", sampler="pytorch").activation_bytes_per_gpu == est.activation_bytes_per_gpu
     flashinfer = _estimate(qwen, "0.11.0").activation_bytes_per_gpu
-    assert flashinfer == forward + 1024 * qwen.vocab_size * 4 * 2
+    assert abs(flashinfer - max(forward, 8192 * qwen.hidden_size * 2 + 1024 * qwen.vocab_size * 4 * 3.72)) < 2**20
+
+
+def test_sampler_logits_not_divided_by_tp():
+    # the sampler sees the whole vocabulary on every rank: Qwen2.5-72B's peak at TP 2 and 4 is the same (2.29 GiB logged)
+    qwen = resolve_model("Qwen/Qwen2.5-72B-Instruct")
+    a2, a4 = (_estimate(qwen, "0.19.0", tp=t).activation_bytes_per_gpu for t in (2, 4))
+    assert a2 == a4 and abs(a2 / GIB - 2.29) < 0.1
 
 
 def test_nccl_figure_on_pre_hopper_gpus():

@@ -175,7 +175,7 @@ class EngineMemoryProfile(BaseModel):
 
     def sampler_peak(self, sampler: str | None) -> SamplerPeak | None:
         """The sampler term for ``sampler`` (None: the version's default); None where the range has one term only."""
-        return self.sampler_peaks.get(sampler or self.sampler_default or "")
+        return self.sampler_peaks.get(sampler or "") or self.sampler_peaks.get(self.sampler_default or "")
 
     def covers(self, version: str) -> bool:
         v = version_key(version)

@@ -186,9 +186,7 @@ def estimate_memory(
     memory_fraction: float | None = None, group_size: int | None = None, on_gpu: bool = True,
     draft_params: int = 0, draft_kv_elements_per_token: int = 0,
     memory: EngineMemoryProfile | None = None,
-    interconnect: str = "nvlink",
-    compute_capability: float | None = None,
-    sampler: str | None = None,
+    interconnect: str = "nvlink", compute_capability: float | None = None, sampler: str | None = None,
     calibration: "MemoryCalibration | None" = None,
     gpu_memory_source: str = "given",
     engine_version: str | None = None,
@@ -208,7 +206,8 @@ def estimate_memory(
     ``memory``: the engine version's memory profile (default: the profile of ``engine`` at its pinned version);
     ``max_num_batched_tokens`` / ``max_num_seqs``: the engine's settings (default: the profile's first tier, i.e.
     the caller resolves per-GPU defaults with :func:`infer_advisor.engines.memory.batch_defaults`);
-    ``interconnect``: nvlink or pcie (communication buffers under TP); ``calibration``: a memory calibration
+    ``interconnect``: nvlink or pcie (communication buffers under TP; ``compute_capability`` < 9: pre-Hopper NCCL);
+    ``sampler``: the top-k/top-p sampler a log names (flashinfer, pytorch; None: the version's); ``calibration``: a memory calibration
     already matched to this engine version, GPU and layout; ``lora_slots`` x ``lora_rank``: vLLM's LoRA buffers (:mod:`.lora`).
     ``speculative``: a speculative decoder's shape (``--speculative-config``, :mod:`infer_advisor.engines.draft_shape`): its
     weights, KV layers and state pages (:mod:`.draft`); ``prefix_caching``: on (a hybrid's Mamba layers hold more pages);
@@ -230,8 +229,7 @@ def estimate_memory(
     kv = _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_token, speculative)
     reserve = engine.memory_accounting in ("reserve", "reserve-free")
     prompt = min(input_tokens or request_tokens, request_tokens)
-    act = _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources,
-                      sampler)
+    act = _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources, sampler)
     graphs = cuda_graph_pool_bytes(mp, math.ceil(model.num_layers / pp), max_num_seqs, speculative.num_speculative_tokens if speculative else 0,
                                    max_num_batched_tokens)
     overheads, outside = overheads_bytes(mp, on_gpu=on_gpu, tp=tp, pp=pp, interconnect=interconnect, sources=sources, graph_bytes=graphs,
@@ -334,16 +332,17 @@ def _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, pro
     per_token = (hidden_copies * model.hidden_size + intermediate_copies * routed * model.intermediate_size / split) * act_b
     term = mp.sampler_peak(sampler)
     copies = term.logits_copies if term is not None else (mp.activation_logits_copies or act.logits_copies)
-    logits_row = model.vocab_size * act.logits_bytes_per_vocab_entry * copies / split
+    gathered = term is not None and term.after_forward  # the sampler sees the whole vocabulary on every rank (logits gathered)
+    logits_row = model.vocab_size * act.logits_bytes_per_vocab_entry * copies / (1 if gathered else split)
     scale = mp.activation_scale
     sources["activation"] = f"estimated x {scale:g} ({mp.label})" if scale != 1 else "estimated"
     if cal is not None and cal.activation_scale:
         scale, sources["activation"] = cal.activation_scale, CALIBRATED
-    forward, sampler = tokens * per_token, sampled_rows * logits_row
+    forward, sampling = tokens * per_token, sampled_rows * logits_row
     if term is not None and term.after_forward:  # the forward's intermediates are freed before the sampler runs
-        peak = max(forward, tokens * model.hidden_size * act_b + sampler)
+        peak = max(forward, tokens * model.hidden_size * act_b + sampling)
     else:
-        peak = forward + sampler
+        peak = forward + sampling
     return {
         "activation": peak * scale,
         "decode": concurrency * per_token + concurrency * logits_row, "tokens": tokens, "rows": sampled_rows,
