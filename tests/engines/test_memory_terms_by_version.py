@@ -98,3 +98,17 @@ def test_mla_down_projections_and_router_whole_on_every_rank():
     assert w4 > w1 / 4 + whole * 3 / 4 - 64 * 2**20  # the replicated part is not divided (rotary tables aside)
     assert resolve_model("Qwen/Qwen3-8B").num_experts == 0
     assert replicated_bytes(resolve_model("Qwen/Qwen3-8B"), "none", "bfloat16", None) == 0
+
+
+def test_fused_moe_workspace_kept_beside_the_sampler():
+    from infer_advisor.estimate.engine_terms import moe_workspace_bytes
+
+    qwen = resolve_model("Qwen/Qwen3-30B-A3B")  # H 2048, I 768, top-8
+    assert moe_workspace_bytes(qwen, 8192, 1, 2) == 8192 * 8 * (2048 + 2048) * 2  # max(I, H) + max(2I, H)
+    gpt = resolve_model("openai/gpt-oss-20b")  # MXFP4 experts: OAITritonExperts' shapes
+    assert moe_workspace_bytes(gpt, 8192, 2, 2) == 8192 * (2880 + 4 * 1440) * 2
+    assert moe_workspace_bytes(resolve_model("Qwen/Qwen3-8B"), 8192, 1, 2) == 0
+    est = _estimate(qwen, "0.19.0")
+    sampler = 8192 * 2048 * 2 + 1024 * qwen.vocab_size * 4 * 3.72
+    assert abs(est.activation_bytes_per_gpu - (sampler + 8192 * 8 * 4096 * 2)) < 2**20  # 2.68 GiB logged (llm-d-planner)
+    assert _estimate(qwen, "0.11.0").activation_bytes_per_gpu < est.activation_bytes_per_gpu  # 0.10-0.11.0 range: not kept

@@ -121,6 +121,9 @@ class EngineMemoryProfile(BaseModel):
     activation_intermediate_copies: float | None = Field(default=None, gt=0, description="Override of intermediate_copies.")
     activation_logits_copies: float | None = Field(default=None, gt=0, description="Override of logits_copies (the sampler's fp32 copies per row).")
     activation_split_by_tp: bool = Field(default=True, description="The activation peak per GPU shrinks with TP (False: vLLM's does not).")
+    moe_workspace_persists: bool = Field(
+        default=False, description="The fused-MoE workspace stays allocated after the forward, beside the sampler's peak "
+        "(vLLM 0.11+; estimate/engine_terms.py moe_workspace_bytes).")
     sampler_default: Sampler | None = Field(
         default=None, description="The top-k/top-p sampler the version runs by default (vllm-openai image); None: one term only.")
     sampler_peaks: dict[Sampler, SamplerPeak] = Field(

@@ -59,7 +59,8 @@ from ..model_facts.facts import ModelFacts
 from .draft import draft_kv_bytes_per_token_per_layer, draft_weight_bytes, state_with_speculation
 from .engine_kv import DraftLayers, EngineKV, engine_kv_figures
 from .engine_terms import (
-    CALIBRATED, apply_calibrated_overheads, budget_bytes, cuda_graph_pool_bytes, kv_dtype_bytes, overheads_bytes, profile_batch,
+    CALIBRATED, apply_calibrated_overheads, budget_bytes, cuda_graph_pool_bytes, kv_dtype_bytes, moe_workspace_bytes, overheads_bytes,
+    profile_batch,
 )
 from .formats import dtype_bytes, formats, weight_format
 from .lora import add_lora_term
@@ -340,7 +341,8 @@ def _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, pro
         scale, sources["activation"] = cal.activation_scale, CALIBRATED
     forward, sampling = tokens * per_token, sampled_rows * logits_row
     if term is not None and term.after_forward:  # the forward's intermediates are freed before the sampler runs
-        peak = max(forward, tokens * model.hidden_size * act_b + sampling)
+        kept = tokens * model.hidden_size * act_b + (moe_workspace_bytes(model, tokens, tp, act_b) if mp.moe_workspace_persists else 0.0)
+        peak = max(forward, kept + sampling)
     else:
         peak = forward + sampling
     return {
