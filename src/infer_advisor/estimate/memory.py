@@ -65,7 +65,10 @@ from .engine_terms import (
 from .formats import dtype_bytes, formats, weight_format
 from .lora import add_lora_term
 from .rotary import rotary_cache_bytes
-from .weights import expert_padding_ratio, group_bytes, mistral_format_vision, replicated_bytes, vision_tower_params, weight_bytes_by_group, weights_bytes, weights_per_gpu
+from .weights import (
+    expert_padding_ratio, group_bytes, mistral_format_vision, replicated_bytes, vision_tower_params, weight_bytes_by_group, weights_bytes,
+    weights_per_gpu,
+)
 
 __all__ = ["MemoryEstimate", "estimate_memory", "kv_bytes_per_token_per_gpu", "weight_bytes_by_group", "weights_bytes"]
 
@@ -339,12 +342,9 @@ def _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, pro
     sources["activation"] = f"estimated x {scale:g} ({mp.label})" if scale != 1 else "estimated"
     if cal is not None and cal.activation_scale:
         scale, sources["activation"] = cal.activation_scale, CALIBRATED
-    forward, sampling = tokens * per_token, sampled_rows * logits_row
-    if term is not None and term.after_forward:  # the forward's intermediates are freed before the sampler runs
-        kept = tokens * model.hidden_size * act_b + (moe_workspace_bytes(model, tokens, tp, act_b) if mp.moe_workspace_persists else 0.0)
-        peak = max(forward, kept + sampling)
-    else:
-        peak = forward + sampling
+    # after_forward: the forward's intermediates are freed before the sampler runs; the hidden states (and a kept MoE workspace) stay
+    kept = tokens * model.hidden_size * act_b + (moe_workspace_bytes(model, tokens, tp, act_b) if mp.moe_workspace_persists else 0.0)
+    peak = max(tokens * per_token, kept + sampled_rows * logits_row) if gathered else tokens * per_token + sampled_rows * logits_row
     return {
         "activation": peak * scale,
         "decode": concurrency * per_token + concurrency * logits_row, "tokens": tokens, "rows": sampled_rows,
