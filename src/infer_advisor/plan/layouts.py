@@ -248,6 +248,7 @@ class _EngineSearch:
             draft_kv_elements_per_token=draft.kv_elements_per_token if draft else 0,
             memory=settings.profile,
             interconnect=hw.gpu.interconnect if on_gpu else "pcie",
+            compute_capability=hw.gpu.compute_capability if on_gpu else None,
             calibration=cal.for_layout(layout.gpus) if cal is not None else None,
             gpu_memory_source=t.mem_source,
             engine_version=settings.version,
