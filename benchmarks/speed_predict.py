@@ -126,7 +126,7 @@ def point_request(p, version: str | None = None) -> dict:
         # format's family ('fp8' for 'fp8-block'): the user serves the checkpoint as shipped (--quantization auto), not a
         # re-quantization of it (the plan refuses --quantization fp8 on an FP8 checkpoint)
         quant = "auto"
-    kw = dict(model=model, model_source="catalog", gpu=f"{p.gpu}:{p.gpu_count}" if p.gpu_count > 1 else p.gpu,
+    kw = dict(model=model, model_source="catalog", gpu=_gpu_spec(p),
               engine=engine, quantization=quant, kv_cache_dtype=kv,
               tensor_parallel_size=p.tp, pipeline_parallel_size=p.pp, input_tokens=inp, output_tokens=out,
               context=inp + out)
@@ -167,6 +167,17 @@ def _length_shapes() -> dict:
 def length_shape(p) -> dict | None:
     """How the lengths of the point's benchmark dataset spread (``length_shapes.yaml``), or None when not named there."""
     return _length_shapes().get(p.length_distribution)
+
+
+GPUS_PER_NODE = 8  # an HGX / MI300X platform: more GPUs than this are several nodes (a reading)
+
+
+def _gpu_spec(p) -> str:
+    """``--gpu`` as a user writes it: ``H100-80GB:8x2`` for 16 GPUs (two 8-GPU nodes; Tenstorrent's 16xH100 over
+    InfiniBand), not one node of 16, which no HGX board has (batch 3, retrospective)."""
+    if p.gpu_count > GPUS_PER_NODE and p.gpu_count % GPUS_PER_NODE == 0:
+        return f"{p.gpu}:{GPUS_PER_NODE}x{p.gpu_count // GPUS_PER_NODE}"
+    return f"{p.gpu}:{p.gpu_count}" if p.gpu_count > 1 else p.gpu
 
 
 def _output_shape(p, shape: dict) -> str:
