@@ -224,6 +224,21 @@ def test_llama_server_samples_each_slot_on_the_host_over_the_vocabulary():
     assert "engine_sampling" not in _sm().terms(decode_shape(4, 1200))  # vLLM samples on the GPU
 
 
+def test_llama_server_prompt_batch_host_time_is_inside_the_step():
+    # measured on the H200 (calls A-E, benchmarks/gpu/server_log_terms.py): the server's prompt eval exceeds the GPU
+    # prompt time by a + b x tokens, inside its loop: it lengthens the step the other slots' decodes share
+    prof = engine_speed("llama.cpp", gpu="H200")
+    sm = _sm(engine="llama.cpp", quantization="gguf-f16")
+    want = 2 * prof.prompt_host_s.value + 2 * 600 * prof.prompt_host_s_per_token.value
+    assert sm.terms(prefill_shape(2, 600))["engine_prompt_host"] == pytest.approx(want, rel=1e-12)
+    mixed = StepShape(decode=3, decode_context=3000, prefill_tokens=1137, prefill_pairs=1137 * 569, prefill_chunks=1, completes=1)
+    assert sm.seconds(mixed) - sm.seconds(StepShape(**{**mixed.__dict__, "prefill_tokens": 0, "prefill_pairs": 0,
+                                                         "prefill_chunks": 0, "completes": 0})) > 0.0045 + 1137 * 8e-6
+    assert "engine_prompt_host" not in sm.terms(decode_shape(4, 1200))
+    assert "engine_prompt_host" not in _sm(engine="llama.cpp", quantization="gguf-f16", gpu=A100).terms(prefill_shape(1, 600))
+    assert 0.002 < prof.request_overhead_s.value < 0.006  # outside the slot only: HTTP, tokenisation, the first send
+
+
 def test_coefficients_measured_on_a_gpu_replace_the_fitted_ones_there_only():
     here, there, wide = engine_speed("llama.cpp", gpu="H200"), engine_speed("llama.cpp", gpu="A100-80GB"), engine_speed("llama.cpp")
     assert here.step_overhead_s.kind in ("measured", "assumed") and here.step_overhead_s != wide.step_overhead_s

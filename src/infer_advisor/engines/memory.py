@@ -314,9 +314,25 @@ class EngineSettings(BaseModel):
     memory_fraction: float
 
 
-def engine_settings(engine: str, version: str | None, gpu, *, tp: int = 1, pp: int = 1) -> EngineSettings:
-    """The memory profile and per-GPU defaults of ``engine`` at ``version`` (default: pinned) on ``gpu`` (a GPUInfo or None)."""
+def with_lora(engine: str, version: str, prof: EngineMemoryProfile, lora) -> EngineMemoryProfile:
+    """``prof`` (the profile of ``engine`` at ``version``) as a start-up with LoRA on uses it. ``lora``: the version's
+    engines/lora.py LoRAProfile: the V0 profile vLLM 0.8.0-0.8.2 fall back to (``memory_profile_version``), and V0's
+    long-context chunked prefill left off (``v0_chunked_prefill_off``)."""
+    if lora.memory_profile_version and lora.memory_profile_version != version:
+        v0 = memory_profile(engine, lora.memory_profile_version)
+        prof = v0.model_copy(update={"label": f"{v0.label}: what {engine} {version} runs with LoRA on"})
+    if lora.v0_chunked_prefill_off and prof.chunked_prefill_above is not None:
+        prof = prof.model_copy(update={"chunked_prefill_above": None, "label": f"{prof.label} (no default chunked prefill with LoRA)"})
+    return prof
+
+
+def engine_settings(engine: str, version: str | None, gpu, *, tp: int = 1, pp: int = 1, lora=None) -> EngineSettings:
+    """The memory profile and per-GPU defaults of ``engine`` at ``version`` (default: pinned) on ``gpu`` (a GPUInfo or None).
+
+    ``lora``: the version's LoRAProfile (engines/lora.py) when adapters are on, None otherwise (see :func:`with_lora`)."""
     prof = memory_profile(engine, version)
+    if lora is not None:
+        prof = with_lora(engine, version or engine_profile(engine).version, prof, lora)
     usable = getattr(gpu, "budget_memory_bytes", None) if gpu is not None else None
     name = " ".join(filter(None, [getattr(gpu, "probed_name", None), getattr(gpu, "name", None)])) if gpu is not None else ""
     capability = getattr(gpu, "compute_capability", None) if gpu is not None else None

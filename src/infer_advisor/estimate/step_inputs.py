@@ -200,4 +200,6 @@ def term_sources(prof: EngineSpeed, ceil: Ceilings, weights: str) -> dict[str, s
         "pp_transfer": "links (data/speed/engines.yaml)", "host_launch_wait": f"host launch {prof.host_launch_s:g} s per kernel (no CUDA graphs)",
         "engine_step_overhead": scale(prof.step_overhead_s), "engine_per_sequence": scale(prof.per_sequence_s),
         "request_overhead": scale(prof.request_overhead_s),
-    } | ({"engine_sampling": f"vocabulary x {scale(prof.sampler_s_per_vocab)} per sampled sequence"} if prof.sampler_s_per_vocab else {})
+    } | ({"engine_sampling": f"vocabulary x {scale(prof.sampler_s_per_vocab)} per sampled sequence"} if prof.sampler_s_per_vocab else {}) | (
+        {"engine_prompt_host": f"{scale(prof.prompt_host_s)} per prompt batch + {scale(prof.prompt_host_s_per_token)} per prompt token"}
+        if prof.prompt_host_s and prof.prompt_host_s_per_token else {})

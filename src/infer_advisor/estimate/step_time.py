@@ -166,6 +166,8 @@ class StepModel:
     tp_nodes: int = 1  # nodes one tensor-parallel group spans: its all-reduces cross the network too
     request_overhead_s: float = 0.0  # per request, outside the steps: before the scheduler sees it (simulate), into TTFT
     sampler_s: float = 0.0  # host seconds per sampled sequence per step (vocab x sampler_s_per_vocab)
+    prompt_host_s: float = 0.0  # seconds per prompt chunk in a step, inside the step (llama-server's prompt batch)
+    prompt_host_per_token_s: float = 0.0  # the same per prompt token
     lora: LoRAStepCost | None = None  # batched LoRA kernels (estimate/lora_cost.py); None without adapters
     sources: dict[str, str] = field(default_factory=dict)  # term -> where its coefficients come from (--explain)
     notes: list[str] = field(default_factory=list)
@@ -327,6 +329,8 @@ class StepModel:
         out["engine_per_sequence"] = self.per_sequence_s * s.sequences
         if self.sampler_s:
             out["engine_sampling"] = self.sampler_s * s.sampled
+        if s.prefill_tokens and (self.prompt_host_s or self.prompt_host_per_token_s):
+            out["engine_prompt_host"] = self.prompt_host_s * s.prefill_chunks + self.prompt_host_per_token_s * s.prefill_tokens
         return out
 
     def step_seconds(self, decode: int, decode_context: float, prefill_tokens: int = 0, prefill_pairs: float = 0.0,
@@ -343,7 +347,8 @@ class StepModel:
         gpu *= self.pp
         if self.host_bound:
             gpu = max(gpu, self.kernel_count(decode, prefill_tokens) * self.host_launch_s)
-        return gpu + self.step_overhead_s + self.per_sequence_s * (decode + chunks) + self.sampler_s * (decode + completes)
+        return (gpu + self.step_overhead_s + self.per_sequence_s * (decode + chunks) + self.sampler_s * (decode + completes)
+                + self.prompt_host_s * chunks + self.prompt_host_per_token_s * prefill_tokens)
 
     def decode_seconds(self, batch: int, context_sum: float) -> float:
         """A decode-only step of ``batch`` sequences whose KV contexts sum to ``context_sum``."""
@@ -411,4 +416,6 @@ def build_step_model(
         request_overhead_s=prof.request_overhead_s.value, notes=notes, lora=lora,
         sources={**term_sources(prof, ceil, weights), **({"lora": lora.source} if lora is not None else {})},
         sampler_s=model.vocab_size * prof.sampler_s_per_vocab.value if prof.sampler_s_per_vocab else 0.0,
+        prompt_host_s=prof.prompt_host_s.value if prof.prompt_host_s else 0.0,
+        prompt_host_per_token_s=prof.prompt_host_s_per_token.value if prof.prompt_host_s_per_token else 0.0,
     )
