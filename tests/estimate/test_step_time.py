@@ -156,6 +156,27 @@ def test_tensor_parallel_allreduce_is_the_faster_of_two_algorithms():
     assert _sm().layer_terms(rows)["tp_communication"] == 0.0
 
 
+def test_tensor_parallel_over_nodes_adds_the_networks_allreduce():
+    """TP16 over two 8-GPU nodes: each all-reduce is the in-node one over 8 ranks plus the network's, once."""
+    from infer_advisor.estimate.speed_data import engine_speeds
+
+    net = engine_speeds().links["network"]
+    over = _sm(tp=16, nodes=2)
+    within = _sm(tp=8)
+    rows = 4
+    msg = rows * LLAMA8B.hidden_size * 2
+    network = net.allreduce_latency_s + 2 * (2 - 1) / 2 * msg / (net.bus_efficiency * 50e9)
+    assert over.tp_nodes == 2 and within.tp_nodes == 1 and _sm(tp=8, pp=2, nodes=2).tp_nodes == 1
+    assert over.layer_terms(rows)["tp_communication"] == pytest.approx(2 * (within._allreduce(msg, 8) + network), rel=1e-12)
+
+
+def test_mxfp4_experts_run_marlin_below_sm90():
+    """vLLM sends MXFP4 MoE to its Marlin (W4A16) kernel below compute capability 9 (get_mxfp4_backend)."""
+    gptoss = resolve_model("openai/gpt-oss-120b", source="catalog")
+    ampere = build_step_model(gptoss, gpu=A100, engine="vllm", quantization="mxfp4-experts")
+    assert "experts: w4a16" in ampere.sources["weights_gemm"]
+
+
 def test_small_kernels_cost_launch_plus_bytes():
     sm = _sm()
     n = engine_speed("vllm").small_kernels_per_layer

@@ -163,6 +163,7 @@ class StepModel:
     host_launch_s: float
     step_overhead_s: float
     per_sequence_s: float
+    tp_nodes: int = 1  # nodes one tensor-parallel group spans: its all-reduces cross the network too
     request_overhead_s: float = 0.0  # per request, outside the steps: before the scheduler sees it (simulate), into TTFT
     sampler_s: float = 0.0  # host seconds per sampled sequence per step (vocab x sampler_s_per_vocab)
     prompt_host_s: float = 0.0  # seconds per prompt chunk in a step, inside the step (llama-server's prompt batch)
@@ -210,6 +211,16 @@ class StepModel:
 
     def _allreduce(self, nbytes: float, parts: int) -> float:
         """The faster of the latency-optimised (one-shot) all-reduce and the ring, as engines choose."""
+        if parts <= 1:
+            return 0.0
+        if self.tp_nodes > 1 and parts >= self.tp_nodes:
+            # a group over nodes (NCCL, hierarchical): within each node over its link, then between the nodes over the
+            # network, at its latency and bandwidth (data/speed/engines.yaml links.network), once per all-reduce
+            n = self.tp_nodes
+            return self._allreduce_link(nbytes, parts // n) + self.pp_latency + 2 * (n - 1) / n * nbytes / self.pp_link_bw
+        return self._allreduce_link(nbytes, parts)
+
+    def _allreduce_link(self, nbytes: float, parts: int) -> float:
         if parts <= 1:
             return 0.0
         moved = 2 * (parts - 1) / parts * nbytes
@@ -399,7 +410,7 @@ def build_step_model(
         moe_routing_kernels=prof.moe_routing_kernels if on_gpu else 0.0,
         small_kernels=prof.small_kernels_per_layer * block_share if on_gpu else 0.0,
         **gemms, **attention_and_links(prof, gpu, ceil, nodes),
-        expert_parallel=expert_parallel,
+        expert_parallel=expert_parallel, tp_nodes=max(1, nodes // max(pp, 1)) if tp > 1 else 1,
         host_bound=not prof.cuda_graphs and on_gpu, host_launch_s=prof.host_launch_s,
         step_overhead_s=prof.step_overhead_s.value, per_sequence_s=prof.per_sequence_s.value,
         request_overhead_s=prof.request_overhead_s.value, notes=notes, lora=lora,
