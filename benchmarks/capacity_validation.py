@@ -24,6 +24,7 @@ the operator model, so that what is left is the scheduler. Every figure in the o
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import platform
@@ -298,6 +299,13 @@ def measure(out: Path, work: Path, rates: list[float], repeat: float | None, num
     return facts
 
 
+def _bench_json(folder: Path) -> str:
+    """A level's bench.json, or the bench.json.gz it is committed as (the open-loop reports are kept gzipped so that
+    the working tree the GPU calls carry stays under its 64 MiB)."""
+    plain = folder / "bench.json"
+    return plain.read_text() if plain.exists() else gzip.decompress((folder / "bench.json.gz").read_bytes()).decode()
+
+
 def analyse(out: Path, model_dir: Path) -> dict:
     """Simulate every measured level with the calibrated step model and the server's own step times; as a dict."""
     import tempfile
@@ -309,8 +317,8 @@ def analyse(out: Path, model_dir: Path) -> dict:
     probe = json.loads((out / "run.json").read_text())["server_step_times"]
     server = ServerStep.from_probe(probe)
     steps = {"calibrated": cal_step, "server": server}
-    reports = {name: BenchReport.model_validate_json((out / name / "bench.json").read_text())
-               for name in ("open", "open-repeat") if (out / name / "bench.json").exists()}
+    reports = {name: BenchReport.model_validate_json(_bench_json(out / name)) for name in ("open", "open-repeat")
+               if (out / name / "bench.json").exists() or (out / name / "bench.json.gz").exists()}
     with tempfile.TemporaryDirectory() as tmp:
         rows = {name: compare_report(rep, steps, Path(tmp)) for name, rep in reports.items()}
     measured = [r["measured"] for r in rows["open"]]

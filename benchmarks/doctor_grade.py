@@ -99,6 +99,16 @@ def engine_check(f, diag, edit) -> tuple[bool | None, str]:
         if flag == "--gpu-memory-utilization" and total:
             got = avail + (float(value) - u0) * total
             return got >= need, f"{avail / GIB:.2f} + ({value} - {u0}) x {total / GIB:.2f} = {got / GIB:.2f} GiB vs {need / GIB:.2f} needed{note}"
+    if f.error == "free_memory_below_utilization" and flag == "--gpu-memory-utilization" and {"free_memory_gib", "total_gpu_memory_gib"} <= fig.keys():
+        need = float(value) * fig["total_gpu_memory_gib"]  # vLLM V1 gpu_worker.init_device: utilization x total <= free at start
+        return need <= fig["free_memory_gib"], f"{value} x {fig['total_gpu_memory_gib']} = {need:.2f} GiB vs {fig['free_memory_gib']} GiB free (the start check only)"
+    if (f.error == "no_cache_blocks" and flag == "--gpu-memory-utilization"
+            and {"total_gpu_memory_gib", "weights_gib", "non_torch_gib", "activation_gib"} <= fig.keys()):
+        rest = float(value) * fig["total_gpu_memory_gib"] - fig["weights_gib"] - fig["non_torch_gib"] - fig["activation_gib"]
+        if rest <= 0:
+            return False, f"{value} x total - weights - non-torch - activation = {rest:.2f} GiB: still no KV room"
+        return None, (f"{value} x total - weights - non-torch - activation = {rest:.2f} GiB of KV room: the cache-blocks check passes; "
+                      "whether one request of max_model_len then fits needs the bytes per token (not decided)")
     if f.error == "sglang_not_enough_memory":
         return _sglang_check(f, flag, value)
     if f.error == "llamacpp_alloc_failed" and {"weights_cuda0_mib", "kv_cuda0_mib", "compute_alloc_mib", "n_ctx"} <= fig.keys() and total:
@@ -240,6 +250,7 @@ def main() -> int:
     data = load_failures()
     rows = [grade(f) for f in data.failures]
     result = {"rows": rows, "held_out": summary(rows, True), "tuning": summary(rows, False), "batch2": summary(rows, None, batch=2), "batch3": summary(rows, None, batch=3),
+              "batch4": summary(rows, None, batch=4),
               "kv_after_fix": kv_after_fix({f.id: f for f in data.failures})}
     for r in rows:
         mark = str(r["batch"]) if r["batch"] > 1 else ("H" if r["held_out"] else " ")
@@ -249,6 +260,7 @@ def main() -> int:
     print("tuning:  ", json.dumps(result["tuning"]))
     print("batch 2: ", json.dumps(result["batch2"]))
     print("batch 3: ", json.dumps(result["batch3"]))
+    print("batch 4: ", json.dumps(result["batch4"]))
     print("KV after the thread's fix:", json.dumps(result["kv_after_fix"]))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,8 @@ Every figure goes through ``advise()``, the path a user runs:
   (``adapters_used``), a ``--lengths-file`` whose adapter column names only those. Pass: within 15 points of the
   published drop.
 - KV capacity: the plan's engine-printed KV tokens for the log's model, GPU, version, max_model_len,
-  gpu_memory_utilization and LoRA slots. Pass: within 5% of the log.
+  gpu_memory_utilization and LoRA slots. Pass: within 5% of the log. ``plan_engine_version`` (when an entry has one)
+  is the version the plan is asked for a run the plan cannot express otherwise (a V1 run forced with VLLM_USE_V1=1).
 
 Nothing here was fitted to these points (lora_points.yaml says what was inferred for each setup).
 """
@@ -74,7 +75,7 @@ def predicted_kv(entry: dict, folder: Path) -> dict:
     from infer_advisor.plan import advise
 
     s = entry["settings"]
-    plan = advise(model=_model(entry, folder), gpu=entry["gpu"], engine="vllm", engine_version=entry["engine_version"].split()[0],
+    plan = advise(model=_model(entry, folder), gpu=entry["gpu"], engine="vllm", engine_version=entry.get("plan_engine_version") or entry["engine_version"].split()[0],
                   context=s["max_model_len"], gpu_memory_utilization=s["gpu_memory_utilization"], tensor_parallel_size=s["tp"],
                   max_num_batched_tokens=s.get("max_num_batched_tokens"),
                   lora_adapters=s["max_loras"], max_lora_rank=s["max_lora_rank"], speed=False)
@@ -102,7 +103,8 @@ def grade() -> dict:
             row = {"id": e["id"], "graded": bool(e.get("graded"))}
             if e.get("graded"):
                 meas = e["measured"]["kv_cache_tokens"]
-                row.update(predicted_kv(e, folder), measured_kv_tokens=meas, gpu=e["gpu"], version=e["engine_version"])
+                row.update(predicted_kv(e, folder), measured_kv_tokens=meas, gpu=e["gpu"],
+                           version=e["engine_version"].split(" (")[0])
                 row["error_pct"] = round((row["predicted_kv_tokens"] - meas) / meas * 100, 2)
                 row["pass"] = abs(row["error_pct"]) <= KV_LIMIT_PCT
             else:

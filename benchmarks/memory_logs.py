@@ -37,9 +37,10 @@ BATCHES = {
     "issue-23": (PROSPECTIVE, "745df12"),
     "issue-23b": (HERE / "published" / "startup_logs_prospective_b.json", "6a41b14"),
     "issue-23c": (HERE / "published" / "startup_logs_prospective_c.json", "9cdd0b4"),
+    "issue-23d": (HERE / "published" / "startup_logs_prospective_d.json", "82219fd"),  # main with memfix4's frozen model (3d175d7)
 }
 # The label each later batch's rows carry in the new-logs table and the prefix of its own summary lines.
-BATCH_LABELS = {"issue-23b": ("batch 2", "batch2_"), "issue-23c": ("batch 3", "batch3_")}
+BATCH_LABELS = {"issue-23b": ("batch 2", "batch2_"), "issue-23c": ("batch 3", "batch3_"), "issue-23d": ("batch 4", "batch4_")}
 GIB = 2**30
 
 
@@ -82,7 +83,7 @@ def startup_log(entry: dict):
         max_concurrency=m.get("max_concurrency"), max_num_batched_tokens=entry.get("max_num_batched_tokens"),
         max_num_seqs=entry.get("max_num_seqs"), kv_cache_dtype=entry.get("kv_cache_dtype"),
         **_optional(StartupLog, speculative_config=entry.get("speculative_config"), prefix_caching=entry.get("prefix_caching"),
-                    language_model_only=entry.get("language_model_only")),
+                    language_model_only=entry.get("language_model_only"), sampler=entry.get("sampler")),
     )
 
 

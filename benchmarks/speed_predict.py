@@ -119,13 +119,14 @@ def point_request(p, version: str | None = None) -> dict:
     inp, out = max(int(round(p.input_tokens)), 1), max(int(round(p.output_tokens)), 1)
     kv = "fp8" if (p.kv_cache_dtype or "").startswith("fp8") or (p.kv_cache_dtype is None and modelopt_fp8_kv(p)) else "auto"
     quant = QUANT_MAP.get(p.quantization, "auto")
-    pre = _pre_quantized(p.catalog_model)
+    model = _served_model(p)
+    pre = _pre_quantized(model)
     if pre and (quant == "none" or pre.startswith(quant) or quant.startswith(pre)):
         # a published quantized checkpoint (gpt-oss's MXFP4 experts, DeepSeek-V3's block-FP8) labelled 'none' or with its
         # format's family ('fp8' for 'fp8-block'): the user serves the checkpoint as shipped (--quantization auto), not a
         # re-quantization of it (the plan refuses --quantization fp8 on an FP8 checkpoint)
         quant = "auto"
-    kw = dict(model=p.catalog_model, model_source="catalog", gpu=f"{p.gpu}:{p.gpu_count}" if p.gpu_count > 1 else p.gpu,
+    kw = dict(model=model, model_source="catalog", gpu=_gpu_spec(p),
               engine=engine, quantization=quant, kv_cache_dtype=kv,
               tensor_parallel_size=p.tp, pipeline_parallel_size=p.pp, input_tokens=inp, output_tokens=out,
               context=inp + out)
@@ -145,7 +146,7 @@ def point_request(p, version: str | None = None) -> dict:
         # a finite run of num_requests with the dataset's length spread (benchmarks/published/length_shapes.yaml):
         # throughput over the whole run, the longest answers' tail included, as the benchmark divides it
         kw.update(requests=int(p.num_requests) // max(p.dp, 1), input_distribution=shape["input_distribution"],
-                  output_distribution=shape["output_distribution"], context=int(shape["max_request_tokens"]))
+                  output_distribution=_output_shape(p, shape), context=int(shape["max_request_tokens"]))
     own = _own_max_num_seqs(engine)
     if own is not None and p.mode in ("offline_throughput", "static_batch"):
         # the engine's benchmark tool sizes the batch itself (trtllm-bench / gptSessionBenchmark); the nearest plan flag
@@ -168,11 +169,54 @@ def length_shape(p) -> dict | None:
     return _length_shapes().get(p.length_distribution)
 
 
+GPUS_PER_NODE = 8  # an HGX / MI300X platform: more GPUs than this are several nodes (a reading)
+
+
+def _gpu_spec(p) -> str:
+    """``--gpu`` as a user writes it: ``H100-80GB:8x2`` for 16 GPUs (two 8-GPU nodes; Tenstorrent's 16xH100 over
+    InfiniBand), not one node of 16, which no HGX board has (batch 3, retrospective)."""
+    if p.gpu_count > GPUS_PER_NODE and p.gpu_count % GPUS_PER_NODE == 0:
+        return f"{p.gpu}:{GPUS_PER_NODE}x{p.gpu_count // GPUS_PER_NODE}"
+    return f"{p.gpu}:{p.gpu_count}" if p.gpu_count > 1 else p.gpu
+
+
+def _output_shape(p, shape: dict) -> str:
+    """The answers' spread a user would name: the dataset's (ShareGPT: exponential, its tail up to the dataset's cap),
+    but where the source states a generation budget (``max_output_tokens``, e.g. AccelMark's max_tokens 512 with
+    greedy answers stopping at EOS) no answer runs past it, so the run ends with the budget, not the exponential's
+    tail (~5x the mean for 100 answers): the bounded shape a user can name, ``uniform`` (mean +-50%: 174-522 for a
+    348 mean under a 512 budget). A reading of the setup, found on batch 3 (retrospective)."""
+    if p.max_output_tokens and p.max_output_tokens < 2 * max(p.output_tokens, 1):
+        return "uniform"
+    return shape["output_distribution"]
+
+
 def _own_max_num_seqs(engine: str) -> int | None:
     from infer_advisor.engines.profiles import engine_profiles
 
     prof = engine_profiles().get(engine)
     return prof.own_max_num_seqs if prof is not None else None
+
+
+@lru_cache(maxsize=None)
+def _in_catalog(name: str) -> bool:
+    from infer_advisor.errors import InferAdvisorError
+    from infer_advisor.model_facts import resolve_model
+
+    try:
+        resolve_model(name, source="catalog")
+    except InferAdvisorError:
+        return False
+    return True
+
+
+def _served_model(p) -> str | None:
+    """The checkpoint the point served when the catalog has it (its quantization_config: which modules stay in bf16,
+    the KV dtype it sets), else the catalog model of the same shapes: a user names the checkpoint they serve. Meta's
+    Llama-3.1-405B-FP8 keeps every self_attn and the first and last layers in bf16 (+9 GB per GPU at TP8 over an
+    all-FP8 reading): found on batch 3's dstack runs (retrospective)."""
+    ckpt = p.weights_checkpoint
+    return ckpt if ckpt and ckpt != p.catalog_model and _in_catalog(ckpt) else p.catalog_model
 
 
 @lru_cache(maxsize=None)

@@ -12,7 +12,8 @@ the server's own eval time per token of one request, given with --server-eval-ms
 ``at_delivered`` (the plan at the arrival rate the bench's seeded schedule delivers, also written before the run), the
 TTFT and ITL p50 are graded against those too (``*_at_delivered``); the run's arrivals are checked against them; and
 where they hold ``on_schedule`` (one server as the plan simulates it, fed the level's exact seeded schedule), TTFT
-p50 and mean against it, every level (``*_on_schedule``).
+p50 and mean against it, every level (``*_on_schedule``), whether each level grew on both sides, and the requests
+served per second at the levels that grew (the capacity, which a short window measures well).
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ def grade(open_json: Path, predictions: Path, server_eval_ms: float | None) -> t
                             itl_pred_d=d["itl_p50_s"] if one_d else None)
         if p.get("on_schedule"):  # one server fed the level's exact schedule (every level, past the maximum too)
             rows[-1].update(ttft_sched=p["on_schedule"]["ttft_p50_s"], ttft_mean=lv["ttft_s"]["mean"],
-                            ttft_mean_sched=p["on_schedule"]["ttft_mean_s"])
+                            ttft_mean_sched=p["on_schedule"]["ttft_mean_s"], grew_sched=bool(p["on_schedule"]["saturated"]),
+                            served_sched=p["on_schedule"]["requests_per_s"])
     stable = [r["arrivals"] for r in rows if not r["grew"]]
     grew = [r for r in rows if r["grew"]]
     below = [r for r in rows if not r["grew"] and r["ttft_pred"] is not None]
@@ -78,6 +80,8 @@ def grade(open_json: Path, predictions: Path, server_eval_ms: float | None) -> t
         "itl_errors_at_delivered": [_err(r["itl_pred_d"], r["itl_p50"]) for r in below_d],
         "ttft_p50_errors_on_schedule": [_err(r["ttft_sched"], r["ttft_p50"]) for r in rows if "ttft_sched" in r],
         "ttft_mean_errors_on_schedule": [_err(r["ttft_mean_sched"], r["ttft_mean"]) for r in rows if "ttft_sched" in r],
+        "grew_measured_vs_on_schedule": [(r["grew"], r["grew_sched"]) for r in rows if "grew_sched" in r],
+        "served_errors_on_schedule_where_grown": [_err(r["served_sched"], r["served"]) for r in grew if "served_sched" in r],
         "batch1_decode_predicted_ms": (pred.get("performance") or {}).get("tpot_alone_s", 0) * 1e3,
         "batch1_decode_error": _err((pred.get("performance") or {}).get("tpot_alone_s"), server_eval_ms / 1e3 if server_eval_ms else None),
     }

@@ -28,7 +28,9 @@ IN_TOK="${IN_TOK:-1000}"
 OUT_TOK="${OUT_TOK:-200}"
 PLAN_IN="${PLAN_IN:-1137}"  # the bench's 1000 synthetic words are 1,137 Llama-3 tokens (call 1: server usage)
 FRACTIONS="${FRACTIONS:-0.35,0.65,0.85,1.0,1.15,1.35}"  # levels as fractions of the predicted highest sustainable rate
-# openloop: BUDGET_S (default 560) is the phase's whole time; LEVEL_MAX_S (default 60) caps each level's arrivals;
+# openloop: MODEL (default Llama-3.1-8B; any catalog Llama-family model, a random-weight GGUF of its shape), BATCH1=N
+#           (a closed loop of one client, N prompts, before the levels: batch-1 decode in the server log);
+#           BUDGET_S (default 560) is the phase's whole time; LEVEL_MAX_S (default 60) caps each level's arrivals;
 #           LEVEL_S fixes each level's seconds of arrivals instead: then the bench seed is picked before the run so
 #           that every level delivers its asked rate within SEED_TOL (default 0.03), and each level is also predicted
 #           at the rate its seeded schedule delivers (predict_levels.py --pick-seed, --level-seconds)
@@ -78,6 +80,9 @@ if [ "$NEED_BUILD" = 1 ]; then
   BUILD_PID=$!
 else
   echo 0 >"$W/build.rc"; echo "build kept from an earlier call" >"$W/res/build.log"
+fi
+if [ -s "$W/model-f16.gguf.json" ] && ! grep -q "\"model\": \"$MODEL\"" "$W/model-f16.gguf.json"; then
+  rm -f "$W/model-f16.gguf" "$W/model-f16.gguf.json"  # a warm machine's GGUF is another model's: write this one
 fi
 if [ ! -s "$W/model-f16.gguf.json" ]; then
   PYTHONPATH="$W/llama.cpp/gguf-py" python3 benchmarks/gpu/random_gguf.py --model "$MODEL" \
@@ -198,6 +203,10 @@ else
   cp "$W/res/predictions.json" "$OUT/predictions.json"
   say "levels: $RATES (bench seed $SEED)"
   start_server "$W/deploy-open" --rate 1 --no-headroom
+  if [ -n "${BATCH1:-}" ]; then  # batch-1 decode: one client, BATCH1 prompts, before the levels (the server log has it)
+    say "closed loop of one client, $BATCH1 prompts"
+    closed_loop batch1 "$IN_TOK" 1 "$BATCH1"
+  fi
   # seconds of arrivals per level: what is left of ~9.5 minutes after the server is up, over the levels, each level
   # then draining its queue (past saturation a level drains for about (1 - served/offered) of its length)
   N_LEVELS=$(echo "$RATES" | tr ',' '\n' | wc -l)

@@ -183,6 +183,11 @@ class Point(BaseModel):
     input_tokens: float = Field(ge=0, description="Prompt tokens per request (fixed or mean, see length_distribution).")
     output_tokens: float = Field(ge=0, description="Generated tokens per request (fixed or mean).")
     length_distribution: LengthDistribution
+    max_output_tokens: int | None = Field(
+        default=None, ge=1,
+        description="The generation budget per request (max_tokens) when the source states one and answers stop at EOS "
+        "below it: the longest answer of the run. Null when not stated or when every answer runs to output_tokens.",
+    )
 
     metrics: Metrics
     primary_metric: MetricName = Field(description="The figure this point is chiefly about (used for grading).")

@@ -24,6 +24,7 @@ ErrorKind = Literal[
     "no_cache_blocks",  # vLLM: "No available memory for the cache blocks" (or a negative KV line before it)
     "max_len_exceeds_kv",  # vLLM V0: "The model's max seq len (N) is larger than the maximum number of tokens ... (M)"
     "kv_needed_exceeds_available",  # vLLM V1: "To serve at least one request ... X GiB KV cache is needed ... (Y GiB)"
+    "free_memory_below_utilization",  # vLLM V1: "Free memory on device (X/Y GiB) on startup is less than desired ..." (added with batch 4)
     "cuda_oom_graph_capture",  # CUDA out of memory while capturing CUDA graphs
     "cuda_oom_warmup",  # TGI warmup / profile-run OOM
     "sglang_not_enough_memory",  # SGLang: "Not enough memory. Please try to increase --mem-fraction-static"
@@ -72,9 +73,9 @@ class Failure(BaseModel):
 
     id: str = Field(pattern=r"^sf\d{2,3}$")
     held_out: bool = False
-    batch: Literal[1, 2, 3] = Field(default=1, description="1: gathered before the doctor existed (sf01-sf33); 2: gathered after the "
-                                    "SGLang/TGI/llama.cpp doctor was written, graded prospectively as a whole (sf34-sf46); 3: after batch "
-                                    "2's changes (sf47-), graded prospectively.")
+    batch: Literal[1, 2, 3, 4] = Field(default=1, description="1: gathered before the doctor existed (sf01-sf33); 2: gathered after the "
+                                       "SGLang/TGI/llama.cpp doctor was written, graded prospectively as a whole (sf34-sf46); 3: after batch "
+                                       "2's changes (sf47); 4: after batch 3's changes (sf48-sf62), graded prospectively.")
     url: str = Field(pattern=r"^https://github\.com/")
     engine: Literal["vllm", "sglang", "tgi", "llama.cpp"]
     engine_version: str | None

@@ -18,6 +18,13 @@ def test_committed_summaries_match_a_fresh_run():
     assert summary(rows, False) == committed["tuning"]
     assert summary(rows, None, batch=2) == committed["batch2"]
     assert summary(rows, None, batch=3) == committed["batch3"]
+    assert summary(rows, None, batch=4) == committed["batch4"]
+
+
+def test_batch4_first_answers_are_kept_as_committed():
+    """The prospective figure: the doctor's first answers on batch 4, committed before any change they prompted (6d9e33e)."""
+    first = json.loads((RESULTS.parent / "doctor_grade_batch4_first.json").read_text())
+    assert first["batch4"]["entries"] == 15 and first["batch4"]["first_edit_starts"] == 4 and first["batch4"]["no_edit"] == 4
 
 
 def test_v1_context_edit_is_checked_against_the_engines_estimate():

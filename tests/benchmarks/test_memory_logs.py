@@ -110,3 +110,26 @@ def test_batch3_was_predicted_before_it_was_graded(ml):
             assert e["kv_cache_tokens_from"].startswith("derived"), e["id"]
         p = data["predictions"][e["id"]]
         assert p["outcome"] in ("starts", "refused") and p["kv_cache_gib"] >= 0 and 0 < p["weights_gib"] < 200, e["id"]
+
+
+def test_batch4_was_predicted_before_it_was_graded(ml):
+    """Batch 4 (issue 23, session 4): at least 20 logs never used before, each sourced and quoted (a URL, or a public GitHub
+    file named by its stored-index id where the repository name was not recovered), the printed token figure in its quote,
+    and predicted by the frozen code of the session's merged main (recorded in the file) before any grading."""
+    import json
+
+    path, frozen = ml.BATCHES["issue-23d"]
+    data = json.loads(path.read_text())
+    new = [e for e in ml.entries() if e.get("collected") == "issue-23d"]
+    assert len(new) >= 20 and data["batch"] == "issue-23d" and data["code_commit"] and frozen
+    older = {e["source"] for e in ml.entries() if e.get("collected") != "issue-23d"}
+    for e in new:
+        s = e["source"]
+        assert (s.startswith("https://") or "stored-index file id" in s) and s not in older, e["id"]
+        assert e["quoted"] and len({e["gpu"], e["model"]}) == 2, e["id"]
+        tokens = e["measured"]["kv_cache_tokens"]
+        if tokens and not e.get("derived"):  # the printed figure (or the blocks it is counted from) is in the quote
+            blocks = e["kv_cache_tokens_from"].split(" blocks")[0]
+            assert f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"] or (blocks.isdigit() and blocks in e["quoted"]), e["id"]
+        p = data["predictions"][e["id"]]
+        assert p["outcome"] in ("starts", "refused") and p["kv_cache_gib"] >= 0 and 0 < p["weights_gib"] < 300, e["id"]

@@ -118,3 +118,40 @@ def test_a_sharegpt_burst_is_asked_as_a_finite_run_with_the_datasets_spread():
     assert asked["requests"] == kw["requests"] and any("finite run" in n for n in plan.performance.notes)
     fixed = next(p for p in POINTS.values() if p.length_distribution == "fixed" and p.mode == "offline_throughput")
     assert "requests" not in point_request(fixed)
+
+
+def _batch3():
+    from pathlib import Path
+
+    from benchmarks.speed_predict import use_dataset
+
+    ds = load_dataset(Path(__file__).resolve().parents[2] / "benchmarks/published/prospective/batch3.yaml")
+    use_dataset(ds)
+    return {p.id: p for p in ds.points}
+
+
+def test_a_stated_generation_budget_bounds_the_answers():
+    """AccelMark's 512-token budget: the answers are asked uniform around the mean (at most 1.5x), not exponential."""
+    p = _batch3()["accelmark-a-h100-80gb-x1-vllm073-offline-n100"]
+    assert p.max_output_tokens == 512
+    kw = point_request(p, "0.7.3")
+    assert kw["output_distribution"] == "uniform" and kw["requests"] == 100
+    assert point_request(p.model_copy(update={"max_output_tokens": None}), "0.7.3")["output_distribution"] == "exponential"
+
+
+def test_the_served_checkpoint_is_planned_when_the_catalog_has_it():
+    """Meta's Llama-3.1-405B-FP8 keeps self_attn and the first/last layers in bf16: planned as that checkpoint."""
+    p = _batch3()["dstack-8xh100-llama31-405b-fp8-vllm063-tp8-n64-128-2048"]
+    kw = point_request(p, "0.6.3")
+    assert kw["model"] == "meta-llama/Llama-3.1-405B-FP8" and kw["quantization"] == "auto"
+    plan = advise(**kw)
+    all_fp8 = advise(**{**kw, "model": "meta-llama/Llama-3.1-405B", "quantization": "fp8"})
+    assert plan.memory.weights_bytes_per_gpu > all_fp8.memory.weights_bytes_per_gpu + 8e9
+
+
+def test_sixteen_gpus_are_two_nodes_and_tensor_parallelism_spans_them():
+    p = _batch3()["tenstorrent356-16xh100-dsr1-sglang-c1-128-128"]
+    kw = point_request(p, "0.5")
+    assert kw["gpu"] == "H100-80GB:8x2" and kw["tensor_parallel_size"] == 16
+    plan = advise(**kw)
+    assert plan.performance is not None and plan.performance.decode_step_terms_s["tp_communication"] > 0

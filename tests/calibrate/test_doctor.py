@@ -152,3 +152,78 @@ def test_other_processes_memory_at_start_is_a_ledger_line_and_a_start_check():
     assert d.starts is False and d.binding == "other processes"
     first = d.edits[0]
     assert first.argv[0] == "--gpu-memory-utilization" and float(first.argv[1]) * 79.19 <= 40.0
+
+
+def test_batch4_messages_and_edits_from_the_engines_own_figures():
+    """Prompted by batch 4 (retrospective): V1's negative 'Available KV cache memory' line, V0's message quoted from
+    'model's', V1's free-memory start check and the V0 profile's own subtraction give edits without the model."""
+    err = find_startup_error(FAILURES["sf50"].log)
+    assert err.kind == "no_cache_blocks" and err.figures["kv_cache_bytes"] == pytest.approx(-2.77 * GIB)
+    err = find_startup_error(FAILURES["sf53"].error_line)
+    assert err.kind == "max_len_exceeds_kv" and err.figures == {"max_model_len": 8192, "kv_cache_tokens": 6048}
+    d = diagnose(FAILURES["sf51"].error_line)  # 'Free memory on device (59.32/79.15 GiB) ... (0.9, 71.24 GiB)'
+    first = d.edits[0]
+    assert first.starts and first.argv == ["--gpu-memory-utilization", "0.74"]  # 0.74 x 79.15 = 58.57 <= 59.32 < 0.75 x 79.15
+    # sf03 (V0 0.7.3): 0.70 x 8.00 GiB - 5.20 - 0.03 - 1.42 = -1.05 GiB; KV room above zero from (5.20 + 0.03 + 1.42) / 8.00 = 0.831
+    d = diagnose(FAILURES["sf03"].log, max_model_len=4096, gpu_memory_utilization=0.70)
+    assert d.edits[0].argv == ["--gpu-memory-utilization", "0.84"] and d.edits[0].starts is None
+    d = diagnose(FAILURES["sf55"].log + "\n" + FAILURES["sf55"].error_line, gpu="RTX-3090")  # no model: the engine's advice, not decided
+    assert d.edits[0].argv == ["--gpu-memory-utilization", "0.95"] and d.edits[0].starts is None
+
+
+def test_graph_capture_rule_takes_the_modeled_pool_of_the_setup():
+    """The room a failed capture proved short is the pool this setup captures (engines/cuda_graphs.py: first capture +
+    per layer x further sizes), not one fixed figure; eager mode drops exactly that requirement."""
+    from infer_advisor.calibrate import doctor as doc
+    from infer_advisor.calibrate.doctor_edits import eager_rule, graph_pool_bytes, room_outside_budget
+    from infer_advisor.estimate.memory import estimate_memory
+    from infer_advisor.calibrate.doctor_command import model_setup
+    from infer_advisor.engines.startup_log import StartupLog
+
+    log = StartupLog(engine="vllm", model="meta-llama/Llama-3.1-8B", max_model_len=8192, gpu_memory_utilization=0.9)
+    facts, setup = model_setup(log, {}, model="meta-llama/Llama-3.1-8B", gpu="L4", version="0.19.0")
+    base = estimate_memory(facts, **setup)
+    pool = graph_pool_bytes(base)
+    assert pool > 0 and pool != setup["memory"].cuda_graph_bytes  # scaled by 51 sizes x 32 layers, not the fixed 1.04 GiB
+    err = find_startup_error("Capturing CUDA graphs (decode, FULL)\ntorch.OutOfMemoryError: CUDA out of memory.")
+    rule = doc._rule(err, base, setup, {})
+    assert rule.graph_pool_bytes == pool and rule.min_room_bytes == pytest.approx(room_outside_budget(base) + pool)
+    assert eager_rule(rule, setup["memory"]).min_room_bytes == pytest.approx(max(room_outside_budget(base), 0.0))
+
+
+def test_model_inferred_from_a_local_path_in_the_log():
+    """A log whose model is a local folder: the Hugging Face cache layout models--ORG--NAME, or a folder named as a
+    catalog entry, resolves in the catalog (marked inferred); a Hub id is not a path; an unknown folder stays unknown."""
+    from infer_advisor.calibrate.doctor_model import infer_model
+
+    assert infer_model("/root/.cache/huggingface/hub/models--Qwen--Qwen3-8B/snapshots/0a1b")[0] == "Qwen/Qwen3-8B"
+    assert infer_model("/root/yjpzmodel/basemodel/Qwen3-8B")[0] == "Qwen/Qwen3-8B"
+    assert infer_model("meta-llama/Llama-3.1-8B") == (None, None) and infer_model("/models/alpaca-2") == (None, None)
+    log = FAILURES["sf01"].log.replace("Loading model weights", "Initializing an LLM engine with config: model='/data/Llama-3.1-8B', "
+                                       "tensor_parallel_size=1\nLoading model weights", 1)
+    d = diagnose(log, gpu="RTX-3090", engine_version="0.6.4")
+    assert d.model == "meta-llama/Llama-3.1-8B" and d.memory_model and any(n.startswith("Model meta-llama/Llama-3.1-8B: inferred") for n in d.notes)
+
+
+def test_a_v0_only_message_dates_the_log_to_v0_and_a_cut_message_still_names_the_error():
+    """V1 words the max-len check 'To serve at least one request ...': a log printing V0's message and no version is read
+    with the newest V0 memory profile (0.6.4 <= v < 0.8), not the pinned V1 default; a title cut after the length names it."""
+    err = find_startup_error("ValueError: The model's max seq len (32768)")
+    assert err.kind == "max_len_exceeds_kv" and err.figures == {"max_model_len": 32768}
+    d = diagnose(FAILURES["sf37"].log, gpu="RTX-3090", model="Qwen/Qwen2.5-7B")
+    assert d.engine_version == "0.6.4" and d.generation == "V0" and d.version_source.startswith("dated V0")
+    assert find_startup_error("Not enough memory to handle prefill tokens.").kind == "tgi_prefill_tokens"
+
+
+def test_the_engines_printed_figures_win_over_the_model_and_a_placeholder_version_is_not_a_release():
+    """vllm-backport#15 (sf49): a source build prints 'version 0.1.dev1+g<sha>' (setuptools-scm's placeholder), which is
+    not read as vLLM 0.1; the engine estimated 856 tokens, so a longer context the model finds room for does not start."""
+    f = FAILURES["sf49"]
+    d = diagnose(f.log, gpu=f.gpu, model=f.catalog_model, engine_version=f.engine_version, tp=f.tp, max_model_len=250000)
+    assert d.engine_version != f.engine_version and "placeholder" in d.version_source and d.memory_model
+    contexts = [e for e in d.edits if e.argv[0] == "--max-model-len"]
+    assert all(e.starts == (int(e.argv[1]) <= 856) for e in contexts) and d.edits[0].argv == ["--max-model-len", "856"]
+    # sf14 (V1): FP8 halves the 62.00 GiB needed against 48.66 GiB available, by the engine's own figures
+    f = FAILURES["sf14"]
+    d = diagnose(f.log, gpu=f.gpu, model=f.catalog_model, engine_version=f.engine_version, tp=f.tp, max_model_len=262144)
+    assert next(e for e in d.edits if e.argv[0] == "--kv-cache-dtype").starts

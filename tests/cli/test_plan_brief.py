@@ -32,7 +32,7 @@ def test_readme_first_command_fits_in_twenty_rows_at_100_columns(capsys, monkeyp
     assert "vllm serve meta-llama/Llama-2-7b-hf" in run and "--max-model-len 4096" in run  # the command, on one line
     for label in ("engine", "layout", "memory", "speed", "how sure", "decided", "more"):
         assert any(line.startswith(label + " ") for line in lines), label
-    assert "121,600 tokens" in out and "29 requests of 4,096 tokens" in out  # KV tokens and concurrency
+    assert "121,728 tokens" in out and "29 requests of 4,096 tokens" in out  # KV tokens and concurrency
     from infer_advisor import advise
 
     lo, hi = advise(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB").performance.error_band
@@ -89,7 +89,7 @@ def test_a_worst_case_the_user_never_asked_for_is_said_in_their_terms():
     plan = advise(model="meta-llama/Llama-3.1-70B", gpu="L40S")
     text = " ".join(plan.warnings)
     assert "32 x 131,072" not in text
-    assert "max_model_len lowered to 9,392 tokens, below meta-llama/Llama-3.1-70B's full 131,072" in text
+    assert "max_model_len lowered to 10,768 tokens, below meta-llama/Llama-3.1-70B's full 131,072" in text
     assert "32 concurrent requests (the throughput goal's default; --concurrency sets it)" in text
     asked = advise(model="meta-llama/Llama-3.1-70B", gpu="L40S", concurrency=64)  # the user's own number stays theirs
     assert any(w.startswith("64 concurrent requests of") for w in asked.warnings) and "default" not in " ".join(asked.warnings)

@@ -88,7 +88,7 @@ def test_deciding_comparison_says_why_the_winner_won():
     quant = next(line for line in big if line.startswith("quantization"))
     assert quant.startswith("quantization (vllm): awq") and "ranked higher but not chosen: none (+30)" in quant
     kv = next(line for line in big if line.startswith("KV-cache dtype"))
-    assert kv.startswith("KV-cache dtype (vllm): fp8") and "4,688" in kv and "9,392" in kv
+    assert kv.startswith("KV-cache dtype (vllm): fp8") and "5,376" in kv and "10,768" in kv
 
 
 def test_wording(capsys):
@@ -100,7 +100,7 @@ def test_wording(capsys):
     one = advise(model="meta-llama/Llama-3.1-70B", gpu="L40S")
     table = "\n".join(str(r) for r in summary_rows(one))
     assert re.search(r"\b1 requests\b", table + " ".join(one.warnings)) is None
-    assert "1 request of 9,392 tokens" in table
+    assert "1 request of 10,768 tokens" in table
 
 
 @pytest.mark.parametrize("gpu", ["L40S", "A100-80GB", "T4"])

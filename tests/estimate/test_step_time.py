@@ -156,6 +156,27 @@ def test_tensor_parallel_allreduce_is_the_faster_of_two_algorithms():
     assert _sm().layer_terms(rows)["tp_communication"] == 0.0
 
 
+def test_tensor_parallel_over_nodes_adds_the_networks_allreduce():
+    """TP16 over two 8-GPU nodes: each all-reduce is the in-node one over 8 ranks plus the network's, once."""
+    from infer_advisor.estimate.speed_data import engine_speeds
+
+    net = engine_speeds().links["network"]
+    over = _sm(tp=16, nodes=2)
+    within = _sm(tp=8)
+    rows = 4
+    msg = rows * LLAMA8B.hidden_size * 2
+    network = net.allreduce_latency_s + 2 * (2 - 1) / 2 * msg / (net.bus_efficiency * 50e9)
+    assert over.tp_nodes == 2 and within.tp_nodes == 1 and _sm(tp=8, pp=2, nodes=2).tp_nodes == 1
+    assert over.layer_terms(rows)["tp_communication"] == pytest.approx(2 * (within._allreduce(msg, 8) + network), rel=1e-12)
+
+
+def test_mxfp4_experts_run_marlin_below_sm90():
+    """vLLM sends MXFP4 MoE to its Marlin (W4A16) kernel below compute capability 9 (get_mxfp4_backend)."""
+    gptoss = resolve_model("openai/gpt-oss-120b", source="catalog")
+    ampere = build_step_model(gptoss, gpu=A100, engine="vllm", quantization="mxfp4-experts")
+    assert "experts: w4a16" in ampere.sources["weights_gemm"]
+
+
 def test_small_kernels_cost_launch_plus_bytes():
     sm = _sm()
     n = engine_speed("vllm").small_kernels_per_layer
@@ -222,6 +243,21 @@ def test_llama_server_samples_each_slot_on_the_host_over_the_vocabulary():
     prompt = sm.terms(prefill_shape(1, 1000))  # a prompt samples its first token in its last chunk
     assert prompt["engine_sampling"] == pytest.approx(LLAMA8B.vocab_size * per_vocab, rel=1e-12)
     assert "engine_sampling" not in _sm().terms(decode_shape(4, 1200))  # vLLM samples on the GPU
+
+
+def test_llama_server_prompt_batch_host_time_is_inside_the_step():
+    # measured on the H200 (calls A-E, benchmarks/gpu/server_log_terms.py): the server's prompt eval exceeds the GPU
+    # prompt time by a + b x tokens, inside its loop: it lengthens the step the other slots' decodes share
+    prof = engine_speed("llama.cpp", gpu="H200")
+    sm = _sm(engine="llama.cpp", quantization="gguf-f16")
+    want = 2 * prof.prompt_host_s.value + 2 * 600 * prof.prompt_host_s_per_token.value
+    assert sm.terms(prefill_shape(2, 600))["engine_prompt_host"] == pytest.approx(want, rel=1e-12)
+    mixed = StepShape(decode=3, decode_context=3000, prefill_tokens=1137, prefill_pairs=1137 * 569, prefill_chunks=1, completes=1)
+    assert sm.seconds(mixed) - sm.seconds(StepShape(**{**mixed.__dict__, "prefill_tokens": 0, "prefill_pairs": 0,
+                                                         "prefill_chunks": 0, "completes": 0})) > 0.0045 + 1137 * 8e-6
+    assert "engine_prompt_host" not in sm.terms(decode_shape(4, 1200))
+    assert "engine_prompt_host" not in _sm(engine="llama.cpp", quantization="gguf-f16", gpu=A100).terms(prefill_shape(1, 600))
+    assert 0.002 < prof.request_overhead_s.value < 0.006  # outside the slot only: HTTP, tokenisation, the first send
 
 
 def test_coefficients_measured_on_a_gpu_replace_the_fitted_ones_there_only():

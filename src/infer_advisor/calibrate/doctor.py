@@ -21,11 +21,14 @@ words and offers what the engine's own message or figures decide.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .doctor_edits import Edit, LedgerLine, Scenario, StartRule, rank_edits, room_outside_budget, starts, tried_edit
+from .doctor_edits import (Edit, LedgerLine, Scenario, StartRule, graph_pool_bytes, rank_edits, room_outside_budget, starts,
+                           tried_edit)
+from .doctor_figures import engine_figure_edits, within_engine_figures
 from .doctor_command import any_kv, engine_try_flags, min_slots, model_setup, setup_notes, tried_command
 from .doctor_ledger import binding, ledger, logged_only, predicted_error
 from .startup_errors import StartupError, find_startup_error
@@ -77,9 +80,11 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
     own figures win where it printed them)."""
     from .doctor_gpu import infer_gpu
     from .doctor_input import extras_from_log, log_from_command, looks_like_command
+    from .doctor_model import infer_model
     from ..engines.startup_log import detect_engine, parse_startup_log
 
     gpu_source = "given" if gpu else None
+    model_source = None
     if gpu:  # a GPU or model the user named must resolve: one line and exit 2 otherwise
         from ..hardware import resolve_hardware
 
@@ -115,10 +120,12 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
         kind = "log"
         if not gpu:
             gpu, gpu_source = infer_gpu(text, log.gpu_name)
+        if not model:
+            model, model_source = infer_model(log.model)
     log.tp = log.tp or tp
     log.max_model_len = log.max_model_len or max_model_len
     log.gpu_memory_utilization = log.gpu_memory_utilization or gpu_memory_utilization
-    version, version_source = _version(log, engine_version)
+    version, version_source = _version(log, engine_version, error)
     if kind == "command" and version_source == "log":
         version_source = "the container image's tag"
     diag = Diagnosis(input_kind=kind, engine=log.engine, engine_version=version, version_source=version_source,
@@ -128,6 +135,8 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
                      error_logged=error is not None)
     if gpu_source and gpu_source != "given":
         diag.notes.append(f"GPU {gpu}: {gpu_source}; pass --gpu to say which.")
+    if model_source:
+        diag.notes.append(f"Model {model}: {model_source}; pass --model to say which.")
     if kind == "command":
         from ..engines.command_line import parse_command
 
@@ -146,6 +155,7 @@ def _other_engine(text: str, engine: str, error: StartupError | None, *, gpu, mo
     from ..errors import InferAdvisorError
     from .doctor_engines import engine_findings
     from .doctor_gpu import infer_gpu
+    from .doctor_model import infer_model
     from ..engines.startup_log import parse_startup_log
 
     try:
@@ -157,6 +167,9 @@ def _other_engine(text: str, engine: str, error: StartupError | None, *, gpu, mo
     gpu_source = "given" if gpu else None
     if not gpu:
         gpu, gpu_source = infer_gpu(text, log.gpu_name)
+    model_source = None
+    if not model:
+        model, model_source = infer_model(log.model)
     version = engine_version or log.engine_version
     diag = Diagnosis(input_kind="log", engine=engine, engine_version=version, version_source="given" if engine_version else
                      ("log" if log.engine_version else "unknown"), model=model or log.model, gpu=gpu, gpu_source=gpu_source,
@@ -171,6 +184,8 @@ def _other_engine(text: str, engine: str, error: StartupError | None, *, gpu, mo
     diag.notes += found.notes
     if gpu_source and gpu_source != "given":
         diag.notes.append(f"GPU {gpu}: {gpu_source}; pass --gpu to say which.")
+    if model_source:
+        diag.notes.append(f"Model {model}: {model_source}; pass --model to say which.")
     return diag
 
 
@@ -209,7 +224,7 @@ def _merge_error_figures(log: StartupLog, error: StartupError | None) -> None:
     f = error.figures
     if "max_model_len" in f and log.max_model_len is None:
         log.max_model_len = int(f["max_model_len"])
-    if error.kind == "max_len_exceeds_kv" and log.kv_cache_tokens is None:
+    if error.kind == "max_len_exceeds_kv" and log.kv_cache_tokens is None and "kv_cache_tokens" in f:
         log.kv_cache_tokens = int(f["kv_cache_tokens"])
         log.lines["kv_cache_tokens"] = error.line
     if error.kind == "kv_needed_exceeds_available" and log.kv_cache_bytes is None:
@@ -220,17 +235,38 @@ def _merge_error_figures(log: StartupLog, error: StartupError | None) -> None:
         log.gpu_memory_utilization = log.gpu_memory_utilization or f["gpu_memory_utilization"]
 
 
-def _version(log: StartupLog, given: str | None) -> tuple[str | None, str]:
-    from ..engines.profiles import engine_profile
+# setuptools-scm's version for a source tree without tags (vLLM's banner then prints "version 0.1.dev1+g<sha>")
+_SCM_PLACEHOLDER = re.compile(r"0\.1\.dev\d+")
 
-    if given:
+
+def _version(log: StartupLog, given: str | None, error: StartupError | None = None) -> tuple[str | None, str]:
+    from ..engines.profiles import engine_profile
+    from .startup_errors import V0_ONLY_KINDS
+
+    placeholder = next((v for v in (given, log.engine_version) if v and _SCM_PLACEHOLDER.match(v)), None)
+    if given and not placeholder:
         return given, "given"
-    if log.engine_version:
+    if log.engine_version and not placeholder:
         return log.engine_version, "log"
+    if placeholder:  # not a release: date the log by its lines as if it printed none
+        version, how = _version(log.model_copy(update={"engine_version": None}), None, error)
+        return version, f"{how}; '{placeholder[:40]}' is a source build's placeholder version (setuptools-scm), not a release"
+    if log.engine == "vllm" and (log.generation == "V0" or (error is not None and error.kind in V0_ONLY_KINDS)):
+        how = "its V0 log lines" if log.generation == "V0" else "the engine's V0 message"
+        return _newest_v0(), f"dated V0 by {how}: the newest V0 profile (the log prints no version: pass --engine-version)"
     try:
         return engine_profile(log.engine).version, "pinned default (the log does not print it: pass --engine-version)"
     except Exception:  # noqa: BLE001 - an engine without a profile: no version
         return None, "unknown"
+
+
+def _newest_v0() -> str:
+    """The first version of the newest vLLM memory profile before V1 became the default (data/engine_memory.yaml)."""
+    from ..engines.memory import memory_profiles, version_key
+    from .startup_errors import V1_FIRST
+
+    v0 = [p for p in memory_profiles()["vllm"] if p.below is not None and version_key(p.below) <= version_key(V1_FIRST)]
+    return max(v0, key=lambda p: version_key(p.first)).first
 
 
 def _generation(engine: str, version: str | None) -> Literal["V0", "V1"] | None:
@@ -250,7 +286,7 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
         diag.notes.append(f"The {'log' if diag.input_kind == 'log' else 'command'} does not name the "
                           f"{' or the '.join(m.split()[0][2:] for m in missing)}: pass {' and '.join(missing)} for the memory model's ledger and ranked edits.")
         diag.ledger = logged_only(log)
-        diag.edits = engine_figure_edits(diag.error, log.max_model_len)
+        diag.edits = engine_figure_edits(diag.error, log.max_model_len, log.gpu_memory_utilization, log)
         return diag
     try:
         facts, setup = model_setup(log, flags, model=model, gpu=gpu, version=version)
@@ -258,7 +294,7 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
         diag.notes.append(f"Without the memory model: {err}" + (" (pass --model with the catalog name of the model this file holds)"
                                                                  if log.engine == "llama.cpp" and not model else ""))
         diag.ledger = logged_only(log)
-        diag.edits = engine_figure_edits(diag.error, log.max_model_len)
+        diag.edits = engine_figure_edits(diag.error, log.max_model_len, log.gpu_memory_utilization, log)
         return diag
     diag.gpu = gpu or log.gpu_name
     diag.model = model or log.model
@@ -308,6 +344,8 @@ def _edits_and_fix(diag: Diagnosis, log: StartupLog, flags: dict, sc: Scenario, 
         edits = rank_edits(sc, base)
         diag.edits = edits if log.engine == "vllm" else in_engine_flags(edits, log.engine, context_slots=int(flags.get("ctx-slots", 1)),
                                                                         max_input_tokens=flags.get("max-input-tokens"))
+        if log.engine == "vllm":
+            diag.edits = within_engine_figures(diag.edits, diag.error if diag.error_logged else None, diag.max_model_len)
     if diag.starts and log.engine != "vllm" and base.max_concurrency < 1:
         diag.notes.append(f"The KV pool holds {base.kv_cache_tokens:,} tokens, less than one request of {sc.setup['context']:,}: "
                           f"{log.engine} starts, but refuses longer prompts.")
@@ -321,27 +359,7 @@ def _edits_and_fix(diag: Diagnosis, log: StartupLog, flags: dict, sc: Scenario, 
     if diag.starts and diag.error is not None:
         diag.notes.append("The engine raised this error, but the memory model with the log's figures finds the setup starts: "
                           "the log lacks the figure that decided it, so the edits are the engine's own figures only.")
-        diag.edits = engine_figure_edits(diag.error, diag.max_model_len)
-
-
-def engine_figure_edits(error: StartupError | None, max_model_len: int | None) -> list[Edit]:
-    """Edits read from the engine's own message (no model needed): the longest context it says fits; for an
-    out-of-memory while capturing CUDA graphs, eager mode (the graphs are what the engine allocates after sizing the KV
-    cache, whatever their size; a lower utilization would need the pool's size, which the model gives)."""
-    if error is not None and error.kind == "cuda_oom_graph_capture":
-        return [Edit(change="--enforce-eager", argv=["--enforce-eager"], starts=True, kv_cache_tokens=None, max_concurrency=None,
-                     max_model_len=max_model_len or 0, cost="decode steps without CUDA graphs (slower at small batches); from the "
-                     "engine's own advice in its capture message", cost_rank=0.3)]
-    if error is None or not max_model_len:
-        return []
-    fits = error.figures.get("estimated_max_model_len") or (error.figures.get("kv_cache_tokens") if error.kind == "max_len_exceeds_kv" else None)
-    if not fits or fits >= max_model_len:
-        return []
-    length = int(fits) - int(fits) % 256 if fits >= 1024 else int(fits)
-    lost = 1 - length / max_model_len
-    return [Edit(change=f"--max-model-len {length}", argv=["--max-model-len", str(length)], starts=True, kv_cache_tokens=int(fits),
-                 max_concurrency=1, max_model_len=length, cost=f"context {max_model_len:,} -> {length:,} tokens ({lost:.0%} shorter); "
-                 "from the engine's own figure in its message", cost_rank=lost)]
+        diag.edits = engine_figure_edits(diag.error, diag.max_model_len, diag.gpu_memory_utilization)
 
 
 def _has_figures(log: StartupLog) -> bool:
@@ -360,9 +378,9 @@ def _rule(error: StartupError | None, base, setup: dict, flags: dict) -> StartRu
     memory free when it started (other processes' memory), which its log prints."""
     if error is None:
         return StartRule(max_budget_bytes=flags.get("free-at-start"))
-    if error.kind == "cuda_oom_graph_capture":
-        graph_pool = setup["memory"].cuda_graph_bytes or 0
-        return StartRule(min_room_bytes=room_outside_budget(base) + graph_pool)
+    if error.kind == "cuda_oom_graph_capture":  # the pool this setup captures (sizes x layers where the profile scales it)
+        graph_pool = graph_pool_bytes(base) or setup["memory"].cuda_graph_bytes or 0
+        return StartRule(min_room_bytes=room_outside_budget(base) + graph_pool, graph_pool_bytes=graph_pool)
     if error.kind == "free_memory_below_utilization":
         return StartRule(max_budget_bytes=error.figures["free_bytes"])
     return StartRule()

@@ -71,6 +71,14 @@ class StartRule:
     max_budget_bytes: float | None = None
     any_kv: bool = False  # the engine starts with any KV pool (SGLang), not only with one request of the context
     min_slots: int = 1  # llama.cpp allocates every slot's context at load (n_ctx cells): all of them must fit
+    graph_pool_bytes: float = 0.0  # the CUDA-graph pool a failed capture proved short of room (0: no such failure)
+
+
+def graph_pool_bytes(est) -> int:
+    """The CUDA-graph pool of this setup as the memory model counts it, in the budget or outside it: by captured sizes
+    and layers where the engine profile scales it (engines/cuda_graphs.py), else the profile's fixed figure, or the
+    log's own figure where it printed one."""
+    return int(est.overhead_bytes_per_gpu.get("cuda_graphs", 0) + est.outside_budget_bytes_per_gpu.get("cuda_graphs", 0))
 
 
 @dataclass
@@ -163,14 +171,20 @@ def kv_fp8_edit(sc: Scenario) -> Edit | None:
     return scenario_edit(sc, est, "--kv-cache-dtype fp8", ["--kv-cache-dtype", "fp8"], "KV cache in FP8 (per-tensor scales: a small accuracy cost)", 0.15)
 
 
+def eager_rule(rule: StartRule, memory) -> StartRule:
+    """The start rule without CUDA graphs: a failed capture's extra room is no longer needed (the pool is gone)."""
+    pool = rule.graph_pool_bytes or memory.cuda_graph_bytes
+    return StartRule(min_room_bytes=max(rule.min_room_bytes - pool, 0.0), max_budget_bytes=rule.max_budget_bytes,
+                     any_kv=rule.any_kv, min_slots=rule.min_slots)
+
+
 def eager_edit(sc: Scenario) -> Edit | None:
     """--enforce-eager: no CUDA-graph pool, inside or outside the budget."""
     memory = sc.setup["memory"]
     if not memory.cuda_graph_bytes and not (sc.calibration is not None and sc.calibration.cuda_graph_bytes):
         return None
     cal = sc.calibration.model_copy(update={"cuda_graph_bytes": 0}) if sc.calibration is not None and sc.calibration.cuda_graph_bytes else None
-    rule = StartRule(min_room_bytes=max(sc.rule.min_room_bytes - memory.cuda_graph_bytes, 0.0), max_budget_bytes=sc.rule.max_budget_bytes,
-                     any_kv=sc.rule.any_kv, min_slots=sc.rule.min_slots)
+    rule = eager_rule(sc.rule, memory)
     eager = Scenario(sc.facts, {**sc.setup, "memory": memory.model_copy(update={"cuda_graph_bytes": 0})}, sc.calibration, rule)
     est = _estimate(eager, {}, calibration=cal)
     return scenario_edit(eager, est, "--enforce-eager", ["--enforce-eager"], "decode steps without CUDA graphs (slower at small batches)", 0.3)
@@ -232,8 +246,7 @@ def tried_edit(sc: Scenario, argv: list[str]) -> Edit:
     base_sc = Scenario(sc.facts, {**sc.setup, **changes}, sc.calibration, sc.rule)
     if eager:
         eager_sc = Scenario(sc.facts, {**base_sc.setup, "memory": base_sc.setup["memory"].model_copy(update={"cuda_graph_bytes": 0})},
-                            sc.calibration, StartRule(max(sc.rule.min_room_bytes - sc.setup["memory"].cuda_graph_bytes, 0.0), sc.rule.max_budget_bytes,
-                                                      sc.rule.any_kv, sc.rule.min_slots))
+                            sc.calibration, eager_rule(sc.rule, sc.setup["memory"]))
         cal = sc.calibration.model_copy(update={"cuda_graph_bytes": 0}) if sc.calibration is not None and sc.calibration.cuda_graph_bytes else None
         est, base_sc = _estimate(eager_sc, {}, calibration=cal), eager_sc
     else:

@@ -68,25 +68,28 @@ _V1_NEEDED = re.compile(
     r"which is larger than the available KV cache memory \(([\d.]+) GiB\)"
 )
 _V1_ESTIMATED = re.compile(r"estimated maximum model length is (\d+)")
-_V0_MAX_LEN = re.compile(
-    r"The model's max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)"
+_V0_MAX_LEN = re.compile(  # "The " optional: a thread's title often quotes the message from "model's"; a title cut after
+    # the length still names the error (the capacity is then not known)
+    r"(?:The )?model's max seq len \((\d+)\)(?: is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\))?"
 )
 _FREE = re.compile(
     r"Free memory on device \(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU memory utilization \(([\d.]+), ([\d.]+) GiB\)"
 )
 _NO_BLOCKS = re.compile(r"No available memory for the cache blocks")
-_NEGATIVE_KV = re.compile(r"the rest of the memory reserved for KV Cache is (-[\d.]+)\s*GiB")
+# V0 0.6.5-0.7: "... the rest of the memory reserved for KV Cache is -X GiB"; V1 gpu_worker: "Available KV cache memory: -X GiB"
+# (the engine then raises "No available memory for the cache blocks", which a pasted excerpt may leave out)
+_NEGATIVE_KV = re.compile(r"(?:the rest of the memory reserved for KV Cache is|Available KV cache memory:) (-[\d.]+)\s*GiB")
 _TORCH_OOM = re.compile(
     r"CUDA out of memory\. Tried to allocate ([\d.]+) (KiB|MiB|GiB)\. GPU (\d+) has a total capac(?:i)?ty of ([\d.]+) GiB "
     r"of which ([\d.]+) (KiB|MiB|GiB) is free"
 )
-_CUDA_OOM = re.compile(r"CUDA error: out of memory|CUDA out of memory")
+_CUDA_OOM = re.compile(r"CUDA error: out of memory|CUDA out of memory|(?i:\bcuda oom\b)")  # "CUDA OOM": a user's shorthand beside the log
 _SGLANG = re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static(?:\. Current value: [\w.]{0,40}mem_fraction_static=(\d*\.?\d+))?")
 _SGLANG_NO_KV = re.compile(
     r"Loaded weights leave no GPU memory for the KV cache\s+under\s+--mem-fraction-static=(\d*\.?\d+)\.(?:\s+Raise --mem-fraction-static\s+"
     r"above (\d*\.?\d+)(?:\s+\(minimum viable = 1 - available/pre = (\d*\.?\d+)\))?)?"
 )
-_TGI_PREFILL = re.compile(r"Not enough memory to handle (\d+) prefill tokens")
+_TGI_PREFILL = re.compile(r"Not enough memory to handle (\d+ )?prefill tokens")  # a title may leave the number out
 _TGI_TOTAL = re.compile(r"Not enough memory to handle (\d+) total tokens with (\d+) prefill tokens")
 _TGI_WARMUP = re.compile(r"Method Warmup encountered an error")
 _TGI_MAX_TOTAL = re.compile(r"Not enough memory to handle `max_total_tokens=(\d+)`")
@@ -133,8 +136,8 @@ def _vllm_kv(text: str) -> StartupError | None:
         return StartupError(kind="kv_needed_exceeds_available", line=_line(text, m), figures=figures)
     m = _V0_MAX_LEN.search(text)
     if m:
-        return StartupError(kind="max_len_exceeds_kv", line=_line(text, m),
-                            figures={"max_model_len": int(m.group(1)), "kv_cache_tokens": int(m.group(2))})
+        figures = {"max_model_len": int(m.group(1))} | ({"kv_cache_tokens": int(m.group(2))} if m.group(2) else {})
+        return StartupError(kind="max_len_exceeds_kv", line=_line(text, m), figures=figures)
     return None
 
 
@@ -199,7 +202,8 @@ def _other_engines(text: str) -> StartupError | None:
                             figures={"max_batch_total_tokens": int(m.group(1)), "prefill_tokens": int(m.group(2))})
     m = _TGI_PREFILL.search(text)
     if m:
-        return StartupError(kind="tgi_prefill_tokens", line=_line(text, m), figures={"max_batch_prefill_tokens": int(m.group(1))})
+        figures = {"max_batch_prefill_tokens": int(m.group(1))} if m.group(1) else {}
+        return StartupError(kind="tgi_prefill_tokens", line=_line(text, m), figures=figures)
     m = _LLAMACPP.search(text)
     buf = _LLAMACPP_BUFFER.search(text)
     if m or buf:
@@ -218,6 +222,10 @@ def _other_engines(text: str) -> StartupError | None:
 
 
 LLAMACPP_BUFFERS = tuple(name for name, _ in _LLAMACPP_WHICH)
+# Messages only vLLM's V0 engine prints (V1 words the same check "To serve at least one request ... KV cache is
+# needed"): a log that prints one and no version is read with the newest V0 memory profile, not the pinned V1 default.
+V0_ONLY_KINDS = ("max_len_exceeds_kv",)
+V1_FIRST = "0.8"  # vLLM 0.8.0 made the V1 engine the default (VLLM_USE_V1=1); data/engine_memory.yaml's V0 ranges end there
 
 
 def _nccl(text: str) -> StartupError | None:

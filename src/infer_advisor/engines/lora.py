@@ -32,6 +32,13 @@ class LoRAProfile(BaseModel):
     kernels_source: str | None = Field(default=None, min_length=8)
     decode_tile_rows: int | None = Field(default=None, ge=1, description="Decode rows sharing one read of an adapter's weights.")
     prefill_tile_rows: int | None = Field(default=None, ge=1, description="Prompt rows sharing one read of an adapter's weights.")
+    memory_profile_version: str | None = Field(
+        default=None, description="The engine runs another engine generation when LoRA is on (vLLM 0.8.0-0.8.2 fall back to "
+        "V0): the memory profile of this version applies, not the version's own.")
+    memory_profile_source: str | None = Field(default=None, min_length=8)
+    v0_chunked_prefill_off: bool = Field(
+        default=False, description="The V0 engine does not turn chunked prefill on by default for long contexts when LoRA is on.")
+    v0_chunked_prefill_source: str | None = Field(default=None, min_length=8)
 
 
 class KernelCoefficient(BaseModel):
@@ -88,6 +95,17 @@ def lora_profile(engine: str, version: str) -> LoRAProfile | None:
         if version_key(prof.first) <= key and (prof.below is None or key < version_key(prof.below)):
             return prof
     return max(ranges, key=lambda p: version_key(p.first)) if key >= version_key(ranges[-1].first) else ranges[0]
+
+
+def lora_memory_version(engine: str, version: str) -> str:
+    """The version whose memory profile a start-up with LoRA on follows: ``version`` itself, or the V0 version
+    vLLM 0.8.0-0.8.2 fall back to (``memory_profile_version`` in data/lora.yaml).
+
+    >>> lora_memory_version("vllm", "0.8.2"), lora_memory_version("vllm", "0.8.5")
+    ('0.7.3', '0.8.5')
+    """
+    prof = lora_profile(engine, version)
+    return prof.memory_profile_version if prof is not None and prof.memory_profile_version else version
 
 
 MAX_GPU_SLOTS = 16  # the plan keeps at most this many adapters on the GPU; the rest wait in host memory (--max-cpu-loras)

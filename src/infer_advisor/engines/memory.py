@@ -53,6 +53,10 @@ class CommBytes(BaseModel):
     nvlink: int = Field(ge=0)
     pcie: int = Field(ge=0)
     per_extra_rank: int = Field(default=0, ge=0, description="Added for every rank beyond 2.")
+    pre_hopper: int | None = Field(
+        default=None, ge=0, description="The NVLink figure on GPUs of compute capability below 9.0 (None: the same): NCCL's NVLS "
+        "(NVLink SHARP multicast) buffers need sm90 and NVSwitch, so an A100 allocates much less.")
+    pre_hopper_source: str | None = None
 
 
 class SGLangFraction(BaseModel):
@@ -80,6 +84,21 @@ class ExpertPadding(BaseModel):
     source: str = Field(min_length=8)
 
 
+Sampler = Literal["flashinfer", "pytorch"]
+
+
+class SamplerPeak(BaseModel):
+    """The start-up profile's sampler term for one top-k/top-p implementation."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    logits_copies: float = Field(gt=0, le=20, description="fp32 copies of max_num_seqs x vocab the sampler holds at its peak.")
+    after_forward: bool = Field(
+        default=False, description="The sampler's peak comes after the forward's intermediates are freed (only the hidden states "
+        "stay): the profile's peak is max(forward, hidden states + sampler), not their sum.")
+    source: str = Field(min_length=8)
+
+
 class EngineMemoryProfile(BaseModel):
     """How one engine version range budgets memory; every figure has its source beside it."""
 
@@ -102,6 +121,14 @@ class EngineMemoryProfile(BaseModel):
     activation_intermediate_copies: float | None = Field(default=None, gt=0, description="Override of intermediate_copies.")
     activation_logits_copies: float | None = Field(default=None, gt=0, description="Override of logits_copies (the sampler's fp32 copies per row).")
     activation_split_by_tp: bool = Field(default=True, description="The activation peak per GPU shrinks with TP (False: vLLM's does not).")
+    moe_workspace_persists: bool = Field(
+        default=False, description="The fused-MoE workspace stays allocated after the forward, beside the sampler's peak "
+        "(vLLM 0.11+; estimate/engine_terms.py moe_workspace_bytes).")
+    sampler_default: Sampler | None = Field(
+        default=None, description="The top-k/top-p sampler the version runs by default (vllm-openai image); None: one term only.")
+    sampler_peaks: dict[Sampler, SamplerPeak] = Field(
+        default_factory=dict, description="The sampler term by implementation (a log's 'Using FlashInfer for top-p & top-k "
+        "sampling' or 'Falling back to the PyTorch-native implementation' tells which ran).")
     activation_source: str = Field(min_length=8)
     batch_tiers: list[BatchTier] = Field(min_length=1)
     batch_source: str = Field(min_length=8)
@@ -129,6 +156,12 @@ class EngineMemoryProfile(BaseModel):
     cuda_graph_scaling: CudaGraphScaling | None = Field(
         default=None, description="The graph pool by captured sizes and layers (None: cuda_graph_bytes for every setup)."
     )
+    replicates_mla_and_router: bool = Field(
+        default=False, description="MLA down-projections and the MoE router are whole on every tensor-parallel rank "
+        "(vLLM deepseek_v2.py ReplicatedLinear; estimate/weights.py replicated_bytes).")
+    replicates_mistral_vision: bool = Field(
+        default=False, description="A mistralai Pixtral-based repository is read in Mistral format (consolidated*.safetensors) and "
+        "its vision encoder and adapter, plain nn.Linear layers, are whole on every GPU (vLLM 0.17-0.19 pixtral.py).")
     keeps_rotary_cache: bool = Field(
         default=False, description="The engine keeps the rotary embedding's cos/sin table on every GPU, counted with the weights."
     )
@@ -143,18 +176,25 @@ class EngineMemoryProfile(BaseModel):
                 return pad
         return None
 
+    def sampler_peak(self, sampler: str | None) -> SamplerPeak | None:
+        """The sampler term for ``sampler`` (None: the version's default); None where the range has one term only."""
+        return self.sampler_peaks.get(sampler or "") or self.sampler_peaks.get(self.sampler_default or "")
+
     def covers(self, version: str) -> bool:
         v = version_key(version)
         return version_key(self.first) <= v and (self.below is None or v < version_key(self.below))
 
-    def comm_bytes(self, tp: int, pp: int, interconnect: str) -> int:
-        """Communication buffers per GPU for a layout of ``tp x pp`` GPUs (0 on one GPU)."""
+    def comm_bytes(self, tp: int, pp: int, interconnect: str, compute_capability: float | None = None) -> int:
+        """Communication buffers per GPU for a layout of ``tp x pp`` GPUs (0 on one GPU); ``compute_capability`` picks the
+        pre-Hopper figure where the range has one."""
         ranks = tp * pp
         if ranks <= 1:
             return 0
         # AMD's Infinity Fabric (xGMI) is a peer-to-peer fabric like NVLink: RCCL and the custom all-reduce buffers
         # are sized as there (assumed; no ROCm start-up log with its non-torch memory was found)
         base = self.comm.pcie if interconnect == "pcie" else self.comm.nvlink
+        if interconnect != "pcie" and self.comm.pre_hopper is not None and 0 < (compute_capability or 0) < 9.0:
+            base = self.comm.pre_hopper
         return base + self.comm.per_extra_rank * max(ranks - 2, 0)
 
 
@@ -314,9 +354,25 @@ class EngineSettings(BaseModel):
     memory_fraction: float
 
 
-def engine_settings(engine: str, version: str | None, gpu, *, tp: int = 1, pp: int = 1) -> EngineSettings:
-    """The memory profile and per-GPU defaults of ``engine`` at ``version`` (default: pinned) on ``gpu`` (a GPUInfo or None)."""
+def with_lora(engine: str, version: str, prof: EngineMemoryProfile, lora) -> EngineMemoryProfile:
+    """``prof`` (the profile of ``engine`` at ``version``) as a start-up with LoRA on uses it. ``lora``: the version's
+    engines/lora.py LoRAProfile: the V0 profile vLLM 0.8.0-0.8.2 fall back to (``memory_profile_version``), and V0's
+    long-context chunked prefill left off (``v0_chunked_prefill_off``)."""
+    if lora.memory_profile_version and lora.memory_profile_version != version:
+        v0 = memory_profile(engine, lora.memory_profile_version)
+        prof = v0.model_copy(update={"label": f"{v0.label}: what {engine} {version} runs with LoRA on"})
+    if lora.v0_chunked_prefill_off and prof.chunked_prefill_above is not None:
+        prof = prof.model_copy(update={"chunked_prefill_above": None, "label": f"{prof.label} (no default chunked prefill with LoRA)"})
+    return prof
+
+
+def engine_settings(engine: str, version: str | None, gpu, *, tp: int = 1, pp: int = 1, lora=None) -> EngineSettings:
+    """The memory profile and per-GPU defaults of ``engine`` at ``version`` (default: pinned) on ``gpu`` (a GPUInfo or None).
+
+    ``lora``: the version's LoRAProfile (engines/lora.py) when adapters are on, None otherwise (see :func:`with_lora`)."""
     prof = memory_profile(engine, version)
+    if lora is not None:
+        prof = with_lora(engine, version or engine_profile(engine).version, prof, lora)
     usable = getattr(gpu, "budget_memory_bytes", None) if gpu is not None else None
     name = " ".join(filter(None, [getattr(gpu, "probed_name", None), getattr(gpu, "name", None)])) if gpu is not None else ""
     capability = getattr(gpu, "compute_capability", None) if gpu is not None else None

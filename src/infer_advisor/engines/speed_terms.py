@@ -61,7 +61,7 @@ class SpeedVersion(BaseModel):
 
 FITTED_FIELDS = ("step_overhead_s", "per_sequence_s", "attention_scale", "prefill_attention_scale", "gemm_scale", "gddr_scale",
                  "moe_scale", "amd_scale", "request_overhead_s")
-MEASURABLE_FIELDS = (*FITTED_FIELDS, "sampler_s_per_vocab")
+MEASURABLE_FIELDS = (*FITTED_FIELDS, "sampler_s_per_vocab", "prompt_host_s", "prompt_host_s_per_token")
 
 
 class MeasuredSetup(BaseModel):
@@ -117,6 +117,11 @@ class EngineSpeed(BaseModel):
     sampler_s_per_vocab: Coefficient | None = Field(
         default=None, description="Host time per sampled sequence per step per vocabulary entry: servers that sample on the CPU "
         "over the whole vocabulary, one slot after another, between steps (llama-server's common_sampler).")
+    prompt_host_s: Coefficient | None = Field(
+        default=None, description="Time per prompt batch inside the server's step loop beyond the GPU prompt time (llama-server: "
+        "measured as its prompt eval less llama-batched-bench's): holds the slot and stalls the other slots' decodes.")
+    prompt_host_s_per_token: Coefficient | None = Field(
+        default=None, description="The same, per prompt token in the batch.")
     request_overhead_s: Coefficient = Field(
         default_factory=lambda: Coefficient(value=0.003, kind="assumed", source="HTTP request, tokenisation, first schedule and detokenisation: a few ms (assumed)",
                                             bounds=(0.0005, 0.05)),

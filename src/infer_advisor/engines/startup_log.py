@@ -105,6 +105,8 @@ class StartupLog(BaseModel):
     speculative_config: str | None = Field(default=None, description="vLLM's speculative config as the log's args print it (dict or JSON text).")
     prefix_caching: bool | None = Field(default=None, description="Prefix caching as the log's args set it; None: the engine's default.")
     language_model_only: bool | None = Field(default=None, description="vLLM's --language-model-only: a multimodal checkpoint's encoder not loaded.")
+    sampler: Literal["flashinfer", "pytorch"] | None = Field(
+        default=None, description="vLLM's top-k/top-p sampler as its log names it (v1/sample/ops/topk_topp_sampler.py); None: not printed.")
     lines: dict[str, str] = Field(default_factory=dict, description="The log line each figure was read from.")
 
 
@@ -315,6 +317,9 @@ def _vllm(text: str) -> StartupLog:
     r.take("prefix_caching", r"--(no-)?enable-prefix-caching\b", lambda v: v != "no-")
     r.take("language_model_only", r"'language_model_only': (True|False)", lambda v: v == "True")
     r.take("language_model_only", r"--language-model-only\b()", lambda v: True)
+    r.take("sampler", r"Using FlashInfer for top-p & top-k sampling()", lambda v: "flashinfer")
+    r.take("sampler", r"Falling back to the PyTorch-native implementation of top-p & top-k sampling()", lambda v: "pytorch")
+    r.take("sampler", r"FlashInfer top-p/top-k sampling is available but disabled()", lambda v: "pytorch")
     r.take("gpu_name", r"GPU 0: ([^\n]+)", lambda s: s.strip())
     if log.kv_cache_tokens is None and log.kv_blocks is not None:
         block, _ = r.find.first(r"block_size[=:'\s]+(\d+)")

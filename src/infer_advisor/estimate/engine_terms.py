@@ -59,14 +59,27 @@ def cuda_graph_pool_bytes(mp: EngineMemoryProfile, layers_per_stage: int, max_nu
                               num_speculative_tokens=num_speculative_tokens, max_num_batched_tokens=mnbt)
 
 
+def moe_workspace_bytes(model, tokens: int, tp: int, act_b: float) -> float:
+    """vLLM's fused-MoE workspace for one ``tokens`` batch (0 for a dense model): TritonExperts.workspace_shapes (0.19.0
+    read) asks M x topk x max(I/tp, H) (shared with the M x H output) and M x topk x max(2 I/tp, H) elements of the
+    activation dtype, from a WorkspaceManager buffer that stays allocated after the forward (0.14.0, 0.19.0 read; 0.11.0
+    kept persistent SharedResizableBuffers, 0.10.1 allocated them per call)."""
+    if not model.num_experts or not model.num_experts_per_token:
+        return 0.0
+    inter, hidden = model.intermediate_size / tp, model.hidden_size
+    if model.weight_format == "mxfp4-experts":  # OAITritonExperts (gpt-oss): no first workspace, M x topk x I/tp, M x H out
+        return tokens * (hidden + model.num_experts_per_token * inter) * act_b
+    return tokens * model.num_experts_per_token * (max(inter, hidden) + max(2 * inter, hidden)) * act_b
+
+
 def overheads_bytes(mp: EngineMemoryProfile, *, on_gpu: bool, tp: int, pp: int, interconnect: str, sources: dict[str, str],
-                    graph_bytes: int | None = None):
+                    graph_bytes: int | None = None, compute_capability: float | None = None):
     """(in the budget, outside it): CUDA context, non-torch memory, communication buffers, CUDA graphs (``graph_bytes``:
     the pool for this setup, :func:`cuda_graph_pool_bytes`; default the profile's fixed figure)."""
     if not on_gpu:
         return {"non_torch": 0, "cuda_graphs": 0, "nccl": 0}, {}
     graphs = mp.cuda_graph_bytes if graph_bytes is None else graph_bytes
-    comm = mp.comm_bytes(tp, pp, interconnect)
+    comm = mp.comm_bytes(tp, pp, interconnect, compute_capability)
     inside = {
         "cuda_context": mp.cuda_context_bytes if (mp.context_in_budget and mp.budget_base == "total") else 0,
         "non_torch": mp.non_torch_bytes,

@@ -59,12 +59,16 @@ from ..model_facts.facts import ModelFacts
 from .draft import draft_kv_bytes_per_token_per_layer, draft_weight_bytes, state_with_speculation
 from .engine_kv import DraftLayers, EngineKV, engine_kv_figures
 from .engine_terms import (
-    CALIBRATED, apply_calibrated_overheads, budget_bytes, cuda_graph_pool_bytes, kv_dtype_bytes, overheads_bytes, profile_batch,
+    CALIBRATED, apply_calibrated_overheads, budget_bytes, cuda_graph_pool_bytes, kv_dtype_bytes, moe_workspace_bytes, overheads_bytes,
+    profile_batch,
 )
 from .formats import dtype_bytes, formats, weight_format
 from .lora import add_lora_term
 from .rotary import rotary_cache_bytes
-from .weights import expert_padding_ratio, group_bytes, vision_tower_params, weight_bytes_by_group, weights_bytes, weights_per_gpu
+from .weights import (
+    expert_padding_ratio, group_bytes, mistral_format_vision, replicated_bytes, vision_tower_params, weight_bytes_by_group, weights_bytes,
+    weights_per_gpu,
+)
 
 __all__ = ["MemoryEstimate", "estimate_memory", "kv_bytes_per_token_per_gpu", "weight_bytes_by_group", "weights_bytes"]
 
@@ -186,7 +190,7 @@ def estimate_memory(
     memory_fraction: float | None = None, group_size: int | None = None, on_gpu: bool = True,
     draft_params: int = 0, draft_kv_elements_per_token: int = 0,
     memory: EngineMemoryProfile | None = None,
-    interconnect: str = "nvlink",
+    interconnect: str = "nvlink", compute_capability: float | None = None, sampler: str | None = None,
     calibration: "MemoryCalibration | None" = None,
     gpu_memory_source: str = "given",
     engine_version: str | None = None,
@@ -206,7 +210,8 @@ def estimate_memory(
     ``memory``: the engine version's memory profile (default: the profile of ``engine`` at its pinned version);
     ``max_num_batched_tokens`` / ``max_num_seqs``: the engine's settings (default: the profile's first tier, i.e.
     the caller resolves per-GPU defaults with :func:`infer_advisor.engines.memory.batch_defaults`);
-    ``interconnect``: nvlink or pcie (communication buffers under TP); ``calibration``: a memory calibration
+    ``interconnect``: nvlink or pcie (communication buffers under TP; ``compute_capability`` < 9: pre-Hopper NCCL);
+    ``sampler``: the top-k/top-p sampler a log names (flashinfer, pytorch; None: the version's); ``calibration``: a memory calibration
     already matched to this engine version, GPU and layout; ``lora_slots`` x ``lora_rank``: vLLM's LoRA buffers (:mod:`.lora`).
     ``speculative``: a speculative decoder's shape (``--speculative-config``, :mod:`infer_advisor.engines.draft_shape`): its
     weights, KV layers and state pages (:mod:`.draft`); ``prefix_caching``: on (a hybrid's Mamba layers hold more pages);
@@ -228,10 +233,11 @@ def estimate_memory(
     kv = _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_token, speculative)
     reserve = engine.memory_accounting in ("reserve", "reserve-free")
     prompt = min(input_tokens or request_tokens, request_tokens)
-    act = _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources)
+    act = _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources, sampler)
     graphs = cuda_graph_pool_bytes(mp, math.ceil(model.num_layers / pp), max_num_seqs, speculative.num_speculative_tokens if speculative else 0,
                                    max_num_batched_tokens)
-    overheads, outside = overheads_bytes(mp, on_gpu=on_gpu, tp=tp, pp=pp, interconnect=interconnect, sources=sources, graph_bytes=graphs)
+    overheads, outside = overheads_bytes(mp, on_gpu=on_gpu, tp=tp, pp=pp, interconnect=interconnect, sources=sources, graph_bytes=graphs,
+                                        compute_capability=compute_capability)
     add_lora_term(model, engine, engine_version, lora_slots, lora_rank, dtype_bytes(dtype), tp, pp, overheads, outside, sources)
     if cal is not None and on_gpu:
         apply_calibrated_overheads(cal, mp, tp, pp, overheads, sources)
@@ -275,9 +281,14 @@ def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_byt
     per_gpu = weights_per_gpu(group_bytes(model, quantization, dtype, group_size, checkpoint_bytes, ratio), tp, pp)
     vision = vision_tower_params(model) * dtype_bytes(dtype) if (mp.loads_vision_tower and not checkpoint_bytes) else 0.0
     if vision:  # the checkpoint's vision encoder, unquantized, sharded over TP (a published size already holds it)
+        whole = mp.replicates_mistral_vision and mistral_format_vision(model, quantization)  # plain nn.Linear: on every GPU
         groups["other"] += vision
-        per_gpu += vision / tp
+        per_gpu += vision if whole else vision / tp
         sources["weights_vision"] = f"vision encoder {vision / 2**30:.2f} GiB from config.json vision_config ({mp.label})"
+    whole = replicated_bytes(model, quantization, dtype, group_size) if (mp.replicates_mla_and_router and tp > 1) else 0.0
+    if whole:  # counted once in the total, held by every rank of a stage
+        per_gpu += whole / pp * (1 - 1 / tp)
+        sources["weights_replicated"] = f"MLA down-projections and router {whole / 2**30:.2f} GiB whole on every rank ({mp.label})"
     rotary = rotary_cache_bytes(model, dtype) if mp.keeps_rotary_cache else 0.0
     if rotary:  # the engine's cos/sin tables, whole on every GPU (not in the checkpoint, so not in the total)
         per_gpu += rotary
@@ -312,7 +323,8 @@ def _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_to
             "draft_tok": draft_tok, "draft_layer_tok": draft_layer, "speculative": speculative}
 
 
-def _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources) -> dict:
+def _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources,
+                sampler=None) -> dict:
     """The start-up profile's activation peak (tokens x per-token tensors + fp32 logits rows) and one decode step's."""
     tokens, sampled_rows = profile_batch(mp, engine, reserve, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs)
     act = formats().activation
@@ -322,13 +334,19 @@ def _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, pro
     intermediate_copies = mp.activation_intermediate_copies or act.intermediate_copies
     split = tp if mp.activation_split_by_tp else 1  # vLLM gathers full-vocab logits on every rank: its peak does not shrink with TP
     per_token = (hidden_copies * model.hidden_size + intermediate_copies * routed * model.intermediate_size / split) * act_b
-    logits_row = model.vocab_size * act.logits_bytes_per_vocab_entry * (mp.activation_logits_copies or act.logits_copies) / split
+    term = mp.sampler_peak(sampler)
+    copies = term.logits_copies if term is not None else (mp.activation_logits_copies or act.logits_copies)
+    gathered = term is not None and term.after_forward  # the sampler sees the whole vocabulary on every rank (logits gathered)
+    logits_row = model.vocab_size * act.logits_bytes_per_vocab_entry * copies / (1 if gathered else split)
     scale = mp.activation_scale
     sources["activation"] = f"estimated x {scale:g} ({mp.label})" if scale != 1 else "estimated"
     if cal is not None and cal.activation_scale:
         scale, sources["activation"] = cal.activation_scale, CALIBRATED
+    # after_forward: the forward's intermediates are freed before the sampler runs; the hidden states (and a kept MoE workspace) stay
+    kept = tokens * model.hidden_size * act_b + (moe_workspace_bytes(model, tokens, tp, act_b) if mp.moe_workspace_persists else 0.0)
+    peak = max(tokens * per_token, kept + sampled_rows * logits_row) if gathered else tokens * per_token + sampled_rows * logits_row
     return {
-        "activation": (tokens * per_token + sampled_rows * logits_row) * scale,
+        "activation": peak * scale,
         "decode": concurrency * per_token + concurrency * logits_row, "tokens": tokens, "rows": sampled_rows,
     }
 

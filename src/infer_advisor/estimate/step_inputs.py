@@ -193,11 +193,13 @@ def term_sources(prof: EngineSpeed, ceil: Ceilings, weights: str) -> dict[str, s
         "experts": f"E(1-(1-k/E)^rows) experts touched; grouped GEMM measured ({k.grouped_gemm.note}); moe_scale {scale(prof.moe_scale)}",
         "moe_routing": f"{prof.moe_routing_kernels:g} kernels per MoE layer ({prof.moe_routing_source}) + permuted activations",
         "small_kernels": f"{prof.small_kernels_per_layer:g} per layer ({prof.small_kernels_source}); {k.small_kernel.seconds_per_kernel * 1e6:.1f} us each (measured)",
-        "tp_communication": "data/speed/engines.yaml links (sources there)",
+        "tp_communication": "data/speed/engines.yaml links (sources there); a tensor-parallel group over nodes adds the network's all-reduce",
         "attention_decode": f"measured SDPA decode kernel x attention_scale {scale(prof.attention_scale)}",
         "attention_prefill": f"measured SDPA prefill curve x prefill_attention_scale {scale(prof.prefill_attention_scale)}",
         "lm_head": "bf16 GEMM curve (measured)", "sampler": "2 small kernels + fp32 logits read (measured kernel figures)",
         "pp_transfer": "links (data/speed/engines.yaml)", "host_launch_wait": f"host launch {prof.host_launch_s:g} s per kernel (no CUDA graphs)",
         "engine_step_overhead": scale(prof.step_overhead_s), "engine_per_sequence": scale(prof.per_sequence_s),
         "request_overhead": scale(prof.request_overhead_s),
-    } | ({"engine_sampling": f"vocabulary x {scale(prof.sampler_s_per_vocab)} per sampled sequence"} if prof.sampler_s_per_vocab else {})
+    } | ({"engine_sampling": f"vocabulary x {scale(prof.sampler_s_per_vocab)} per sampled sequence"} if prof.sampler_s_per_vocab else {}) | (
+        {"engine_prompt_host": f"{scale(prof.prompt_host_s)} per prompt batch + {scale(prof.prompt_host_s_per_token)} per prompt token"}
+        if prof.prompt_host_s and prof.prompt_host_s_per_token else {})

@@ -163,8 +163,11 @@ class StepModel:
     host_launch_s: float
     step_overhead_s: float
     per_sequence_s: float
+    tp_nodes: int = 1  # nodes one tensor-parallel group spans: its all-reduces cross the network too
     request_overhead_s: float = 0.0  # per request, outside the steps: before the scheduler sees it (simulate), into TTFT
     sampler_s: float = 0.0  # host seconds per sampled sequence per step (vocab x sampler_s_per_vocab)
+    prompt_host_s: float = 0.0  # seconds per prompt chunk in a step, inside the step (llama-server's prompt batch)
+    prompt_host_per_token_s: float = 0.0  # the same per prompt token
     lora: LoRAStepCost | None = None  # batched LoRA kernels (estimate/lora_cost.py); None without adapters
     sources: dict[str, str] = field(default_factory=dict)  # term -> where its coefficients come from (--explain)
     notes: list[str] = field(default_factory=list)
@@ -208,6 +211,16 @@ class StepModel:
 
     def _allreduce(self, nbytes: float, parts: int) -> float:
         """The faster of the latency-optimised (one-shot) all-reduce and the ring, as engines choose."""
+        if parts <= 1:
+            return 0.0
+        if self.tp_nodes > 1 and parts >= self.tp_nodes:
+            # a group over nodes (NCCL, hierarchical): within each node over its link, then between the nodes over the
+            # network, at its latency and bandwidth (data/speed/engines.yaml links.network), once per all-reduce
+            n = self.tp_nodes
+            return self._allreduce_link(nbytes, parts // n) + self.pp_latency + 2 * (n - 1) / n * nbytes / self.pp_link_bw
+        return self._allreduce_link(nbytes, parts)
+
+    def _allreduce_link(self, nbytes: float, parts: int) -> float:
         if parts <= 1:
             return 0.0
         moved = 2 * (parts - 1) / parts * nbytes
@@ -316,6 +329,8 @@ class StepModel:
         out["engine_per_sequence"] = self.per_sequence_s * s.sequences
         if self.sampler_s:
             out["engine_sampling"] = self.sampler_s * s.sampled
+        if s.prefill_tokens and (self.prompt_host_s or self.prompt_host_per_token_s):
+            out["engine_prompt_host"] = self.prompt_host_s * s.prefill_chunks + self.prompt_host_per_token_s * s.prefill_tokens
         return out
 
     def step_seconds(self, decode: int, decode_context: float, prefill_tokens: int = 0, prefill_pairs: float = 0.0,
@@ -332,7 +347,8 @@ class StepModel:
         gpu *= self.pp
         if self.host_bound:
             gpu = max(gpu, self.kernel_count(decode, prefill_tokens) * self.host_launch_s)
-        return gpu + self.step_overhead_s + self.per_sequence_s * (decode + chunks) + self.sampler_s * (decode + completes)
+        return (gpu + self.step_overhead_s + self.per_sequence_s * (decode + chunks) + self.sampler_s * (decode + completes)
+                + self.prompt_host_s * chunks + self.prompt_host_per_token_s * prefill_tokens)
 
     def decode_seconds(self, batch: int, context_sum: float) -> float:
         """A decode-only step of ``batch`` sequences whose KV contexts sum to ``context_sum``."""
@@ -394,10 +410,12 @@ def build_step_model(
         moe_routing_kernels=prof.moe_routing_kernels if on_gpu else 0.0,
         small_kernels=prof.small_kernels_per_layer * block_share if on_gpu else 0.0,
         **gemms, **attention_and_links(prof, gpu, ceil, nodes),
-        expert_parallel=expert_parallel,
+        expert_parallel=expert_parallel, tp_nodes=max(1, nodes // max(pp, 1)) if tp > 1 else 1,
         host_bound=not prof.cuda_graphs and on_gpu, host_launch_s=prof.host_launch_s,
         step_overhead_s=prof.step_overhead_s.value, per_sequence_s=prof.per_sequence_s.value,
         request_overhead_s=prof.request_overhead_s.value, notes=notes, lora=lora,
         sources={**term_sources(prof, ceil, weights), **({"lora": lora.source} if lora is not None else {})},
         sampler_s=model.vocab_size * prof.sampler_s_per_vocab.value if prof.sampler_s_per_vocab else 0.0,
+        prompt_host_s=prof.prompt_host_s.value if prof.prompt_host_s else 0.0,
+        prompt_host_per_token_s=prof.prompt_host_s_per_token.value if prof.prompt_host_s_per_token else 0.0,
     )

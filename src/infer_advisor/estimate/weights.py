@@ -127,6 +127,36 @@ def vision_tower_params(model: ModelFacts) -> int:
     return int(layers * per_layer + channels * temporal * patch * patch * h + h + positions + 2 * h + projector)
 
 
+def replicated_bytes(model: ModelFacts, fmt_name: str, dtype: str, group_size: int | None) -> float:
+    """Bytes vLLM keeps whole on every tensor-parallel rank (model_executor/models/deepseek_v2.py, read in 0.10.1 and
+    0.19.0): MLA's down-projections (``kv_a_proj_with_mqa``, fused with ``q_a_proj`` where ``q_lora_rank`` is set:
+    ReplicatedLinear / MergedReplicatedLinear, in the weight format) and the MoE router (``gate``: ReplicatedLinear,
+    unquantized) of every MoE layer. The whole-model total counts them once; one GPU at TP n holds them n times over."""
+    cfg = model.config or {}
+    cfg = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+
+    def num(key: str) -> int:
+        value = cfg.get(key)
+        return value if isinstance(value, int) and value > 0 else 0
+
+    out = 0.0
+    if model.attention == "mla":
+        down = model.hidden_size * (num("kv_lora_rank") + num("qk_rope_head_dim") + num("q_lora_rank"))
+        out += down * model.num_layers * linear_bytes_per_param(fmt_name, dtype, group_size)
+    if model.num_experts:
+        moe_layers = max(model.num_layers - num("first_k_dense_replace"), 0)
+        out += model.hidden_size * model.num_experts * moe_layers * dtype_bytes(dtype)
+    return out
+
+
+def mistral_format_vision(model: ModelFacts, quantization: str) -> bool:
+    """The checkpoint is a mistralai repository with a Pixtral vision encoder, as published (bf16): vLLM reads such a repo
+    in Mistral format (``is_mistral_model_repo``: consolidated*.safetensors). A quantized copy comes from another
+    publisher in the HF layout (inferred), so it is not."""
+    v = (model.config or {}).get("vision_config") if model.multimodal else None
+    return quantization == "none" and model.name.startswith("mistralai/") and isinstance(v, dict) and v.get("model_type") == "pixtral"
+
+
 def weights_per_gpu(groups: dict[str, float], tp: int, pp: int) -> float:
     """What one GPU holds: blocks split tp x pp ways, embedding and lm_head vocab-parallel over tp (first/last stage)."""
     blocks = groups["linear"] + groups["other"]

@@ -104,11 +104,18 @@ def layouts(hw: HardwareFacts, tp_sizes: list[int], request: Any = None, model: 
             nodes = max(1, -(-tp_pin * pp_pin // per_node))
             if nodes <= hw.nodes and (nodes == 1 or tp_pin == per_node):
                 pinned = [Layout(tp_pin, pp_pin, nodes)]
+        if tp_pin and not pinned and tp_pin > per_node and tp_pin % per_node == 0:
+            # tensor parallelism over whole nodes, asked for by name (SGLang's and vLLM's multi-node --tp 16 for
+            # DeepSeek-R1 on two 8-GPU nodes): never proposed, but planned when pinned, its all-reduce over the network
+            nodes = tp_pin // per_node * (pp_pin or 1)
+            if nodes <= hw.nodes:
+                pinned = [Layout(tp_pin, pp_pin or 1, nodes)]
         if not pinned:
             asked = " x ".join(x for x in (f"--tensor-parallel-size {tp_pin}" if tp_pin else "",
                                            f"--pipeline-parallel-size {pp_pin}" if pp_pin else "") if x)
             raise RequestError(f"{asked} does not fit {per_node} GPU(s) per node x {hw.nodes} node(s): tensor parallelism stays within "
-                               f"a node ({per_node} GPUs here); pipeline stages span nodes only at full-node tensor parallelism.")
+                               f"a node ({per_node} GPUs here) or spans whole nodes; pipeline stages span nodes only at full-node tensor "
+                               "parallelism.")
         out = pinned
     ep = getattr(request, "enable_expert_parallel", None)
     if ep:

@@ -59,6 +59,7 @@ def startup_outcome(request: PlanRequest) -> StartupOutcome:
         max_num_seqs=request.max_num_seqs or settings.max_num_seqs, on_gpu=hw.kind == "gpu",
         memory_fraction=request.gpu_memory_utilization or settings.memory_fraction, memory=settings.profile,
         interconnect=hw.gpu.interconnect if hw.kind == "gpu" else "pcie", engine_version=settings.version,
+        compute_capability=hw.gpu.compute_capability if hw.kind == "gpu" else None,
     )
     used = {
         "max_model_len": context, "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "quantization": quant, "dtype": dtype,

@@ -6,7 +6,7 @@
 # engine: vLLM 0.33.0, dtype bfloat16, quantization fp8, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
 # context: max_model_len 131072, 1024 sequences at once
-# memory per GPU (estimated): 176.6 GiB of 192.0 GiB, weights 67.7 GiB, KV cache 338096 tokens
+# memory per GPU (estimated): 176.6 GiB of 192.0 GiB, weights 67.7 GiB, KV cache 339184 tokens
 # prefix caching: on by default in vLLM; the artifacts keep it on
 # start-up allowance 3345 s = 240 s to start, compile and capture graphs + 131.4 GiB read at 500 MB/s (282 s) + the 131.4 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout) (2822 s)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.

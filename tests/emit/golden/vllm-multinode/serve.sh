@@ -6,7 +6,7 @@
 # engine: vLLM 0.33.0, dtype bfloat16, quantization none, KV cache auto
 # layout: tensor parallel 8, pipeline parallel 2, nodes 2, replicas 1
 # context: max_model_len 131072, 1024 sequences at once
-# memory per GPU (estimated): 72.9 GiB of 79.2 GiB, weights 47.2 GiB, KV cache 666464 tokens
+# memory per GPU (estimated): 72.9 GiB of 79.2 GiB, weights 47.3 GiB, KV cache 686608 tokens
 # prefix caching: on by default in vLLM; the artifacts keep it on
 # start-up allowance 18098 s = 240 s to start, compile and capture graphs + 756.0 GiB read at 500 MB/s (1623 s) + the 756.0 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout) (16234 s)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.

@@ -6,7 +6,7 @@
 # engine: vLLM 0.33.0, dtype bfloat16, quantization none, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 4
 # context: max_model_len 4096, 256 sequences at once
-# memory per GPU (estimated): 73.2 GiB of 79.6 GiB, weights 12.6 GiB, KV cache 121280 tokens
+# memory per GPU (estimated): 73.2 GiB of 79.6 GiB, weights 12.6 GiB, KV cache 121728 tokens
 # prefix caching: on by default in vLLM; the artifacts keep it on
 # start-up allowance 537 s = 240 s to start, compile and capture graphs + 12.6 GiB read at 500 MB/s (27 s) + the 12.6 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout) (270 s)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.

@@ -6,7 +6,7 @@
 # engine: vLLM 0.33.0, dtype bfloat16, quantization none, KV cache auto
 # layout: tensor parallel 4, pipeline parallel 1, nodes 1, replicas 1
 # context: max_model_len 131072, 1024 sequences at once
-# memory per GPU (estimated): 72.9 GiB of 79.2 GiB, weights 33.5 GiB, KV cache 458096 tokens
+# memory per GPU (estimated): 72.9 GiB of 79.2 GiB, weights 33.5 GiB, KV cache 460672 tokens
 # prefix caching: on by default in vLLM; the artifacts keep it on
 # speculative decoding: eagle3 with yuhuili/EAGLE3-LLaMA3.3-Instruct-70B, 3 draft tokens per step (1.40 B draft parameters counted in memory)
 # start-up allowance 3345 s = 240 s to start, compile and capture graphs + 131.4 GiB read at 500 MB/s (282 s) + the 131.4 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout) (2822 s)

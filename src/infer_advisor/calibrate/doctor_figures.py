@@ -1,0 +1,115 @@
+"""Edits the engine's own message or printed figures give, without the model: what `infer-advisor doctor` offers when
+the model or GPU does not resolve, or when the log lacks the figure that decided the failure.
+
+    >>> engine_figure_edits(find_startup_error(log), max_model_len=29000)[0].change
+    '--max-model-len 23552'
+
+Each edit says whether the engine's own check then passes by those figures (``starts``) or that it is not decided
+(``None``); nothing here adds bytes: the numbers are the ones the engine printed.
+"""
+
+from __future__ import annotations
+
+from .doctor_edits import Edit, edit_order
+from .startup_errors import StartupError
+from ..engines.startup_log import StartupLog
+
+GIB = 2**30
+
+
+def engine_figure_edits(error: StartupError | None, max_model_len: int | None, utilization: float | None = None,
+                        log: StartupLog | None = None) -> list[Edit]:
+    """Edits read from the engine's own message (no model needed): the longest context it says fits; for an
+    out-of-memory while capturing CUDA graphs, eager mode (the graphs are what the engine allocates after sizing the KV
+    cache, whatever their size; a lower utilization would need the pool's size, which the model gives); for V1's
+    free-memory start check, the highest utilization under the free memory it printed; for "No available memory for the
+    cache blocks", the engine's own advice (a higher utilization), not decided without the model."""
+    if error is not None and error.kind == "cuda_oom_graph_capture":
+        return [Edit(change="--enforce-eager", argv=["--enforce-eager"], starts=True, kv_cache_tokens=None, max_concurrency=None,
+                     max_model_len=max_model_len or 0, cost="decode steps without CUDA graphs (slower at small batches); from the "
+                     "engine's own advice in its capture message", cost_rank=0.3)]
+    if error is not None and error.kind == "free_memory_below_utilization":
+        return [_under_free_memory(error, max_model_len)]
+    if error is not None and error.kind == "no_cache_blocks":
+        return _utilization_advice(utilization, max_model_len, log)
+    if error is None or not max_model_len:
+        return []
+    fits = error.figures.get("estimated_max_model_len") or (error.figures.get("kv_cache_tokens") if error.kind == "max_len_exceeds_kv" else None)
+    if not fits or fits >= max_model_len:
+        return []
+    length = int(fits) - int(fits) % 256 if fits >= 1024 else int(fits)
+    lost = 1 - length / max_model_len
+    return [Edit(change=f"--max-model-len {length}", argv=["--max-model-len", str(length)], starts=True, kv_cache_tokens=int(fits),
+                 max_concurrency=1, max_model_len=length, cost=f"context {max_model_len:,} -> {length:,} tokens ({lost:.0%} shorter); "
+                 "from the engine's own figure in its message", cost_rank=lost)]
+
+
+def _under_free_memory(error: StartupError, max_model_len: int | None) -> Edit:
+    """vLLM V1's start check is ``utilization x total <= free at start`` (gpu_worker.init_device): the highest utilization
+    in steps of 0.01 that passes it, from the two figures the message prints. Whether the smaller budget then holds a
+    request of ``max_model_len`` needs the model."""
+    free, total, current = error.figures["free_bytes"], error.figures["total_bytes"], error.figures["gpu_memory_utilization"]
+    util = int(free / total * 100) / 100
+    return Edit(change=f"--gpu-memory-utilization {util:.2f}", argv=["--gpu-memory-utilization", f"{util:.2f}"], starts=True,
+                kv_cache_tokens=None, max_concurrency=None, max_model_len=max_model_len or 0,
+                cost=f"budget {current:.2f} -> {util:.2f} of the GPU ({(current - util) * total / GIB:.2f} GiB less for the KV cache: "
+                f"other processes hold {(total - free) / GIB:.2f} GiB); passes the engine's free-memory check by its own figures; "
+                "the KV room left needs the model (--model)", cost_rank=current - util)
+
+
+def _utilization_advice(utilization: float | None, max_model_len: int | None, log: StartupLog | None = None) -> list[Edit]:
+    """The engine's advice in "No available memory for the cache blocks": a higher utilization. Where the log printed
+    vLLM's profile (total, weights, non-torch, activation peak), the smallest utilization whose budget leaves KV room
+    above zero by those figures (``u x total - weights - non-torch - activation > 0``, the same subtraction the engine
+    printed); else 0.05 up (at most 0.95). Whether one request of max_model_len then fits needs the bytes per token."""
+    current = utilization or 0.90
+    fixed = [getattr(log, k, None) for k in ("weights_bytes", "non_torch_bytes", "activation_bytes")]
+    total = getattr(log, "total_gpu_memory_bytes", None)
+    if total and all(f is not None for f in fixed):
+        util = int(sum(fixed) / total * 100) / 100 + 0.01
+        why = f"the smallest utilization leaving KV room by the log's own profile ({sum(fixed) / GIB:.2f} GiB of {total / GIB:.2f})"
+    else:
+        util, why = current + 0.05, "the engine's own advice; how far is not decided without the model (--model)"
+    util = round(min(util, 0.95 if not total else 0.98), 2)
+    if util <= current:
+        return []
+    return [Edit(change=f"--gpu-memory-utilization {util:.2f}", argv=["--gpu-memory-utilization", f"{util:.2f}"], starts=None,
+                 kv_cache_tokens=None, max_concurrency=None, max_model_len=max_model_len or 0,
+                 cost=f"{current:.2f} -> {util:.2f}: {why}; less room for CUDA graphs and other processes above 0.90", cost_rank=0.05)]
+
+
+def within_engine_figures(edits: list[Edit], error: StartupError | None, max_model_len: int | None) -> list[Edit]:
+    """Where the engine's printed figures decide an edit, they win over the model's: V1's "estimated maximum model
+    length" bounds the context (a longer one does not start: the engine said so; a shorter one passes), FP8 halves V1's
+    "X GiB KV cache is needed" against its "Y GiB available", and a context at or under V0's printed capacity passes. The
+    model can be far off there (hybrid, sliding-window or compressed-attention layers: vllm-backport#15 printed 856
+    tokens where a linear count of the same KV memory gives 53,792). The engine's own length is offered if no context
+    edit starts."""
+    if error is None:
+        return edits
+    out = []
+    for e in edits:
+        verdict = _engine_verdict(e.argv, error)
+        if verdict is not None and verdict != e.starts:
+            e = e.model_copy(update={"starts": verdict, "cost": f"{e.cost}; {'passes' if verdict else 'fails'} the engine's own check "
+                                     "on the figures it printed"})
+        out.append(e)
+    if error.figures.get("estimated_max_model_len") and not any(e.argv[:1] == ["--max-model-len"] and e.starts for e in out):
+        out += engine_figure_edits(error, max_model_len)
+    return sorted(out, key=edit_order)
+
+
+def _engine_verdict(argv: list[str], error: StartupError) -> bool | None:
+    """The engine's own check on its printed figures for this edit (None: they do not decide it)."""
+    f, flag = error.figures, argv[0]
+    if error.kind == "kv_needed_exceeds_available":
+        if flag == "--max-model-len" and f.get("estimated_max_model_len"):
+            return int(argv[1]) <= f["estimated_max_model_len"]
+        if flag == "--kv-cache-dtype" and argv[1].startswith("fp8") and {"kv_needed_bytes", "kv_available_bytes"} <= f.keys():
+            return f["kv_needed_bytes"] / 2 <= f["kv_available_bytes"] or None  # else the model decides
+    if error.kind == "max_len_exceeds_kv" and "kv_cache_tokens" in f:
+        if flag == "--max-model-len":
+            return int(argv[1]) <= f["kv_cache_tokens"] or None  # V0: a longer context may still start (its profile shrinks)
+        if flag == "--kv-cache-dtype" and argv[1].startswith("fp8") and "max_model_len" in f:
+            return 2 * f["kv_cache_tokens"] >= f["max_model_len"] or None  # FP8 doubles a 16-bit capacity
+    return None
