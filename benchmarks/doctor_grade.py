@@ -100,7 +100,11 @@ def engine_check(f, diag, edit) -> tuple[bool | None, str]:
             got = avail + (float(value) - u0) * total
             return got >= need, f"{avail / GIB:.2f} + ({value} - {u0}) x {total / GIB:.2f} = {got / GIB:.2f} GiB vs {need / GIB:.2f} needed{note}"
     if f.error == "free_memory_below_utilization" and flag == "--gpu-memory-utilization" and {"free_memory_gib", "total_gpu_memory_gib"} <= fig.keys():
+        from infer_advisor.calibrate.doctor_figures import SMALLEST_USEFUL_BUDGET_BYTES
+
         need = float(value) * fig["total_gpu_memory_gib"]  # vLLM V1 gpu_worker.init_device: utilization x total <= free at start
+        if need * GIB < SMALLEST_USEFUL_BUDGET_BYTES:  # passes the check and loads nothing (sf65's first run: 0.00)
+            return False, f"{value} x {fig['total_gpu_memory_gib']} = {need:.2f} GiB: passes the start check, holds no model"
         return need <= fig["free_memory_gib"], f"{value} x {fig['total_gpu_memory_gib']} = {need:.2f} GiB vs {fig['free_memory_gib']} GiB free (the start check only)"
     if (f.error == "no_cache_blocks" and flag == "--gpu-memory-utilization"
             and {"total_gpu_memory_gib", "weights_gib", "non_torch_gib", "activation_gib"} <= fig.keys()):

@@ -35,6 +35,17 @@ def test_batch5_first_answers_are_kept_as_committed():
             first["not_read"], first["error_named"]) == (15, 5, 0, 6, 3, 1, 11)
 
 
+def test_a_budget_that_passes_the_start_check_and_holds_no_model_fails():
+    """sf65 (batch 5): 0.49 of 79.32 GiB free; the first run's 0.00 passed V1's start check and would load nothing."""
+    f = next(x for x in load_failures().failures if x.id == "sf65")
+
+    class _Edit:
+        argv = ["--gpu-memory-utilization", "0.00"]
+
+    ok, why = engine_check(f, run_doctor(f), _Edit())
+    assert ok is False and "holds no model" in why
+
+
 def test_v1_context_edit_is_checked_against_the_engines_estimate():
     f = next(x for x in load_failures().failures if x.id == "sf15")
     row = grade(f)
