@@ -254,7 +254,7 @@ def main() -> int:
     data = load_failures()
     rows = [grade(f) for f in data.failures]
     result = {"rows": rows, "held_out": summary(rows, True), "tuning": summary(rows, False), "batch2": summary(rows, None, batch=2), "batch3": summary(rows, None, batch=3),
-              "batch4": summary(rows, None, batch=4), "batch5": summary(rows, None, batch=5),
+              "batch4": summary(rows, None, batch=4), "batch5": summary(rows, None, batch=5), "batch6": summary(rows, None, batch=6),
               "kv_after_fix": kv_after_fix({f.id: f for f in data.failures})}
     for r in rows:
         mark = str(r["batch"]) if r["batch"] > 1 else ("H" if r["held_out"] else " ")
@@ -266,6 +266,7 @@ def main() -> int:
     print("batch 3: ", json.dumps(result["batch3"]))
     print("batch 4: ", json.dumps(result["batch4"]))
     print("batch 5: ", json.dumps(result["batch5"]))
+    print("batch 6: ", json.dumps(result["batch6"]))
     print("KV after the thread's fix:", json.dumps(result["kv_after_fix"]))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
