@@ -20,6 +20,7 @@ def test_committed_summaries_match_a_fresh_run():
     assert summary(rows, None, batch=3) == committed["batch3"]
     assert summary(rows, None, batch=4) == committed["batch4"]
     assert summary(rows, None, batch=5) == committed["batch5"]
+    assert summary(rows, None, batch=6) == committed["batch6"]
 
 
 def test_batch4_first_answers_are_kept_as_committed():
@@ -33,6 +34,12 @@ def test_batch5_first_answers_are_kept_as_committed():
     first = json.loads((RESULTS.parent / "doctor_grade_batch5_first.json").read_text())["batch5"]
     assert (first["entries"], first["first_edit_starts"], first["first_edit_fails"], first["unverifiable"], first["no_edit"],
             first["not_read"], first["error_named"]) == (15, 5, 0, 6, 3, 1, 11)
+
+
+def test_batch6_first_answers_are_kept_as_committed():
+    """Batch 6's first answers: doc5 7bef7e9's doctor (after batch 5's changes), committed before any further change (f56a5b1)."""
+    first = json.loads((RESULTS.parent / "doctor_grade_batch6_first.json").read_text())["batch6"]
+    assert (first["entries"], first["first_edit_starts"], first["unverifiable"], first["no_edit"], first["error_named"]) == (4, 2, 1, 1, 3)
 
 
 def test_a_budget_that_passes_the_start_check_and_holds_no_model_fails():

@@ -245,3 +245,14 @@ def test_batch5_messages_the_doctor_missed_on_its_first_run():
     assert err.kind == "kv_needed_exceeds_available" and err.figures["kv_needed_bytes"] == pytest.approx(4.26 * GIB)
     d = diagnose(FAILURES["sf68"].log, max_model_len=100000)
     assert d.edits[0].argv == ["--max-model-len", "99584"] and d.edits[0].starts is None  # 100000 x 4.25 / 4.26, not decided
+
+
+def test_batch6_tgi_router_warmup_panic_and_no_start_under_the_free_memory():
+    """Prompted by batch 6 (retrospective): TGI 0.9's router panic 'Unable to warmup model: ... would exceed allowed
+    memory. (out of memory)' is a warmup OOM; with the model, when no edit starts under V1's printed free memory the note
+    names what holds the GPU (sf79: 7.34 of 139.72 GiB free for an 8-bit Mixtral-8x7B)."""
+    assert find_startup_error(FAILURES["sf81"].log).kind == "cuda_oom_warmup"
+    f = FAILURES["sf79"]
+    d = diagnose(f.log, model=f.catalog_model, gpu_memory_utilization=0.9)
+    assert d.memory_model and not any(e.starts for e in d.edits)
+    assert any("hold 132.38 GiB" in n and "no edit below starts" in n for n in d.notes)

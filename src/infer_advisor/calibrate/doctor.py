@@ -280,7 +280,7 @@ def _generation(engine: str, version: str | None) -> Literal["V0", "V1"] | None:
 def _figure_edits(diag: Diagnosis, log: StartupLog) -> Diagnosis:
     """Without the memory model: the edits the engine's own figures give, and what to do when none is a flag."""
     diag.edits = engine_figure_edits(diag.error, log.max_model_len, log.gpu_memory_utilization, log)
-    note = free_memory_note(diag.error)
+    note = free_memory_note(diag.error, diag.edits)
     if note:
         diag.notes.append(note)
     return diag
@@ -338,6 +338,9 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
     if diag.error is None and not diag.starts:
         diag.error = predicted_error(base, setup, diag.generation, log.engine)
     _edits_and_fix(diag, log, flags, sc, base, try_flags, model=model, gpu=gpu, version=version)
+    note = free_memory_note(diag.error, diag.edits)
+    if note:
+        diag.notes.append(note)
     return diag
 
 

@@ -54,15 +54,19 @@ def engine_figure_edits(error: StartupError | None, max_model_len: int | None, u
                  f"{source}", cost_rank=lost)]
 
 
-def free_memory_note(error: StartupError | None) -> str | None:
-    """For V1's free-memory start check with less free than any model needs (:data:`SMALLEST_USEFUL_BUDGET_BYTES`): no
-    utilization is the fix; the memory other processes hold is. None otherwise."""
-    if error is None or error.kind != "free_memory_below_utilization" or error.figures["free_bytes"] >= SMALLEST_USEFUL_BUDGET_BYTES:
+def free_memory_note(error: StartupError | None, edits: list[Edit] | None = None) -> str | None:
+    """For V1's free-memory start check where no flag is the fix: less free than any model needs
+    (:data:`SMALLEST_USEFUL_BUDGET_BYTES`), or the memory model found no edit that starts under the free memory (batch 6,
+    vllm#23192: 7.34 GiB free for an 8-bit Mixtral-8x7B); the memory other processes hold is. None otherwise."""
+    if error is None or error.kind != "free_memory_below_utilization":
         return None
     free, total = error.figures["free_bytes"], error.figures["total_bytes"]
+    if free >= SMALLEST_USEFUL_BUDGET_BYTES and not (edits and not any(e.starts for e in edits)):
+        return None
+    why = "no --gpu-memory-utilization starts under 1 GiB" if free < SMALLEST_USEFUL_BUDGET_BYTES else "no edit below starts under it"
     return (f"Only {free / GIB:.2f} of {total / GIB:.2f} GiB was free when the engine started: other processes (or an earlier "
-            f"instance or stage on this GPU) hold {(total - free) / GIB:.2f} GiB. No --gpu-memory-utilization starts under "
-            "1 GiB; free the GPU (nvidia-smi lists what holds it) or start on another one.")
+            f"instance or stage on this GPU) hold {(total - free) / GIB:.2f} GiB, and {why}; free the GPU (nvidia-smi lists "
+            "what holds it) or start on another one.")
 
 
 def _under_free_memory(error: StartupError, max_model_len: int | None) -> Edit:

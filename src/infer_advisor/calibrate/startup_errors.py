@@ -95,7 +95,10 @@ _SGLANG_NO_KV = re.compile(
 )
 _TGI_PREFILL = re.compile(r"Not enough memory to handle (\d+ )?prefill tokens")  # a title may leave the number out
 _TGI_TOTAL = re.compile(r"Not enough memory to handle (\d+) total tokens with (\d+) prefill tokens")
-_TGI_WARMUP = re.compile(r"Method Warmup encountered an error")
+# the shard's "Method Warmup encountered an error", or the 0.9-era router's panic "Unable to warmup model: Generation(...)"
+# carrying PyTorch's allocator refusal under a memory fraction ("Allocation on device 0 would exceed allowed memory.
+# (out of memory)", TGI#563)
+_TGI_WARMUP = re.compile(r"Method Warmup encountered an error|Unable to warmup model: [^\n]{0,200}?(?:out of memory|would exceed allowed memory)")
 _TGI_MAX_TOTAL = re.compile(r"Not enough memory to handle `max_total_tokens=(\d+)`")
 _LLAMACPP = re.compile(r"allocating ([\d.]+) MiB on device (\d+): cudaMalloc failed: out of memory")
 _LLAMACPP_BUFFER = re.compile(r"failed to allocate CUDA(\d+) buffer of size (\d+)")
