@@ -10,7 +10,8 @@ nothing, the engine's own default is taken and the layout is marked inferred:
   them whole over the ranks; with ``--data-parallel-size`` attention runs per DP rank and the experts span all
   tp x dp ranks either way (vllm/model_executor/layers/fused_moe/config.py ``FusedMoEParallelConfig.make``).
 - SGLang: ``ep_size`` defaults to 1 (experts TP-sharded); ``--ep/--ep-size N`` sets it, ``--enable-ep-moe``
-  and ``--moe-a2a-backend deepep`` set it to tp (python/sglang/srt/server_args.py ``_handle_a2a_moe``);
+  and ``--moe-a2a-backend deepep|megamoe|mooncake`` set it to tp (python/sglang/srt/server_args.py
+  ``_handle_a2a_moe``; megamoe through ``_A2A_EP_SPANNING_BACKENDS`` in newer releases);
   ``--enable-dp-attention --dp N`` runs attention data-parallel over N groups of tp/N.
 - TensorRT-LLM: ``Mapping`` without moe sizes takes ``moe_tp_size = tp_size, moe_ep_size = 1``
   (tensorrt_llm/mapping.py; "Tensor Parallel (default pattern)",
@@ -30,7 +31,9 @@ _EP_N = re.compile(
     r"(?:--ep(?:[-_]size)?|--expert[-_]parallel[-_]size|moe_expert_parallel_size:?)[ =]+(\d+)|\bEP\s*=\s*(\d+)"
 )
 _EP_ALL = re.compile(
-    r"--enable-expert-parallel|enable_expert_parallel:\s*true|--enable-ep-moe|--moe-a2a-backend[ =]deepep|\bDeepEP\b", re.I
+    r"--enable-expert-parallel|enable_expert_parallel:\s*true|--enable-ep-moe|--moe-a2a-backend[ =](?:deepep|megamoe|mooncake)"
+    r"|\bDeepEP\b",
+    re.I,
 )
 _DP_ATTN = re.compile(r"--enable-dp-attention|enable_attention_dp:?\s*true", re.I)
 _VLLM_DP = re.compile(r"--data-parallel-size|data_parallel_size|\s-dp\s")

@@ -65,7 +65,9 @@ GEMM_QUANT = {"none": "bfloat16", "fp8": "fp8", "nvfp4": "nvfp4", "awq": "int4_w
 # The point's quantization label that means "the checkpoint as shipped" for each pre-quantized format its
 # config.json names: aiconfigurator then reads the formats from that config itself (mxfp4 experts with bf16
 # dense layers for gpt-oss, block-FP8 for DeepSeek/MiniMax/GLM, ModelOpt NVFP4).
-SHIPPED = {"mxfp4": {"none"}, "fp8": {"fp8"}, "MIXED_PRECISION": {"nvfp4"}, "nvfp4": {"nvfp4"}, "NVFP4": {"nvfp4"}}
+# "none" is the dataset's label for a checkpoint as shipped whatever its format (gpt-oss, DeepSeek-V4's FP4 experts).
+SHIPPED = {"mxfp4": {"none"}, "fp8": {"fp8", "none"}, "MIXED_PRECISION": {"nvfp4", "none"}, "nvfp4": {"nvfp4", "none"},
+           "NVFP4": {"nvfp4", "none"}}
 OFFLINE_BATCHES = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 # Prompt tokens one in-flight-batching step may take in offline runs: TensorRT-LLM's default max_num_tokens
 # and SGLang's default chunked_prefill_size are both 8192 (aiconfigurator's own default is one prompt, the ISL).
@@ -80,9 +82,10 @@ def plan_job(point, config_dirs: dict[str, str]) -> tuple[dict | None, str | Non
     reason = _not_modelled(point)
     if reason:
         return None, reason
-    config = json.loads((Path(config_dirs[point.catalog_model]) / "config.json").read_text())
+    model = _model_key(point, config_dirs)
+    config = json.loads((Path(config_dirs[model]) / "config.json").read_text())
     args: dict = {
-        "model_path": config_dirs[point.catalog_model],
+        "model_path": config_dirs[model],
         "system_name": SYSTEMS[point.gpu],
         "backend_name": BACKENDS[point.engine],
         "isl": max(1, round(point.input_tokens)),
@@ -92,6 +95,12 @@ def plan_job(point, config_dirs: dict[str, str]) -> tuple[dict | None, str | Non
         "kvcache_quant_mode": "fp8" if point.kv_cache_dtype == "fp8" else "bfloat16",
     }
     notes = {}
+    if "DeepseekV4ForCausalLM" in config.get("architectures", []) and point.kv_cache_dtype in (None, "auto"):
+        # DeepSeek-V4's sparse attention keeps an FP8 KV cache in every engine (aiconfigurator forces the same).
+        args["kvcache_quant_mode"] = "fp8"
+        notes["kv_cache"] = "fp8: DeepSeek-V4's sparse attention runs on an FP8 KV cache (kv dtype not stated)"
+    if model != point.catalog_model:
+        notes["model"] = f"aiconfigurator's bundled config.json of the stated checkpoint {model}"
     shipped = aic_layout.checkpoint_quant(config)
     if shipped and point.quantization in SHIPPED.get(shipped, ()):
         notes["quant"] = f"checkpoint's own quantization_config ({shipped}): formats read by aiconfigurator"
@@ -132,6 +141,12 @@ def plan_job(point, config_dirs: dict[str, str]) -> tuple[dict | None, str | Non
     return {"id": point.id, "args": args, "batch_sweep": sweep, "notes": notes}, None
 
 
+def _model_key(point, config_dirs: dict[str, str]) -> str:
+    """The stated checkpoint where aiconfigurator bundles its config and our catalog maps it to another, else the catalog's."""
+    ckpt = point.weights_checkpoint
+    return ckpt if ckpt and ckpt != point.catalog_model and ckpt in config_dirs else point.catalog_model
+
+
 def _not_modelled(point) -> str | None:
     """Why aiconfigurator cannot be asked about this point at all (before any call), or None."""
     if point.engine not in BACKENDS:
@@ -162,6 +177,33 @@ def catalog_config_dirs(points, root: Path) -> dict[str, str]:
         (target / "config.json").write_text(json.dumps(entry.config), encoding="utf-8")
         dirs[name] = str(target)
     return dirs
+
+
+def bundled_config_dirs(points, bundled: Path | None, root: Path) -> dict[str, str]:
+    """A directory per stated checkpoint that our catalog maps to another config and aiconfigurator ships a config of
+    (``aiconfigurator_core/model_configs/<org>--<name>_config.json``, with its ``hf_quant_config.json`` if any)."""
+    dirs = {}
+    for p in points:
+        ckpt = p.weights_checkpoint
+        if not bundled or not ckpt or ckpt == p.catalog_model or ckpt in dirs:
+            continue
+        stem = ckpt.replace("/", "--")
+        source = bundled / f"{stem}_config.json"
+        if source.is_file():
+            target = root / stem
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target / "config.json")
+            quant = bundled / f"{stem}_hf_quant_config.json"
+            if quant.is_file():
+                shutil.copyfile(quant, target / "hf_quant_config.json")
+            dirs[ckpt] = str(target)
+    return dirs
+
+
+def _bundled_configs(py: Path) -> Path | None:
+    code = "import aiconfigurator_core, pathlib; print(pathlib.Path(aiconfigurator_core.__file__).parent / 'model_configs')"
+    out = subprocess.run([str(py), "-c", code], capture_output=True, text=True).stdout.strip()
+    return Path(out) if out and Path(out).is_dir() else None
 
 
 # ----------------------------------------------------------------------------------------------- worker
@@ -294,6 +336,7 @@ def run(only: list[str] | None, out: Path, data_file: Path | None = None) -> dic
     tmp = Path(tempfile.mkdtemp(prefix="aic-points-"))
     try:
         dirs = catalog_config_dirs(points, tmp / "models")
+        dirs.update(bundled_config_dirs(points, _bundled_configs(py), tmp / "bundled"))
         jobs, skipped = [], {}
         for p in points:
             job, reason = plan_job(p, dirs)
@@ -329,7 +372,8 @@ def run(only: list[str] | None, out: Path, data_file: Path | None = None) -> dic
         calls = [_sanitize(c, dirs) for c in out_raw["results"][p.id]]
         pred, best = predictions(p, calls)
         args = {k: v for k, v in job["args"].items() if k != "model_path"}
-        args["model"] = f"{p.catalog_model} (catalog config.json)"
+        model = _model_key(p, dirs)
+        args["model"] = f"{model} (" + ("catalog" if model == p.catalog_model else "aiconfigurator's bundled") + " config.json)"
         rec.update(
             modelled=bool(pred),
             aic_version=version,

@@ -203,3 +203,14 @@ def test_offline_sweep_finds_the_largest_batch_that_fits_the_kv_cache():
     calls = []
     rac._sweep(lambda **a: _Estimate(a["batch_size"], capacity=20), job, calls)  # even 64 is too many
     assert 17 <= max(c["batch_size"] for c in calls if not c["kv_cache_warning"]) <= 20
+
+
+def test_megamoe_spans_the_experts_and_deepseek_v4_keeps_an_fp8_kv_cache(tmp_path):
+    pts = {p.id: p for p in load_dataset(Path(rac.HERE) / "prospective" / "batch4.yaml").points}
+    point = pts["sglang-cookbook-dsv4-flash-fp4-b200-tp4-dpattn-c1024-8192-1024"]
+    dirs = rac.catalog_config_dirs([point], tmp_path)
+    job, _ = rac.plan_job(point, dirs)
+    a = job["args"]
+    # --tp 4 --dp 4 --enable-dp-attention --moe-a2a-backend megamoe: SGLang sets ep_size = tp_size for megamoe
+    assert (a["tp_size"], a["attention_dp_size"], a["moe_tp_size"], a["moe_ep_size"]) == (1, 4, 1, 4)
+    assert a["kvcache_quant_mode"] == "fp8" and "gemm_quant_mode" not in a  # the shipped FP4-expert checkpoint
