@@ -58,7 +58,7 @@ AIC_REQUIREMENT = "aiconfigurator==0.12.0"
 # b60; its h100_pcie, a100_pcie, l4 and a30 folders are empty). The RTX PRO 6000 counts only where the source
 # names the Server Edition (the system aiconfigurator measured).
 SYSTEMS = {"A100-80GB": "a100_sxm", "H100-80GB": "h100_sxm", "H200": "h200_sxm", "B200": "b200_sxm", "L40S": "l40s",
-           "RTX-PRO-6000-Blackwell": "rtx_pro_6000_server"}
+           "RTX-PRO-6000-Blackwell": "rtx_pro_6000_server", "B300": "b300_sxm", "GB200": "gb200", "GB300": "gb300"}
 # NIM serves Llama-3.3-70B FP8 TP2 through a TensorRT-LLM profile (the published table does not say which).
 BACKENDS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nim": "trtllm"}
 GEMM_QUANT = {"none": "bfloat16", "fp8": "fp8", "nvfp4": "nvfp4", "awq": "int4_wo", "gptq": "int4_wo"}
