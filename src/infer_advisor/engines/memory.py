@@ -84,6 +84,18 @@ class ExpertPadding(BaseModel):
     source: str = Field(min_length=8)
 
 
+class MlaAbsorption(BaseModel):
+    """MLA's absorbed matrices, built per layer after loading and kept beside the raw projections (vLLM V0 0.7.1-0.7.3
+    ``attention/backends/mla/utils.py`` ``process_weights_after_loading``; estimate/weights_engine.py)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    since: str = Field(description="First engine version (within the range) that builds them.")
+    requantized_formats: list[str] = Field(
+        default_factory=list, description="Weight formats (data/formats.yaml keys) whose absorbed matrices are requantized to one byte.")
+    source: str = Field(min_length=8)
+
+
 Sampler = Literal["flashinfer", "pytorch"]
 
 
@@ -168,6 +180,13 @@ class EngineMemoryProfile(BaseModel):
     expert_padding: list[ExpertPadding] = Field(
         default_factory=list, description="Padded expert layouts by weight format; the first whose `below` is above the version applies."
     )
+    mla_absorption: MlaAbsorption | None = Field(
+        default=None, description="MLA's absorbed matrices kept beside the weights from `since` on (None: none).")
+
+    def absorbs_mla(self, version: str | None) -> MlaAbsorption | None:
+        """The MLA absorption this engine version performs (None: none, or a version before ``since``)."""
+        a = self.mla_absorption
+        return a if a is not None and (version is None or version_key(version) >= version_key(a.since)) else None
 
     def expert_padding_for(self, fmt_names: tuple[str, ...], version: str | None) -> ExpertPadding | None:
         """The padded layout this engine version uses for experts stored in one of ``fmt_names`` (None: as stored)."""
