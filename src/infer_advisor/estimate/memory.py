@@ -226,7 +226,8 @@ def estimate_memory(
         request_tokens = context
         concurrency = min(concurrency, max_num_seqs)
     vision_mp = mp.model_copy(update={"loads_vision_tower": False}) if language_model_only else mp
-    w = _weights(model, vision_mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, (draft_params, speculative), sources)
+    w = _weights(model, vision_mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, (draft_params, speculative), sources,
+                 compute_capability)
     kv = _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_token, speculative)
     reserve = engine.memory_accounting in ("reserve", "reserve-free")
     prompt = min(input_tokens or request_tokens, request_tokens)
@@ -269,14 +270,14 @@ def _engine_figures(model, engine, mp, version, reserve, fit, kv, pp, context, m
     )
 
 
-def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, draft, sources) -> dict:
+def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, draft, sources, cc=None) -> dict:
     """Whole-model and per-GPU weight bytes in the engine's layout; a calibration's measured figure wins."""
     fmt = weight_format(quantization)
     pad = mp.expert_padding_for((quantization, fmt.expert_format or quantization), version)
     ratio = expert_padding_ratio(model, pad, tp)
     groups = group_bytes(model, quantization, dtype, group_size, checkpoint_bytes)
     per_gpu = weights_per_gpu(group_bytes(model, quantization, dtype, group_size, checkpoint_bytes, ratio), tp, pp)
-    extra, whole_model = engine_layout_bytes(model, mp, version, quantization, dtype, group_size, tp, pp, checkpoint_bytes, sources)
+    extra, whole_model = engine_layout_bytes(model, mp, version, quantization, dtype, group_size, tp, pp, checkpoint_bytes, sources, cc)
     per_gpu += extra  # what the engine keeps whole on every rank or builds while loading (estimate/weights_engine.py)
     groups["other"] += whole_model
     if checkpoint_bytes:  # the published repository's stated size, split over the same groups

@@ -8,12 +8,13 @@ tensor-parallel rank, the tables and matrices it builds while loading (counted i
 - MLA down-projections and the MoE router, ReplicatedLinear in vLLM (:func:`.weights.replicated_bytes`).
 - The rotary cos/sin tables (:mod:`.rotary`).
 - MLA's absorbed matrices (vLLM V0 0.7.1-0.7.3, :func:`mla_absorbed_bytes`).
+- Zero points a kernel keeps in the scales' dtype (vLLM's Machete on Hopper for AWQ, :func:`expanded_zero_point_bytes`).
 """
 
 from __future__ import annotations
 
 from ..model_facts.facts import ModelFacts
-from .formats import dtype_bytes
+from .formats import dtype_bytes, weight_format
 from .rotary import rotary_cache_bytes
 from .weights import mistral_format_vision, replicated_bytes, vision_tower_params
 
@@ -46,9 +47,21 @@ def mla_absorbed_bytes(model: ModelFacts, absorption, quantization: str, dtype: 
     return per_layer * model.num_layers / max(pp, 1)
 
 
+def expanded_zero_point_bytes(model: ModelFacts, quantization: str, dtype: str, group_size: int | None, tp: int, pp: int) -> float:
+    """Bytes one GPU gains when a kernel keeps each group's zero point in the scales' dtype (the model dtype) instead of
+    the checkpoint's packed integers: one per group of quantized decoder weights (vLLM machete.py ``transform_w_zp``:
+    ``-w_s * zp`` in ``w_s.dtype``)."""
+    fmt = weight_format(quantization)
+    group = group_size or fmt.group_size
+    if not group or not fmt.zero_bytes or "linear" not in fmt.quantizes:
+        return 0.0
+    quantized = model.params.linear - (model.params.kept_linear if quantization == model.weight_format else 0)
+    return quantized / group * (dtype_bytes(dtype) - fmt.zero_bytes) / (max(tp, 1) * max(pp, 1))
+
+
 def engine_layout_bytes(
     model: ModelFacts, mp, version: str | None, quantization: str, dtype: str, group_size: int | None, tp: int, pp: int,
-    checkpoint_bytes: int | None, sources: dict[str, str],
+    checkpoint_bytes: int | None, sources: dict[str, str], compute_capability: float | None = None,
 ) -> tuple[float, float]:
     """(bytes one GPU holds beyond its shard, bytes the whole model gains) under the engine memory profile ``mp`` at
     ``version``; each term that applies names itself in ``sources``. The whole-model figure is the vision encoder
@@ -72,4 +85,8 @@ def engine_layout_bytes(
     if absorbed:  # built after loading beside the raw projections (in no checkpoint)
         per_gpu += absorbed
         sources["weights_mla_absorbed"] = f"MLA absorbed matrices {absorbed / 2**30:.2f} GiB per GPU (data/engine_memory.yaml, {mp.label})"
+    if mp.expands_zero_points(quantization, version, compute_capability):
+        zeros = expanded_zero_point_bytes(model, quantization, dtype, group_size, tp, pp)
+        per_gpu += zeros
+        sources["weights_zero_points"] = f"zero points in the scales' dtype +{zeros / 2**30:.2f} GiB per GPU (data/engine_memory.yaml, {mp.label})"
     return per_gpu, whole_model
