@@ -226,8 +226,7 @@ def estimate_memory(
         request_tokens = context
         concurrency = min(concurrency, max_num_seqs)
     vision_mp = mp.model_copy(update={"loads_vision_tower": False}) if language_model_only else mp
-    w = _weights(model, vision_mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, (draft_params, speculative), sources,
-                 compute_capability)
+    w = _weights(model, vision_mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, (draft_params, speculative), sources, compute_capability)
     kv = _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_token, speculative)
     reserve = engine.memory_accounting in ("reserve", "reserve-free")
     prompt = min(input_tokens or request_tokens, request_tokens)
