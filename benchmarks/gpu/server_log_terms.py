@@ -39,9 +39,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fit_llamacpp_h200 import step_model  # noqa: E402
+from fit_llamacpp_h200 import GPU, MODEL  # noqa: E402
 
-from infer_advisor.estimate.step_time import StepShape, prefill_shape  # noqa: E402
+from infer_advisor.estimate.step_time import StepShape, build_step_model, prefill_shape  # noqa: E402
+from infer_advisor.hardware.catalog import lookup_gpu  # noqa: E402
+from infer_advisor.model_facts.resolve import resolve_model  # noqa: E402
 
 TASK = re.compile(r"task (\d+)")
 TIMING = re.compile(r"= +([\d.]+) ms / +(\d+) tokens")
@@ -166,13 +168,21 @@ def alone_eval_ms(ts: list[dict]) -> list[float]:
             if t["en"] > 1 and not any(o is not t and o["launch"] < t["release"] and t["launch"] < o["release"] for o in ts)]
 
 
+def step_model(model: str):
+    """The plan's step model of ``model`` on the H200 with llama.cpp f16 weights (as the runs served it)."""
+    return build_step_model(resolve_model(model, source="catalog"), gpu=lookup_gpu(GPU), engine="llama.cpp",
+                            quantization="gguf-f16", dtype="bfloat16")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", type=Path, help="open-loop result folders (server-deploy-open.log.gz, requests.csv.gz)")
     ap.add_argument("--fit-log", type=Path, help="call A's server log (closed loops: prompt batches and decode steps only)")
     ap.add_argument("--json", type=Path, help="write the figures here")
+    ap.add_argument("--model", default=MODEL, help="the catalog model the runs served (call F: meta-llama/Llama-3.2-3B)")
+    ap.add_argument("--context", type=float, default=1237.0, help="decode context of the model's step printed beside")
     args = ap.parse_args()
-    step = step_model()
+    step = step_model(args.model)
     report: dict = {"runs": {}}
     excess: list[tuple[int, float]] = []
     logs = [(d.name, d / "server-deploy-open.log.gz", d / "requests.csv.gz") for d in args.runs]
@@ -197,8 +207,8 @@ def main() -> None:
     resid = y - (a + b * x)
     report["prompt_fit"] = {"fixed_ms": round(a, 2), "per_token_us": round(b * 1e3, 2), "prompts": len(x),
                             "residual_ms_p50_abs": round(float(np.median(np.abs(resid))), 2)}
-    model = {n: round(step.seconds(StepShape(decode=d, decode_context=d * 1237.0)) * 1e3, 2) for d, n in ((1, 1), (2, 2), (3, 3), (4, 4))}
-    report["model_decode_step_ms_at_1_4_busy_ctx_1237"] = list(model.values())
+    report["model_decode_step_ms_at_1_4_busy"] = [round(step.seconds(StepShape(decode=d, decode_context=d * args.context)) * 1e3, 2)
+                                                  for d in (1, 2, 3, 4)]
     print(json.dumps({k: v for k, v in report.items() if k != "runs"}))
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
