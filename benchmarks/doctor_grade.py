@@ -100,7 +100,11 @@ def engine_check(f, diag, edit) -> tuple[bool | None, str]:
             got = avail + (float(value) - u0) * total
             return got >= need, f"{avail / GIB:.2f} + ({value} - {u0}) x {total / GIB:.2f} = {got / GIB:.2f} GiB vs {need / GIB:.2f} needed{note}"
     if f.error == "free_memory_below_utilization" and flag == "--gpu-memory-utilization" and {"free_memory_gib", "total_gpu_memory_gib"} <= fig.keys():
+        from infer_advisor.calibrate.doctor_figures import SMALLEST_USEFUL_BUDGET_BYTES
+
         need = float(value) * fig["total_gpu_memory_gib"]  # vLLM V1 gpu_worker.init_device: utilization x total <= free at start
+        if need * GIB < SMALLEST_USEFUL_BUDGET_BYTES:  # passes the check and loads nothing (sf65's first run: 0.00)
+            return False, f"{value} x {fig['total_gpu_memory_gib']} = {need:.2f} GiB: passes the start check, holds no model"
         return need <= fig["free_memory_gib"], f"{value} x {fig['total_gpu_memory_gib']} = {need:.2f} GiB vs {fig['free_memory_gib']} GiB free (the start check only)"
     if (f.error == "no_cache_blocks" and flag == "--gpu-memory-utilization"
             and {"total_gpu_memory_gib", "weights_gib", "non_torch_gib", "activation_gib"} <= fig.keys()):
@@ -250,7 +254,7 @@ def main() -> int:
     data = load_failures()
     rows = [grade(f) for f in data.failures]
     result = {"rows": rows, "held_out": summary(rows, True), "tuning": summary(rows, False), "batch2": summary(rows, None, batch=2), "batch3": summary(rows, None, batch=3),
-              "batch4": summary(rows, None, batch=4),
+              "batch4": summary(rows, None, batch=4), "batch5": summary(rows, None, batch=5), "batch6": summary(rows, None, batch=6),
               "kv_after_fix": kv_after_fix({f.id: f for f in data.failures})}
     for r in rows:
         mark = str(r["batch"]) if r["batch"] > 1 else ("H" if r["held_out"] else " ")
@@ -261,6 +265,8 @@ def main() -> int:
     print("batch 2: ", json.dumps(result["batch2"]))
     print("batch 3: ", json.dumps(result["batch3"]))
     print("batch 4: ", json.dumps(result["batch4"]))
+    print("batch 5: ", json.dumps(result["batch5"]))
+    print("batch 6: ", json.dumps(result["batch6"]))
     print("KV after the thread's fix:", json.dumps(result["kv_after_fix"]))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

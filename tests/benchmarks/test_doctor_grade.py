@@ -19,12 +19,38 @@ def test_committed_summaries_match_a_fresh_run():
     assert summary(rows, None, batch=2) == committed["batch2"]
     assert summary(rows, None, batch=3) == committed["batch3"]
     assert summary(rows, None, batch=4) == committed["batch4"]
+    assert summary(rows, None, batch=5) == committed["batch5"]
+    assert summary(rows, None, batch=6) == committed["batch6"]
 
 
 def test_batch4_first_answers_are_kept_as_committed():
     """The prospective figure: the doctor's first answers on batch 4, committed before any change they prompted (6d9e33e)."""
     first = json.loads((RESULTS.parent / "doctor_grade_batch4_first.json").read_text())
     assert first["batch4"]["entries"] == 15 and first["batch4"]["first_edit_starts"] == 4 and first["batch4"]["no_edit"] == 4
+
+
+def test_batch5_first_answers_are_kept_as_committed():
+    """The prospective figure of batch 5: main db7b1e0's doctor on sf63-sf77, committed before any change (4467d46)."""
+    first = json.loads((RESULTS.parent / "doctor_grade_batch5_first.json").read_text())["batch5"]
+    assert (first["entries"], first["first_edit_starts"], first["first_edit_fails"], first["unverifiable"], first["no_edit"],
+            first["not_read"], first["error_named"]) == (15, 5, 0, 6, 3, 1, 11)
+
+
+def test_batch6_first_answers_are_kept_as_committed():
+    """Batch 6's first answers: doc5 7bef7e9's doctor (after batch 5's changes), committed before any further change (f56a5b1)."""
+    first = json.loads((RESULTS.parent / "doctor_grade_batch6_first.json").read_text())["batch6"]
+    assert (first["entries"], first["first_edit_starts"], first["unverifiable"], first["no_edit"], first["error_named"]) == (4, 2, 1, 1, 3)
+
+
+def test_a_budget_that_passes_the_start_check_and_holds_no_model_fails():
+    """sf65 (batch 5): 0.49 of 79.32 GiB free; the first run's 0.00 passed V1's start check and would load nothing."""
+    f = next(x for x in load_failures().failures if x.id == "sf65")
+
+    class _Edit:
+        argv = ["--gpu-memory-utilization", "0.00"]
+
+    ok, why = engine_check(f, run_doctor(f), _Edit())
+    assert ok is False and "holds no model" in why
 
 
 def test_v1_context_edit_is_checked_against_the_engines_estimate():

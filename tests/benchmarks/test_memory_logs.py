@@ -133,3 +133,27 @@ def test_batch4_was_predicted_before_it_was_graded(ml):
             assert f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"] or (blocks.isdigit() and blocks in e["quoted"]), e["id"]
         p = data["predictions"][e["id"]]
         assert p["outcome"] in ("starts", "refused") and p["kv_cache_gib"] >= 0 and 0 < p["weights_gib"] < 300, e["id"]
+
+
+def test_batch5_was_predicted_before_it_was_graded(ml):
+    """Batch 5 (issue 23, session 4, memlogs5): at least 15 logs never used before, each sourced and quoted (a URL, or a
+    public GitHub file named by its stored-index id), the printed token figure in its quote, TP > 1 among them, and
+    predicted by the frozen code of the session's merged main (recorded in the file) before any grading."""
+    import json
+
+    path, frozen = ml.BATCHES["issue-23e"]
+    data = json.loads(path.read_text())
+    new = [e for e in ml.entries() if e.get("collected") == "issue-23e"]
+    assert len(new) >= 15 and data["batch"] == "issue-23e" and data["code_commit"] and frozen
+    assert {e["tp"] for e in new} >= {1, 2, 4} and {e["quantization"] for e in new} >= {"none", "awq", "gptq", "fp8"}
+    older = {e["source"] for e in ml.entries() if e.get("collected") != "issue-23e"}
+    for e in new:
+        s = e["source"]
+        assert (s.startswith("https://") or "stored-index file id" in s) and s not in older, e["id"]
+        tokens = e["measured"]["kv_cache_tokens"]
+        if tokens:  # the printed (or stated) figure is in the quote as written
+            assert f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"], e["id"]
+        else:
+            assert e.get("outcome") == "refused" and e["measured"]["weights_gib"], e["id"]
+        p = data["predictions"][e["id"]]
+        assert p["outcome"] in ("starts", "refused") and p["kv_cache_gib"] >= 0 and 0 < p["weights_gib"] < 300, e["id"]

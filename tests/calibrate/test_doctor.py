@@ -227,3 +227,32 @@ def test_the_engines_printed_figures_win_over_the_model_and_a_placeholder_versio
     f = FAILURES["sf14"]
     d = diagnose(f.log, gpu=f.gpu, model=f.catalog_model, engine_version=f.engine_version, tp=f.tp, max_model_len=262144)
     assert next(e for e in d.edits if e.argv[0] == "--kv-cache-dtype").starts
+
+
+def test_batch5_messages_the_doctor_missed_on_its_first_run():
+    """Prompted by batch 5 (retrospective): V1's start check naming the device, torch.OutOfMemoryError after the KV cache
+    was sized, a free memory no model fits in, and V1's KV message wrapped mid-word by a terminal paste."""
+    err = find_startup_error(FAILURES["sf66"].log)  # 'Free memory on device cuda:1 (19.77/22.05 GiB) ... (0.9, 19.84 GiB)'
+    assert err.kind == "free_memory_below_utilization" and err.figures["free_bytes"] == pytest.approx(19.77 * GIB)
+    d = diagnose(FAILURES["sf66"].log)
+    assert d.edits[0].argv == ["--gpu-memory-utilization", "0.89"] and d.edits[0].starts  # 0.89 x 22.05 = 19.62 <= 19.77
+    err = find_startup_error(FAILURES["sf63"].log + "\ntorch.OutOfMemoryError")  # after 'GPU KV cache size: 150,745 tokens'
+    assert err.kind == "cuda_oom_graph_capture"
+    assert find_startup_error("enforce_eager=True\nGPU KV cache size: 1,000 tokens\ntorch.OutOfMemoryError").kind == "cuda_oom"
+    d = diagnose(FAILURES["sf65"].log)  # 0.49 of 79.32 GiB free: a utilization of 0.00 passes the check and loads nothing
+    assert d.edits == [] and any("hold 78.83 GiB" in n for n in d.notes)
+    err = find_startup_error(FAILURES["sf68"].log)  # '(4.26 GiB KV cach' / 'e is needed, ... (4.25 GiB)'
+    assert err.kind == "kv_needed_exceeds_available" and err.figures["kv_needed_bytes"] == pytest.approx(4.26 * GIB)
+    d = diagnose(FAILURES["sf68"].log, max_model_len=100000)
+    assert d.edits[0].argv == ["--max-model-len", "99584"] and d.edits[0].starts is None  # 100000 x 4.25 / 4.26, not decided
+
+
+def test_batch6_tgi_router_warmup_panic_and_no_start_under_the_free_memory():
+    """Prompted by batch 6 (retrospective): TGI 0.9's router panic 'Unable to warmup model: ... would exceed allowed
+    memory. (out of memory)' is a warmup OOM; with the model, when no edit starts under V1's printed free memory the note
+    names what holds the GPU (sf79: 7.34 of 139.72 GiB free for an 8-bit Mixtral-8x7B)."""
+    assert find_startup_error(FAILURES["sf81"].log).kind == "cuda_oom_warmup"
+    f = FAILURES["sf79"]
+    d = diagnose(f.log, model=f.catalog_model, gpu_memory_utilization=0.9)
+    assert d.memory_model and not any(e.starts for e in d.edits)
+    assert any("hold 132.38 GiB" in n and "no edit below starts" in n for n in d.notes)

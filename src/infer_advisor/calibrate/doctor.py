@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .doctor_edits import (Edit, LedgerLine, Scenario, StartRule, graph_pool_bytes, rank_edits, room_outside_budget, starts,
                            tried_edit)
-from .doctor_figures import engine_figure_edits, within_engine_figures
+from .doctor_figures import engine_figure_edits, free_memory_note, within_engine_figures
 from .doctor_command import any_kv, engine_try_flags, min_slots, model_setup, setup_notes, tried_command
 from .doctor_ledger import binding, ledger, logged_only, predicted_error
 from .startup_errors import StartupError, find_startup_error
@@ -277,6 +277,15 @@ def _generation(engine: str, version: str | None) -> Literal["V0", "V1"] | None:
     return "V0" if version_key(version) < (0, 8) else "V1"
 
 
+def _figure_edits(diag: Diagnosis, log: StartupLog) -> Diagnosis:
+    """Without the memory model: the edits the engine's own figures give, and what to do when none is a flag."""
+    diag.edits = engine_figure_edits(diag.error, log.max_model_len, log.gpu_memory_utilization, log)
+    note = free_memory_note(diag.error, diag.edits)
+    if note:
+        diag.notes.append(note)
+    return diag
+
+
 def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, version, try_flags=None) -> Diagnosis:
     from ..errors import InferAdvisorError
     from .memory import fit_memory_calibration
@@ -286,16 +295,14 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
         diag.notes.append(f"The {'log' if diag.input_kind == 'log' else 'command'} does not name the "
                           f"{' or the '.join(m.split()[0][2:] for m in missing)}: pass {' and '.join(missing)} for the memory model's ledger and ranked edits.")
         diag.ledger = logged_only(log)
-        diag.edits = engine_figure_edits(diag.error, log.max_model_len, log.gpu_memory_utilization, log)
-        return diag
+        return _figure_edits(diag, log)
     try:
         facts, setup = model_setup(log, flags, model=model, gpu=gpu, version=version)
     except InferAdvisorError as err:
         diag.notes.append(f"Without the memory model: {err}" + (" (pass --model with the catalog name of the model this file holds)"
                                                                  if log.engine == "llama.cpp" and not model else ""))
         diag.ledger = logged_only(log)
-        diag.edits = engine_figure_edits(diag.error, log.max_model_len, log.gpu_memory_utilization, log)
-        return diag
+        return _figure_edits(diag, log)
     diag.gpu = gpu or log.gpu_name
     diag.model = model or log.model
     diag.notes += setup_notes(log, flags, facts, setup)
@@ -331,6 +338,9 @@ def _with_model(diag: Diagnosis, log: StartupLog, flags: dict, *, model, gpu, ve
     if diag.error is None and not diag.starts:
         diag.error = predicted_error(base, setup, diag.generation, log.engine)
     _edits_and_fix(diag, log, flags, sc, base, try_flags, model=model, gpu=gpu, version=version)
+    note = free_memory_note(diag.error, diag.edits)
+    if note:
+        diag.notes.append(note)
     return diag
 
 

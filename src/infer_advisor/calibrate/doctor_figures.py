@@ -15,6 +15,10 @@ from .startup_errors import StartupError
 from ..engines.startup_log import StartupLog
 
 GIB = 2**30
+# A budget under 1 GiB holds no model the catalog knows: its smallest, Qwen2.5-0.5B (data/models/Qwen--Qwen2.5-0.5B.json,
+# 494M parameters), takes 0.92 GiB in bf16 before activations, CUDA graphs and one KV block. Under it the start check's
+# own arithmetic would pass a utilization (vllm-omni#276: 0.49 of 79.32 GiB free -> 0.00) that cannot load anything.
+SMALLEST_USEFUL_BUDGET_BYTES = GIB
 
 
 def engine_figure_edits(error: StartupError | None, max_model_len: int | None, utilization: float | None = None,
@@ -29,19 +33,40 @@ def engine_figure_edits(error: StartupError | None, max_model_len: int | None, u
                      max_model_len=max_model_len or 0, cost="decode steps without CUDA graphs (slower at small batches); from the "
                      "engine's own advice in its capture message", cost_rank=0.3)]
     if error is not None and error.kind == "free_memory_below_utilization":
-        return [_under_free_memory(error, max_model_len)]
+        return [] if free_memory_note(error) else [_under_free_memory(error, max_model_len)]
     if error is not None and error.kind == "no_cache_blocks":
         return _utilization_advice(utilization, max_model_len, log)
     if error is None or not max_model_len:
         return []
     fits = error.figures.get("estimated_max_model_len") or (error.figures.get("kv_cache_tokens") if error.kind == "max_len_exceeds_kv" else None)
+    starts, source = True, "from the engine's own figure in its message"
+    if not fits and error.kind == "kv_needed_exceeds_available" and {"kv_needed_bytes", "kv_available_bytes"} <= error.figures.keys():
+        # the message cut before its estimate: the same two figures scaled (exact where every layer's KV grows with the
+        # length; a layer of fixed-size state, as in hybrid models, makes it short of what fits: not decided)
+        fits = int(max_model_len * error.figures["kv_available_bytes"] / error.figures["kv_needed_bytes"])
+        starts, source = None, "the message's available / needed GiB times the length (linear in the length: not decided)"
     if not fits or fits >= max_model_len:
         return []
     length = int(fits) - int(fits) % 256 if fits >= 1024 else int(fits)
     lost = 1 - length / max_model_len
-    return [Edit(change=f"--max-model-len {length}", argv=["--max-model-len", str(length)], starts=True, kv_cache_tokens=int(fits),
+    return [Edit(change=f"--max-model-len {length}", argv=["--max-model-len", str(length)], starts=starts, kv_cache_tokens=int(fits),
                  max_concurrency=1, max_model_len=length, cost=f"context {max_model_len:,} -> {length:,} tokens ({lost:.0%} shorter); "
-                 "from the engine's own figure in its message", cost_rank=lost)]
+                 f"{source}", cost_rank=lost)]
+
+
+def free_memory_note(error: StartupError | None, edits: list[Edit] | None = None) -> str | None:
+    """For V1's free-memory start check where no flag is the fix: less free than any model needs
+    (:data:`SMALLEST_USEFUL_BUDGET_BYTES`), or the memory model found no edit that starts under the free memory (batch 6,
+    vllm#23192: 7.34 GiB free for an 8-bit Mixtral-8x7B); the memory other processes hold is. None otherwise."""
+    if error is None or error.kind != "free_memory_below_utilization":
+        return None
+    free, total = error.figures["free_bytes"], error.figures["total_bytes"]
+    if free >= SMALLEST_USEFUL_BUDGET_BYTES and not (edits and not any(e.starts for e in edits)):
+        return None
+    why = "no --gpu-memory-utilization starts under 1 GiB" if free < SMALLEST_USEFUL_BUDGET_BYTES else "no edit below starts under it"
+    return (f"Only {free / GIB:.2f} of {total / GIB:.2f} GiB was free when the engine started: other processes (or an earlier "
+            f"instance or stage on this GPU) hold {(total - free) / GIB:.2f} GiB, and {why}; free the GPU (nvidia-smi lists "
+            "what holds it) or start on another one.")
 
 
 def _under_free_memory(error: StartupError, max_model_len: int | None) -> Edit:

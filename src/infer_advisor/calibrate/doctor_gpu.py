@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from ..engines.startup_log import FREE_ON_DEVICE
+
 GIB = 2**30
 TOTAL_MATCH = 0.01  # a printed total within 1% of the catalog's CUDA-visible total names that GPU's memory
 _NAMES = (
@@ -26,7 +28,7 @@ _NAMES = (
 )
 _TOTALS = (
     re.compile(r"total_gpu_memory[\s=(]+([\d.]+)\s*GiB"),
-    re.compile(r"Free memory on device \([\d.]+/([\d.]+) GiB\)"),
+    re.compile(FREE_ON_DEVICE + r"[\d.]+/([\d.]+) GiB\)"),
     re.compile(r"total_memory=([\d.]+)GiB"),
     re.compile(r"total capac(?:i)?ty of ([\d.]+) GiB"),
 )

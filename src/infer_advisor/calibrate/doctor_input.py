@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ..engines.startup_log import StartupLog
+from ..engines.startup_log import FREE_ON_DEVICE, StartupLog
 
 # the same settings as a log prints them (V1 "non-default args: {...}", V0 "Namespace(...)" / config lines)
 _LOG_EXTRAS = {
@@ -26,7 +26,7 @@ _INT_EXTRAS = {"max-loras", "max-lora-rank"}
 
 
 # vLLM 0.11+ gpu_worker: "Free memory on device (%s/%s GiB) on startup. ..." (info line and error alike)
-_FREE_AT_START = re.compile(r"Free memory on device \(([\d.]+)/([\d.]+) GiB\) on startup")
+_FREE_AT_START = re.compile(FREE_ON_DEVICE + r"([\d.]+)/([\d.]+) GiB\) on startup")
 
 
 def extras_from_log(text: str) -> dict[str, float | bool]:

@@ -42,6 +42,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..engines.startup_log import FREE_ON_DEVICE
+
 GIB = 2**30
 MIB = 2**20
 LINE_CHARS = 400
@@ -73,7 +75,7 @@ _V0_MAX_LEN = re.compile(  # "The " optional: a thread's title often quotes the 
     r"(?:The )?model's max seq len \((\d+)\)(?: is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\))?"
 )
 _FREE = re.compile(
-    r"Free memory on device \(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU memory utilization \(([\d.]+), ([\d.]+) GiB\)"
+    FREE_ON_DEVICE + r"([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU memory utilization \(([\d.]+), ([\d.]+) GiB\)"
 )
 _NO_BLOCKS = re.compile(r"No available memory for the cache blocks")
 # V0 0.6.5-0.7: "... the rest of the memory reserved for KV Cache is -X GiB"; V1 gpu_worker: "Available KV cache memory: -X GiB"
@@ -83,7 +85,9 @@ _TORCH_OOM = re.compile(
     r"CUDA out of memory\. Tried to allocate ([\d.]+) (KiB|MiB|GiB)\. GPU (\d+) has a total capac(?:i)?ty of ([\d.]+) GiB "
     r"of which ([\d.]+) (KiB|MiB|GiB) is free"
 )
-_CUDA_OOM = re.compile(r"CUDA error: out of memory|CUDA out of memory|(?i:\bcuda oom\b)")  # "CUDA OOM": a user's shorthand beside the log
+# "CUDA OOM": a user's shorthand beside the log; torch.OutOfMemoryError (torch.cuda.OutOfMemoryError before 2.5) is the
+# exception torch raises for a CUDA allocation that fails, named alone in a thread that leaves out its message
+_CUDA_OOM = re.compile(r"CUDA error: out of memory|CUDA out of memory|(?i:\bcuda oom\b)|\btorch\.(?:cuda\.)?OutOfMemoryError\b")
 _SGLANG = re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static(?:\. Current value: [\w.]{0,40}mem_fraction_static=(\d*\.?\d+))?")
 _SGLANG_NO_KV = re.compile(
     r"Loaded weights leave no GPU memory for the KV cache\s+under\s+--mem-fraction-static=(\d*\.?\d+)\.(?:\s+Raise --mem-fraction-static\s+"
@@ -91,7 +95,10 @@ _SGLANG_NO_KV = re.compile(
 )
 _TGI_PREFILL = re.compile(r"Not enough memory to handle (\d+ )?prefill tokens")  # a title may leave the number out
 _TGI_TOTAL = re.compile(r"Not enough memory to handle (\d+) total tokens with (\d+) prefill tokens")
-_TGI_WARMUP = re.compile(r"Method Warmup encountered an error")
+# the shard's "Method Warmup encountered an error", or the 0.9-era router's panic "Unable to warmup model: Generation(...)"
+# carrying PyTorch's allocator refusal under a memory fraction ("Allocation on device 0 would exceed allowed memory.
+# (out of memory)", TGI#563)
+_TGI_WARMUP = re.compile(r"Method Warmup encountered an error|Unable to warmup model: [^\n]{0,200}?(?:out of memory|would exceed allowed memory)")
 _TGI_MAX_TOTAL = re.compile(r"Not enough memory to handle `max_total_tokens=(\d+)`")
 _LLAMACPP = re.compile(r"allocating ([\d.]+) MiB on device (\d+): cudaMalloc failed: out of memory")
 _LLAMACPP_BUFFER = re.compile(r"failed to allocate CUDA(\d+) buffer of size (\d+)")
@@ -103,6 +110,10 @@ _GRAPH_PHASE = re.compile(
     r"Capturing (?:the model for )?(?:CUDA graphs|cudagraphs)|Capturing CUDA graph|torch\.cuda\.graph\(|capture_end\(\)|cuda graph capture"
     r"|Capture cuda graph (?:begin|failed)|Capturing batches \(bs="
 )
+# the KV cache is sized (V1 kv_cache_utils "GPU KV cache size: N tokens", V0 "# GPU blocks: N"): what the engine
+# allocates after that, before it serves, is the CUDA-graph pool (V1 compile_or_warm_up_model, V0 _warm_up_model)
+_KV_SIZED = re.compile(r"GPU KV cache size: [\d,]+ tokens|# (?:GPU|cuda) blocks: [1-9]")
+_EAGER = re.compile(r"enforce_eager=True|--enforce-eager")
 _PROFILE_PHASE = re.compile(r"profile_run|determine_num_available_blocks|determine_available_memory|Memory profiling")
 _UNITS = {"KiB": 1024, "MiB": MIB, "GiB": GIB}
 
@@ -126,8 +137,18 @@ def find_startup_error(text: str) -> StartupError | None:
     return None
 
 
+def _unwrapped(text: str) -> str:
+    """``text`` with its line breaks taken out: a terminal paste wraps long lines at a fixed width, mid-word
+    (SergiioB/intel-arc-pro-b70-inference-cookbook#4: "(4.26 GiB KV cach" / "e is needed"). Only for the long V1
+    message, whose wording no two joined lines of another kind spell."""
+    return text.replace("\r", "").replace("\n", "")
+
+
 def _vllm_kv(text: str) -> StartupError | None:
     m = _V1_NEEDED.search(text)
+    if m is None and "To serve at least one request" in text:
+        text = _unwrapped(text)
+        m = _V1_NEEDED.search(text)
     if m:
         figures = {"max_model_len": int(m.group(1)), "kv_needed_bytes": _gib(m.group(2)), "kv_available_bytes": _gib(m.group(3))}
         est = _V1_ESTIMATED.search(text, m.end())
@@ -171,7 +192,7 @@ def _oom(text: str) -> StartupError | None:
             "total_bytes": _gib(m.group(4)), "free_bytes": float(m.group(5)) * _UNITS[m.group(6)],
         }
     # the phase: the engine's last step before the error (a log may list the error before the lines that led to it)
-    if _GRAPH_PHASE.search(text):
+    if _GRAPH_PHASE.search(text) or (_KV_SIZED.search(text) and not _EAGER.search(text)):
         kind = "cuda_oom_graph_capture"
     elif _PROFILE_PHASE.search(text):
         kind = "cuda_oom_profile"

@@ -84,6 +84,30 @@ class ExpertPadding(BaseModel):
     source: str = Field(min_length=8)
 
 
+class MlaAbsorption(BaseModel):
+    """MLA's absorbed matrices, built per layer after loading and kept beside the raw projections (vLLM V0 0.7.1-0.7.3
+    ``attention/backends/mla/utils.py`` ``process_weights_after_loading``; estimate/weights_engine.py)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    since: str = Field(description="First engine version (within the range) that builds them.")
+    requantized_formats: list[str] = Field(
+        default_factory=list, description="Weight formats (data/formats.yaml keys) whose absorbed matrices are requantized to one byte.")
+    source: str = Field(min_length=8)
+
+
+class ExpandedZeroPoints(BaseModel):
+    """Group zero points the engine's kernel keeps pre-multiplied by the scales, in the scales' dtype, instead of the
+    checkpoint's packed integers (vLLM's Machete kernel on compute capability 9.0; estimate/weights_engine.py)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    since: str | None = Field(default=None, description="First engine version (within the range) that does it (None: all).")
+    formats: list[str] = Field(min_length=1, description="Weight formats (data/formats.yaml keys) with zero points that take this kernel.")
+    compute_capability: float = Field(gt=0, description="The only compute capability the kernel runs on.")
+    source: str = Field(min_length=8)
+
+
 Sampler = Literal["flashinfer", "pytorch"]
 
 
@@ -168,6 +192,22 @@ class EngineMemoryProfile(BaseModel):
     expert_padding: list[ExpertPadding] = Field(
         default_factory=list, description="Padded expert layouts by weight format; the first whose `below` is above the version applies."
     )
+    mla_absorption: MlaAbsorption | None = Field(
+        default=None, description="MLA's absorbed matrices kept beside the weights from `since` on (None: none).")
+
+    zero_points_in_scale_dtype: ExpandedZeroPoints | None = Field(
+        default=None, description="Zero points kept in the scales' dtype by the kernel the engine picks (None: as stored).")
+
+    def expands_zero_points(self, fmt_name: str, version: str | None, compute_capability: float | None) -> bool:
+        """Whether this engine version keeps ``fmt_name``'s zero points in the scales' dtype on a GPU of ``compute_capability``."""
+        z = self.zero_points_in_scale_dtype
+        return (z is not None and fmt_name in z.formats and compute_capability == z.compute_capability
+                and (z.since is None or version is None or version_key(version) >= version_key(z.since)))
+
+    def absorbs_mla(self, version: str | None) -> MlaAbsorption | None:
+        """The MLA absorption this engine version performs (None: none, or a version before ``since``)."""
+        a = self.mla_absorption
+        return a if a is not None and (version is None or version_key(version) >= version_key(a.since)) else None
 
     def expert_padding_for(self, fmt_names: tuple[str, ...], version: str | None) -> ExpertPadding | None:
         """The padded layout this engine version uses for experts stored in one of ``fmt_names`` (None: as stored)."""

@@ -57,6 +57,10 @@ FIGURES = {
     "kv_cache_bytes", "kv_cache_tokens", "kv_blocks", "max_concurrency", "free_at_start_bytes", "free_after_load_bytes",
 }
 LINE_CHARS = 300
+# vLLM V1's start check names the device since vllm/v1/worker/utils.py raised it (f"Free memory on device
+# {init_snapshot.device_} (" -> "Free memory on device cuda:1 (19.77/22.05 GiB) on startup ..."); 0.11's gpu_worker printed
+# "Free memory on device (" and a fork f"device {rank}(": the message's head, up to its opening parenthesis
+FREE_ON_DEVICE = r"Free memory on device(?: ?[\w:]+)? ?\("
 # Figures a single start-up prints one value of: a second, different value means two runs were concatenated.
 _ONE_VALUE = {"engine_version", "kv_cache_tokens", "kv_blocks", "gpu_name", "max_model_len"}
 # Longest stretch of a line a pattern is tried on: vLLM's "Initializing a V1 LLM engine ... with config:" line, the
@@ -284,7 +288,7 @@ def _vllm(text: str) -> StartupLog:
     r.take("gpu_memory_utilization", r"gpu_memory_utilization[\s=(:']+([01](?:\.\d+)?)", float)
     r.take("gpu_memory_utilization", r"Desired GPU memory utilization is \(([\d.]+),", float)
     r.take("total_gpu_memory_bytes", r"total_gpu_memory[\s=(]+([\d.]+)\s*GiB", _gib)
-    r.take("total_gpu_memory_bytes", r"Free memory on device \([\d.]+/([\d.]+) GiB\)", _gib)
+    r.take("total_gpu_memory_bytes", FREE_ON_DEVICE + r"[\d.]+/([\d.]+) GiB\)", _gib)
     r.take("total_gpu_memory_bytes", r"worker init memory snapshot:.*?total_memory=([\d.]+)GiB", _gib)
     r.take("weights_bytes", r"model weights take\s*([\d.]+)\s*GiB", _gib)
     r.take("weights_bytes", r"Loading model weights took ([\d.]+) GB", _gib)

@@ -64,11 +64,8 @@ from .engine_terms import (
 )
 from .formats import dtype_bytes, formats, weight_format
 from .lora import add_lora_term
-from .rotary import rotary_cache_bytes
-from .weights import (
-    expert_padding_ratio, group_bytes, mistral_format_vision, replicated_bytes, vision_tower_params, weight_bytes_by_group, weights_bytes,
-    weights_per_gpu,
-)
+from .weights import expert_padding_ratio, group_bytes, weight_bytes_by_group, weights_bytes, weights_per_gpu
+from .weights_engine import engine_layout_bytes
 
 __all__ = ["MemoryEstimate", "estimate_memory", "kv_bytes_per_token_per_gpu", "weight_bytes_by_group", "weights_bytes"]
 
@@ -229,7 +226,7 @@ def estimate_memory(
         request_tokens = context
         concurrency = min(concurrency, max_num_seqs)
     vision_mp = mp.model_copy(update={"loads_vision_tower": False}) if language_model_only else mp
-    w = _weights(model, vision_mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, (draft_params, speculative), sources)
+    w = _weights(model, vision_mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, (draft_params, speculative), sources, compute_capability)
     kv = _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_token, speculative)
     reserve = engine.memory_accounting in ("reserve", "reserve-free")
     prompt = min(input_tokens or request_tokens, request_tokens)
@@ -272,27 +269,16 @@ def _engine_figures(model, engine, mp, version, reserve, fit, kv, pp, context, m
     )
 
 
-def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, draft, sources) -> dict:
+def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, draft, sources, cc=None) -> dict:
     """Whole-model and per-GPU weight bytes in the engine's layout; a calibration's measured figure wins."""
     fmt = weight_format(quantization)
     pad = mp.expert_padding_for((quantization, fmt.expert_format or quantization), version)
     ratio = expert_padding_ratio(model, pad, tp)
     groups = group_bytes(model, quantization, dtype, group_size, checkpoint_bytes)
     per_gpu = weights_per_gpu(group_bytes(model, quantization, dtype, group_size, checkpoint_bytes, ratio), tp, pp)
-    vision = vision_tower_params(model) * dtype_bytes(dtype) if (mp.loads_vision_tower and not checkpoint_bytes) else 0.0
-    if vision:  # the checkpoint's vision encoder, unquantized, sharded over TP (a published size already holds it)
-        whole = mp.replicates_mistral_vision and mistral_format_vision(model, quantization)  # plain nn.Linear: on every GPU
-        groups["other"] += vision
-        per_gpu += vision if whole else vision / tp
-        sources["weights_vision"] = f"vision encoder {vision / 2**30:.2f} GiB from config.json vision_config ({mp.label})"
-    whole = replicated_bytes(model, quantization, dtype, group_size) if (mp.replicates_mla_and_router and tp > 1) else 0.0
-    if whole:  # counted once in the total, held by every rank of a stage
-        per_gpu += whole / pp * (1 - 1 / tp)
-        sources["weights_replicated"] = f"MLA down-projections and router {whole / 2**30:.2f} GiB whole on every rank ({mp.label})"
-    rotary = rotary_cache_bytes(model, dtype) if mp.keeps_rotary_cache else 0.0
-    if rotary:  # the engine's cos/sin tables, whole on every GPU (not in the checkpoint, so not in the total)
-        per_gpu += rotary
-        sources["weights_rotary"] = f"rotary cos/sin tables {rotary / 2**20:.0f} MiB per GPU (data/rotary_cache.yaml, {mp.label})"
+    extra, whole_model = engine_layout_bytes(model, mp, version, quantization, dtype, group_size, tp, pp, checkpoint_bytes, sources, cc)
+    per_gpu += extra  # what the engine keeps whole on every rank or builds while loading (estimate/weights_engine.py)
+    groups["other"] += whole_model
     if checkpoint_bytes:  # the published repository's stated size, split over the same groups
         sources["weights"] = "published checkpoint"
     if ratio != 1.0:

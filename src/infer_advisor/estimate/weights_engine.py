@@ -1,0 +1,92 @@
+"""What one GPU holds beyond its shard of the checkpoint, by engine version: the parts an engine keeps whole on every
+tensor-parallel rank, the tables and matrices it builds while loading (counted in its 'Model loading took' figure).
+
+    >>> extra = engine_layout_bytes(model, profile, "0.7.1", "none", "float16", None, tp=8, pp=1, checkpoint_bytes=None, sources={})
+
+- A multimodal checkpoint's vision encoder (unquantized; split over TP, or whole on every GPU where the engine reads a
+  mistralai Pixtral repository in Mistral format).
+- MLA down-projections and the MoE router, ReplicatedLinear in vLLM (:func:`.weights.replicated_bytes`).
+- The rotary cos/sin tables (:mod:`.rotary`).
+- MLA's absorbed matrices (vLLM V0 0.7.1-0.7.3, :func:`mla_absorbed_bytes`).
+- Zero points a kernel keeps in the scales' dtype (vLLM's Machete on Hopper for AWQ, :func:`expanded_zero_point_bytes`).
+"""
+
+from __future__ import annotations
+
+from ..model_facts.facts import ModelFacts
+from .formats import dtype_bytes, weight_format
+from .rotary import rotary_cache_bytes
+from .weights import mistral_format_vision, replicated_bytes, vision_tower_params
+
+
+def _text_config(model: ModelFacts) -> dict:
+    cfg = model.config or {}
+    return cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+
+
+def mla_absorbed_bytes(model: ModelFacts, absorption, quantization: str, dtype: str, tp: int, pp: int = 1) -> float:
+    """Bytes one GPU holds in MLA's absorbed matrices (``absorption``: the engine profile's ``mla_absorption``; data in
+    data/engine_memory.yaml with its source): per layer of the stage, with the rank's heads (``num_heads / tp``),
+    W_Q_UK (q_in x heads x kv_lora_rank) and W_UV_O (heads x kv_lora_rank x hidden), one byte each for formats the
+    engine requantizes (fp8) else the model dtype, and W_QR (q_in x heads x qk_rope_head_dim) in the model dtype;
+    ``q_in`` is ``q_lora_rank`` or, without one, the hidden size. 0 for a model without MLA."""
+    if absorption is None or model.attention != "mla":
+        return 0.0
+    cfg = _text_config(model)
+
+    def num(key: str) -> int:
+        value = cfg.get(key)
+        return value if isinstance(value, int) and value > 0 else 0
+
+    heads = max(model.num_attention_heads // max(tp, 1), 1)
+    q_in = num("q_lora_rank") or model.hidden_size
+    lora, rope = num("kv_lora_rank"), num("qk_rope_head_dim")
+    act = dtype_bytes(dtype)
+    absorbed = 1.0 if quantization in absorption.requantized_formats else act
+    per_layer = (q_in * heads * lora + heads * lora * model.hidden_size) * absorbed + q_in * heads * rope * act
+    return per_layer * model.num_layers / max(pp, 1)
+
+
+def expanded_zero_point_bytes(model: ModelFacts, quantization: str, dtype: str, group_size: int | None, tp: int, pp: int) -> float:
+    """Bytes one GPU gains when a kernel keeps each group's zero point in the scales' dtype (the model dtype) instead of
+    the checkpoint's packed integers: one per group of quantized decoder weights (vLLM machete.py ``transform_w_zp``:
+    ``-w_s * zp`` in ``w_s.dtype``)."""
+    fmt = weight_format(quantization)
+    group = group_size or fmt.group_size
+    if not group or not fmt.zero_bytes or "linear" not in fmt.quantizes:
+        return 0.0
+    quantized = model.params.linear - (model.params.kept_linear if quantization == model.weight_format else 0)
+    return quantized / group * (dtype_bytes(dtype) - fmt.zero_bytes) / (max(tp, 1) * max(pp, 1))
+
+
+def engine_layout_bytes(
+    model: ModelFacts, mp, version: str | None, quantization: str, dtype: str, group_size: int | None, tp: int, pp: int,
+    checkpoint_bytes: int | None, sources: dict[str, str], compute_capability: float | None = None,
+) -> tuple[float, float]:
+    """(bytes one GPU holds beyond its shard, bytes the whole model gains) under the engine memory profile ``mp`` at
+    ``version``; each term that applies names itself in ``sources``. The whole-model figure is the vision encoder
+    (in no text-only count); the replicated parts are counted once there, and the built tables in no checkpoint."""
+    per_gpu = whole_model = 0.0
+    vision = vision_tower_params(model) * dtype_bytes(dtype) if (mp.loads_vision_tower and not checkpoint_bytes) else 0.0
+    if vision:  # the checkpoint's vision encoder, unquantized, sharded over TP (a published size already holds it)
+        whole = mp.replicates_mistral_vision and mistral_format_vision(model, quantization)  # plain nn.Linear: on every GPU
+        whole_model += vision
+        per_gpu += vision if whole else vision / tp
+        sources["weights_vision"] = f"vision encoder {vision / 2**30:.2f} GiB from config.json vision_config ({mp.label})"
+    replicated = replicated_bytes(model, quantization, dtype, group_size) if (mp.replicates_mla_and_router and tp > 1) else 0.0
+    if replicated:  # counted once in the total, held by every rank of a stage
+        per_gpu += replicated / pp * (1 - 1 / tp)
+        sources["weights_replicated"] = f"MLA down-projections and router {replicated / 2**30:.2f} GiB whole on every rank ({mp.label})"
+    rotary = rotary_cache_bytes(model, dtype) if mp.keeps_rotary_cache else 0.0
+    if rotary:  # the engine's cos/sin tables, whole on every GPU (not in the checkpoint, so not in the total)
+        per_gpu += rotary
+        sources["weights_rotary"] = f"rotary cos/sin tables {rotary / 2**20:.0f} MiB per GPU (data/rotary_cache.yaml, {mp.label})"
+    absorbed = mla_absorbed_bytes(model, mp.absorbs_mla(version), quantization, dtype, tp, pp)
+    if absorbed:  # built after loading beside the raw projections (in no checkpoint)
+        per_gpu += absorbed
+        sources["weights_mla_absorbed"] = f"MLA absorbed matrices {absorbed / 2**30:.2f} GiB per GPU (data/engine_memory.yaml, {mp.label})"
+    if mp.expands_zero_points(quantization, version, compute_capability):
+        zeros = expanded_zero_point_bytes(model, quantization, dtype, group_size, tp, pp)
+        per_gpu += zeros
+        sources["weights_zero_points"] = f"zero points in the scales' dtype +{zeros / 2**30:.2f} GiB per GPU (data/engine_memory.yaml, {mp.label})"
+    return per_gpu, whole_model

@@ -1,0 +1,40 @@
+"""What one GPU holds beyond its shard (estimate/weights_engine.py), by hand from the model's config and vLLM's code:
+MLA's absorbed matrices (V0 0.7.1-0.7.3) and Machete's zero points in the scales' dtype (Hopper, AWQ, 0.19 on)."""
+
+from infer_advisor.engines.memory import memory_profile
+from infer_advisor.estimate.weights_engine import expanded_zero_point_bytes, mla_absorbed_bytes
+from infer_advisor.model_facts import resolve_model
+
+
+def test_mla_absorption_only_in_v0_from_071():
+    assert memory_profile("vllm", "0.7.0").absorbs_mla("0.7.0") is None  # no MLA backend in 0.7.0
+    for version in ("0.7.1", "0.7.2", "0.7.3"):
+        assert memory_profile("vllm", version).absorbs_mla(version) is not None
+    for version in ("0.8.0", "0.10.1", "0.19.0"):  # 0.8.0 keeps views of kv_b_proj (W_UV, W_UK_T)
+        assert memory_profile("vllm", version).absorbs_mla(version) is None
+
+
+def test_mla_absorbed_bytes_by_hand():
+    absorption = memory_profile("vllm", "0.7.1").absorbs_mla("0.7.1")
+    lite = resolve_model("deepseek-ai/DeepSeek-V2-Lite")  # no q_lora_rank: q_in = hidden 2048; 16 heads, 512 + 64
+    heads = 16 // 8
+    per_layer = (2048 * heads * 512 + heads * 512 * 2048) * 2 + 2048 * heads * 64 * 2
+    assert mla_absorbed_bytes(lite, absorption, "none", "float16", tp=8) == per_layer * 27
+    v3 = resolve_model("deepseek-ai/DeepSeek-V3")  # q_lora_rank 1536, 128 heads, hidden 7168; FP8: requantized to 1 byte
+    heads = 128 // 8
+    per_layer = (1536 * heads * 512 + heads * 512 * 7168) * 1 + 1536 * heads * 64 * 2
+    assert mla_absorbed_bytes(v3, absorption, "fp8", "bfloat16", tp=8) == per_layer * 61
+    assert mla_absorbed_bytes(resolve_model("Qwen/Qwen3-8B"), absorption, "none", "bfloat16", tp=1) == 0
+    assert mla_absorbed_bytes(lite, None, "none", "float16", tp=8) == 0
+
+
+def test_machete_zero_points_on_hopper_awq_only():
+    for version in ("0.19.0", "0.24.0", "0.28.0", "0.31.0", "0.33.0"):
+        assert memory_profile("vllm", version).expands_zero_points("awq", version, 9.0)
+    assert not memory_profile("vllm", "0.18.0").expands_zero_points("awq", "0.18.0", 9.0)  # Marlin, packed int4 zeros
+    assert not memory_profile("vllm", "0.31.0").expands_zero_points("awq", "0.31.0", 8.9)  # L40S: Marlin
+    assert not memory_profile("vllm", "0.31.0").expands_zero_points("gptq", "0.31.0", 9.0)  # symmetric: no zeros
+    model = resolve_model("Qwen/Qwen2.5-7B-Instruct-AWQ")
+    # one fp16 zero per 128 quantized weights instead of a packed 4-bit one
+    assert expanded_zero_point_bytes(model, "awq", "float16", None, tp=1, pp=1) == model.params.linear / 128 * 1.5
+    assert expanded_zero_point_bytes(model, "none", "float16", None, tp=1, pp=1) == 0
