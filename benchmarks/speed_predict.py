@@ -331,6 +331,11 @@ def _open_loop_values(p, plan) -> dict[str, float]:
             values[name] = cap.itl_p99_s if stat == "p99" else cap.itl_p50_s
         elif name == "e2e_s" and stat == "p90":
             values[name] = cap.e2e_p90_s
+        elif name == "e2e_s" and cap.ttft_p50_s is not None and cap.output_tokens_per_s_per_user:
+            # a mean or median request's end-to-end latency from the same capacity report: its first token, then its
+            # other tokens at the mean gap at that load (as tpot_s above). Added after batch 4 (GPUStack's Qwen3.5
+            # open-loop latency pages report e2e_s and were left unpredicted; retrospective)
+            values[name] = cap.ttft_p50_s + max(p.output_tokens - 1, 0) / cap.output_tokens_per_s_per_user
         elif name == "output_tokens_per_s":
             values[name] = _finite_run_rate(p, cap) * p.output_tokens
         elif name == "requests_per_s":

@@ -155,3 +155,29 @@ def test_sixteen_gpus_are_two_nodes_and_tensor_parallelism_spans_them():
     assert kw["gpu"] == "H100-80GB:8x2" and kw["tensor_parallel_size"] == 16
     plan = advise(**kw)
     assert plan.performance is not None and plan.performance.decode_step_terms_s["tp_communication"] > 0
+
+
+def _batch4():
+    from pathlib import Path
+
+    from benchmarks.speed_predict import use_dataset
+
+    ds = load_dataset(Path(__file__).resolve().parents[2] / "benchmarks/published/prospective/batch4.yaml")
+    use_dataset(ds)
+    return {p.id: p for p in ds.points}
+
+
+def test_an_open_loop_mean_end_to_end_latency_is_read_off_the_same_plan():
+    """GPUStack's Qwen3.5 latency pages report e2e_s at a request rate: first token plus the other tokens at the mean gap."""
+    p = _batch4()["gpustack-qwen3.5-35b-a3b-h200-latency-vllm0171-sharegpt-rate4"]
+    pred = predict_point(p)
+    assert pred.values["e2e_s"] == pytest.approx(pred.values["ttft_s"] + (p.output_tokens - 1) * pred.values["tpot_s"], rel=1e-9)
+
+
+def test_runs_batch_4_published_are_planned_not_refused():
+    """SGLang serves DeepSeek-V4's FP8/FP4-expert checkpoints (its cookbook); TensorRT-LLM ran NVIDIA's Llama-3.3-70B FP4."""
+    b4 = _batch4()
+    for pid in ("sglang-cookbook-dsv4-flash-fp4-b200-tp4-dpattn-c1024-8192-1024", "trtllm0190-b200-llama33-70b-nvfp4-tp1-128-128"):
+        pred = predict_point(b4[pid])
+        assert pred.refused is None and pred.values, pid
+    assert predict_point(b4["trtllm0190-b200-llama33-70b-nvfp4-tp1-128-128"]).asked["model"] == "nvidia/Llama-3.3-70B-Instruct-FP4"
