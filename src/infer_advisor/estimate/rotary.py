@@ -17,6 +17,7 @@ from .._data import load_validated
 from .._paths import shipped
 from ..model_facts.facts import ModelFacts
 from .formats import dtype_bytes
+from .weights import text_config
 
 Rows = Literal["max_position", "max_position_x_factor", "original_x_factor"]
 
@@ -62,7 +63,7 @@ def _rows(setting: dict, max_position: int) -> int:
 def rotary_cache_bytes(model: ModelFacts, dtype: str) -> float:
     """Bytes of the cos/sin tables one GPU holds for ``model`` (0 for a model without rotary positions in its config)."""
     config = model.config or {}
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    text = text_config(model)
     table = rotary_cache_file()
     no_rope = {config.get("model_type"), text.get("model_type")} & set(table.no_rope_model_types)
     if no_rope or text.get("alibi") or text.get("position_embedding_type") not in (None, "rope") or not model.max_position_embeddings:

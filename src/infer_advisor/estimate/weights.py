@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 from ..model_facts.facts import ModelFacts
@@ -127,18 +128,24 @@ def vision_tower_params(model: ModelFacts) -> int:
     return int(layers * per_layer + channels * temporal * patch * patch * h + h + positions + 2 * h + projector)
 
 
+def text_config(model: ModelFacts) -> dict:
+    """The language model's part of ``model``'s config.json: a multimodal checkpoint's ``text_config``, else the whole."""
+    cfg = model.config or {}
+    return cfg["text_config"] if isinstance(cfg.get("text_config"), dict) else cfg
+
+
+def config_count(model: ModelFacts, key: str) -> int:
+    """A positive integer of the text config (:func:`text_config`), 0 where it is absent or not one."""
+    value = text_config(model).get(key)
+    return value if isinstance(value, int) and value > 0 else 0
+
+
 def replicated_bytes(model: ModelFacts, fmt_name: str, dtype: str, group_size: int | None) -> float:
     """Bytes vLLM keeps whole on every tensor-parallel rank (model_executor/models/deepseek_v2.py, read in 0.10.1 and
     0.19.0): MLA's down-projections (``kv_a_proj_with_mqa``, fused with ``q_a_proj`` where ``q_lora_rank`` is set:
     ReplicatedLinear / MergedReplicatedLinear, in the weight format) and the MoE router (``gate``: ReplicatedLinear,
     unquantized) of every MoE layer. The whole-model total counts them once; one GPU at TP n holds them n times over."""
-    cfg = model.config or {}
-    cfg = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
-
-    def num(key: str) -> int:
-        value = cfg.get(key)
-        return value if isinstance(value, int) and value > 0 else 0
-
+    num = functools.partial(config_count, model)
     out = 0.0
     if model.attention == "mla":
         down = model.hidden_size * (num("kv_lora_rank") + num("qk_rope_head_dim") + num("q_lora_rank"))

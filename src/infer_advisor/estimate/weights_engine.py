@@ -13,15 +13,12 @@ tensor-parallel rank, the tables and matrices it builds while loading (counted i
 
 from __future__ import annotations
 
+import functools
+
 from ..model_facts.facts import ModelFacts
 from .formats import dtype_bytes, weight_format
 from .rotary import rotary_cache_bytes
-from .weights import mistral_format_vision, replicated_bytes, vision_tower_params
-
-
-def _text_config(model: ModelFacts) -> dict:
-    cfg = model.config or {}
-    return cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+from .weights import config_count, mistral_format_vision, replicated_bytes, vision_tower_params
 
 
 def mla_absorbed_bytes(model: ModelFacts, absorption, quantization: str, dtype: str, tp: int, pp: int = 1) -> float:
@@ -32,12 +29,7 @@ def mla_absorbed_bytes(model: ModelFacts, absorption, quantization: str, dtype: 
     ``q_in`` is ``q_lora_rank`` or, without one, the hidden size. 0 for a model without MLA."""
     if absorption is None or model.attention != "mla":
         return 0.0
-    cfg = _text_config(model)
-
-    def num(key: str) -> int:
-        value = cfg.get(key)
-        return value if isinstance(value, int) and value > 0 else 0
-
+    num = functools.partial(config_count, model)
     heads = max(model.num_attention_heads // max(tp, 1), 1)
     q_in = num("q_lora_rank") or model.hidden_size
     lora, rope = num("kv_lora_rank"), num("qk_rope_head_dim")
