@@ -73,6 +73,8 @@ def _total_bytes(f, diag) -> tuple[float | None, bool]:
 
 def engine_check(f, diag, edit) -> tuple[bool | None, str]:
     """Whether ``edit`` starts by the engine's own arithmetic on the figures the log printed (None: they do not suffice)."""
+    if not edit.argv:  # an action, not a flag (schema 2's "free the GPU"): no arithmetic decides it
+        return None, "an action, not a flag: the log's figures do not decide it"
     flag, value = edit.argv[0], (edit.argv[1] if len(edit.argv) > 1 else None)
     fig = f.figures
     u0 = f.settings.gpu_memory_utilization or 0.90

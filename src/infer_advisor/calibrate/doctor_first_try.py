@@ -1,0 +1,128 @@
+"""What an on-call engineer tries first when the log's figures decide nothing: the doctor's last resort.
+
+    >>> first_try_edits(StartupError(kind="cuda_oom", line="torch.OutOfMemoryError: ..."), "vllm", None, None, 1)[0].change
+    '--enforce-eager'
+
+Used only where every other path (the memory model, the engine's printed figures, its own advice) gave no edit. Each
+edit is a direction read from what failed, never a number the log does not support: a value is the engine's documented
+default or the log's own setting moved one step (halved, doubled, 0.05), and every one is marked ``starts=None`` with
+``confidence="first_try"`` and its reason in ``basis``. Retrospective: written after batches 1-6 (their "no edit"
+entries sf05, sf06, sf18, sf23, sf27, sf33, sf65, sf72 prompted it; docs/doctor.md).
+"""
+
+from __future__ import annotations
+
+from .doctor_edits import Edit
+from .startup_errors import StartupError
+
+GIB = 2**30
+DEFAULT_UTILIZATION = 0.90  # vLLM's --gpu-memory-utilization default (EngineArgs, every release 0.2-0.33)
+UTILIZATION_STEP = 0.05  # the step the engine's own "No available memory ..." advice is taken by elsewhere (doctor_figures)
+MAX_FIRST_TRY_UTILIZATION = 0.95  # above it the room for CUDA graphs and the CUDA context is under 5% of the GPU
+# A torch OOM whose GPU has under this share free when a small allocation failed: the budget was already allocated
+# (the KV cache), so what failed is allocated after it (CUDA graphs, warm-up); vllm#15598 (sf18: 448 KiB free of 44.53
+# GiB, 2 MiB asked) prompted it.
+FULL_GPU_SHARE = 0.01
+
+
+def first_try_edits(error: StartupError | None, engine: str, max_model_len: int | None, utilization: float | None,
+                    tp: int | None, free_note: str | None = None) -> list[Edit]:
+    """The ranked first tries for ``error`` where no figure decides an edit (empty: none is a first try)."""
+    if error is None:
+        return []
+    if error.kind == "free_memory_below_utilization" and free_note:
+        return [_free_gpu(error)]
+    if engine != "vllm":
+        return []
+    kind, u = error.kind, utilization or DEFAULT_UTILIZATION
+    if kind in ("cuda_oom", "cuda_oom_load") and _after_budget(error):
+        kind = "cuda_oom_graph_capture"
+    if kind == "cuda_oom_graph_capture":
+        return [_eager("a small allocation failed with the GPU full: what vLLM allocates after sizing the KV cache is the "
+                       "CUDA-graph pool, which eager mode does not capture"), _utilization(u, -1, "leaves more of the GPU "
+                       "outside the budget for what is allocated after the KV cache"), *_shorter(max_model_len, "fewer KV blocks")]
+    if kind == "cuda_oom_profile":
+        return [*_shorter(max_model_len, "vLLM's profile run is a batch of max_num_batched_tokens, max_model_len without "
+                          "chunked prefill (V0), so its activation peak falls with it"), _max_num_seqs()]
+    if kind == "cuda_oom_load" or kind == "cuda_oom":
+        return [_tp(tp, "the weights (or the first allocations) do not fit one GPU: each of twice the GPUs loads half"),
+                _eager("if the OOM came after the KV cache was sized (the log does not show the phase), eager mode skips "
+                       "the CUDA-graph pool")]
+    if kind in ("kv_cache_check", "no_cache_blocks"):
+        out = [_utilization(u, +1, "the advice of both of vLLM's KV-cache check messages (\"Try increasing "
+                            "`gpu_memory_utilization`\")")] if u + UTILIZATION_STEP <= MAX_FIRST_TRY_UTILIZATION + 1e-9 else []
+        return out + [*_shorter(max_model_len, "one request of max_model_len needs fewer KV blocks (and V0's profile run shrinks)"),
+                      _tp(tp, "weights per GPU halve, which leaves KV room when the weights fill the budget")]
+    if kind == "nccl_error":
+        return [Edit(change="NCCL_P2P_DISABLE=1 (environment)", argv=["NCCL_P2P_DISABLE=1"], starts=None, kv_cache_tokens=None,
+                     max_concurrency=None, max_model_len=max_model_len or 0, cost="all-reduce through host memory instead of "
+                     "peer-to-peer (slower at TP > 1)", cost_rank=0.4, confidence="first_try",
+                     basis="NCCL names no cause; peer-to-peer transport between the GPUs is the usual one at start-up (a "
+                     "container without --ipc=host, IOMMU, a driver without P2P); run with NCCL_DEBUG=INFO to see which")]
+    return []
+
+
+def _after_budget(error: StartupError) -> bool:
+    f = error.figures
+    return {"free_bytes", "total_bytes", "requested_bytes"} <= f.keys() and f["free_bytes"] < FULL_GPU_SHARE * f["total_bytes"] \
+        and f["requested_bytes"] < FULL_GPU_SHARE * f["total_bytes"]
+
+
+def _edit(change: str, argv: list[str], cost: str, rank: float, basis: str, max_model_len: int | None = None) -> Edit:
+    return Edit(change=change, argv=argv, starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=max_model_len or 0,
+                cost=cost, cost_rank=rank, confidence="first_try", basis=f"first try, not decided by the log's figures: {basis}")
+
+
+def _eager(why: str) -> Edit:
+    return _edit("--enforce-eager", ["--enforce-eager"], "decode steps without CUDA graphs (slower at small batches)", 0.3, why)
+
+
+def _utilization(u: float, sign: int, why: str) -> Edit:
+    value = round(min(max(u + sign * UTILIZATION_STEP, 0.05), MAX_FIRST_TRY_UTILIZATION), 2)
+    cost = "less memory for the KV cache" if sign < 0 else "less room outside the budget (CUDA graphs, other processes)"
+    return _edit(f"--gpu-memory-utilization {value:.2f}", ["--gpu-memory-utilization", f"{value:.2f}"], f"{u:.2f} -> {value:.2f}: {cost}",
+                 0.05, f"{why}; one step of {UTILIZATION_STEP}, how far is not decided")
+
+
+def _shorter(max_model_len: int | None, why: str) -> list[Edit]:
+    """Half the context where the log or the options state it; without it no number is offered."""
+    if not max_model_len or max_model_len < 2048:
+        return []
+    half = max_model_len // 2
+    return [_edit(f"--max-model-len {half}", ["--max-model-len", str(half)], f"context {max_model_len:,} -> {half:,} tokens (50% shorter)",
+                  0.5, f"{why}; halved, how far is not decided", half)]
+
+
+def _max_num_seqs() -> Edit:
+    return _edit("--max-num-seqs 128", ["--max-num-seqs", "128"], "half of vLLM's default 256 sequences at once (throughput)", 0.6,
+                 "the profile run's sampler warm-up is a batch of max_num_seqs sequences; half of the default 256")
+
+
+def _tp(tp: int | None, why: str) -> Edit:
+    n = 2 * (tp or 1)
+    return _edit(f"--tensor-parallel-size {n}", ["--tensor-parallel-size", str(n)], f"{n} GPUs instead of {tp or 1}", 0.6, why)
+
+
+def _free_gpu(error: StartupError) -> Edit:
+    held = (error.figures["total_bytes"] - error.figures["free_bytes"]) / GIB
+    return Edit(change=f"free the GPU ({held:.2f} GiB held by other processes)", argv=[], starts=None, kv_cache_tokens=None,
+                max_concurrency=None, max_model_len=0, cost="stop what holds it (nvidia-smi lists it) or start on another GPU",
+                cost_rank=1.0, confidence="first_try",
+                basis="no flag starts: the free memory the engine printed holds no model; whether it then starts needs the model")
+
+
+_BASIS = {
+    "engine_figures": "the engine's own start-up check on the figures the log printed",
+    "memory_model": "the memory model with this one setting changed; its KV error on logs it was not fitted to is in docs/accuracy.md §2",
+    "engine_advice": "the direction the engine's message (or the failure) gives; how far is not decided by the log's figures",
+}
+
+
+def label_edits(edits: list[Edit], memory_model: bool) -> list[Edit]:
+    """Every edit says how sure it is and why (schema 2): an edit made without a label is decided by the memory model
+    where it ran, else by the engine's own arithmetic on the printed figures (SGLang, TGI, llama.cpp), or is advice."""
+    out = []
+    for e in edits:
+        conf = e.confidence or ("engine_advice" if e.starts is None else ("memory_model" if memory_model else "engine_figures"))
+        out.append(e.model_copy(update={"confidence": conf, "basis": e.basis or _BASIS.get(conf)}))
+    return out
