@@ -23,6 +23,7 @@ MAX_FIRST_TRY_UTILIZATION = 0.95  # above it the room for CUDA graphs and the CU
 # (the KV cache), so what failed is allocated after it (CUDA graphs, warm-up); vllm#15598 (sf18: 448 KiB free of 44.53
 # GiB, 2 MiB asked) prompted it.
 FULL_GPU_SHARE = 0.01
+SGLANG_FAQ_FRACTION = 0.80  # docs.sglang.io references/faq "CUDA Out of Memory": "such as 0.8 or 0.7"
 
 
 def first_try_edits(error: StartupError | None, engine: str, max_model_len: int | None, utilization: float | None,
@@ -32,6 +33,14 @@ def first_try_edits(error: StartupError | None, engine: str, max_model_len: int 
         return []
     if error.kind == "free_memory_below_utilization" and free_note:
         return [_free_gpu(error)]
+    if error.kind == "nccl_error":
+        return [_nccl(max_model_len)]
+    if engine == "sglang" and error.kind.startswith("cuda_oom"):
+        return _sglang_oom(utilization)
+    if engine == "tgi" and error.kind.startswith("cuda_oom"):
+        return [_edit("--max-batch-prefill-tokens 2048", ["--max-batch-prefill-tokens", "2048"], "half of TGI's default 4096 prefill "
+                      "tokens per batch (longer prompts are split or refused)", 0.3, "TGI's warm-up is a batch of max_batch_prefill_tokens, "
+                      "and its own message says to decrease it"), _tp(tp, "weights per GPU halve", "--num-shard")]
     if engine != "vllm":
         return []
     kind, u = error.kind, utilization or DEFAULT_UTILIZATION
@@ -53,13 +62,26 @@ def first_try_edits(error: StartupError | None, engine: str, max_model_len: int 
                             "`gpu_memory_utilization`\")")] if u + UTILIZATION_STEP <= MAX_FIRST_TRY_UTILIZATION + 1e-9 else []
         return out + [*_shorter(max_model_len, "one request of max_model_len needs fewer KV blocks (and V0's profile run shrinks)"),
                       _tp(tp, "weights per GPU halve, which leaves KV room when the weights fill the budget")]
-    if kind == "nccl_error":
-        return [Edit(change="NCCL_P2P_DISABLE=1 (environment)", argv=["NCCL_P2P_DISABLE=1"], starts=None, kv_cache_tokens=None,
-                     max_concurrency=None, max_model_len=max_model_len or 0, cost="all-reduce through host memory instead of "
-                     "peer-to-peer (slower at TP > 1)", cost_rank=0.4, confidence="first_try",
-                     basis="NCCL names no cause; peer-to-peer transport between the GPUs is the usual one at start-up (a "
-                     "container without --ipc=host, IOMMU, a driver without P2P); run with NCCL_DEBUG=INFO to see which")]
     return []
+
+
+def _nccl(max_model_len: int | None) -> Edit:
+    return Edit(change="NCCL_P2P_DISABLE=1 (environment)", argv=["NCCL_P2P_DISABLE=1"], starts=None, kv_cache_tokens=None,
+                max_concurrency=None, max_model_len=max_model_len or 0, cost="all-reduce through host memory instead of "
+                "peer-to-peer (slower at TP > 1)", cost_rank=0.4, confidence="first_try",
+                basis="NCCL names no cause; peer-to-peer transport between the GPUs is the usual one at start-up (a "
+                "container without --ipc=host, IOMMU, a driver without P2P); run with NCCL_DEBUG=INFO to see which")
+
+
+def _sglang_oom(fraction: float | None) -> list[Edit]:
+    """SGLang's own advice for an out of memory (docs/references/faq: "decrease --mem-fraction-static to a smaller value,
+    such as 0.8 or 0.7"; "if OOM occurs during prefill, try reducing --chunked-prefill-size to 4096 or 2048")."""
+    value = round(fraction - UTILIZATION_STEP, 2) if fraction else SGLANG_FAQ_FRACTION
+    out = [_edit(f"--mem-fraction-static {value:.2f}", ["--mem-fraction-static", f"{value:.2f}"], "a smaller KV pool (fewer "
+                 "requests at once)", 0.1, "SGLang's FAQ for an out of memory: a smaller static fraction leaves more for "
+                 "activations and CUDA graphs" + ("; one step of 0.05 below the log's value" if fraction else "; the FAQ's 0.8"))]
+    return out + [_edit("--chunked-prefill-size 2048", ["--chunked-prefill-size", "2048"], "prefill in chunks of 2,048 tokens "
+                        "(slower long prompts)", 0.3, "SGLang's FAQ for an out of memory during prefill (its 2048)")]
 
 
 def _after_budget(error: StartupError) -> bool:
@@ -70,7 +92,7 @@ def _after_budget(error: StartupError) -> bool:
 
 def _edit(change: str, argv: list[str], cost: str, rank: float, basis: str, max_model_len: int | None = None) -> Edit:
     return Edit(change=change, argv=argv, starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=max_model_len or 0,
-                cost=cost, cost_rank=rank, confidence="first_try", basis=f"first try, not decided by the log's figures: {basis}")
+                cost=cost, cost_rank=rank, confidence="first_try", basis=f"not decided by the log's figures: {basis}")
 
 
 def _eager(why: str) -> Edit:
@@ -98,9 +120,9 @@ def _max_num_seqs() -> Edit:
                  "the profile run's sampler warm-up is a batch of max_num_seqs sequences; half of the default 256")
 
 
-def _tp(tp: int | None, why: str) -> Edit:
+def _tp(tp: int | None, why: str, flag: str = "--tensor-parallel-size") -> Edit:
     n = 2 * (tp or 1)
-    return _edit(f"--tensor-parallel-size {n}", ["--tensor-parallel-size", str(n)], f"{n} GPUs instead of {tp or 1}", 0.6, why)
+    return _edit(f"{flag} {n}", [flag, str(n)], f"{n} GPUs instead of {tp or 1}", 0.6, why)
 
 
 def _free_gpu(error: StartupError) -> Edit:

@@ -179,7 +179,8 @@ def detect_engine(text: str) -> Engine | None:
     if has("KV Cache is allocated. #tokens", "sglang.launch_server", "ServerArgs(", "Load weight end.", "/sglang/srt/", "sglang serve",
            "--mem-fraction-static"):
         return "sglang"
-    if has("llama_kv_cache", "llama_model_loader", "load_tensors:", "llama_context:", "llama_new_context_with_model"):
+    if has("llama_kv_cache", "llama_model_loader", "load_tensors:", "llama_context:", "llama_new_context_with_model", "llama_model_load:",
+           "ggml_cuda_init:"):
         return "llama.cpp"
     if has("text_generation_launcher", "text_generation_router", "text_generation_server", "text-generation-inference"):
         return "tgi"
