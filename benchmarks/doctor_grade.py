@@ -60,6 +60,8 @@ _FIX_KIND = {"--max-model-len": "max_model_len", "--kv-cache-dtype": "kv_cache_d
              "--ctx-size": "max_model_len", "--cache-type-k": "kv_cache_dtype", "--disable-cuda-graph": "enforce_eager",
              "--cuda-graphs": "enforce_eager", "--tp-size": "tensor_parallel", "--num-shard": "tensor_parallel"}
 _FRACTION_FLAGS = ("--gpu-memory-utilization", "--mem-fraction-static", "--cuda-memory-fraction")
+# the doctor's finer kind -> the dataset's kind (startup_failures.py: cuda_oom_warmup is "TGI warmup / profile-run OOM")
+_SAME_KIND = {"cuda_oom_profile": "cuda_oom_warmup"}
 
 
 def doctor_input(f) -> str:
@@ -185,6 +187,7 @@ def _two_logs(f, length: int, capacity: float, logged_length: int) -> tuple[bool
 
 _NUMBER = re.compile(r"\s*(?:--[\w-]+[ =])?(\d[\d,]*(?:\.\d+)?)\s*([kK])?(?![\w.-])")
 _FIX_FLAG = {"max_model_len": ("--max-model-len", "--context-length", "--max-total-tokens", "--max-input-tokens", "--ctx-size"),
+             "max_num_seqs": ("--max-num-seqs",),
              "tensor_parallel": ("--tensor-parallel-size", "--tp-size", "--num-shard")}
 
 
@@ -218,7 +221,7 @@ def fix_match(f, edit) -> tuple[bool | None, str]:
             continue
         if want is None or value is None or f.fix.kind not in _FIX_FLAG:
             return True, f"{flag}: the thread's knob (direction only: {'it states no value' if want is None else 'a flag without a number'})"
-        ok = value <= want if f.fix.kind == "max_model_len" else value >= want
+        ok = value <= want if f.fix.kind in ("max_model_len", "max_num_seqs") else value >= want
         return ok, f"{flag} {value:g} vs the thread's working {want:g} ({'at least as conservative' if ok else 'less conservative'})"
     return False, f"another knob than the thread's fix ({f.fix.kind})"
 
@@ -262,7 +265,7 @@ def grade(f) -> dict:
     first = diag.edits[0] if diag.edits else None
     row = {"id": f.id, "held_out": f.held_out, "batch": f.batch, "engine": f.engine, "url": f.url, "thread_error": f.error,
            "doctor_error": diag.error.kind if diag.error else None, "error_logged": diag.error_logged,
-           "error_match": (diag.error.kind == f.error) if diag.error else False, "model_run": diag.memory_model, "gpu_source": diag.gpu_source,
+           "error_match": (_SAME_KIND.get(diag.error.kind, diag.error.kind) == f.error) if diag.error else False, "model_run": diag.memory_model, "gpu_source": diag.gpu_source,
            "first_edit": first.change if first else None, "thread_fix": f"{f.fix.kind} ({'confirmed' if f.fix.confirmed else 'suggested'})" if f.fix else None}
     if first is not None:
         ok, why = engine_check(f, diag, first)

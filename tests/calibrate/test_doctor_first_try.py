@@ -74,3 +74,40 @@ def test_the_thread_fix_counts_only_at_its_knob_direction_and_value():
 def test_the_memory_models_verdict_counts_only_outside_its_error_band():
     row = grade(FAILURES["sf71"])  # 11,216 KV tokens for 8,192: a 37% surplus, inside the 35.4% band's reach
     assert row["model_check"] is None and "inside the memory model's error band" in row["model_check_why"]
+
+
+def test_other_engines_get_their_own_first_tries():
+    from infer_advisor.calibrate.doctor import diagnose
+
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.00 GiB is free."
+    sglang = diagnose('  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1999\n' + oom)
+    assert sglang.engine == "sglang" and [e.argv for e in sglang.edits] == [["--mem-fraction-static", "0.80"], ["--chunked-prefill-size", "2048"]]
+    tgi = diagnose("INFO text_generation_launcher: Args { model_id: \"x\" }\n" + oom)
+    assert tgi.edits[0].argv == ["--max-batch-prefill-tokens", "2048"] and tgi.edits[1].argv == ["--num-shard", "2"]
+    nccl = diagnose('  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py"\nRuntimeError: NCCL error: unhandled cuda error')
+    assert nccl.edits[0].argv == ["NCCL_P2P_DISABLE=1"] and nccl.edits[0].confidence == "first_try"
+    llama = diagnose("llama_model_load: loaded meta data\nggml_cuda_init: found 1 CUDA devices\nCUDA error: out of memory")
+    assert llama.engine == "llama.cpp" and not any(e.argv[0].startswith("--enforce") for e in llama.edits)
+
+
+def test_held_aside_totals_cover_batch1s_held_out_third_and_every_later_batch():
+    from benchmarks.doctor_grade import summary
+
+    rows = [{"batch": 1, "held_out": True, "verdict": "starts", "decided_by": "log_figures"},
+            {"batch": 1, "held_out": False, "verdict": "starts", "decided_by": "log_figures"},
+            {"batch": 7, "held_out": False, "verdict": "unverifiable"}]
+    held = summary(rows, True, batch=None)
+    assert (held["entries"], held["first_edit_starts"], held["starts_by_log_figures"], held["starts_of_all_pct"]) == (2, 1, 1, 50.0)
+    assert summary(rows, None, batch=None)["entries"] == 3 and summary(rows, None, batch=7)["unverifiable"] == 1
+
+
+def test_vllms_sampler_warmup_message_gives_its_own_advice():
+    text = ("INFO [gpu_model_runner.py] Model loading took 14.99 GiB\nRuntimeError: CUDA out of memory occurred when warming up "
+            "sampler with 256 dummy requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.")
+    err = find_startup_error(text)
+    assert err.kind == "cuda_oom_profile" and err.figures == {"max_num_seqs": 256}
+    from infer_advisor.calibrate.doctor import diagnose
+
+    d = diagnose(text)
+    assert [e.argv for e in d.edits] == [["--max-num-seqs", "128"], ["--gpu-memory-utilization", "0.85"]]
+    assert d.edits[0].confidence == "engine_advice"

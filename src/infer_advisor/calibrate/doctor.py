@@ -153,7 +153,7 @@ def _finish(diag: Diagnosis) -> Diagnosis:
     how sure it is and why."""
     from .doctor_first_try import first_try_edits, label_edits
 
-    if not diag.edits and diag.starts is not True:
+    if not diag.edits and (diag.starts is not True or diag.error_logged):
         diag.edits = first_try_edits(diag.error, diag.engine, diag.max_model_len, diag.gpu_memory_utilization, diag.tp,
                                      free_memory_note(diag.error))
         if not diag.edits and diag.error is None:

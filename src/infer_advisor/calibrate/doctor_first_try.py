@@ -50,13 +50,22 @@ def first_try_edits(error: StartupError | None, engine: str, max_model_len: int 
         return [_eager("a small allocation failed with the GPU full: what vLLM allocates after sizing the KV cache is the "
                        "CUDA-graph pool, which eager mode does not capture"), _utilization(u, -1, "leaves more of the GPU "
                        "outside the budget for what is allocated after the KV cache"), *_shorter(max_model_len, "fewer KV blocks")]
+    if kind == "cuda_oom_profile" and "max_num_seqs" in error.figures:  # the engine's message names the batch it tried
+        seqs = max(int(error.figures["max_num_seqs"]) // 2, 1)
+        return [_edit(f"--max-num-seqs {seqs}", ["--max-num-seqs", str(seqs)], f"{int(error.figures['max_num_seqs'])} -> {seqs} "
+                      "sequences at once (throughput)", 0.2, "the engine's own advice in its sampler warm-up message (lower "
+                      "max_num_seqs); halved, how far is not decided", max_model_len, "engine_advice"),
+                _utilization(u, -1, "the engine's message names gpu_memory_utilization as its second remedy")]
     if kind == "cuda_oom_profile":
         return [*_shorter(max_model_len, "vLLM's profile run is a batch of max_num_batched_tokens, max_model_len without "
                           "chunked prefill (V0), so its activation peak falls with it"), _max_num_seqs()]
-    if kind == "cuda_oom_load" or kind == "cuda_oom":
-        return [_tp(tp, "the weights (or the first allocations) do not fit one GPU: each of twice the GPUs loads half"),
-                _eager("if the OOM came after the KV cache was sized (the log does not show the phase), eager mode skips "
-                       "the CUDA-graph pool")]
+    if kind == "cuda_oom_load":
+        return [_tp(tp, "the weights do not fit one GPU: each of twice the GPUs loads half")]
+    if kind == "cuda_oom":  # the phase is not in the log: the cheapest remedies of each phase, cheapest first
+        return [_eager("the commonest start-up OOM after the KV cache is sized is the CUDA-graph capture, which eager mode "
+                       "skips (the log does not show the phase)"), _utilization(u, -1, "leaves more of the GPU outside the "
+                       "budget for what is allocated after the KV cache"), *_shorter(max_model_len, "a smaller profile run and "
+                       "fewer KV blocks"), _tp(tp, "if the weights do not fit one GPU, each of twice the GPUs loads half")]
     if kind in ("kv_cache_check", "no_cache_blocks"):
         out = [_utilization(u, +1, "the advice of both of vLLM's KV-cache check messages (\"Try increasing "
                             "`gpu_memory_utilization`\")")] if u + UTILIZATION_STEP <= MAX_FIRST_TRY_UTILIZATION + 1e-9 else []
@@ -90,9 +99,10 @@ def _after_budget(error: StartupError) -> bool:
         and f["requested_bytes"] < FULL_GPU_SHARE * f["total_bytes"]
 
 
-def _edit(change: str, argv: list[str], cost: str, rank: float, basis: str, max_model_len: int | None = None) -> Edit:
+def _edit(change: str, argv: list[str], cost: str, rank: float, basis: str, max_model_len: int | None = None,
+          confidence: str = "first_try") -> Edit:
     return Edit(change=change, argv=argv, starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=max_model_len or 0,
-                cost=cost, cost_rank=rank, confidence="first_try", basis=f"not decided by the log's figures: {basis}")
+                cost=cost, cost_rank=rank, confidence=confidence, basis=f"not decided by the log's figures: {basis}")
 
 
 def _eager(why: str) -> Edit:

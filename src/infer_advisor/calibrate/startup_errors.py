@@ -18,7 +18,9 @@ Each pattern is the engine's own message, read from its source (the format strin
   GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."
 - PyTorch's allocator: "CUDA out of memory. Tried to allocate {n} MiB. GPU {i} has a total capacity of {t} GiB of
   which {f} MiB is free." (older torch: "capacty"); the phase is read from the engine's lines before it (CUDA-graph
-  capture, the memory profile run, or loading).
+  capture, the memory profile run, or loading); vLLM V1's own "CUDA out of memory occurred when warming up sampler
+  with {num_reqs} dummy requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` ..." (gpu_model_runner,
+  the profile run) names the phase and the batch.
 - SGLang ``model_runner.init_memory_pool`` (0.1-0.5; pool_configurator's ``MemoryPoolConfig`` later): "Not enough
   memory. Please try to increase --mem-fraction-static." (later: "... Current value: mem_fraction_static={f}"); SGLang
   ``model_runner_kv_cache_mixin._profile_available_bytes`` (2026): "Loaded weights leave no GPU memory for the KV cache
@@ -123,6 +125,9 @@ _EAGER = re.compile(r"enforce_eager=True|--enforce-eager")
 _PROFILE_PHASE = re.compile(r"profile_run|determine_num_available_blocks|determine_available_memory|Memory profiling")
 # the weights loaded (V0 "Loading model weights took", V1 "Model loading took"): an OOM after it is in the profile run
 _LOADED = re.compile(r"Loading model weights took|Model loading took")
+# vLLM V1 gpu_model_runner._dummy_sampler_run / _dummy_pooler_run (profile_run): "CUDA out of memory occurred when
+# warming up sampler with {num_reqs} dummy requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` ..."
+_SAMPLER_WARMUP = re.compile(r"CUDA out of memory occurred when warming up (?:sampler|pooler)[^\n]{0,60}? with (\d+) dummy requests")
 # the frames of vLLM's KV-cache size check, in a traceback whose message the paste left out
 _KV_CHECK = re.compile(r"raise_if_cache_size_invalid|check_enough_kv_cache_memory|in get_kv_cache_config|get_kv_cache_config\(")
 _UNITS = {"KiB": 1024, "MiB": MIB, "GiB": GIB}
@@ -192,6 +197,9 @@ def _no_blocks(text: str) -> StartupError | None:
 
 
 def _oom(text: str) -> StartupError | None:
+    warm = _SAMPLER_WARMUP.search(text)
+    if warm:  # the engine's own message: the profile run's sampler (or pooler) warm-up, with the batch it tried
+        return StartupError(kind="cuda_oom_profile", line=_line(text, warm), figures={"max_num_seqs": int(warm.group(1))})
     m = _TORCH_OOM.search(text) or _CUDA_OOM.search(text)
     if not m:
         return None
