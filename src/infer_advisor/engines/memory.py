@@ -19,7 +19,7 @@ import re
 from functools import cache
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .._data import load_validated
 from .._paths import shipped
@@ -81,7 +81,18 @@ class ExpertPadding(BaseModel):
     below: str | None = Field(default=None, description="First engine version (within the range) this layout no longer applies to.")
     hidden: int = Field(ge=1, description="The hidden size is rounded up to a multiple of this.")
     intermediate: int = Field(ge=1, description="The per-rank expert intermediate size is rounded up to a multiple of this.")
+    bias_bytes: int | None = Field(
+        default=None, ge=1, le=4,
+        description="Bytes per element the kernel keeps the experts' biases in (null: the model dtype); see bias_source.",
+    )
+    bias_source: str | None = Field(default=None, description="Where bias_bytes was read (required with it).")
     source: str = Field(min_length=8)
+
+    @model_validator(mode="after")
+    def _bias_sourced(self) -> "ExpertPadding":
+        if self.bias_bytes is not None and not self.bias_source:
+            raise ValueError("expert_padding: bias_bytes needs a bias_source")
+        return self
 
 
 class MlaAbsorption(BaseModel):

@@ -65,7 +65,7 @@ from .engine_terms import (
 from .formats import dtype_bytes, formats, weight_format
 from .lora import add_lora_term
 from .weights import expert_padding_ratio, group_bytes, weight_bytes_by_group, weights_bytes, weights_per_gpu
-from .weights_engine import engine_layout_bytes
+from .weights_engine import engine_layout_bytes, expert_bias_bytes
 
 __all__ = ["MemoryEstimate", "estimate_memory", "kv_bytes_per_token_per_gpu", "weight_bytes_by_group", "weights_bytes"]
 
@@ -283,6 +283,10 @@ def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_byt
         sources["weights"] = "published checkpoint"
     if ratio != 1.0:
         sources["weights_layout"] = f"routed experts padded x{ratio:.3f} ({mp.label})"
+    biases = expert_bias_bytes(model, pad, dtype, tp, pp)
+    if biases:  # the experts' biases as the MoE kernel keeps them (fp32 under Triton MXFP4), the down bias on every rank
+        per_gpu += biases
+        sources["weights_expert_bias"] = f"routed experts' biases {biases / 2**20:+.0f} MiB per GPU ({mp.label})"
     if cal is not None and cal.weights_bytes and cal.model == model.name and cal.tp == tp:
         per_gpu, sources["weights"] = cal.weights_bytes, CALIBRATED
     params, shape = draft  # a published head's parameters (model dtype) and/or a --speculative-config draft (estimate/draft.py)

@@ -9,6 +9,7 @@ tensor-parallel rank, the tables and matrices it builds while loading (counted i
 - The rotary cos/sin tables (:mod:`.rotary`).
 - MLA's absorbed matrices (vLLM V0 0.7.1-0.7.3, :func:`mla_absorbed_bytes`).
 - Zero points a kernel keeps in the scales' dtype (vLLM's Machete on Hopper for AWQ, :func:`expanded_zero_point_bytes`).
+- Routed experts' biases as the MoE kernel keeps them (gpt-oss under vLLM's MXFP4 kernels, :func:`expert_bias_bytes`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,21 @@ def expanded_zero_point_bytes(model: ModelFacts, quantization: str, dtype: str, 
         return 0.0
     quantized = model.params.linear - (model.params.kept_linear if quantization == model.weight_format else 0)
     return quantized / group * (dtype_bytes(dtype) - fmt.zero_bytes) / (max(tp, 1) * max(pp, 1))
+
+
+def expert_bias_bytes(model: ModelFacts, padding, dtype: str, tp: int, pp: int) -> float:
+    """Bytes one GPU gains from the routed experts' biases (``model.params.expert_other``) in the engine's layout
+    ``padding`` (:class:`~infer_advisor.engines.memory.ExpertPadding`) over what the even split in the model dtype
+    counts: the gate_up bias (2 x intermediate) is split over TP, the down bias (hidden) is whole on every rank (vLLM
+    gpt_oss.py loads ``w2_bias`` unsplit and zeroes it on ranks > 0), both in ``padding.bias_bytes`` (fp32 under the
+    Triton MXFP4 kernels) or the model dtype. 0 without expert biases or a padded layout."""
+    n = model.params.expert_other
+    if padding is None or not n:
+        return 0.0
+    up, down = 2 * model.intermediate_size, model.hidden_size
+    per_rank = n * (up / max(tp, 1) + down) / (up + down) / max(pp, 1)
+    act = dtype_bytes(dtype)
+    return per_rank * (padding.bias_bytes or act) - n * act / (max(tp, 1) * max(pp, 1))
 
 
 def engine_layout_bytes(
