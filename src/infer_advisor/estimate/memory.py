@@ -187,7 +187,7 @@ def estimate_memory(
     memory_fraction: float | None = None, group_size: int | None = None, on_gpu: bool = True,
     draft_params: int = 0, draft_kv_elements_per_token: int = 0,
     memory: EngineMemoryProfile | None = None,
-    interconnect: str = "nvlink", compute_capability: float | None = None, sampler: str | None = None,
+    interconnect: str = "nvlink", compute_capability: float | None = None, sampler: str | None = None, linear_kernel: str | None = None,
     calibration: "MemoryCalibration | None" = None,
     gpu_memory_source: str = "given",
     engine_version: str | None = None,
@@ -226,7 +226,7 @@ def estimate_memory(
         request_tokens = context
         concurrency = min(concurrency, max_num_seqs)
     vision_mp = mp.model_copy(update={"loads_vision_tower": False}) if language_model_only else mp
-    w = _weights(model, vision_mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, (draft_params, speculative), sources, compute_capability)
+    w = _weights(model, vision_mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, (draft_params, speculative), sources, (compute_capability, linear_kernel))
     kv = _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_token, speculative)
     reserve = engine.memory_accounting in ("reserve", "reserve-free")
     prompt = min(input_tokens or request_tokens, request_tokens)
@@ -269,14 +269,14 @@ def _engine_figures(model, engine, mp, version, reserve, fit, kv, pp, context, m
     )
 
 
-def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, draft, sources, cc=None) -> dict:
+def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, draft, sources, kernel=(None, None)) -> dict:
     """Whole-model and per-GPU weight bytes in the engine's layout; a calibration's measured figure wins."""
     fmt = weight_format(quantization)
     pad = mp.expert_padding_for((quantization, fmt.expert_format or quantization), version)
     ratio = expert_padding_ratio(model, pad, tp)
     groups = group_bytes(model, quantization, dtype, group_size, checkpoint_bytes)
     per_gpu = weights_per_gpu(group_bytes(model, quantization, dtype, group_size, checkpoint_bytes, ratio), tp, pp)
-    extra, whole_model = engine_layout_bytes(model, mp, version, quantization, dtype, group_size, tp, pp, checkpoint_bytes, sources, cc)
+    extra, whole_model = engine_layout_bytes(model, mp, version, quantization, dtype, group_size, tp, pp, checkpoint_bytes, sources, *kernel)
     per_gpu += extra  # what the engine keeps whole on every rank or builds while loading (estimate/weights_engine.py)
     groups["other"] += whole_model
     if checkpoint_bytes:  # the published repository's stated size, split over the same groups

@@ -69,10 +69,11 @@ def expert_bias_bytes(model: ModelFacts, padding, dtype: str, tp: int, pp: int) 
 
 def engine_layout_bytes(
     model: ModelFacts, mp, version: str | None, quantization: str, dtype: str, group_size: int | None, tp: int, pp: int,
-    checkpoint_bytes: int | None, sources: dict[str, str], compute_capability: float | None = None,
+    checkpoint_bytes: int | None, sources: dict[str, str], compute_capability: float | None = None, linear_kernel: str | None = None,
 ) -> tuple[float, float]:
     """(bytes one GPU holds beyond its shard, bytes the whole model gains) under the engine memory profile ``mp`` at
-    ``version``; each term that applies names itself in ``sources``. The whole-model figure is the vision encoder
+    ``version`` (``linear_kernel``: the mixed-precision kernel a start-up log names, which decides the zero points
+    over the version's rule); each term that applies names itself in ``sources``. The whole-model figure is the vision encoder
     (in no text-only count); the replicated parts are counted once there, and the built tables in no checkpoint."""
     per_gpu = whole_model = 0.0
     vision = vision_tower_params(model) * dtype_bytes(dtype) if (mp.loads_vision_tower and not checkpoint_bytes) else 0.0
@@ -93,7 +94,7 @@ def engine_layout_bytes(
     if absorbed:  # built after loading beside the raw projections (in no checkpoint)
         per_gpu += absorbed
         sources["weights_mla_absorbed"] = f"MLA absorbed matrices {absorbed / 2**30:.2f} GiB per GPU (data/engine_memory.yaml, {mp.label})"
-    if mp.expands_zero_points(quantization, version, compute_capability):
+    if mp.expands_zero_points(quantization, version, compute_capability, linear_kernel):
         zeros = expanded_zero_point_bytes(model, quantization, dtype, group_size, tp, pp)
         per_gpu += zeros
         sources["weights_zero_points"] = f"zero points in the scales' dtype +{zeros / 2**30:.2f} GiB per GPU (data/engine_memory.yaml, {mp.label})"
