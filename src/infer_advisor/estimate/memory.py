@@ -208,7 +208,8 @@ def estimate_memory(
     ``max_num_batched_tokens`` / ``max_num_seqs``: the engine's settings (default: the profile's first tier, i.e.
     the caller resolves per-GPU defaults with :func:`infer_advisor.engines.memory.batch_defaults`);
     ``interconnect``: nvlink or pcie (communication buffers under TP; ``compute_capability`` < 9: pre-Hopper NCCL);
-    ``sampler``: the top-k/top-p sampler a log names (flashinfer, pytorch; None: the version's); ``calibration``: a memory calibration
+    ``sampler``: the top-k/top-p sampler a log names (flashinfer, pytorch; None: the version's); ``linear_kernel``: the
+    mixed-precision kernel a log names (machete, marlin; None: the version's rule for AWQ's zero points); ``calibration``: a memory calibration
     already matched to this engine version, GPU and layout; ``lora_slots`` x ``lora_rank``: vLLM's LoRA buffers (:mod:`.lora`).
     ``speculative``: a speculative decoder's shape (``--speculative-config``, :mod:`infer_advisor.engines.draft_shape`): its
     weights, KV layers and state pages (:mod:`.draft`); ``prefix_caching``: on (a hybrid's Mamba layers hold more pages);
