@@ -36,7 +36,7 @@ class StartupOutcome(BaseModel):
 
 def startup_outcome(request: PlanRequest) -> StartupOutcome:
     """Predict the engine's start-up for ``request``'s settings, unchanged (see the module docstring)."""
-    from ..engines.memory import engine_settings
+    from ..engines.settings import engine_settings
     from ..engines.profiles import engine_profile
     from ..estimate.memory import estimate_memory
     from ..hardware import resolve_hardware
@@ -48,7 +48,8 @@ def startup_outcome(request: PlanRequest) -> StartupOutcome:
     engine = "vllm" if request.engine == "auto" else request.engine
     tp = request.tensor_parallel_size or (hw.gpus_per_node if hw.kind == "gpu" else 1)
     pp = request.pipeline_parallel_size or 1
-    settings = engine_settings(engine, request.engine_version, hw.gpu if hw.kind == "gpu" else None, tp=tp, pp=pp)
+    settings = engine_settings(engine, request.engine_version, hw.gpu if hw.kind == "gpu" else None, tp=tp, pp=pp,
+                               enforce_eager=request.enforce_eager)
     quant = prequantized_format(model) or ("none" if request.quantization == "auto" else request.quantization)
     dtype = request.dtype if request.dtype != "auto" else ("float16" if model.torch_dtype == "float16" else "bfloat16")
     context = request.context or model.max_position_embeddings
