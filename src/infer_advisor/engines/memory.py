@@ -120,6 +120,18 @@ class ExpandedZeroPoints(BaseModel):
     source: str = Field(min_length=8)
 
 
+class MarlinFp8Scales(BaseModel):
+    """Block-FP8 weights on a GPU without FP8 units: the engine runs them weight-only through Marlin and keeps one scale
+    per ``group_k`` inputs per output in the model dtype (vLLM marlin_utils_fp8.py; estimate/weights_engine.py)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    formats: list[str] = Field(min_length=1, description="Weight formats (data/formats.yaml keys) whose block scales are expanded.")
+    below_capability: float = Field(gt=0, description="GPUs below this compute capability take the Marlin path.")
+    group_k: int = Field(gt=0, description="Inputs per scale after the expansion (the checkpoint's block along K).")
+    source: str = Field(min_length=8)
+
+
 Sampler = Literal["flashinfer", "pytorch"]
 
 
@@ -209,6 +221,15 @@ class EngineMemoryProfile(BaseModel):
 
     zero_points_in_scale_dtype: ExpandedZeroPoints | None = Field(
         default=None, description="Zero points kept in the scales' dtype by the kernel the engine picks (None: as stored).")
+
+    marlin_fp8_scales: MarlinFp8Scales | None = Field(
+        default=None, description="Block-FP8 scales expanded for Marlin on GPUs without FP8 units (None: as stored).")
+
+    def marlin_fp8_for(self, fmt_name: str, compute_capability: float | None) -> MarlinFp8Scales | None:
+        """The Marlin scale layout ``fmt_name`` takes on a GPU of ``compute_capability`` (None: the stored one)."""
+        m = self.marlin_fp8_scales
+        ok = m is not None and fmt_name in m.formats and compute_capability is not None and compute_capability < m.below_capability
+        return m if ok else None
 
     def expands_zero_points(self, fmt_name: str, version: str | None, compute_capability: float | None,
                             linear_kernel: str | None = None) -> bool:
