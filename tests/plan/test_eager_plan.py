@@ -50,6 +50,7 @@ def test_eager_reaches_the_flags():
         ("non-default args: {'disable_log_stats': True, 'enforce_eager': True, 'model': 'm'}", True),
         ("Initializing a V1 LLM engine (v0.19.0) with config: model='m', enforce_eager=False, kv_cache_dtype=auto", False),
         ("vllm serve m --max-model-len 4096 --enforce-eager", True),
+        ("To run the model in eager mode, set 'enforce_eager=True' or use '--enforce-eager' in the CLI.", None),  # V0's hint
     ],
 )
 def test_startup_log_reads_enforce_eager(line, eager):
