@@ -56,3 +56,21 @@ def test_eager_reaches_the_flags():
 def test_startup_log_reads_enforce_eager(line, eager):
     log = line + "\nGPU KV cache size: 102,288 tokens\n"
     assert parse_startup_log(log, engine="vllm").enforce_eager is eager
+
+
+def test_strict_outcome_takes_eager_as_the_grading_path_does():
+    """plan --strict (startup_outcome) and benchmarks/memory_logs.py (estimate_for_log) give one figure for the same setup."""
+    from infer_advisor.calibrate.memory import estimate_for_log
+    from infer_advisor.engines.startup_log import StartupLog
+    from infer_advisor.plan.startup import startup_outcome
+    from infer_advisor.request import PlanRequest
+
+    for eager in (False, True):
+        request = PlanRequest(model=MODEL, gpu="L4", engine="vllm", engine_version="0.27.1", context=4096, quantization="none",
+                              dtype="float16", gpu_memory_utilization=0.92, enforce_eager=eager)
+        out = startup_outcome(request)
+        log = StartupLog(engine="vllm", engine_version="0.27.1", tp=1, max_model_len=4096, dtype="float16",
+                         gpu_memory_utilization=0.92, enforce_eager=eager)
+        graded = estimate_for_log(log, model=MODEL, gpu="L4")
+        assert out.kv_cache_tokens == graded.engine_kv_cache_tokens
+        assert out.settings.get("enforce_eager", False) is eager

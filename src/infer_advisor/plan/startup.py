@@ -24,7 +24,7 @@ class StartupOutcome(BaseModel):
 
     engine: str
     engine_version: str
-    settings: dict[str, str | int | float] = Field(description="The settings the prediction used (as the engine would get them).")
+    settings: dict[str, str | bool | int | float] = Field(description="The settings the prediction used (as the engine would get them).")
     starts: bool
     kv_cache_tokens: int = Field(description="What the engine's log prints ('GPU KV cache size: N tokens' for vLLM).")
     max_concurrency: float = Field(description="'Maximum concurrency for <max_model_len> tokens per request'.")
@@ -66,6 +66,7 @@ def startup_outcome(request: PlanRequest) -> StartupOutcome:
         "max_model_len": context, "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "quantization": quant, "dtype": dtype,
         "kv_cache_dtype": request.kv_cache_dtype, "gpu_memory_utilization": request.gpu_memory_utilization or settings.memory_fraction,
         "max_num_seqs": request.max_num_seqs or settings.max_num_seqs,
+        **({"enforce_eager": True} if request.enforce_eager else {}),
     }
     return StartupOutcome(
         engine=engine, engine_version=settings.version, settings=used, starts=bool(est.engine_starts),
