@@ -38,6 +38,7 @@ def test_eager_gives_the_pool_to_the_kv_cache_where_the_version_budgets_it():
 def test_eager_reaches_the_flags():
     plan = advise(model=MODEL, gpu="L4", engine="vllm", context=4096, enforce_eager=True)
     assert "--enforce-eager" in vllm_flags(plan, MODEL)
+    assert any("speed figures assume CUDA graphs" in w for w in plan.warnings)
     assert "--enforce-eager" not in vllm_flags(advise(model=MODEL, gpu="L4", engine="vllm", context=4096), MODEL)
     sglang = advise(model=MODEL, gpu="L4", engine="sglang", context=4096, enforce_eager=True)
     assert "--disable-cuda-graph" in sglang_flags(sglang, MODEL)

@@ -163,6 +163,9 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
     warnings += _fit_warnings(choice, w, request, model.name)
     if choice.profile.maintenance_note:
         warnings.append(choice.profile.maintenance_note)
+    if request.enforce_eager and speed:  # the step-time model's terms come from CUDA-graph runs
+        warnings.append("--enforce-eager: the memory figures have no CUDA-graph pool; the speed figures assume CUDA graphs "
+                        "(eager decode steps at small batches are slower, not modelled).")
     decisions = plan_decisions(choice, result, request, unit="GPU" if hw.kind == "gpu" else "socket")
     stack = server_stack(choice.profile.name, request.stack, engine_cfg.version)
     if stack is not None:  # the server --stack put in front of the engine: its decision and what the estimate leaves out
