@@ -109,6 +109,7 @@ class StartupLog(BaseModel):
     speculative_config: str | None = Field(default=None, description="vLLM's speculative config as the log's args print it (dict or JSON text).")
     prefix_caching: bool | None = Field(default=None, description="Prefix caching as the log's args set it; None: the engine's default.")
     language_model_only: bool | None = Field(default=None, description="vLLM's --language-model-only: a multimodal checkpoint's encoder not loaded.")
+    enforce_eager: bool | None = Field(default=None, description="vLLM's enforce_eager as the log prints it (no CUDA graphs); None: not printed.")
     sampler: Literal["flashinfer", "pytorch"] | None = Field(
         default=None, description="vLLM's top-k/top-p sampler as its log names it (v1/sample/ops/topk_topp_sampler.py); None: not printed.")
     linear_kernel: Literal["machete", "marlin"] | None = Field(
@@ -325,6 +326,10 @@ def _vllm(text: str) -> StartupLog:
     r.take("prefix_caching", r"--(no-)?enable-prefix-caching\b", lambda v: v != "no-")
     r.take("language_model_only", r"'language_model_only': (True|False)", lambda v: v == "True")
     r.take("language_model_only", r"--language-model-only\b()", lambda v: True)
+    # not V0's hint "set 'enforce_eager=True' or use '--enforce-eager'" (quoted): the setting or the command only
+    r.take("enforce_eager", r"(?<!')enforce_eager=(True|False)(?!')", lambda v: v == "True", anchor="enforce_eager=")
+    r.take("enforce_eager", r"'enforce_eager': (True|False)", lambda v: v == "True")
+    r.take("enforce_eager", r"(?<!')--enforce-eager\b(?!')()", lambda v: True, anchor="--enforce-eager")
     r.take("sampler", r"Using FlashInfer for top-p & top-k sampling()", lambda v: "flashinfer")
     r.take("sampler", r"Falling back to the PyTorch-native implementation of top-p & top-k sampling()", lambda v: "pytorch")
     r.take("sampler", r"FlashInfer top-p/top-k sampling is available but disabled()", lambda v: "pytorch")
