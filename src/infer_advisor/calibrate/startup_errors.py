@@ -97,6 +97,9 @@ _TORCH_OOM = re.compile(
 _CUDA_OOM = re.compile(r"CUDA error: out of memory|CUDA out of memory|(?i:\bcuda oom\b)|\btorch\.(?:cuda\.)?OutOfMemoryError\b"
                        r"|\bOOM when (?:loading|starting|launching)\b")  # a thread title's shorthand (vllm#5993), capitals only
 _SGLANG = re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static(?:\. Current value: [\w.]{0,40}mem_fraction_static=(\d*\.?\d+))?")
+# SGLang 0.4.x ModelRunner.init_memory_pool: the warning, then "if self.max_total_num_tokens <= 0: raise RuntimeError('Not
+# enough memory. Please try to increase --mem-fraction-static.')" (a negative profile is the same failure; sf111, docfix7)
+_SGLANG_PROFILED = re.compile(r"max_total_tokens=\d{1,9} is larger than the profiled value (-\d{1,12}|0)\b")
 _SGLANG_NO_KV = re.compile(
     r"Loaded weights leave no GPU memory for the KV cache\s+under\s+--mem-fraction-static=(\d*\.?\d+)\.(?:\s+Raise --mem-fraction-static\s+"
     r"above (\d*\.?\d+)(?:\s+\(minimum viable = 1 - available/pre = (\d*\.?\d+)\))?)?"
@@ -232,6 +235,9 @@ def _other_engines(text: str) -> StartupError | None:
     if m:
         figures = {"mem_fraction_static": float(m.group(1))} if m.group(1) else {}
         return StartupError(kind="sglang_not_enough_memory", line=_line(text, m), figures=figures)
+    m = _SGLANG_PROFILED.search(text)
+    if m:
+        return StartupError(kind="sglang_not_enough_memory", line=_line(text, m), figures={"profiled_max_total_tokens": int(m.group(1))})
     m = _TGI_MAX_TOTAL.search(text)
     if m:
         return StartupError(kind="tgi_total_tokens", line=_line(text, m), figures={"max_total_tokens": int(m.group(1))})
