@@ -112,6 +112,8 @@ _TGI_TOTAL = re.compile(r"Not enough memory to handle (\d+) total tokens with (\
 _TGI_WARMUP = re.compile(r"Method Warmup encountered an error|Unable to warmup model: [^\n]{0,200}?(?:out of memory|would exceed allowed memory)")
 _TGI_MAX_TOTAL = re.compile(r"Not enough memory to handle `max_total_tokens=(\d+)`")
 _LLAMACPP = re.compile(r"allocating ([\d.]+) MiB on device (\d+): cudaMalloc failed: out of memory")
+# ggml's words without the "allocating N MiB" part (sf109: quoted in the thread's title, "CudaMalloc failed: out of memory")
+_LLAMACPP_BARE = re.compile(r"cudaMalloc failed: out of memory", re.I)
 _LLAMACPP_BUFFER = re.compile(r"failed to allocate CUDA(\d+) buffer of size (\d+)")
 _LLAMACPP_WHICH = (("kv", re.compile(r"failed to allocate buffer for kv cache|llama_kv_cache_init\(\) failed")),
                    ("compute", re.compile(r"failed to allocate compute buffers|compute buffer")),
@@ -260,6 +262,9 @@ def _other_engines(text: str) -> StartupError | None:
                 figures["buffer"] = code  # 0 KV cache, 1 compute buffers, 2 weights (LLAMACPP_BUFFERS)
                 break
         return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m or buf), figures=figures)
+    m = _LLAMACPP_BARE.search(text)
+    if m:
+        return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m))
     m = _TGI_WARMUP.search(text)
     if m:  # TGI's warmup is its memory profile (a batch of max_batch_prefill_tokens): an out of memory there
         return StartupError(kind="cuda_oom_warmup", line=_line(text, m))
