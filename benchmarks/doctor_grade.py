@@ -28,6 +28,9 @@ it) and what the thread states of the setup as options (--gpu, --model as the ca
   value at least as conservative as the thread's working one where the thread gives a number (a context at or under
   it, a utilization at or past it in the fix's direction, a TP at or above it); where the thread states no number, the
   knob and direction alone (marked ``direction only``);
+- **needs GPUs that are not there** (grade schema 3, docfix7, retrospective: prompted by batch 7's sf82 and sf97): the
+  entry's ``gpus_present`` (the GPUs the thread says the machine has, with its words) is passed as ``--gpus``, and a
+  first edit that needs more GPUs than that fails (``decided_by: hardware``), before any other rule;
 - **ledger**: every ledger line the log printed a figure for, and the in-budget sum against utilization x total,
   within 3%;
 - **KV after the fix**: where the thread prints the KV capacity of the setup that worked, the doctor's figure for that

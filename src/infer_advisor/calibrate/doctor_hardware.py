@@ -28,6 +28,7 @@ _FOUND = re.compile(r"found (\d{1,3}) (?:CUDA|ROCm|SYCL|Vulkan) devices")
 _DEVICE = re.compile(r"\bDevice (\d{1,3}): [^\n]{3,80}?compute capability")
 _SMI_ROW = re.compile(r"^\|\s{1,6}(\d{1,2})\s{1,6}(?:NVIDIA|Tesla|Quadro)\b", re.M)
 _INSTANCE = re.compile(r"\b((?:g4dn|g5|g6e?|p4de?|p5e?n?)[._-](?:\d{0,2}x?large|metal))\b", re.I)
+_DOCKER = re.compile(r"--gpus[= ][\"']?(?:count=)?(\d{1,3})\b|nvidia\.com/gpu[\"']?:\s{0,4}[\"']?(\d{1,3})\b")
 _WORLD = re.compile(r"world[_ ]size[=: ]+(\d{1,4})")
 
 
@@ -56,6 +57,9 @@ def gpu_count_from_log(text: str) -> tuple[int | None, int | None, str | None]:
     m = _FOUND.search(text)
     if m:
         return int(m.group(1)), None, f"the log's '{m.group(0)}'"
+    m = _DOCKER.search(text)
+    if m:  # docker run --gpus N, a Kubernetes limit nvidia.com/gpu: N: the GPUs the container sees
+        return int(m.group(1) or m.group(2)), None, f"'{m.group(0)[:40]}' (the GPUs the container sees)"
     for pattern, what in ((_DEVICE, "device lines"), (_SMI_ROW, "nvidia-smi rows")):
         found = {int(i) for i in pattern.findall(text)}
         if found:
@@ -127,10 +131,11 @@ _ENGINE_NAMES = {"vllm": "vLLM", "tgi": "TGI", "sglang": "SGLang"}
 
 
 def for_each_engine(edits: list[Edit], first_try, error, max_model_len: int | None, tp: int) -> list[Edit]:
-    """No line names the engine (a bare torch out-of-memory, sf90): the edits read as vLLM's, then TGI's and SGLang's
-    first tries, each naming the engine whose flag it is (no flag is common to the three)."""
-    out = [e.model_copy(update={"change": f"{e.change} (vLLM)"}) for e in edits]
+    """No line names the engine (a bare torch out-of-memory, sf90): the edits read as vLLM's and TGI's and SGLang's first
+    tries, each naming the engine whose flag it is (no flag is common to the three): each engine's first, then the rest."""
+    lists = [[e.model_copy(update={"change": f"{e.change} (vLLM)"}) for e in edits]]
     for engine in ("tgi", "sglang"):
-        out += [e.model_copy(update={"change": f"{e.change} ({_ENGINE_NAMES[engine]})"})
-                for e in first_try(error, engine, max_model_len, None, tp)]
-    return out
+        lists.append([e.model_copy(update={"change": f"{e.change} ({_ENGINE_NAMES[engine]})"})
+                      for e in first_try(error, engine, max_model_len, None, tp)])
+    firsts = [x[0] for x in lists if x]  # each engine's first edit in the first three lines, then the rest in order
+    return firsts + [e for x in lists for e in x[1:]]
