@@ -176,6 +176,9 @@ class _Lines:
         return any(lit in self.text for lit in literals)
 
 
+_TGI_SHARD = re.compile(r"\bShard \d{1,3}\b|\bshard=\d{1,3}\b")  # TGI's Rust launcher: "Shard 0 ready", "... shard=0"
+
+
 def detect_engine(text: str) -> Engine | None:
     def has(*literals: str) -> bool:
         return any(lit in text for lit in literals)
@@ -186,7 +189,8 @@ def detect_engine(text: str) -> Engine | None:
     if has("llama_kv_cache", "llama_model_loader", "load_tensors:", "llama_context:", "llama_new_context_with_model", "llama_model_load:",
            "ggml_cuda_init:"):
         return "llama.cpp"
-    if has("text_generation_launcher", "text_generation_router", "text_generation_server", "text-generation-inference"):
+    if has("text_generation_launcher", "text_generation_router", "text_generation_server", "text-generation-inference",
+           "text-generation-launcher", "shard-manager", "Starting shard", "Waiting for shard") or _TGI_SHARD.search(text[:2_000_000]):
         return "tgi"
     if has("vLLM", "vllm", "GPU blocks", "GPU KV cache size", "Maximum concurrency for", "Loading model weights took", "Model loading took"):
         return "vllm"
