@@ -71,6 +71,7 @@ _TRIES_PER_LINE = 16
 # Lines holding a pattern's literal that are tried before the pattern is given up: a start-up log names each figure
 # within its first few hundred lines; 1 MB of "model=\n" would otherwise cost a Python step per line per pattern.
 _CANDIDATE_LINES = 5000
+_TGI_SHARD = re.compile(r"\bShard \d{1,3}\b|\bshard=\d{1,3}\b")  # TGI's Rust launcher: "Shard 0 ready", "... shard=0"
 # The literal a pattern starts with (escapes undone), used to jump to candidate lines with str.find.
 _LEAD = re.compile(r"(?:[^\\\[\](){}.*+?^$|]|\\[.()\[\]{}#=' /:-])+")
 
@@ -174,9 +175,6 @@ class _Lines:
 
     def has(self, *literals: str) -> bool:
         return any(lit in self.text for lit in literals)
-
-
-_TGI_SHARD = re.compile(r"\bShard \d{1,3}\b|\bshard=\d{1,3}\b")  # TGI's Rust launcher: "Shard 0 ready", "... shard=0"
 
 
 def detect_engine(text: str) -> Engine | None:
