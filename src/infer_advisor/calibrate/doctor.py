@@ -262,7 +262,8 @@ def _version(log: StartupLog, given: str | None, error: StartupError | None = No
 
 def _newest_v0() -> str:
     """The first version of the newest vLLM memory profile before V1 became the default (data/engine_memory.yaml)."""
-    from ..engines.memory import memory_profiles, version_key
+    from ..engines.memory import memory_profiles
+    from ..engines.versions import version_key
     from .startup_errors import V1_FIRST
 
     v0 = [p for p in memory_profiles()["vllm"] if p.below is not None and version_key(p.below) <= version_key(V1_FIRST)]
@@ -270,7 +271,7 @@ def _newest_v0() -> str:
 
 
 def _generation(engine: str, version: str | None) -> Literal["V0", "V1"] | None:
-    from ..engines.memory import version_key
+    from ..engines.versions import version_key
 
     if engine != "vllm" or not version:
         return None

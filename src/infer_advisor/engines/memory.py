@@ -14,8 +14,6 @@ overhead inside the budget, sliding-window layers holding their window, the KV c
 """
 
 
-import functools
-import re
 from functools import cache
 from typing import Literal
 
@@ -25,6 +23,7 @@ from .._data import load_validated
 from .._paths import shipped
 from .cuda_graphs import CudaGraphScaling
 from .profiles import EngineProfile, engine_profile
+from .versions import version_key
 
 GIB = 2**30
 MIB = 2**20
@@ -243,25 +242,6 @@ class _File(BaseModel):
     engines: dict[str, list[EngineMemoryProfile]]
 
 
-@functools.lru_cache(maxsize=256)  # pure; the sizing search asks it tens of thousands of times
-def version_key(version: str) -> tuple[int, ...]:
-    """Comparable key of an engine version: '0.6.3.post1' -> (0, 6, 3); 'b7200' -> (7200,); 'v0.5.9' -> (0, 5, 9)."""
-    text = version.strip().lower().lstrip("v")
-    if re.fullmatch(r"b\d+", text):
-        return (int(text[1:]),)
-    parts = []
-    for piece in text.split("."):
-        m = re.match(r"\d+", piece)
-        if not m:
-            break
-        parts.append(int(m.group()))
-    if not parts:
-        from ..errors import RequestError
-
-        raise RequestError(f"Engine version '{version}' is not a version number (e.g. 0.8.5, 3.3.6, b7200).")
-    return tuple(parts)
-
-
 @cache
 def memory_profiles() -> dict[str, tuple[EngineMemoryProfile, ...]]:
     data = load_validated(shipped("data") / "engine_memory.yaml", _File)
@@ -406,13 +386,18 @@ def with_lora(engine: str, version: str, prof: EngineMemoryProfile, lora) -> Eng
     return prof
 
 
-def engine_settings(engine: str, version: str | None, gpu, *, tp: int = 1, pp: int = 1, lora=None) -> EngineSettings:
+def engine_settings(engine: str, version: str | None, gpu, *, tp: int = 1, pp: int = 1, lora_adapters: int = 0) -> EngineSettings:
     """The memory profile and per-GPU defaults of ``engine`` at ``version`` (default: pinned) on ``gpu`` (a GPUInfo or None).
 
-    ``lora``: the version's LoRAProfile (engines/lora.py) when adapters are on, None otherwise (see :func:`with_lora`)."""
+    ``lora_adapters``: with adapters on (> 0), the profile the version's LoRA facts (engines/lora.py) say a start-up
+    with LoRA uses (see :func:`with_lora`); the one place a plan looks them up for its memory profile."""
+    from .lora import lora_profile
+
     prof = memory_profile(engine, version)
+    pinned = version or engine_profile(engine).version
+    lora = lora_profile(engine, pinned) if lora_adapters > 0 else None
     if lora is not None:
-        prof = with_lora(engine, version or engine_profile(engine).version, prof, lora)
+        prof = with_lora(engine, pinned, prof, lora)
     usable = getattr(gpu, "budget_memory_bytes", None) if gpu is not None else None
     name = " ".join(filter(None, [getattr(gpu, "probed_name", None), getattr(gpu, "name", None)])) if gpu is not None else ""
     capability = getattr(gpu, "compute_capability", None) if gpu is not None else None
