@@ -19,6 +19,15 @@ it) and what the thread states of the setup as options (--gpu, --model as the ca
   engine's "estimated maximum model length", a utilization or FP8 that covers "X GiB needed" with "Y GiB available";
   the GPU's catalog total where the log does not print one, marked), else by matching the kind of the fix that worked
   in the thread (confirmed fixes only); otherwise *unverifiable*;
+- **starts by the memory model** (grade schema 2, retrospective on batches 1-6; rule frozen in docs/doctor.md before
+  batch 7): where the log's figures do not decide the first edit, the model and GPU resolved and the edit's verdict is
+  the memory model's on a KV check (vLLM: no cache blocks, one request of max_model_len), the verdict counts only when
+  its margin is wider than the memory model's measured error: KV tokens x (1 - KV_BAND) >= max_model_len (starts),
+  KV tokens x (1 + KV_BAND) < max_model_len (fails); inside the band it is not decided;
+- **matches the thread's fix** (tightened in grade schema 2): a confirmed fix, the same knob, the same direction, and a
+  value at least as conservative as the thread's working one where the thread gives a number (a context at or under
+  it, a utilization at or past it in the fix's direction, a TP at or above it); where the thread states no number, the
+  knob and direction alone (marked ``direction only``);
 - **ledger**: every ledger line the log printed a figure for, and the in-budget sum against utilization x total,
   within 3%;
 - **KV after the fix**: where the thread prints the KV capacity of the setup that worked, the doctor's figure for that
@@ -36,6 +45,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 GIB = 2**30
+GRADE_SCHEMA = 2  # 2: decided_by, model_check_why, fix_match_why per row; starts_by_* columns; held_aside and all totals
+# The memory model's error band on KV tokens: the 90th percentile of |error| of its prospective KV-token predictions over
+# the 113 new start-up logs that print a token count (benchmarks/published/startup_logs_results.json, new_rows, each
+# predicted by the profile frozen before it; median 2.0%, 90th percentile 35.4%; computed at main da2e3ef, frozen here).
+KV_BAND = 0.354
+_KV_KINDS = ("no_cache_blocks", "max_len_exceeds_kv", "kv_needed_exceeds_available", "kv_cache_check")
 # KV capacity the thread printed for the setup that worked: (entry, the edit, tokens, the quote's figure)
 KV_AFTER_FIX = [("sf01", ["--max-model-len", "20000"], 1952 * 16, "GPU blocks: 1952 (x 16 tokens)")]
 _FIX_KIND = {"--max-model-len": "max_model_len", "--kv-cache-dtype": "kv_cache_dtype", "--enforce-eager": "enforce_eager",
@@ -45,6 +60,8 @@ _FIX_KIND = {"--max-model-len": "max_model_len", "--kv-cache-dtype": "kv_cache_d
              "--ctx-size": "max_model_len", "--cache-type-k": "kv_cache_dtype", "--disable-cuda-graph": "enforce_eager",
              "--cuda-graphs": "enforce_eager", "--tp-size": "tensor_parallel", "--num-shard": "tensor_parallel"}
 _FRACTION_FLAGS = ("--gpu-memory-utilization", "--mem-fraction-static", "--cuda-memory-fraction")
+# the doctor's finer kind -> the dataset's kind (startup_failures.py: cuda_oom_warmup is "TGI warmup / profile-run OOM")
+_SAME_KIND = {"cuda_oom_profile": "cuda_oom_warmup"}
 
 
 def doctor_input(f) -> str:
@@ -73,6 +90,8 @@ def _total_bytes(f, diag) -> tuple[float | None, bool]:
 
 def engine_check(f, diag, edit) -> tuple[bool | None, str]:
     """Whether ``edit`` starts by the engine's own arithmetic on the figures the log printed (None: they do not suffice)."""
+    if not edit.argv:  # an action, not a flag (schema 2's "free the GPU"): no arithmetic decides it
+        return None, "an action, not a flag: the log's figures do not decide it"
     flag, value = edit.argv[0], (edit.argv[1] if len(edit.argv) > 1 else None)
     fig = f.figures
     u0 = f.settings.gpu_memory_utilization or 0.90
@@ -166,17 +185,59 @@ def _two_logs(f, length: int, capacity: float, logged_length: int) -> tuple[bool
     return got >= length, f"capacity interpolated between the thread's two logs ({logged_length:,}: {capacity:,.0f}; {l2:,}: {t2:,}) = {got:,.0f} vs {length:,}"
 
 
-def fix_match(f, edit) -> bool | None:
-    if f.fix is None or not f.fix.confirmed:
+_NUMBER = re.compile(r"\s*(?:--[\w-]+[ =])?(\d[\d,]*(?:\.\d+)?)\s*([kK])?(?![\w.-])")
+_FIX_FLAG = {"max_model_len": ("--max-model-len", "--context-length", "--max-total-tokens", "--max-input-tokens", "--ctx-size"),
+             "max_num_seqs": ("--max-num-seqs",),
+             "tensor_parallel": ("--tensor-parallel-size", "--tp-size", "--num-shard")}
+
+
+def thread_value(value: str) -> float | None:
+    """The number the thread's fix states, where its text starts with one ("0.8 (from 0.75)", "20000", "65k": vLLM's
+    own reading of a lower-case k is x1000); None where it states none ("lower --max-model-len")."""
+    m = _NUMBER.match(value)
+    if not m:
         return None
-    kinds = set()
+    n = float(m.group(1).replace(",", ""))
+    return n * (1024 if m.group(2) == "K" else 1000 if m.group(2) else 1)
+
+
+def fix_match(f, edit) -> tuple[bool | None, str]:
+    """Same knob, same direction, a value at least as conservative as the thread's working one (None: no confirmed fix)."""
+    if f.fix is None or not f.fix.confirmed:
+        return None, "no confirmed fix in the thread"
+    u0 = f.settings.gpu_memory_utilization or 0.90
+    want = thread_value(f.fix.value)
     for i, flag in enumerate(edit.argv):
-        if flag in _FRACTION_FLAGS and i + 1 < len(edit.argv):
-            up = float(edit.argv[i + 1]) > (f.settings.gpu_memory_utilization or 0.90)
-            kinds.add("gpu_memory_utilization_up" if up else "gpu_memory_utilization_down")
-        elif flag in _FIX_KIND:
-            kinds.add(_FIX_KIND[flag])
-    return f.fix.kind in kinds
+        value = float(edit.argv[i + 1]) if i + 1 < len(edit.argv) and re.fullmatch(r"\d+(?:\.\d+)?", edit.argv[i + 1]) else None
+        if flag in _FRACTION_FLAGS and value is not None:
+            kind = "gpu_memory_utilization_up" if value > u0 else "gpu_memory_utilization_down"
+            if kind != f.fix.kind:
+                continue
+            if want is None or not 0 < want <= 1:
+                return True, f"{flag} {value:g}: the thread's knob and direction (direction only: it states no value)"
+            ok = value >= want if kind.endswith("_up") else value <= want
+            return ok, f"{flag} {value:g} vs the thread's working {want:g} ({'as far or further' if ok else 'not as far'} in its direction)"
+        if _FIX_KIND.get(flag) != f.fix.kind:
+            continue
+        if want is None or value is None or f.fix.kind not in _FIX_FLAG:
+            return True, f"{flag}: the thread's knob (direction only: {'it states no value' if want is None else 'a flag without a number'})"
+        ok = value <= want if f.fix.kind in ("max_model_len", "max_num_seqs") else value >= want
+        return ok, f"{flag} {value:g} vs the thread's working {want:g} ({'at least as conservative' if ok else 'less conservative'})"
+    return False, f"another knob than the thread's fix ({f.fix.kind})"
+
+
+def model_check(f, diag, edit) -> tuple[bool | None, str]:
+    """The memory model's verdict on a KV check, counted only outside its error band (KV_BAND)."""
+    if not (diag.memory_model and f.engine == "vllm" and edit.confidence == "memory_model" and f.error in _KV_KINDS):
+        return None, "the memory model did not decide it (model or GPU unresolved, or not a KV check)"
+    if edit.starts is None or not edit.kv_cache_tokens or not edit.max_model_len:
+        return None, "no KV figure for the edit"
+    kv, need = edit.kv_cache_tokens, edit.max_model_len
+    if edit.starts and kv * (1 - KV_BAND) >= need:
+        return True, f"{kv:,} KV tokens x (1 - {KV_BAND}) = {kv * (1 - KV_BAND):,.0f} >= {need:,}"
+    if not edit.starts and kv * (1 + KV_BAND) < need:
+        return False, f"{kv:,} KV tokens x (1 + {KV_BAND}) = {kv * (1 + KV_BAND):,.0f} < {need:,}"
+    return None, f"{kv:,} KV tokens vs {need:,}: inside the memory model's error band ({KV_BAND:.1%}), not decided"
 
 
 def ledger_checks(diag) -> list[dict]:
@@ -204,13 +265,17 @@ def grade(f) -> dict:
     first = diag.edits[0] if diag.edits else None
     row = {"id": f.id, "held_out": f.held_out, "batch": f.batch, "engine": f.engine, "url": f.url, "thread_error": f.error,
            "doctor_error": diag.error.kind if diag.error else None, "error_logged": diag.error_logged,
-           "error_match": (diag.error.kind == f.error) if diag.error else False, "model_run": diag.memory_model, "gpu_source": diag.gpu_source,
+           "error_match": (_SAME_KIND.get(diag.error.kind, diag.error.kind) == f.error) if diag.error else False, "model_run": diag.memory_model, "gpu_source": diag.gpu_source,
            "first_edit": first.change if first else None, "thread_fix": f"{f.fix.kind} ({'confirmed' if f.fix.confirmed else 'suggested'})" if f.fix else None}
     if first is not None:
         ok, why = engine_check(f, diag, first)
-        match = fix_match(f, first)
-        row.update(engine_arithmetic=ok, engine_arithmetic_why=why, fix_match=match,
-                   verdict="starts" if (ok or (ok is None and match)) else ("fails" if ok is False else "unverifiable"))
+        model, model_why = model_check(f, diag, first)
+        match, match_why = fix_match(f, first)
+        decided = ("log_figures", ok) if ok is not None else ("memory_model", model) if model is not None else \
+            ("thread_fix", True) if match else (None, None)
+        row.update(engine_arithmetic=ok, engine_arithmetic_why=why, model_check=model, model_check_why=model_why, fix_match=match,
+                   fix_match_why=match_why, first_confidence=first.confidence, decided_by=decided[0],
+                   verdict="starts" if decided[1] else ("fails" if decided[1] is False else "unverifiable"))
     else:
         row["verdict"] = "no edit"
     row["ledger"] = ledger_checks(diag)
@@ -227,9 +292,16 @@ def kv_after_fix(by_id: dict) -> list[dict]:
     return out
 
 
-def summary(rows: list[dict], held: bool | None, batch: int = 1) -> dict:
-    """Batch 1's held-out (held=True) or tuning (False) part, or a whole batch (held=None)."""
-    part = [r for r in rows if r["batch"] == batch and (held is None or r["held_out"] == held)]
+def held_aside(r: dict) -> bool:
+    """Batch 1's held-out third and every later batch (each gathered after the doctor it was first graded on)."""
+    return r["batch"] > 1 or r["held_out"]
+
+
+def summary(rows: list[dict], held: bool | None, batch: int | None = 1) -> dict:
+    """Batch 1's held-out (held=True) or tuning (False) part, a whole batch (held=None), or with batch=None every held-aside
+    entry (held=True) or every entry (held=None)."""
+    part = [r for r in rows if (r["batch"] == batch and (held is None or r["held_out"] == held))
+            or (batch is None and (held is None or held_aside(r)))]
     verdicts = [r.get("verdict") for r in part]
     ledger = [c for r in part for c in r.get("ledger", [])]
     graded = [v for v in verdicts if v in ("starts", "fails")]
@@ -242,6 +314,10 @@ def summary(rows: list[dict], held: bool | None, batch: int = 1) -> dict:
         "not_read": verdicts.count("not read"), "crash": verdicts.count("crash"),
         "starts_of_graded_pct": round(100 * verdicts.count("starts") / len(graded), 1) if graded else None,
         "ledger_lines_checked": len(ledger), "ledger_within_3pct": sum(1 for c in ledger if abs(c["diff_pct"]) <= 3),
+        **{f"starts_by_{by}": sum(1 for r in part if r.get("verdict") == "starts" and r.get("decided_by") == by)
+           for by in ("log_figures", "memory_model", "thread_fix")},
+        "fails_by_memory_model": sum(1 for r in part if r.get("verdict") == "fails" and r.get("decided_by") == "memory_model"),
+        "starts_of_all_pct": round(100 * verdicts.count("starts") / len(part), 1) if part else None,
     }
 
 
@@ -253,20 +329,19 @@ def main() -> int:
     args = parser.parse_args()
     data = load_failures()
     rows = [grade(f) for f in data.failures]
-    result = {"rows": rows, "held_out": summary(rows, True), "tuning": summary(rows, False), "batch2": summary(rows, None, batch=2), "batch3": summary(rows, None, batch=3),
-              "batch4": summary(rows, None, batch=4), "batch5": summary(rows, None, batch=5), "batch6": summary(rows, None, batch=6),
+    batches = sorted({r["batch"] for r in rows if r["batch"] > 1})
+    result = {"grade_schema": GRADE_SCHEMA, "kv_band": KV_BAND, "rows": rows, "held_out": summary(rows, True), "tuning": summary(rows, False),
+              **{f"batch{b}": summary(rows, None, batch=b) for b in batches},
+              "held_aside": summary(rows, True, batch=None), "all": summary(rows, None, batch=None),
               "kv_after_fix": kv_after_fix({f.id: f for f in data.failures})}
     for r in rows:
         mark = str(r["batch"]) if r["batch"] > 1 else ("H" if r["held_out"] else " ")
+        why = r.get("engine_arithmetic_why", r.get("crash", "")) if r.get("decided_by") in (None, "log_figures") else \
+            r.get("model_check_why") if r.get("decided_by") == "memory_model" else r.get("fix_match_why")
         print(f"{mark} {r['id']} {r['engine']:9} {r['thread_error']:28} doctor={str(r.get('doctor_error')):28} "
-              f"first={str(r.get('first_edit')):32} {r.get('verdict', 'crash'):12} {r.get('engine_arithmetic_why', r.get('crash', ''))}")
-    print("held out:", json.dumps(result["held_out"]))
-    print("tuning:  ", json.dumps(result["tuning"]))
-    print("batch 2: ", json.dumps(result["batch2"]))
-    print("batch 3: ", json.dumps(result["batch3"]))
-    print("batch 4: ", json.dumps(result["batch4"]))
-    print("batch 5: ", json.dumps(result["batch5"]))
-    print("batch 6: ", json.dumps(result["batch6"]))
+              f"first={str(r.get('first_edit')):32} {r.get('verdict', 'crash'):12} {str(r.get('decided_by') or ''):12} {why}")
+    for key in ("held_out", "tuning", *(f"batch{b}" for b in batches), "held_aside", "all"):
+        print(f"{key + ':':12}", json.dumps(result[key]))
     print("KV after the thread's fix:", json.dumps(result["kv_after_fix"]))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

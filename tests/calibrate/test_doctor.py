@@ -240,7 +240,7 @@ def test_batch5_messages_the_doctor_missed_on_its_first_run():
     assert err.kind == "cuda_oom_graph_capture"
     assert find_startup_error("enforce_eager=True\nGPU KV cache size: 1,000 tokens\ntorch.OutOfMemoryError").kind == "cuda_oom"
     d = diagnose(FAILURES["sf65"].log)  # 0.49 of 79.32 GiB free: a utilization of 0.00 passes the check and loads nothing
-    assert d.edits == [] and any("hold 78.83 GiB" in n for n in d.notes)
+    assert [e.argv for e in d.edits] == [[]] and any("hold 78.83 GiB" in n for n in d.notes)  # no flag: "free the GPU" (schema 2)
     err = find_startup_error(FAILURES["sf68"].log)  # '(4.26 GiB KV cach' / 'e is needed, ... (4.25 GiB)'
     assert err.kind == "kv_needed_exceeds_available" and err.figures["kv_needed_bytes"] == pytest.approx(4.26 * GIB)
     d = diagnose(FAILURES["sf68"].log, max_model_len=100000)

@@ -83,3 +83,21 @@ def test_detection_and_refusals():
         parse_startup_log("hello world")
     with pytest.raises(RequestError, match="No KV-cache size"):
         parse_startup_log("INFO 01-01 api_server.py:1] vLLM API server version 0.8.5\n")
+
+
+def test_vllm_names_its_mixed_precision_kernel():
+    """The kernel line decides AWQ's zero points over the version's rule (a Red Hat 0.18.0 build prints Machete, which
+    upstream 0.18.0 does not take for AWQ)."""
+    from infer_advisor.engines.memory import memory_profile
+
+    text = ("INFO 09-29 12:00:00 [core.py:93] Initializing a V1 LLM engine (v0.18.0+rhaiv.14) with config: model='/mnt/models'\n"
+            "INFO 09-29 12:00:01 [mixed_precision/__init__.py:60] Using MacheteLinearKernel for AWQMarlinLinearMethod\n"
+            "INFO 09-29 12:00:11 [gpu_model_runner.py:2600] Model loading took 37.87 GiB memory and 10.203759 seconds\n"
+            "INFO 09-29 12:01:02 [kv_cache_utils.py:1300] GPU KV cache size: 280,112 tokens\n")
+    log = parse_startup_log(text, engine="vllm")
+    assert log.linear_kernel == "machete"
+    profile = memory_profile("vllm", "0.18.0")
+    assert not profile.expands_zero_points("awq", "0.18.0", 9.0)  # upstream 0.18.0: Marlin repack, zeros packed
+    assert profile.expands_zero_points("awq", "0.18.0", 9.0, "machete")
+    assert not profile.expands_zero_points("awq", "0.19.0", 9.0, "marlin")
+    assert not profile.expands_zero_points("gptq", "0.19.0", 9.0, "machete")  # no zero points to expand

@@ -43,3 +43,21 @@ def test_vllm_loads_the_vision_tower_of_a_multimodal_checkpoint():
                           memory=memory_profile("vllm", "0.19.0"), engine_version="0.19.0")
     assert est.weights_bytes_per_gpu / GiB == pytest.approx(51.45, rel=0.02)
     assert vision_tower_params(resolve_model("meta-llama/Llama-3.1-8B", source="catalog")) == 0
+
+
+def test_qwen3_vl_vision_tower_matches_transformers_meta_build():
+    """Qwen3-VL's encoder as transformers builds it on the meta device (Qwen3VLVisionModel: blocks, patch embedding, the
+    learned num_position_embeddings table, the merger and one DeepStack merger per deepstack_visual_indexes entry)."""
+    torch = pytest.importorskip("torch")
+    qwen3_vl = pytest.importorskip("transformers.models.qwen3_vl.modeling_qwen3_vl")
+    from transformers.models.qwen3_vl.configuration_qwen3_vl import Qwen3VLVisionConfig
+
+    from infer_advisor.estimate.weights import vision_tower_params
+
+    for name in ("Qwen/Qwen3-VL-4B-Instruct", "Qwen/Qwen3-VL-30B-A3B-Instruct"):
+        model = resolve_model(name, source="catalog")
+        config = Qwen3VLVisionConfig(**{k: v for k, v in model.config["vision_config"].items() if k != "model_type"})
+        with torch.device("meta"):
+            encoder = qwen3_vl.Qwen3VLVisionModel._from_config(config)
+        built = sum(p.numel() for p in encoder.parameters())
+        assert vision_tower_params(model) == pytest.approx(built, rel=1e-4)

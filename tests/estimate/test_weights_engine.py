@@ -38,3 +38,20 @@ def test_machete_zero_points_on_hopper_awq_only():
     # one fp16 zero per 128 quantized weights instead of a packed 4-bit one
     assert expanded_zero_point_bytes(model, "awq", "float16", None, tp=1, pp=1) == model.params.linear / 128 * 1.5
     assert expanded_zero_point_bytes(model, "none", "float16", None, tp=1, pp=1) == 0
+
+
+def test_expert_biases_in_fp32_under_triton_mxfp4_by_hand():
+    """gpt-oss-20b (24 layers, 32 experts, hidden 2880, intermediate 2880): vLLM's Triton MXFP4 backend keeps w13_bias
+    (2 x intermediate, split over TP) and w2_bias (hidden, whole on every rank) in fp32 (mxfp4.py / oracle/mxfp4.py,
+    0.11.0-0.33.0); the even split counts them in bf16."""
+    from infer_advisor.estimate.weights_engine import expert_bias_bytes
+
+    model = resolve_model("openai/gpt-oss-20b")
+    assert model.params.expert_other == 24 * 32 * (2 * 2880 + 2880)
+    triton = next(p for p in memory_profile("vllm", "0.19.0").expert_padding if p.bias_bytes)
+    assert triton.bias_bytes == 4
+    per_rank_tp2 = 24 * 32 * (2880 + 2880)  # gate_up half, down whole
+    assert expert_bias_bytes(model, triton, "bfloat16", tp=2, pp=1) == per_rank_tp2 * 4 - 24 * 32 * 8640 * 2 / 2
+    assert expert_bias_bytes(model, triton, "bfloat16", tp=1, pp=1) == 24 * 32 * 8640 * (4 - 2)
+    assert expert_bias_bytes(model, None, "bfloat16", tp=2, pp=1) == 0
+    assert expert_bias_bytes(resolve_model("Qwen/Qwen3-8B"), triton, "bfloat16", tp=1, pp=1) == 0

@@ -35,12 +35,15 @@ from .startup_errors import StartupError, find_startup_error
 from ..engines.startup_log import StartupLog
 
 GIB = 2**30
+SCHEMA_VERSION = 2
 
 class Diagnosis(BaseModel):
     """What `infer-advisor doctor` found; ``model_json_schema()`` is the published contract (add fields, never rename)."""
 
     model_config = ConfigDict(extra="forbid")
 
+    schema_version: int = Field(default=SCHEMA_VERSION, description="2: edits carry confidence and basis, the error kind "
+                                "kv_cache_check and first-try edits were added (1: before; no field).")
     input_kind: Literal["log", "command"]
     engine: str
     engine_version: str | None
@@ -112,8 +115,8 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
 
                 raise RequestError(f"--try-flags for a {engine} log is not supported: its figures are worked by the engine's own arithmetic; "
                                    f"pass the {engine} command line (with --gpu) to try flags through the memory model.")
-            return _other_engine(text, engine, error, gpu=gpu, model=model, engine_version=engine_version, tp=tp,
-                                 max_model_len=max_model_len, memory_fraction=gpu_memory_utilization)
+            return _finish(_other_engine(text, engine, error, gpu=gpu, model=model, engine_version=engine_version, tp=tp,
+                                         max_model_len=max_model_len, memory_fraction=gpu_memory_utilization))
         log = parse_startup_log(text, "vllm", require_kv=False)
         flags = extras_from_log(text)
         _merge_error_figures(log, error)
@@ -142,7 +145,22 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
 
         read = parse_command(text)
         diag.command_settings = dict(read.settings) | ({"image_version": read.image_version} if read.image_version else {})
-    return _with_model(diag, log, flags, model=model, gpu=gpu, version=version, try_flags=try_flags)
+    return _finish(_with_model(diag, log, flags, model=model, gpu=gpu, version=version, try_flags=try_flags))
+
+
+def _finish(diag: Diagnosis) -> Diagnosis:
+    """Where nothing gave an edit, what an on-call engineer tries first (:mod:`.doctor_first_try`); every edit then says
+    how sure it is and why."""
+    from .doctor_first_try import first_try_edits, label_edits
+
+    if not diag.edits and (diag.starts is not True or diag.error_logged):
+        diag.edits = first_try_edits(diag.error, diag.engine, diag.max_model_len, diag.gpu_memory_utilization, diag.tp,
+                                     free_memory_note(diag.error))
+        if not diag.edits and diag.error is None:
+            diag.notes.append("No start-up error was found in this text (a traceback cut before its message?): no edit is offered; "
+                              "paste the lines after the traceback's last frame.")
+    diag.edits = label_edits(diag.edits, diag.memory_model)
+    return diag
 
 
 _OTHER_ENGINES = {"sglang": "sglang", "tgi": "tgi", "llamacpp": "llama.cpp"}

@@ -20,6 +20,7 @@ measurements: docs/doctor.md says so.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -61,6 +62,11 @@ class Edit(BaseModel):
     max_model_len: int
     cost: str = Field(description="What the edit gives up.")
     cost_rank: float = Field(description="Ordering weight (lower first); see the module docstring.")
+    confidence: Literal["engine_figures", "memory_model", "engine_advice", "first_try"] | None = Field(
+        default=None, description="How sure (schema 2): engine_figures: the engine's own check on the figures the log printed; "
+        "memory_model: the memory model's figures (docs/accuracy.md gives its error); engine_advice: the direction the engine's "
+        "message or the failure gives, how far not decided; first_try: what an on-call engineer tries first, nothing decides it.")
+    basis: str | None = Field(default=None, description="Why, in one sentence (schema 2).")
 
 
 @dataclass

@@ -31,7 +31,8 @@ def engine_figure_edits(error: StartupError | None, max_model_len: int | None, u
     if error is not None and error.kind == "cuda_oom_graph_capture":
         return [Edit(change="--enforce-eager", argv=["--enforce-eager"], starts=True, kv_cache_tokens=None, max_concurrency=None,
                      max_model_len=max_model_len or 0, cost="decode steps without CUDA graphs (slower at small batches); from the "
-                     "engine's own advice in its capture message", cost_rank=0.3)]
+                     "engine's own advice in its capture message", cost_rank=0.3, confidence="engine_advice",
+                     basis="the out-of-memory came while capturing CUDA graphs, which eager mode does not do")]
     if error is not None and error.kind == "free_memory_below_utilization":
         return [] if free_memory_note(error) else [_under_free_memory(error, max_model_len)]
     if error is not None and error.kind == "no_cache_blocks":
@@ -51,7 +52,7 @@ def engine_figure_edits(error: StartupError | None, max_model_len: int | None, u
     lost = 1 - length / max_model_len
     return [Edit(change=f"--max-model-len {length}", argv=["--max-model-len", str(length)], starts=starts, kv_cache_tokens=int(fits),
                  max_concurrency=1, max_model_len=length, cost=f"context {max_model_len:,} -> {length:,} tokens ({lost:.0%} shorter); "
-                 f"{source}", cost_rank=lost)]
+                 f"{source}", cost_rank=lost, confidence="engine_figures" if starts else "engine_advice", basis=source)]
 
 
 def free_memory_note(error: StartupError | None, edits: list[Edit] | None = None) -> str | None:
@@ -79,7 +80,8 @@ def _under_free_memory(error: StartupError, max_model_len: int | None) -> Edit:
                 kv_cache_tokens=None, max_concurrency=None, max_model_len=max_model_len or 0,
                 cost=f"budget {current:.2f} -> {util:.2f} of the GPU ({(current - util) * total / GIB:.2f} GiB less for the KV cache: "
                 f"other processes hold {(total - free) / GIB:.2f} GiB); passes the engine's free-memory check by its own figures; "
-                "the KV room left needs the model (--model)", cost_rank=current - util)
+                "the KV room left needs the model (--model)", cost_rank=current - util, confidence="engine_figures",
+                basis="vLLM V1's start check utilization x total <= free at start, on the two figures its message printed")
 
 
 def _utilization_advice(utilization: float | None, max_model_len: int | None, log: StartupLog | None = None) -> list[Edit]:
@@ -100,7 +102,8 @@ def _utilization_advice(utilization: float | None, max_model_len: int | None, lo
         return []
     return [Edit(change=f"--gpu-memory-utilization {util:.2f}", argv=["--gpu-memory-utilization", f"{util:.2f}"], starts=None,
                  kv_cache_tokens=None, max_concurrency=None, max_model_len=max_model_len or 0,
-                 cost=f"{current:.2f} -> {util:.2f}: {why}; less room for CUDA graphs and other processes above 0.90", cost_rank=0.05)]
+                 cost=f"{current:.2f} -> {util:.2f}: {why}; less room for CUDA graphs and other processes above 0.90", cost_rank=0.05,
+                 confidence="engine_advice", basis=why)]
 
 
 def within_engine_figures(edits: list[Edit], error: StartupError | None, max_model_len: int | None) -> list[Edit]:
@@ -117,7 +120,7 @@ def within_engine_figures(edits: list[Edit], error: StartupError | None, max_mod
         verdict = _engine_verdict(e.argv, error)
         if verdict is not None and verdict != e.starts:
             e = e.model_copy(update={"starts": verdict, "cost": f"{e.cost}; {'passes' if verdict else 'fails'} the engine's own check "
-                                     "on the figures it printed"})
+                                     "on the figures it printed", "confidence": "engine_figures"})
         out.append(e)
     if error.figures.get("estimated_max_model_len") and not any(e.argv[:1] == ["--max-model-len"] and e.starts for e in out):
         out += engine_figure_edits(error, max_model_len)

@@ -168,7 +168,7 @@ def _logged_setup(cal: MemoryCalibration, log: StartupLog, facts, hw) -> dict:
         max_num_batched_tokens=log.max_num_batched_tokens or settings.max_num_batched_tokens,
         max_num_seqs=log.max_num_seqs or settings.max_num_seqs, memory_fraction=cal.memory_fraction or settings.memory_fraction,
         memory=settings.profile, interconnect=hw.gpu.interconnect, engine_version=settings.version,
-        compute_capability=hw.gpu.compute_capability, sampler=log.sampler,
+        compute_capability=hw.gpu.compute_capability, sampler=log.sampler, linear_kernel=log.linear_kernel,
         speculative=_speculative(log, facts), prefix_caching=bool(log.prefix_caching), language_model_only=bool(log.language_model_only),
     )
 

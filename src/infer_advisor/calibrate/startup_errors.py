@@ -18,7 +18,9 @@ Each pattern is the engine's own message, read from its source (the format strin
   GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."
 - PyTorch's allocator: "CUDA out of memory. Tried to allocate {n} MiB. GPU {i} has a total capacity of {t} GiB of
   which {f} MiB is free." (older torch: "capacty"); the phase is read from the engine's lines before it (CUDA-graph
-  capture, the memory profile run, or loading).
+  capture, the memory profile run, or loading); vLLM V1's own "CUDA out of memory occurred when warming up sampler
+  with {num_reqs} dummy requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` ..." (gpu_model_runner,
+  the profile run) names the phase and the batch.
 - SGLang ``model_runner.init_memory_pool`` (0.1-0.5; pool_configurator's ``MemoryPoolConfig`` later): "Not enough
   memory. Please try to increase --mem-fraction-static." (later: "... Current value: mem_fraction_static={f}"); SGLang
   ``model_runner_kv_cache_mixin._profile_available_bytes`` (2026): "Loaded weights leave no GPU memory for the KV cache
@@ -31,6 +33,10 @@ Each pattern is the engine's own message, read from its source (the format strin
   of memory", then "failed to allocate buffer for kv cache" or "failed to allocate compute buffers"; ggml-alloc's
   "failed to allocate CUDA0 buffer of size {bytes}" (which buffer: the KV cache, compute buffers, or the weights).
 - NCCL (vLLM pynccl): "NCCL error: {reason}".
+- A traceback that stops inside vLLM's KV-cache size check with its message cut off (V0
+  ``worker.raise_if_cache_size_invalid``, V1 ``kv_cache_utils.get_kv_cache_config`` / ``check_enough_kv_cache_memory``):
+  ``kv_cache_check``, one of that check's two messages ("No available memory for the cache blocks" or the max-length
+  one); which, the log does not say.
 
 Every pattern is one ``re.search`` without nested repetition, so reading a log stays linear in its length.
 """
@@ -52,6 +58,7 @@ ErrorKind = Literal[
     "no_cache_blocks", "max_len_exceeds_kv", "kv_needed_exceeds_available", "free_memory_below_utilization",
     "cuda_oom_graph_capture", "cuda_oom_profile", "cuda_oom_load", "cuda_oom", "sglang_not_enough_memory",
     "tgi_prefill_tokens", "tgi_total_tokens", "cuda_oom_warmup", "llamacpp_alloc_failed", "nccl_error",
+    "kv_cache_check",  # added with Diagnosis schema 2: a traceback that stops in vLLM's KV-cache size check, no message
 ]
 
 
@@ -87,7 +94,8 @@ _TORCH_OOM = re.compile(
 )
 # "CUDA OOM": a user's shorthand beside the log; torch.OutOfMemoryError (torch.cuda.OutOfMemoryError before 2.5) is the
 # exception torch raises for a CUDA allocation that fails, named alone in a thread that leaves out its message
-_CUDA_OOM = re.compile(r"CUDA error: out of memory|CUDA out of memory|(?i:\bcuda oom\b)|\btorch\.(?:cuda\.)?OutOfMemoryError\b")
+_CUDA_OOM = re.compile(r"CUDA error: out of memory|CUDA out of memory|(?i:\bcuda oom\b)|\btorch\.(?:cuda\.)?OutOfMemoryError\b"
+                       r"|\bOOM when (?:loading|starting|launching)\b")  # a thread title's shorthand (vllm#5993), capitals only
 _SGLANG = re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static(?:\. Current value: [\w.]{0,40}mem_fraction_static=(\d*\.?\d+))?")
 _SGLANG_NO_KV = re.compile(
     r"Loaded weights leave no GPU memory for the KV cache\s+under\s+--mem-fraction-static=(\d*\.?\d+)\.(?:\s+Raise --mem-fraction-static\s+"
@@ -115,6 +123,13 @@ _GRAPH_PHASE = re.compile(
 _KV_SIZED = re.compile(r"GPU KV cache size: [\d,]+ tokens|# (?:GPU|cuda) blocks: [1-9]")
 _EAGER = re.compile(r"enforce_eager=True|--enforce-eager")
 _PROFILE_PHASE = re.compile(r"profile_run|determine_num_available_blocks|determine_available_memory|Memory profiling")
+# the weights loaded (V0 "Loading model weights took", V1 "Model loading took"): an OOM after it is in the profile run
+_LOADED = re.compile(r"Loading model weights took|Model loading took")
+# vLLM V1 gpu_model_runner._dummy_sampler_run / _dummy_pooler_run (profile_run): "CUDA out of memory occurred when
+# warming up sampler with {num_reqs} dummy requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` ..."
+_SAMPLER_WARMUP = re.compile(r"CUDA out of memory occurred when warming up (?:sampler|pooler)[^\n]{0,60}? with (\d+) dummy requests")
+# the frames of vLLM's KV-cache size check, in a traceback whose message the paste left out
+_KV_CHECK = re.compile(r"raise_if_cache_size_invalid|check_enough_kv_cache_memory|in get_kv_cache_config|get_kv_cache_config\(")
 _UNITS = {"KiB": 1024, "MiB": MIB, "GiB": GIB}
 
 
@@ -130,7 +145,7 @@ def _gib(s: str) -> float:
 
 def find_startup_error(text: str) -> StartupError | None:
     """The first start-up error of a known kind in ``text`` (the most specific message wins), else None."""
-    for finder in (_vllm_kv, _free_memory, _no_blocks, _other_engines, _oom, _nccl):
+    for finder in (_vllm_kv, _free_memory, _no_blocks, _other_engines, _oom, _nccl, _kv_check):
         found = finder(text)
         if found is not None:
             return found
@@ -182,6 +197,9 @@ def _no_blocks(text: str) -> StartupError | None:
 
 
 def _oom(text: str) -> StartupError | None:
+    warm = _SAMPLER_WARMUP.search(text)
+    if warm:  # the engine's own message: the profile run's sampler (or pooler) warm-up, with the batch it tried
+        return StartupError(kind="cuda_oom_profile", line=_line(text, warm), figures={"max_num_seqs": int(warm.group(1))})
     m = _TORCH_OOM.search(text) or _CUDA_OOM.search(text)
     if not m:
         return None
@@ -194,7 +212,7 @@ def _oom(text: str) -> StartupError | None:
     # the phase: the engine's last step before the error (a log may list the error before the lines that led to it)
     if _GRAPH_PHASE.search(text) or (_KV_SIZED.search(text) and not _EAGER.search(text)):
         kind = "cuda_oom_graph_capture"
-    elif _PROFILE_PHASE.search(text):
+    elif _PROFILE_PHASE.search(text) or _LOADED.search(text):
         kind = "cuda_oom_profile"
     elif re.search(r"Loading model weights|Starting to load model|load_weights", text):
         kind = "cuda_oom_load"
@@ -247,6 +265,11 @@ LLAMACPP_BUFFERS = tuple(name for name, _ in _LLAMACPP_WHICH)
 # needed"): a log that prints one and no version is read with the newest V0 memory profile, not the pinned V1 default.
 V0_ONLY_KINDS = ("max_len_exceeds_kv",)
 V1_FIRST = "0.8"  # vLLM 0.8.0 made the V1 engine the default (VLLM_USE_V1=1); data/engine_memory.yaml's V0 ranges end there
+
+
+def _kv_check(text: str) -> StartupError | None:
+    m = _KV_CHECK.search(text)
+    return StartupError(kind="kv_cache_check", line=_line(text, m)) if m else None
 
 
 def _nccl(text: str) -> StartupError | None:

@@ -57,10 +57,11 @@ def print_diagnosis(d) -> None:
         console.print("[green]starts[/green]: every start-up check passes")
     if d.edits:
         t = Table(title="edits, smallest first", header_style="bold")
-        for name in ("#", "edit", "starts", "KV tokens", "requests at max_model_len", "cost"):
+        for name in ("#", "edit", "starts", "KV tokens", "requests at max_model_len", "cost", "how sure, why"):
             t.add_column(name, overflow="fold")
         for i, e in enumerate(d.edits, 1):
-            t.add_row(str(i), cell(e.change), {True: "yes", False: "no", None: "not decided"}[e.starts], "?" if e.kv_cache_tokens is None else f"{e.kv_cache_tokens:,}", "?" if e.max_concurrency is None else str(e.max_concurrency), cell(e.cost))
+            sure = f"{(e.confidence or '').replace('_', ' ')}: {e.basis}" if e.basis else ""
+            t.add_row(str(i), cell(e.change), {True: "yes", False: "no", None: "not decided"}[e.starts], "?" if e.kv_cache_tokens is None else f"{e.kv_cache_tokens:,}", "?" if e.max_concurrency is None else str(e.max_concurrency), cell(e.cost), cell(sure))
         console.print(t)
     if d.fixed_command:
         console.print(f"fixed command: {cell(d.fixed_command)}")

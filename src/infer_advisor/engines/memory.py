@@ -17,7 +17,7 @@ overhead inside the budget, sliding-window layers holding their window, the KV c
 from functools import cache
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .._data import load_validated
 from .._paths import shipped
@@ -80,7 +80,18 @@ class ExpertPadding(BaseModel):
     below: str | None = Field(default=None, description="First engine version (within the range) this layout no longer applies to.")
     hidden: int = Field(ge=1, description="The hidden size is rounded up to a multiple of this.")
     intermediate: int = Field(ge=1, description="The per-rank expert intermediate size is rounded up to a multiple of this.")
+    bias_bytes: int | None = Field(
+        default=None, ge=1, le=4,
+        description="Bytes per element the kernel keeps the experts' biases in (null: the model dtype); see bias_source.",
+    )
+    bias_source: str | None = Field(default=None, description="Where bias_bytes was read (required with it).")
     source: str = Field(min_length=8)
+
+    @model_validator(mode="after")
+    def _bias_sourced(self) -> "ExpertPadding":
+        if self.bias_bytes is not None and not self.bias_source:
+            raise ValueError("expert_padding: bias_bytes needs a bias_source")
+        return self
 
 
 class MlaAbsorption(BaseModel):
@@ -104,6 +115,7 @@ class ExpandedZeroPoints(BaseModel):
     since: str | None = Field(default=None, description="First engine version (within the range) that does it (None: all).")
     formats: list[str] = Field(min_length=1, description="Weight formats (data/formats.yaml keys) with zero points that take this kernel.")
     compute_capability: float = Field(gt=0, description="The only compute capability the kernel runs on.")
+    kernel: Literal["machete"] = Field(default="machete", description="The kernel, as a start-up log names it ('Using MacheteLinearKernel').")
     source: str = Field(min_length=8)
 
 
@@ -197,9 +209,14 @@ class EngineMemoryProfile(BaseModel):
     zero_points_in_scale_dtype: ExpandedZeroPoints | None = Field(
         default=None, description="Zero points kept in the scales' dtype by the kernel the engine picks (None: as stored).")
 
-    def expands_zero_points(self, fmt_name: str, version: str | None, compute_capability: float | None) -> bool:
-        """Whether this engine version keeps ``fmt_name``'s zero points in the scales' dtype on a GPU of ``compute_capability``."""
+    def expands_zero_points(self, fmt_name: str, version: str | None, compute_capability: float | None,
+                            linear_kernel: str | None = None) -> bool:
+        """Whether this engine version keeps ``fmt_name``'s zero points in the scales' dtype on a GPU of ``compute_capability``;
+        a kernel the start-up log names (``linear_kernel``: machete, marlin) decides over the version's rule (a build may
+        backport the kernel choice: vLLM 0.18.0+rhaiv.14 prints 'Using MacheteLinearKernel for AWQMarlinLinearMethod')."""
         z = self.zero_points_in_scale_dtype
+        if z is not None and linear_kernel in ("machete", "marlin"):
+            return linear_kernel == z.kernel and fmt_name in z.formats
         return (z is not None and fmt_name in z.formats and compute_capability == z.compute_capability
                 and (z.since is None or version is None or version_key(version) >= version_key(z.since)))
 

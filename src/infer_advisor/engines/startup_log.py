@@ -111,6 +111,9 @@ class StartupLog(BaseModel):
     language_model_only: bool | None = Field(default=None, description="vLLM's --language-model-only: a multimodal checkpoint's encoder not loaded.")
     sampler: Literal["flashinfer", "pytorch"] | None = Field(
         default=None, description="vLLM's top-k/top-p sampler as its log names it (v1/sample/ops/topk_topp_sampler.py); None: not printed.")
+    linear_kernel: Literal["machete", "marlin"] | None = Field(
+        default=None, description="vLLM's mixed-precision linear kernel as its log names it ('Using MacheteLinearKernel for "
+        "AWQMarlinLinearMethod', model_executor/kernels/linear/mixed_precision); None: not printed.")
     lines: dict[str, str] = Field(default_factory=dict, description="The log line each figure was read from.")
 
 
@@ -179,7 +182,8 @@ def detect_engine(text: str) -> Engine | None:
     if has("KV Cache is allocated. #tokens", "sglang.launch_server", "ServerArgs(", "Load weight end.", "/sglang/srt/", "sglang serve",
            "--mem-fraction-static"):
         return "sglang"
-    if has("llama_kv_cache", "llama_model_loader", "load_tensors:", "llama_context:", "llama_new_context_with_model"):
+    if has("llama_kv_cache", "llama_model_loader", "load_tensors:", "llama_context:", "llama_new_context_with_model", "llama_model_load:",
+           "ggml_cuda_init:"):
         return "llama.cpp"
     if has("text_generation_launcher", "text_generation_router", "text_generation_server", "text-generation-inference"):
         return "tgi"
@@ -324,6 +328,7 @@ def _vllm(text: str) -> StartupLog:
     r.take("sampler", r"Using FlashInfer for top-p & top-k sampling()", lambda v: "flashinfer")
     r.take("sampler", r"Falling back to the PyTorch-native implementation of top-p & top-k sampling()", lambda v: "pytorch")
     r.take("sampler", r"FlashInfer top-p/top-k sampling is available but disabled()", lambda v: "pytorch")
+    r.take("linear_kernel", r"Using (Machete|Marlin)LinearKernel for", str.lower)
     r.take("gpu_name", r"GPU 0: ([^\n]+)", lambda s: s.strip())
     if log.kv_cache_tokens is None and log.kv_blocks is not None:
         block, _ = r.find.first(r"block_size[=:'\s]+(\d+)")

@@ -65,7 +65,7 @@ from .engine_terms import (
 from .formats import dtype_bytes, formats, weight_format
 from .lora import add_lora_term
 from .weights import expert_padding_ratio, group_bytes, weight_bytes_by_group, weights_bytes, weights_per_gpu
-from .weights_engine import engine_layout_bytes
+from .weights_engine import engine_layout_bytes, expert_bias_bytes
 
 __all__ = ["MemoryEstimate", "estimate_memory", "kv_bytes_per_token_per_gpu", "weight_bytes_by_group", "weights_bytes"]
 
@@ -187,7 +187,7 @@ def estimate_memory(
     memory_fraction: float | None = None, group_size: int | None = None, on_gpu: bool = True,
     draft_params: int = 0, draft_kv_elements_per_token: int = 0,
     memory: EngineMemoryProfile | None = None,
-    interconnect: str = "nvlink", compute_capability: float | None = None, sampler: str | None = None,
+    interconnect: str = "nvlink", compute_capability: float | None = None, sampler: str | None = None, linear_kernel: str | None = None,
     calibration: "MemoryCalibration | None" = None,
     gpu_memory_source: str = "given",
     engine_version: str | None = None,
@@ -208,7 +208,8 @@ def estimate_memory(
     ``max_num_batched_tokens`` / ``max_num_seqs``: the engine's settings (default: the profile's first tier, i.e.
     the caller resolves per-GPU defaults with :func:`infer_advisor.engines.memory.batch_defaults`);
     ``interconnect``: nvlink or pcie (communication buffers under TP; ``compute_capability`` < 9: pre-Hopper NCCL);
-    ``sampler``: the top-k/top-p sampler a log names (flashinfer, pytorch; None: the version's); ``calibration``: a memory calibration
+    ``sampler``: the top-k/top-p sampler a log names (flashinfer, pytorch; None: the version's); ``linear_kernel``: the
+    mixed-precision kernel a log names (machete, marlin; None: the version's rule for AWQ's zero points); ``calibration``: a memory calibration
     already matched to this engine version, GPU and layout; ``lora_slots`` x ``lora_rank``: vLLM's LoRA buffers (:mod:`.lora`).
     ``speculative``: a speculative decoder's shape (``--speculative-config``, :mod:`infer_advisor.engines.draft_shape`): its
     weights, KV layers and state pages (:mod:`.draft`); ``prefix_caching``: on (a hybrid's Mamba layers hold more pages);
@@ -226,7 +227,7 @@ def estimate_memory(
         request_tokens = context
         concurrency = min(concurrency, max_num_seqs)
     vision_mp = mp.model_copy(update={"loads_vision_tower": False}) if language_model_only else mp
-    w = _weights(model, vision_mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, (draft_params, speculative), sources, compute_capability)
+    w = _weights(model, vision_mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, (draft_params, speculative), sources, (compute_capability, linear_kernel))
     kv = _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_token, speculative)
     reserve = engine.memory_accounting in ("reserve", "reserve-free")
     prompt = min(input_tokens or request_tokens, request_tokens)
@@ -269,20 +270,24 @@ def _engine_figures(model, engine, mp, version, reserve, fit, kv, pp, context, m
     )
 
 
-def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, draft, sources, cc=None) -> dict:
+def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, draft, sources, kernel=(None, None)) -> dict:
     """Whole-model and per-GPU weight bytes in the engine's layout; a calibration's measured figure wins."""
     fmt = weight_format(quantization)
     pad = mp.expert_padding_for((quantization, fmt.expert_format or quantization), version)
     ratio = expert_padding_ratio(model, pad, tp)
     groups = group_bytes(model, quantization, dtype, group_size, checkpoint_bytes)
     per_gpu = weights_per_gpu(group_bytes(model, quantization, dtype, group_size, checkpoint_bytes, ratio), tp, pp)
-    extra, whole_model = engine_layout_bytes(model, mp, version, quantization, dtype, group_size, tp, pp, checkpoint_bytes, sources, cc)
+    extra, whole_model = engine_layout_bytes(model, mp, version, quantization, dtype, group_size, tp, pp, checkpoint_bytes, sources, *kernel)
     per_gpu += extra  # what the engine keeps whole on every rank or builds while loading (estimate/weights_engine.py)
     groups["other"] += whole_model
     if checkpoint_bytes:  # the published repository's stated size, split over the same groups
         sources["weights"] = "published checkpoint"
     if ratio != 1.0:
         sources["weights_layout"] = f"routed experts padded x{ratio:.3f} ({mp.label})"
+    biases = expert_bias_bytes(model, pad, dtype, tp, pp)
+    if biases:  # the experts' biases as the MoE kernel keeps them (fp32 under Triton MXFP4), the down bias on every rank
+        per_gpu += biases
+        sources["weights_expert_bias"] = f"routed experts' biases {biases / 2**20:+.0f} MiB per GPU ({mp.label})"
     if cal is not None and cal.weights_bytes and cal.model == model.name and cal.tp == tp:
         per_gpu, sources["weights"] = cal.weights_bytes, CALIBRATED
     params, shape = draft  # a published head's parameters (model dtype) and/or a --speculative-config draft (estimate/draft.py)

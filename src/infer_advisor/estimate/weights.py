@@ -104,7 +104,10 @@ def weights_bytes(
 def vision_tower_params(model: ModelFacts) -> int:
     """Parameters of a multimodal checkpoint's vision encoder and projector, from its config.json ``vision_config``
     (ViT layers: attention 4 h^2, MLP 2 or 3 h x intermediate (gated for silu), biases and norms; patch and position
-    embeddings; a merger / projector to the text width). 0 for a text-only model or an unfamiliar vision config. The
+    embeddings (``image_size`` / patch squared, or Qwen3-VL's ``num_position_embeddings`` table); a merger / projector to
+    the text width, and Qwen3-VL's DeepStack mergers, one per ``deepstack_visual_indexes`` entry, each a merger with
+    biases and a LayerNorm over the merged width: transformers Qwen3VLVisionModel, vLLM qwen3_vl.py 0.18.0 / 0.27.1
+    ``deepstack_merger_list`` of ``Qwen3_VisionPatchMerger(use_postshuffle_norm=True)``). 0 for a text-only model or an unfamiliar vision config. The
     model facts count the text decoder only (``multimodal``); engines that serve the checkpoint load both."""
     v = (model.config or {}).get("vision_config") if model.multimodal else None
     if not isinstance(v, dict):
@@ -119,13 +122,16 @@ def vision_tower_params(model: ModelFacts) -> int:
     patch = v.get("patch_size") if isinstance(v.get("patch_size"), int) else 14
     channels = v.get("num_channels") or v.get("in_channels") or 3
     temporal = v.get("temporal_patch_size") if isinstance(v.get("temporal_patch_size"), int) else 1
-    image = v.get("image_size")
+    image, table = v.get("image_size"), v.get("num_position_embeddings")
     positions = (image // patch) ** 2 * h if isinstance(image, int) and patch > 0 else 0
+    positions = table * h if isinstance(table, int) and table > 0 else positions  # Qwen3-VL's learned pos_embed table
     merge = v.get("spatial_merge_size") if isinstance(v.get("spatial_merge_size"), int) else 1
     out = v.get("out_hidden_size") if isinstance(v.get("out_hidden_size"), int) else model.hidden_size
     merged = h * merge * merge
     projector = merged * merged + merged * out if merge > 1 else h * out
-    return int(layers * per_layer + channels * temporal * patch * patch * h + h + positions + 2 * h + projector)
+    deepstack = v.get("deepstack_visual_indexes")  # Qwen3-VL: one more merger per tapped layer, LayerNorm over the merged width
+    extra_mergers = len(deepstack) * (projector + merged + out + 2 * merged) if isinstance(deepstack, list) else 0
+    return int(layers * per_layer + channels * temporal * patch * patch * h + h + positions + 2 * h + projector + extra_mergers)
 
 
 def text_config(model: ModelFacts) -> dict:

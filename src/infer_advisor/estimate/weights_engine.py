@@ -9,6 +9,7 @@ tensor-parallel rank, the tables and matrices it builds while loading (counted i
 - The rotary cos/sin tables (:mod:`.rotary`).
 - MLA's absorbed matrices (vLLM V0 0.7.1-0.7.3, :func:`mla_absorbed_bytes`).
 - Zero points a kernel keeps in the scales' dtype (vLLM's Machete on Hopper for AWQ, :func:`expanded_zero_point_bytes`).
+- Routed experts' biases as the MoE kernel keeps them (gpt-oss under vLLM's MXFP4 kernels, :func:`expert_bias_bytes`).
 """
 
 from __future__ import annotations
@@ -51,12 +52,28 @@ def expanded_zero_point_bytes(model: ModelFacts, quantization: str, dtype: str, 
     return quantized / group * (dtype_bytes(dtype) - fmt.zero_bytes) / (max(tp, 1) * max(pp, 1))
 
 
+def expert_bias_bytes(model: ModelFacts, padding, dtype: str, tp: int, pp: int) -> float:
+    """Bytes one GPU gains from the routed experts' biases (``model.params.expert_other``) in the engine's layout
+    ``padding`` (:class:`~infer_advisor.engines.memory.ExpertPadding`) over what the even split in the model dtype
+    counts: the gate_up bias (2 x intermediate) is split over TP, the down bias (hidden) is whole on every rank (vLLM
+    gpt_oss.py loads ``w2_bias`` unsplit and zeroes it on ranks > 0), both in ``padding.bias_bytes`` (fp32 under the
+    Triton MXFP4 kernels) or the model dtype. 0 without expert biases or a padded layout."""
+    n = model.params.expert_other
+    if padding is None or not n:
+        return 0.0
+    up, down = 2 * model.intermediate_size, model.hidden_size
+    per_rank = n * (up / max(tp, 1) + down) / (up + down) / max(pp, 1)
+    act = dtype_bytes(dtype)
+    return per_rank * (padding.bias_bytes or act) - n * act / (max(tp, 1) * max(pp, 1))
+
+
 def engine_layout_bytes(
     model: ModelFacts, mp, version: str | None, quantization: str, dtype: str, group_size: int | None, tp: int, pp: int,
-    checkpoint_bytes: int | None, sources: dict[str, str], compute_capability: float | None = None,
+    checkpoint_bytes: int | None, sources: dict[str, str], compute_capability: float | None = None, linear_kernel: str | None = None,
 ) -> tuple[float, float]:
     """(bytes one GPU holds beyond its shard, bytes the whole model gains) under the engine memory profile ``mp`` at
-    ``version``; each term that applies names itself in ``sources``. The whole-model figure is the vision encoder
+    ``version`` (``linear_kernel``: the mixed-precision kernel a start-up log names, which decides the zero points
+    over the version's rule); each term that applies names itself in ``sources``. The whole-model figure is the vision encoder
     (in no text-only count); the replicated parts are counted once there, and the built tables in no checkpoint."""
     per_gpu = whole_model = 0.0
     vision = vision_tower_params(model) * dtype_bytes(dtype) if (mp.loads_vision_tower and not checkpoint_bytes) else 0.0
@@ -77,7 +94,7 @@ def engine_layout_bytes(
     if absorbed:  # built after loading beside the raw projections (in no checkpoint)
         per_gpu += absorbed
         sources["weights_mla_absorbed"] = f"MLA absorbed matrices {absorbed / 2**30:.2f} GiB per GPU (data/engine_memory.yaml, {mp.label})"
-    if mp.expands_zero_points(quantization, version, compute_capability):
+    if mp.expands_zero_points(quantization, version, compute_capability, linear_kernel):
         zeros = expanded_zero_point_bytes(model, quantization, dtype, group_size, tp, pp)
         per_gpu += zeros
         sources["weights_zero_points"] = f"zero points in the scales' dtype +{zeros / 2**30:.2f} GiB per GPU (data/engine_memory.yaml, {mp.label})"

@@ -28,6 +28,9 @@ class ParamBreakdown(BaseModel):
         default=0, description="Part of `linear` a pre-quantized checkpoint stores unquantized, in the model dtype (the "
         "decoder modules its quantization_config's modules_to_not_convert / ignore list names; model_facts/unconverted.py).",
     )
+    expert_other: int = Field(
+        default=0, description="Part of `other` in routed MoE experts (gpt-oss: every expert's gate_up and down biases)."
+    )
 
 
 class SafetensorsSummary(BaseModel):

@@ -382,7 +382,7 @@ def count_parameters(a: Arch) -> Counts:
     for mixer, n in a.mixer_counts().items():
         body = body + _mixer(a, mixer) * n
     body = body + _indexer(a) * a.indexer_layers() if a.indexer_layers() else body
-    expert = expert_active = idle_other = 0
+    expert = expert_active = idle_other = expert_other = 0
     for mlp, n in a.mlp_counts().items():
         if mlp == "dense":
             body = body + _dense_mlp(a) * n
@@ -392,13 +392,14 @@ def count_parameters(a: Arch) -> Counts:
             expert += exp * n
             expert_active += exp_active * n
             idle_other += (a.num_experts - a.experts_per_token) * _routed_expert_other(a) * n  # biases of experts not routed to
+            expert_other += a.num_experts * _routed_expert_other(a) * n
     final_norm = (2 * a.hidden) if a.model_type == "falcon" else a.hidden  # Falcon: LayerNorm with bias
     if a.model_type == "deepseek_v4":  # the hyper-connection head that collapses the hc_mult streams (hc_fn, hc_base, hc_scale)
         m = a.int("hc_mult", minimum=1)
         final_norm += m * m * a.hidden + m + 1
     other = body.other + final_norm
     breakdown = ParamBreakdown(
-        embedding=embedding, lm_head=lm_head, linear=body.linear, other=other, expert_linear=expert
+        embedding=embedding, lm_head=lm_head, linear=body.linear, other=other, expert_linear=expert, expert_other=expert_other
     )
     total = embedding + lm_head + body.linear + other
     active = total - expert + expert_active - idle_other

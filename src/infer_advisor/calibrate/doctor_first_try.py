@@ -1,0 +1,160 @@
+"""What an on-call engineer tries first when the log's figures decide nothing: the doctor's last resort.
+
+    >>> first_try_edits(StartupError(kind="cuda_oom", line="torch.OutOfMemoryError: ..."), "vllm", None, None, 1)[0].change
+    '--enforce-eager'
+
+Used only where every other path (the memory model, the engine's printed figures, its own advice) gave no edit. Each
+edit is a direction read from what failed, never a number the log does not support: a value is the engine's documented
+default or the log's own setting moved one step (halved, doubled, 0.05), and every one is marked ``starts=None`` with
+``confidence="first_try"`` and its reason in ``basis``. Retrospective: written after batches 1-6 (their "no edit"
+entries sf05, sf06, sf18, sf23, sf27, sf33, sf65, sf72 prompted it; docs/doctor.md).
+"""
+
+from __future__ import annotations
+
+from .doctor_edits import Edit
+from .startup_errors import StartupError
+
+GIB = 2**30
+DEFAULT_UTILIZATION = 0.90  # vLLM's --gpu-memory-utilization default (EngineArgs, every release 0.2-0.33)
+UTILIZATION_STEP = 0.05  # the step the engine's own "No available memory ..." advice is taken by elsewhere (doctor_figures)
+MAX_FIRST_TRY_UTILIZATION = 0.95  # above it the room for CUDA graphs and the CUDA context is under 5% of the GPU
+# A torch OOM whose GPU has under this share free when a small allocation failed: the budget was already allocated
+# (the KV cache), so what failed is allocated after it (CUDA graphs, warm-up); vllm#15598 (sf18: 448 KiB free of 44.53
+# GiB, 2 MiB asked) prompted it.
+FULL_GPU_SHARE = 0.01
+SGLANG_FAQ_FRACTION = 0.80  # docs.sglang.io references/faq "CUDA Out of Memory": "such as 0.8 or 0.7"
+
+
+def first_try_edits(error: StartupError | None, engine: str, max_model_len: int | None, utilization: float | None,
+                    tp: int | None, free_note: str | None = None) -> list[Edit]:
+    """The ranked first tries for ``error`` where no figure decides an edit (empty: none is a first try)."""
+    if error is None:
+        return []
+    if error.kind == "free_memory_below_utilization" and free_note:
+        return [_free_gpu(error)]
+    if error.kind == "nccl_error":
+        return [_nccl(max_model_len)]
+    if engine == "sglang" and error.kind.startswith("cuda_oom"):
+        return _sglang_oom(utilization)
+    if engine == "tgi" and error.kind.startswith("cuda_oom"):
+        return [_edit("--max-batch-prefill-tokens 2048", ["--max-batch-prefill-tokens", "2048"], "half of TGI's default 4096 prefill "
+                      "tokens per batch (longer prompts are split or refused)", 0.3, "TGI's warm-up is a batch of max_batch_prefill_tokens, "
+                      "and its own message says to decrease it"), _tp(tp, "weights per GPU halve", "--num-shard")]
+    if engine != "vllm":
+        return []
+    kind, u = error.kind, utilization or DEFAULT_UTILIZATION
+    if kind in ("cuda_oom", "cuda_oom_load") and _after_budget(error):
+        kind = "cuda_oom_graph_capture"
+    if kind == "cuda_oom_graph_capture":
+        return [_eager("a small allocation failed with the GPU full: what vLLM allocates after sizing the KV cache is the "
+                       "CUDA-graph pool, which eager mode does not capture"), _utilization(u, -1, "leaves more of the GPU "
+                       "outside the budget for what is allocated after the KV cache"), *_shorter(max_model_len, "fewer KV blocks")]
+    if kind == "cuda_oom_profile" and "max_num_seqs" in error.figures:  # the engine's message names the batch it tried
+        seqs = max(int(error.figures["max_num_seqs"]) // 2, 1)
+        return [_edit(f"--max-num-seqs {seqs}", ["--max-num-seqs", str(seqs)], f"{int(error.figures['max_num_seqs'])} -> {seqs} "
+                      "sequences at once (throughput)", 0.2, "the engine's own advice in its sampler warm-up message (lower "
+                      "max_num_seqs); halved, how far is not decided", max_model_len, "engine_advice"),
+                _utilization(u, -1, "the engine's message names gpu_memory_utilization as its second remedy")]
+    if kind == "cuda_oom_profile":
+        return [*_shorter(max_model_len, "vLLM's profile run is a batch of max_num_batched_tokens, max_model_len without "
+                          "chunked prefill (V0), so its activation peak falls with it"), _max_num_seqs()]
+    if kind == "cuda_oom_load":
+        return [_tp(tp, "the weights do not fit one GPU: each of twice the GPUs loads half")]
+    if kind == "cuda_oom":  # the phase is not in the log: the cheapest remedies of each phase, cheapest first
+        return [_eager("the commonest start-up OOM after the KV cache is sized is the CUDA-graph capture, which eager mode "
+                       "skips (the log does not show the phase)"), _utilization(u, -1, "leaves more of the GPU outside the "
+                       "budget for what is allocated after the KV cache"), *_shorter(max_model_len, "a smaller profile run and "
+                       "fewer KV blocks"), _tp(tp, "if the weights do not fit one GPU, each of twice the GPUs loads half")]
+    if kind in ("kv_cache_check", "no_cache_blocks"):
+        out = [_utilization(u, +1, "the advice of both of vLLM's KV-cache check messages (\"Try increasing "
+                            "`gpu_memory_utilization`\")")] if u + UTILIZATION_STEP <= MAX_FIRST_TRY_UTILIZATION + 1e-9 else []
+        return out + [*_shorter(max_model_len, "one request of max_model_len needs fewer KV blocks (and V0's profile run shrinks)"),
+                      _tp(tp, "weights per GPU halve, which leaves KV room when the weights fill the budget")]
+    return []
+
+
+def _nccl(max_model_len: int | None) -> Edit:
+    return Edit(change="NCCL_P2P_DISABLE=1 (environment)", argv=["NCCL_P2P_DISABLE=1"], starts=None, kv_cache_tokens=None,
+                max_concurrency=None, max_model_len=max_model_len or 0, cost="all-reduce through host memory instead of "
+                "peer-to-peer (slower at TP > 1)", cost_rank=0.4, confidence="first_try",
+                basis="NCCL names no cause; peer-to-peer transport between the GPUs is the usual one at start-up (a "
+                "container without --ipc=host, IOMMU, a driver without P2P); run with NCCL_DEBUG=INFO to see which")
+
+
+def _sglang_oom(fraction: float | None) -> list[Edit]:
+    """SGLang's own advice for an out of memory (docs/references/faq: "decrease --mem-fraction-static to a smaller value,
+    such as 0.8 or 0.7"; "if OOM occurs during prefill, try reducing --chunked-prefill-size to 4096 or 2048")."""
+    value = round(fraction - UTILIZATION_STEP, 2) if fraction else SGLANG_FAQ_FRACTION
+    out = [_edit(f"--mem-fraction-static {value:.2f}", ["--mem-fraction-static", f"{value:.2f}"], "a smaller KV pool (fewer "
+                 "requests at once)", 0.1, "SGLang's FAQ for an out of memory: a smaller static fraction leaves more for "
+                 "activations and CUDA graphs" + ("; one step of 0.05 below the log's value" if fraction else "; the FAQ's 0.8"))]
+    return out + [_edit("--chunked-prefill-size 2048", ["--chunked-prefill-size", "2048"], "prefill in chunks of 2,048 tokens "
+                        "(slower long prompts)", 0.3, "SGLang's FAQ for an out of memory during prefill (its 2048)")]
+
+
+def _after_budget(error: StartupError) -> bool:
+    f = error.figures
+    return {"free_bytes", "total_bytes", "requested_bytes"} <= f.keys() and f["free_bytes"] < FULL_GPU_SHARE * f["total_bytes"] \
+        and f["requested_bytes"] < FULL_GPU_SHARE * f["total_bytes"]
+
+
+def _edit(change: str, argv: list[str], cost: str, rank: float, basis: str, max_model_len: int | None = None,
+          confidence: str = "first_try") -> Edit:
+    return Edit(change=change, argv=argv, starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=max_model_len or 0,
+                cost=cost, cost_rank=rank, confidence=confidence, basis=f"not decided by the log's figures: {basis}")
+
+
+def _eager(why: str) -> Edit:
+    return _edit("--enforce-eager", ["--enforce-eager"], "decode steps without CUDA graphs (slower at small batches)", 0.3, why)
+
+
+def _utilization(u: float, sign: int, why: str) -> Edit:
+    value = round(min(max(u + sign * UTILIZATION_STEP, 0.05), MAX_FIRST_TRY_UTILIZATION), 2)
+    cost = "less memory for the KV cache" if sign < 0 else "less room outside the budget (CUDA graphs, other processes)"
+    return _edit(f"--gpu-memory-utilization {value:.2f}", ["--gpu-memory-utilization", f"{value:.2f}"], f"{u:.2f} -> {value:.2f}: {cost}",
+                 0.05, f"{why}; one step of {UTILIZATION_STEP}, how far is not decided")
+
+
+def _shorter(max_model_len: int | None, why: str) -> list[Edit]:
+    """Half the context where the log or the options state it; without it no number is offered."""
+    if not max_model_len or max_model_len < 2048:
+        return []
+    half = max_model_len // 2
+    return [_edit(f"--max-model-len {half}", ["--max-model-len", str(half)], f"context {max_model_len:,} -> {half:,} tokens (50% shorter)",
+                  0.5, f"{why}; halved, how far is not decided", half)]
+
+
+def _max_num_seqs() -> Edit:
+    return _edit("--max-num-seqs 128", ["--max-num-seqs", "128"], "half of vLLM's default 256 sequences at once (throughput)", 0.6,
+                 "the profile run's sampler warm-up is a batch of max_num_seqs sequences; half of the default 256")
+
+
+def _tp(tp: int | None, why: str, flag: str = "--tensor-parallel-size") -> Edit:
+    n = 2 * (tp or 1)
+    return _edit(f"{flag} {n}", [flag, str(n)], f"{n} GPUs instead of {tp or 1}", 0.6, why)
+
+
+def _free_gpu(error: StartupError) -> Edit:
+    held = (error.figures["total_bytes"] - error.figures["free_bytes"]) / GIB
+    return Edit(change=f"free the GPU ({held:.2f} GiB held by other processes)", argv=[], starts=None, kv_cache_tokens=None,
+                max_concurrency=None, max_model_len=0, cost="stop what holds it (nvidia-smi lists it) or start on another GPU",
+                cost_rank=1.0, confidence="first_try",
+                basis="no flag starts: the free memory the engine printed holds no model; whether it then starts needs the model")
+
+
+_BASIS = {
+    "engine_figures": "the engine's own start-up check on the figures the log printed",
+    "memory_model": "the memory model with this one setting changed; its KV error on logs it was not fitted to is in docs/accuracy.md §2",
+    "engine_advice": "the direction the engine's message (or the failure) gives; how far is not decided by the log's figures",
+}
+
+
+def label_edits(edits: list[Edit], memory_model: bool) -> list[Edit]:
+    """Every edit says how sure it is and why (schema 2): an edit made without a label is decided by the memory model
+    where it ran, else by the engine's own arithmetic on the printed figures (SGLang, TGI, llama.cpp), or is advice."""
+    out = []
+    for e in edits:
+        conf = e.confidence or ("engine_advice" if e.starts is None else ("memory_model" if memory_model else "engine_figures"))
+        out.append(e.model_copy(update={"confidence": conf, "basis": e.basis or _BASIS.get(conf)}))
+    return out
