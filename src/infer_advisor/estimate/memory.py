@@ -189,8 +189,7 @@ def estimate_memory(
     memory: EngineMemoryProfile | None = None,
     interconnect: str = "nvlink", compute_capability: float | None = None, sampler: str | None = None, linear_kernel: str | None = None,
     calibration: "MemoryCalibration | None" = None,
-    gpu_memory_source: str = "given",
-    engine_version: str | None = None,
+    gpu_memory_source: str = "given", engine_version: str | None = None,
     checkpoint_bytes: int | None = None, lora_slots: int = 0, lora_rank: int = 0,
     speculative: "DraftShape | None" = None, prefix_caching: bool = False, language_model_only: bool = False,
 ) -> MemoryEstimate:
@@ -209,8 +208,8 @@ def estimate_memory(
     the caller resolves per-GPU defaults with :func:`infer_advisor.engines.memory.batch_defaults`);
     ``interconnect``: nvlink or pcie (communication buffers under TP; ``compute_capability`` < 9: pre-Hopper NCCL);
     ``sampler``: the top-k/top-p sampler a log names (flashinfer, pytorch; None: the version's); ``linear_kernel``: the
-    mixed-precision kernel a log names (machete, marlin; None: the version's rule for AWQ's zero points); ``calibration``: a memory calibration
-    already matched to this engine version, GPU and layout; ``lora_slots`` x ``lora_rank``: vLLM's LoRA buffers (:mod:`.lora`).
+    mixed-precision kernel a log names (machete, marlin; None: the version's rule for AWQ's zero points); ``calibration``: a
+    memory calibration matched to this engine version, GPU and layout; ``lora_slots`` x ``lora_rank``: LoRA buffers (:mod:`.lora`).
     ``speculative``: a speculative decoder's shape (``--speculative-config``, :mod:`infer_advisor.engines.draft_shape`): its
     weights, KV layers and state pages (:mod:`.draft`); ``prefix_caching``: on (a hybrid's Mamba layers hold more pages);
     ``language_model_only``: vLLM's --language-model-only (the vision encoder is not loaded).
