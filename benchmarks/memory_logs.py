@@ -39,10 +39,11 @@ BATCHES = {
     "issue-23c": (HERE / "published" / "startup_logs_prospective_c.json", "9cdd0b4"),
     "issue-23d": (HERE / "published" / "startup_logs_prospective_d.json", "82219fd"),  # main with memfix4's frozen model (3d175d7)
     "issue-23e": (HERE / "published" / "startup_logs_prospective_e.json", "98c58dc"),  # main with memfix5's frozen model (c2c32fe)
+    "issue-23f": (HERE / "published" / "startup_logs_prospective_f.json", "47da8f9"),  # main with memfix6's frozen model (42d2016)
 }
 # The label each later batch's rows carry in the new-logs table and the prefix of its own summary lines.
 BATCH_LABELS = {"issue-23b": ("batch 2", "batch2_"), "issue-23c": ("batch 3", "batch3_"), "issue-23d": ("batch 4", "batch4_"),
-                "issue-23e": ("batch 5", "batch5_")}
+                "issue-23e": ("batch 5", "batch5_"), "issue-23f": ("batch 6", "batch6_")}
 GIB = 2**30
 
 

@@ -157,3 +157,28 @@ def test_batch5_was_predicted_before_it_was_graded(ml):
             assert e.get("outcome") == "refused" and e["measured"]["weights_gib"], e["id"]
         p = data["predictions"][e["id"]]
         assert p["outcome"] in ("starts", "refused") and p["kv_cache_gib"] >= 0 and 0 < p["weights_gib"] < 300, e["id"]
+
+
+def test_batch6_was_predicted_before_it_was_graded(ml):
+    """Batch 6 (issue 23, session 5, memlogs6): at least 20 logs never used before, each sourced and quoted (a URL, or a
+    public GitHub file named by its stored-index id), the printed token figure in its quote, every one with a
+    'Model loading took' figure, and predicted by the frozen code of the session's merged main before any grading."""
+    import json
+
+    path, frozen = ml.BATCHES["issue-23f"]
+    data = json.loads(path.read_text())
+    new = [e for e in ml.entries() if e.get("collected") == "issue-23f"]
+    assert len(new) >= 20 and data["batch"] == "issue-23f" and data["code_commit"] and frozen
+    assert {e["tp"] for e in new} >= {1, 4} and {e["quantization"] for e in new} >= {"none", "awq", "gptq", "fp8", "nvfp4"}
+    older = {e["source"] for e in ml.entries() if e.get("collected") != "issue-23f"}
+    for e in new:
+        s = e["source"]
+        assert (s.startswith("https://") or "stored-index file id" in s) and s not in older, e["id"]
+        assert e["measured"]["weights_gib"] > 0 and str(e["measured"]["weights_gib"]) in e["quoted"], e["id"]
+        tokens = e["measured"]["kv_cache_tokens"]
+        if tokens:  # the printed figure is in the quote as written
+            assert f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"], e["id"]
+        else:
+            assert e.get("outcome") == "refused", e["id"]
+        p = data["predictions"][e["id"]]
+        assert p["outcome"] in ("starts", "refused") and p["kv_cache_gib"] >= 0 and 0 < p["weights_gib"] < 300, e["id"]
