@@ -33,6 +33,7 @@ from .doctor_command import any_kv, engine_try_flags, min_slots, model_setup, se
 from .doctor_ledger import binding, ledger, logged_only, predicted_error
 from .startup_errors import StartupError, find_startup_error
 from ..engines.startup_log import StartupLog
+from ..engines.versions import version_key
 
 GIB = 2**30
 SCHEMA_VERSION = 3
@@ -316,7 +317,7 @@ def _version(log: StartupLog, given: str | None, error: StartupError | None = No
 
 def _newest_v0() -> str:
     """The first version of the newest vLLM memory profile before V1 became the default (data/engine_memory.yaml)."""
-    from ..engines.memory import memory_profiles, version_key
+    from ..engines.memory import memory_profiles
     from .startup_errors import V1_FIRST
 
     v0 = [p for p in memory_profiles()["vllm"] if p.below is not None and version_key(p.below) <= version_key(V1_FIRST)]
@@ -324,8 +325,6 @@ def _newest_v0() -> str:
 
 
 def _generation(engine: str, version: str | None) -> Literal["V0", "V1"] | None:
-    from ..engines.memory import version_key
-
     if engine != "vllm" or not version:
         return None
     return "V0" if version_key(version) < (0, 8) else "V1"
