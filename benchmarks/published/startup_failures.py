@@ -78,7 +78,7 @@ class Failure(BaseModel):
                                           "2's changes (sf47); 4: after batch 3's changes (sf48-sf62), graded prospectively; 5: after batch 4's "
                                           "changes (sf63-sf77), graded prospectively; 6: after batch 5's changes (sf78-sf81); 7: "
                                           "gathered before docfix6's freeze (sf82-sf112), graded prospectively; 8: gathered before "
-                                          "docfix7's freeze (sf113-sf136), graded prospectively.")
+                                          "docfix7's freeze (sf113-sf140), graded prospectively.")
     url: str = Field(pattern=r"^https://github\.com/")
     engine: Literal["vllm", "sglang", "tgi", "llama.cpp"]
     engine_version: str | None
