@@ -23,7 +23,11 @@ import argparse
 import json
 import math
 import statistics
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results_io import read_text  # noqa: E402
 
 import numpy as np
 
@@ -161,7 +165,7 @@ def main() -> int:
     args = ap.parse_args()
     raw: dict = {}
     for f in args.files:
-        d = json.loads(f.read_text())
+        d = json.loads(read_text(f))
         for k, v in d.items():
             if isinstance(v, list) and isinstance(raw.get(k), list):
                 raw[k] = raw[k] + v

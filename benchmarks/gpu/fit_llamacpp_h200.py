@@ -2,8 +2,8 @@
 
     PYTHONPATH=src:. python benchmarks/gpu/fit_llamacpp_h200.py \\
         --batched benchmarks/results/h200/llamacpp-fit-2026-12-03/batched-f16-kvu.jsonl \\
-        --closed benchmarks/results/h200/llamacpp-fit-2026-12-03/closed-long.json \\
-        --short benchmarks/results/h200/llamacpp-fit-2026-12-03/closed-short.json \\
+        --closed benchmarks/results/h200/llamacpp-fit-2026-12-03/closed-long.json.gz \\
+        --short benchmarks/results/h200/llamacpp-fit-2026-12-03/closed-short.json.gz \\
         --server-log benchmarks/results/h200/llamacpp-fit-2026-12-03/server-deploy-fit.log
 
 Each term is solved on the step model the user's plan builds (Llama-3.1-8B, H200, llama.cpp, gguf-f16), one
@@ -29,7 +29,11 @@ import argparse
 import json
 import re
 import statistics
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results_io import read_text  # noqa: E402
 
 from infer_advisor.estimate.speed_data import engine_speed, engine_speeds as engines_file, kernels
 from infer_advisor.estimate.step_time import build_step_model
@@ -102,7 +106,7 @@ def _set(sm, **attrs):
 
 
 def levels(path: Path) -> list[dict]:
-    return json.loads(path.read_text())["levels"]
+    return json.loads(read_text(path))["levels"]
 
 
 def fit_sampler(sm, short: list[dict], in_tokens: float, out_tokens: float) -> tuple[float, list]:

@@ -1,6 +1,6 @@
 """Fit the LoRA step term's GPU coefficients (data/lora.yaml ``kernels``) to the H200 kernel measurement.
 
-    python benchmarks/gpu/fit_lora.py benchmarks/results/h200/lora-kernels-2026-12-03/lora_kernels.json
+    python benchmarks/gpu/fit_lora.py benchmarks/results/h200/lora-kernels-2026-12-03/lora_kernels.json.gz
     python benchmarks/gpu/fit_lora.py --bgmv lora_bgmv.json 2.69e-6 0.2   # the re-read rate from a --bgmv-only run
 
 Uses the ``triton_sgmv`` rows of benchmarks/gpu/lora_kernels.py: its own Triton kernels launched the way vLLM V1's
@@ -26,6 +26,9 @@ import math
 import statistics
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results_io import read_text  # noqa: E402
 
 BW, PEAK = 4.8e12, 989.4e12  # H200 datasheet (data/gpus.yaml)
 EPS = 81_920  # A and B elements per slot per unit rank per Llama-3.1-8B layer
@@ -97,7 +100,7 @@ def regime_errors(rows: list[dict], c: dict) -> dict:
 def bgmv_ratio(path: Path, k: float, eta_bw: float) -> None:
     """The re-read rate from a ``--bgmv-only`` run: per-token kernels read each token's adapter weights, so with the launch
     floor and the activation term fixed, what is left per layer is T x slot / (ratio x BW); prints the median ratio."""
-    data = json.loads(path.read_text())
+    data = json.loads(read_text(path))
     ratios = []
     for r in data["rows"]:
         if r.get("method") != "triton_bgmv" or r.get("lora_s", 0) <= 0:
@@ -114,7 +117,7 @@ def main(argv: list[str]) -> int:
     if len(argv) > 3 and argv[1] == "--bgmv":  # fit_lora.py --bgmv lora_bgmv.json KERNEL_S ETA_BW
         bgmv_ratio(Path(argv[2]), float(argv[3]), float(argv[4]))
         return 0
-    data = json.loads(Path(argv[1]).read_text())
+    data = json.loads(read_text(Path(argv[1])))
     rows = [r for r in data["rows"] if r.get("method") == "triton_sgmv" and r.get("lora_s", 0) > 0]
     k, k_err = launch_floor(rows)
     coeffs, err = fit(rows, k)

@@ -15,7 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results_io import read_text  # noqa: E402
 
 from infer_advisor.estimate.step_time import build_step_model, decode_shape
 from infer_advisor.hardware import lookup_gpu
@@ -29,7 +33,7 @@ def rows() -> list[dict]:
     gpu = lookup_gpu("H200")
     out = []
     for f in FILES:
-        for r in json.loads(f.read_text()).get("decode_step", []):
+        for r in json.loads(read_text(f)).get("decode_step", []):
             if "seconds" not in r:
                 continue
             model = resolve_model(r["model"], source="catalog")

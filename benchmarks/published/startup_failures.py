@@ -68,6 +68,16 @@ class Settings(BaseModel):
     enforce_eager: bool | None = None
 
 
+class GpusPresent(BaseModel):
+    """The GPUs the machine has, where the thread states the count (docfix7)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    count: int = Field(ge=1)
+    quote: str = Field(min_length=3, description="The thread's words that state it (as in gpu_as_stated).")
+    how: str | None = Field(default=None, description="Where the count follows from the words (an instance type's GPUs).")
+
+
 class Failure(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -85,7 +95,8 @@ class Failure(BaseModel):
     version_note: str | None = None
     gpu_as_stated: str | None
     gpu: str | None = Field(description="GPU catalog name (infer-advisor gpus), null when not stated or not in it.")
-    gpu_count: int | None = Field(ge=1)
+    gpu_count: int | None = Field(ge=1, description="GPUs the run used.")
+    gpus_present: GpusPresent | None = Field(default=None, description="GPUs the machine has, where the thread states it.")
     tp: int | None = Field(ge=1)
     model: str = Field(min_length=3)
     catalog_model: str | None
@@ -105,6 +116,8 @@ class Failure(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Failure:
+        if self.gpus_present is not None and self.gpus_present.quote not in (self.gpu_as_stated or "") + self.log:
+            raise ValueError("gpus_present.quote is not in gpu_as_stated or the log lines")
         if self.engine_version is None and not self.version_note:
             raise ValueError("engine_version null needs a version_note saying what is known")
         words = re.sub(r"\s+", " ", self.log)

@@ -48,7 +48,8 @@ def test_vllm_0_8_0_to_0_8_2_runs_v0_with_lora(llama8b):
     """vLLM 0.8.0-0.8.2 fall back to V0 when LoRA is on (arg_utils._is_v1_supported_oracle, read at 0.8.2); 0.8.3 runs
     LoRA on V1. With LoRA the 0.8.2 plan takes the V0 memory profile, without it the version's own (V1)."""
     from infer_advisor.engines.lora import lora_memory_version
-    from infer_advisor.engines.memory import engine_settings, memory_profile
+    from infer_advisor.engines.memory import memory_profile
+    from infer_advisor.engines.settings import engine_settings
 
     assert lora_memory_version("vllm", "0.8.0") == lora_memory_version("vllm", "0.8.2") == "0.7.3"
     assert lora_memory_version("vllm", "0.8.3") == "0.8.3" and lora_memory_version("vllm", "0.19.0") == "0.19.0"
@@ -67,7 +68,7 @@ def test_vllm_0_8_0_to_0_8_2_runs_v0_with_lora(llama8b):
 def test_v0_keeps_chunked_prefill_off_with_lora(llama8b):
     """vLLM V0 turns chunked prefill on above 32K tokens only without LoRA ('and not self.enable_lora', arg_utils 0.5.3-0.8.2):
     with adapters a 0.7.3 plan at 131072 tokens profiles the whole max_model_len, not a 2048-token chunk."""
-    from infer_advisor.engines.memory import engine_settings
+    from infer_advisor.engines.settings import engine_settings
 
     assert engine_settings("vllm", "0.7.3", None).profile.chunked_prefill_above == 32768
     assert engine_settings("vllm", "0.7.3", None, lora=lora_profile("vllm", "0.7.3")).profile.chunked_prefill_above is None

@@ -260,6 +260,24 @@ def test_llama_server_prompt_batch_host_time_is_inside_the_step():
     assert 0.002 < prof.request_overhead_s.value < 0.006  # outside the slot only: HTTP, tokenisation, the first send
 
 
+def test_llama_server_busy_slot_steps_match_the_servers_own_on_calls_a_to_f():
+    # RETROSPECTIVE (fitted on calls A-F, benchmarks/gpu/refit_llamacpp_server.py): the server's own decode step at
+    # 1-4 busy slots, regressed from its log, against the model's; the per-slot host term stays physical (0.2-1 ms)
+    import json
+    from pathlib import Path
+
+    prof = engine_speed("llama.cpp", gpu="H200")
+    per_slot = prof.per_sequence_s.value + LLAMA8B.vocab_size * prof.sampler_s_per_vocab.value
+    assert 2e-4 < per_slot < 1e-3 and prof.sampler_s_per_vocab != engine_speed("llama.cpp").sampler_s_per_vocab
+    root = Path(__file__).resolve().parents[2] / "benchmarks/results/h200/llamacpp-refit-a-f.json"
+    runs = json.loads(root.read_text())["runs"]
+    assert sorted(runs) == list("ABCDEF")
+    for run in runs.values():
+        sm = build_step_model(resolve_model(run["model"], source="catalog"), gpu=H200, engine="llama.cpp", quantization="gguf-f16")
+        for busy, measured_ms in enumerate(run["server_decode_ms_1_4"], start=1):
+            assert sm.seconds(decode_shape(busy, 1237)) * 1e3 == pytest.approx(measured_ms, rel=0.08)
+
+
 def test_coefficients_measured_on_a_gpu_replace_the_fitted_ones_there_only():
     here, there, wide = engine_speed("llama.cpp", gpu="H200"), engine_speed("llama.cpp", gpu="A100-80GB"), engine_speed("llama.cpp")
     assert here.step_overhead_s.kind in ("measured", "assumed") and here.step_overhead_s != wide.step_overhead_s

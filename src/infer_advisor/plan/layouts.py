@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..engines.memory import engine_settings
+from ..engines.settings import engine_settings
 from ..engines.profiles import EngineProfile, engine_profile, engine_profiles
 from ..estimate.formats import weight_format
 from ..estimate.memory import MemoryEstimate, estimate_memory
@@ -220,7 +220,8 @@ class _EngineSearch:
         version = request.engine_version if request.engine == self.ev.value else None
         on_gpu, hw = t.on_gpu, t.hw
         settings = engine_settings(profile.name, version, hw.gpu if on_gpu else None, tp=layout.tp, pp=layout.pp,
-                                   lora=lora_profile(profile.name, version or profile.version) if request.lora_adapters else None)
+                                   lora=lora_profile(profile.name, version or profile.version) if request.lora_adapters else None,
+                                   enforce_eager=request.enforce_eager)
         cal = (
             t.calibrations.memory_for(profile.name, settings.version, hw.gpu.name, layout.gpus, strict=request.calibration_mismatch == "refuse")
             if (t.calibrations and on_gpu) else None
