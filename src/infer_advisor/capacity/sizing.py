@@ -283,8 +283,8 @@ def _result(request, targets, w, rate, evaluated, refused, options, notes, secon
         else:
             why.append(f"{r.gpu} {r.layout} {r.engine} {r.quantization}: {r.total_gpus} GPUs against {chosen.total_gpus}")
     per_gpu: dict[str, Candidate] = {}
-    for c in cands:
-        per_gpu.setdefault(c.gpu, c)
+    for c in cands:  # the chosen option's row is the chosen option, its TTFT band included
+        per_gpu.setdefault(c.gpu, chosen if chosen is not None and _key(c) == _key(chosen) else c)
     for c in refused:
         per_gpu.setdefault(c.gpu, c)
     front = pareto_front(evaluated)
