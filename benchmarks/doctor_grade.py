@@ -28,6 +28,9 @@ it) and what the thread states of the setup as options (--gpu, --model as the ca
   value at least as conservative as the thread's working one where the thread gives a number (a context at or under
   it, a utilization at or past it in the fix's direction, a TP at or above it); where the thread states no number, the
   knob and direction alone (marked ``direction only``);
+- **needs GPUs that are not there** (grade schema 3, docfix7, retrospective: prompted by batch 7's sf82 and sf97): the
+  entry's ``gpus_present`` (the GPUs the thread says the machine has, with its words) is passed as ``--gpus``, and a
+  first edit that needs more GPUs than that fails (``decided_by: hardware``), before any other rule;
 - **ledger**: every ledger line the log printed a figure for, and the in-budget sum against utilization x total,
   within 3%;
 - **KV after the fix**: where the thread prints the KV capacity of the setup that worked, the doctor's figure for that
@@ -45,7 +48,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 GIB = 2**30
-GRADE_SCHEMA = 2  # 2: decided_by, model_check_why, fix_match_why per row; starts_by_* columns; held_aside and all totals
+GRADE_SCHEMA = 3  # 2: decided_by, model_check_why, fix_match_why per row; starts_by_* columns; held_aside and all totals
+# 3 (docfix7, retrospective): the entry's gpus_present is passed as --gpus; a first edit needing more GPUs than it fails
+# (decided_by "hardware", first in order); per row gpus_present and first_gpus_needed; per summary fails_by_hardware
 # The memory model's error band on KV tokens: the 90th percentile of |error| of its prospective KV-token predictions over
 # the 113 new start-up logs that print a token count (benchmarks/published/startup_logs_results.json, new_rows, each
 # predicted by the profile frozen before it; median 2.0%, 90th percentile 35.4%; computed at main da2e3ef, frozen here).
@@ -76,7 +81,17 @@ def run_doctor(f, try_flags=None):
 
     s = f.settings
     return diagnose(doctor_input(f), gpu=f.gpu, model=f.catalog_model, engine_version=f.engine_version, tp=f.tp,
-                    max_model_len=s.max_model_len, gpu_memory_utilization=s.gpu_memory_utilization, try_flags=try_flags)
+                    max_model_len=s.max_model_len, gpu_memory_utilization=s.gpu_memory_utilization, try_flags=try_flags,
+                    gpus=f.gpus_present.count if f.gpus_present else None)
+
+
+def hardware_check(f, edit) -> tuple[bool | None, str]:
+    """False where the edit needs more GPUs than the thread says the machine has (None: it does not say, or enough)."""
+    if edit.gpus_needed is None or f.gpus_present is None:
+        return None, "no stated GPU count, or the edit needs no more GPUs"
+    if edit.gpus_needed > f.gpus_present.count:
+        return False, f"needs {edit.gpus_needed} GPUs; the thread states {f.gpus_present.count} ('{f.gpus_present.quote}')"
+    return None, f"needs {edit.gpus_needed} GPUs of the {f.gpus_present.count} stated"
 
 
 def _total_bytes(f, diag) -> tuple[float | None, bool]:
@@ -147,6 +162,10 @@ def _sglang_check(f, flag, value) -> tuple[bool | None, str]:
     before = fig["free_after_load_gb"] + fig["weights_gb"] if {"free_after_load_gb", "weights_gb"} <= fig.keys() else None
     if minimum is None and before:
         minimum = 1 - fig["free_after_load_gb"] / before
+    if flag == "--mem-fraction-static" and minimum is not None and fig.get("profiled_max_total_tokens", 1) <= 0 \
+            and "minimum_mem_fraction_static" not in fig:  # grade schema 3: after-load figures vs a negative printed profile (sf111)
+        return None, (f"{value} > {minimum:.4f} by the after-load lines, but the engine printed a negative profile "
+                      f"({fig['profiled_max_total_tokens']:,.0f}) at a fraction the log does not show: not decided")
     if flag == "--mem-fraction-static" and minimum is not None:
         return float(value) > minimum, f"{value} > the engine's minimum {minimum:.4f} (rest > 0)"
     if flag == "--tp-size" and before and f.settings.gpu_memory_utilization:
@@ -266,14 +285,15 @@ def grade(f) -> dict:
     row = {"id": f.id, "held_out": f.held_out, "batch": f.batch, "engine": f.engine, "url": f.url, "thread_error": f.error,
            "doctor_error": diag.error.kind if diag.error else None, "error_logged": diag.error_logged,
            "error_match": (_SAME_KIND.get(diag.error.kind, diag.error.kind) == f.error) if diag.error else False, "model_run": diag.memory_model, "gpu_source": diag.gpu_source,
-           "first_edit": first.change if first else None, "thread_fix": f"{f.fix.kind} ({'confirmed' if f.fix.confirmed else 'suggested'})" if f.fix else None}
+           "gpus_present": f.gpus_present.count if f.gpus_present else None, "first_edit": first.change if first else None, "thread_fix": f"{f.fix.kind} ({'confirmed' if f.fix.confirmed else 'suggested'})" if f.fix else None}
     if first is not None:
+        hw, hw_why = hardware_check(f, first)
         ok, why = engine_check(f, diag, first)
         model, model_why = model_check(f, diag, first)
         match, match_why = fix_match(f, first)
-        decided = ("log_figures", ok) if ok is not None else ("memory_model", model) if model is not None else \
-            ("thread_fix", True) if match else (None, None)
-        row.update(engine_arithmetic=ok, engine_arithmetic_why=why, model_check=model, model_check_why=model_why, fix_match=match,
+        decided = ("hardware", hw) if hw is not None else ("log_figures", ok) if ok is not None else \
+            ("memory_model", model) if model is not None else ("thread_fix", True) if match else (None, None)
+        row.update(hardware=hw, hardware_why=hw_why, first_gpus_needed=first.gpus_needed, engine_arithmetic=ok, engine_arithmetic_why=why, model_check=model, model_check_why=model_why, fix_match=match,
                    fix_match_why=match_why, first_confidence=first.confidence, decided_by=decided[0],
                    verdict="starts" if decided[1] else ("fails" if decided[1] is False else "unverifiable"))
     else:
@@ -317,6 +337,7 @@ def summary(rows: list[dict], held: bool | None, batch: int | None = 1) -> dict:
         **{f"starts_by_{by}": sum(1 for r in part if r.get("verdict") == "starts" and r.get("decided_by") == by)
            for by in ("log_figures", "memory_model", "thread_fix")},
         "fails_by_memory_model": sum(1 for r in part if r.get("verdict") == "fails" and r.get("decided_by") == "memory_model"),
+        "fails_by_hardware": sum(1 for r in part if r.get("verdict") == "fails" and r.get("decided_by") == "hardware"),
         "starts_of_all_pct": round(100 * verdicts.count("starts") / len(part), 1) if part else None,
     }
 
@@ -336,7 +357,8 @@ def main() -> int:
               "kv_after_fix": kv_after_fix({f.id: f for f in data.failures})}
     for r in rows:
         mark = str(r["batch"]) if r["batch"] > 1 else ("H" if r["held_out"] else " ")
-        why = r.get("engine_arithmetic_why", r.get("crash", "")) if r.get("decided_by") in (None, "log_figures") else \
+        why = r.get("hardware_why") if r.get("decided_by") == "hardware" else \
+            r.get("engine_arithmetic_why", r.get("crash", "")) if r.get("decided_by") in (None, "log_figures") else \
             r.get("model_check_why") if r.get("decided_by") == "memory_model" else r.get("fix_match_why")
         print(f"{mark} {r['id']} {r['engine']:9} {r['thread_error']:28} doctor={str(r.get('doctor_error')):28} "
               f"first={str(r.get('first_edit')):32} {r.get('verdict', 'crash'):12} {str(r.get('decided_by') or ''):12} {why}")

@@ -40,10 +40,12 @@ BATCHES = {
     "issue-23d": (HERE / "published" / "startup_logs_prospective_d.json", "82219fd"),  # main with memfix4's frozen model (3d175d7)
     "issue-23e": (HERE / "published" / "startup_logs_prospective_e.json", "98c58dc"),  # main with memfix5's frozen model (c2c32fe)
     "issue-23f": (HERE / "published" / "startup_logs_prospective_f.json", "47da8f9"),  # main with memfix6's frozen model (42d2016)
+    "issue-23g": (HERE / "published" / "startup_logs_prospective_g.json", "00740e9"),  # main with memfix7's frozen model (e4b1228)
 }
 # The label each later batch's rows carry in the new-logs table and the prefix of its own summary lines.
 BATCH_LABELS = {"issue-23b": ("batch 2", "batch2_"), "issue-23c": ("batch 3", "batch3_"), "issue-23d": ("batch 4", "batch4_"),
-                "issue-23e": ("batch 5", "batch5_"), "issue-23f": ("batch 6", "batch6_")}
+                "issue-23e": ("batch 5", "batch5_"), "issue-23f": ("batch 6", "batch6_"),
+                "issue-23g": ("batch 7", "batch7_")}
 GIB = 2**30
 
 
@@ -87,7 +89,7 @@ def startup_log(entry: dict):
         max_num_seqs=entry.get("max_num_seqs"), kv_cache_dtype=entry.get("kv_cache_dtype"),
         **_optional(StartupLog, speculative_config=entry.get("speculative_config"), prefix_caching=entry.get("prefix_caching"),
                     language_model_only=entry.get("language_model_only"), sampler=entry.get("sampler"),
-                    linear_kernel=entry.get("linear_kernel")),
+                    linear_kernel=entry.get("linear_kernel"), enforce_eager=entry.get("enforce_eager")),
     )
 
 

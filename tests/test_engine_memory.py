@@ -8,13 +8,13 @@ from infer_advisor import advise
 from infer_advisor.engines.memory import (
     batch_defaults,
     default_memory_fraction,
-    engine_settings,
     memory_profile,
     memory_profiles,
     version_key,
     version_note,
 )
 from infer_advisor.engines.profiles import engine_profiles
+from infer_advisor.engines.settings import engine_settings
 from infer_advisor.errors import RequestError
 from infer_advisor.hardware import resolve_hardware
 

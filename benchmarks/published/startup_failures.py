@@ -68,23 +68,35 @@ class Settings(BaseModel):
     enforce_eager: bool | None = None
 
 
+class GpusPresent(BaseModel):
+    """The GPUs the machine has, where the thread states the count (docfix7)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    count: int = Field(ge=1)
+    quote: str = Field(min_length=3, description="The thread's words that state it (as in gpu_as_stated).")
+    how: str | None = Field(default=None, description="Where the count follows from the words (an instance type's GPUs).")
+
+
 class Failure(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(pattern=r"^sf\d{2,3}$")
     held_out: bool = False
-    batch: Literal[1, 2, 3, 4, 5, 6, 7] = Field(default=1, description="1: gathered before the doctor existed (sf01-sf33); 2: gathered after the "
+    batch: Literal[1, 2, 3, 4, 5, 6, 7, 8] = Field(default=1, description="1: gathered before the doctor existed (sf01-sf33); 2: gathered after the "
                                           "SGLang/TGI/llama.cpp doctor was written, graded prospectively as a whole (sf34-sf46); 3: after batch "
                                           "2's changes (sf47); 4: after batch 3's changes (sf48-sf62), graded prospectively; 5: after batch 4's "
                                           "changes (sf63-sf77), graded prospectively; 6: after batch 5's changes (sf78-sf81); 7: "
-                                          "gathered before docfix6's freeze (sf82-sf112), graded prospectively.")
+                                          "gathered before docfix6's freeze (sf82-sf112), graded prospectively; 8: gathered before "
+                                          "docfix7's freeze (sf113-sf140), graded prospectively.")
     url: str = Field(pattern=r"^https://github\.com/")
     engine: Literal["vllm", "sglang", "tgi", "llama.cpp"]
     engine_version: str | None
     version_note: str | None = None
     gpu_as_stated: str | None
     gpu: str | None = Field(description="GPU catalog name (infer-advisor gpus), null when not stated or not in it.")
-    gpu_count: int | None = Field(ge=1)
+    gpu_count: int | None = Field(ge=1, description="GPUs the run used.")
+    gpus_present: GpusPresent | None = Field(default=None, description="GPUs the machine has, where the thread states it.")
     tp: int | None = Field(ge=1)
     model: str = Field(min_length=3)
     catalog_model: str | None
@@ -104,6 +116,8 @@ class Failure(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Failure:
+        if self.gpus_present is not None and self.gpus_present.quote not in (self.gpu_as_stated or "") + self.log:
+            raise ValueError("gpus_present.quote is not in gpu_as_stated or the log lines")
         if self.engine_version is None and not self.version_note:
             raise ValueError("engine_version null needs a version_note saying what is known")
         words = re.sub(r"\s+", " ", self.log)

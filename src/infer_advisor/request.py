@@ -171,6 +171,10 @@ class PlanRequest(BaseModel):
         default=None, description="MoE: spread experts over the GPUs instead of splitting each expert (default: tried both ways when sizing)."
     )
     max_num_seqs: int | None = Field(default=None, gt=0, le=65536, description="Sequences the engine schedules at once; default: the engine version's own.")
+    enforce_eager: bool = Field(
+        default=False, description="Run the engine without CUDA graphs (vLLM --enforce-eager, SGLang --disable-cuda-graph): no "
+        "graph pool in memory (vLLM 0.20 and later give it to the KV cache), slower decode at small batches.",
+    )
     lora_adapters: int = Field(default=0, ge=0, le=100_000, description="LoRA adapters to serve on the base model (vLLM --enable-lora; 0: none).")
     max_lora_rank: int | None = Field(default=None, gt=0, le=4096, description="Largest rank among the adapters (default: the engine's, 16 in vLLM).")
 

@@ -182,3 +182,30 @@ def test_batch6_was_predicted_before_it_was_graded(ml):
             assert e.get("outcome") == "refused", e["id"]
         p = data["predictions"][e["id"]]
         assert p["outcome"] in ("starts", "refused") and p["kv_cache_gib"] >= 0 and 0 < p["weights_gib"] < 300, e["id"]
+
+
+def test_batch7_was_predicted_before_it_was_graded(ml):
+    """Batch 7 (issue 23, session 6, memlogs7): at least 20 logs never used before, each sourced and quoted (a URL, or a
+    public GitHub file named by its stored-index id), the printed token figure in its quote, every one with a
+    'Model loading took' figure, TP 1, 2, 4 and 8 among them, and predicted by the frozen code of the session's merged
+    main before any grading."""
+    import json
+
+    path, frozen = ml.BATCHES["issue-23g"]
+    data = json.loads(path.read_text())
+    new = [e for e in ml.entries() if e.get("collected") == "issue-23g"]
+    assert len(new) >= 20 and data["batch"] == "issue-23g" and data["code_commit"] and frozen
+    assert {e["tp"] for e in new} >= {1, 2, 4, 8} and {e["quantization"] for e in new} >= {"none", "gptq", "fp8", "nvfp4"}
+    assert sum(1 for e in new if e.get("enforce_eager")) >= 4
+    older = {e["source"] for e in ml.entries() if e.get("collected") != "issue-23g"}
+    for e in new:
+        s = e["source"]
+        assert (s.startswith("https://") or "stored-index file id" in s) and s not in older, e["id"]
+        assert e["measured"]["weights_gib"] > 0 and str(e["measured"]["weights_gib"]) in e["quoted"], e["id"]
+        tokens = e["measured"]["kv_cache_tokens"]
+        if tokens:  # the printed figure is in the quote as written
+            assert f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"], e["id"]
+        else:
+            assert e.get("outcome") == "refused", e["id"]
+        p = data["predictions"][e["id"]]
+        assert p["outcome"] in ("starts", "refused") and p["kv_cache_gib"] >= 0 and 0 < p["weights_gib"] < 300, e["id"]

@@ -1,6 +1,8 @@
 """What one GPU holds beyond its shard (estimate/weights_engine.py), by hand from the model's config and vLLM's code:
 MLA's absorbed matrices (V0 0.7.1-0.7.3) and Machete's zero points in the scales' dtype (Hopper, AWQ, 0.19 on)."""
 
+import pytest
+
 from infer_advisor.engines.memory import memory_profile
 from infer_advisor.estimate.weights_engine import expanded_zero_point_bytes, mla_absorbed_bytes
 from infer_advisor.model_facts import resolve_model
@@ -55,3 +57,18 @@ def test_expert_biases_in_fp32_under_triton_mxfp4_by_hand():
     assert expert_bias_bytes(model, triton, "bfloat16", tp=1, pp=1) == 24 * 32 * 8640 * (4 - 2)
     assert expert_bias_bytes(model, None, "bfloat16", tp=2, pp=1) == 0
     assert expert_bias_bytes(resolve_model("Qwen/Qwen3-8B"), triton, "bfloat16", tp=1, pp=1) == 0
+
+
+def test_marlin_keeps_block_fp8_scales_per_128_inputs_below_sm89():
+    """vLLM marlin_utils_fp8.py (0.33.0 read): block-FP8 scales repeated along the outputs (block_n) and permuted with
+    group_size = block_k 128, in the model dtype: 2 bytes per 128 weights in place of one fp32 per 128 x 128 block."""
+    from infer_advisor.estimate.weights_engine import marlin_scale_bytes
+
+    prof = memory_profile("vllm", "0.19.0")
+    assert prof.marlin_fp8_for("fp8-block", 8.0) is not None  # A100
+    assert prof.marlin_fp8_for("fp8-block", 8.9) is None and prof.marlin_fp8_for("fp8-block", 9.0) is None  # FP8 units
+    assert prof.marlin_fp8_for("fp8", 8.0) is None  # per-channel scales: one per output, negligible
+    assert memory_profile("vllm", "0.14.0").marlin_fp8_for("fp8-block", 8.0) is None  # not read before 0.17
+    model = resolve_model("Qwen/Qwen3-8B")
+    assert marlin_scale_bytes(model, "fp8-block", "bfloat16", 128, tp=2, pp=1) == pytest.approx(
+        model.params.linear * (2 / 128 - 4 / 16384) / 2)

@@ -33,9 +33,10 @@ from .doctor_command import any_kv, engine_try_flags, min_slots, model_setup, se
 from .doctor_ledger import binding, ledger, logged_only, predicted_error
 from .startup_errors import StartupError, find_startup_error
 from ..engines.startup_log import StartupLog
+from ..engines.versions import version_key
 
 GIB = 2**30
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 class Diagnosis(BaseModel):
     """What `infer-advisor doctor` found; ``model_json_schema()`` is the published contract (add fields, never rename)."""
@@ -43,7 +44,8 @@ class Diagnosis(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schema_version: int = Field(default=SCHEMA_VERSION, description="2: edits carry confidence and basis, the error kind "
-                                "kv_cache_check and first-try edits were added (1: before; no field).")
+                                "kv_cache_check and first-try edits were added (1: before; no field); 3: gpu_count, gpu_count_source, pp, "
+                                "engine_source and each edit's gpus_needed.")
     input_kind: Literal["log", "command"]
     engine: str
     engine_version: str | None
@@ -52,7 +54,13 @@ class Diagnosis(BaseModel):
     model: str | None = None
     gpu: str | None = None
     gpu_source: str | None = Field(default=None, description="given (--gpu), or how it was inferred from the log's own lines.")
-    tp: int = 1
+    tp: int = Field(default=1, description="GPUs the run uses (tensor-parallel x pipeline-parallel).")
+    pp: int = Field(default=1, description="Pipeline stages among them (schema 3).")
+    gpu_count: int | None = Field(default=None, description="GPUs the machine has (schema 3): --gpus, or read from the log "
+                                  "(CUDA_VISIBLE_DEVICES, device lines, nvidia-smi rows, an instance type); None: not known.")
+    gpu_count_source: str | None = Field(default=None, description="given (--gpus), or the log's line it was read from (schema 3).")
+    engine_source: str = Field(default="log", description="log (its lines name the engine), command, or how it was chosen when "
+                               "no line names it (schema 3).")
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
     gpu_memory_bytes: int | None = None
@@ -78,10 +86,11 @@ class Diagnosis(BaseModel):
 
 def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, engine_version: str | None = None,
              tp: int | None = None, max_model_len: int | None = None, gpu_memory_utilization: float | None = None,
-             try_flags: list[str] | None = None) -> Diagnosis:
+             try_flags: list[str] | None = None, gpus: int | None = None) -> Diagnosis:
     """Diagnose a start-up log or a vLLM command line (``text``); the options fill what it does not say (the log's
     own figures win where it printed them)."""
     from .doctor_gpu import infer_gpu
+    from .doctor_hardware import gpu_count_from_log
     from .doctor_input import extras_from_log, log_from_command, looks_like_command
     from .doctor_model import infer_model
     from ..engines.startup_log import detect_engine, parse_startup_log
@@ -96,6 +105,8 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
         from ..model_facts import resolve_model
 
         resolve_model(model, source="auto")
+    hw = (gpus, None, "given") if gpus else gpu_count_from_log(text)
+    unnamed = False
     if looks_like_command(text):
         log, flags = log_from_command(text)
         error, kind = None, "command"
@@ -103,6 +114,7 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
             engine_try_flags(log.engine, try_flags)  # checked before the model is resolved: a bad flag is one line, exit 2
     else:
         error = find_startup_error(text)
+        unnamed = detect_engine(text) is None and error is not None and error.kind.startswith("cuda_oom")
         engine = detect_engine(text) or (_OTHER_ENGINES.get(error.kind.split("_")[0]) if error is not None else None)
         if engine is None and error is None:
             from ..errors import RequestError
@@ -116,7 +128,7 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
                 raise RequestError(f"--try-flags for a {engine} log is not supported: its figures are worked by the engine's own arithmetic; "
                                    f"pass the {engine} command line (with --gpu) to try flags through the memory model.")
             return _finish(_other_engine(text, engine, error, gpu=gpu, model=model, engine_version=engine_version, tp=tp,
-                                         max_model_len=max_model_len, memory_fraction=gpu_memory_utilization))
+                                         max_model_len=max_model_len, memory_fraction=gpu_memory_utilization), hw)
         log = parse_startup_log(text, "vllm", require_kv=False)
         flags = extras_from_log(text)
         _merge_error_figures(log, error)
@@ -145,13 +157,23 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
 
         read = parse_command(text)
         diag.command_settings = dict(read.settings) | ({"image_version": read.image_version} if read.image_version else {})
-    return _finish(_with_model(diag, log, flags, model=model, gpu=gpu, version=version, try_flags=try_flags))
+    diag.pp = log.pp or 1
+    if kind == "command":
+        diag.engine_source = "command"
+    elif unnamed:
+        diag.engine_source = ("not named by any line (a bare torch out-of-memory: vLLM, SGLang or TGI); each edit names the engine "
+                              "whose flag it is")
+    return _finish(_with_model(diag, log, flags, model=model, gpu=gpu, version=version, try_flags=try_flags), hw, log.command)
 
 
-def _finish(diag: Diagnosis) -> Diagnosis:
+def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None = None) -> Diagnosis:
     """Where nothing gave an edit, what an on-call engineer tries first (:mod:`.doctor_first_try`); every edit then says
-    how sure it is and why."""
+    how sure it is and why; an edit that needs GPUs the machine lacks does not start, and one that needs more than the
+    run uses goes after those that run on them where the count is not known (:mod:`.doctor_hardware`)."""
     from .doctor_first_try import first_try_edits, label_edits
+    from .doctor_hardware import nothing_runs_edit, place_by_hardware
+
+    diag.gpu_count, diag.gpu_count_source = hw[0], hw[2] if (hw[0] or hw[1]) else None
 
     if not diag.edits and (diag.starts is not True or diag.error_logged):
         diag.edits = first_try_edits(diag.error, diag.engine, diag.max_model_len, diag.gpu_memory_utilization, diag.tp,
@@ -159,7 +181,21 @@ def _finish(diag: Diagnosis) -> Diagnosis:
         if not diag.edits and diag.error is None:
             diag.notes.append("No start-up error was found in this text (a traceback cut before its message?): no edit is offered; "
                               "paste the lines after the traceback's last frame.")
+    if diag.engine_source.startswith("not named"):
+        from .doctor_hardware import for_each_engine
+
+        diag.edits = for_each_engine(diag.edits, first_try_edits, diag.error, diag.max_model_len, diag.tp)
     diag.edits = label_edits(diag.edits, diag.memory_model)
+    diag.edits, stuck = place_by_hardware(diag.edits, hw[0], hw[1], diag.tp, diag.pp)
+    if stuck:
+        diag.edits.insert(0, nothing_runs_edit(diag.edits, hw[0], diag.tp))
+    first = next((e for e in diag.edits if e.starts), None)
+    if diag.fixed_command and command:
+        from .doctor_input import apply_edit
+
+        diag.fixed_command = apply_edit(command, first.argv) if first is not None else None
+    if hw[2] and hw[0] is None:
+        diag.notes.append(f"GPUs present: not known ({hw[2]}); pass --gpus N so that edits needing more GPUs are ranked by it.")
     return diag
 
 
@@ -191,7 +227,8 @@ def _other_engine(text: str, engine: str, error: StartupError | None, *, gpu, mo
     version = engine_version or log.engine_version
     diag = Diagnosis(input_kind="log", engine=engine, engine_version=version, version_source="given" if engine_version else
                      ("log" if log.engine_version else "unknown"), model=model or log.model, gpu=gpu, gpu_source=gpu_source,
-                     tp=(log.tp or 1) * (log.pp or 1), max_model_len=log.max_model_len, gpu_memory_utilization=log.gpu_memory_utilization,
+                     tp=(log.tp or 1) * (log.pp or 1), pp=log.pp or 1, max_model_len=log.max_model_len,
+                     gpu_memory_utilization=log.gpu_memory_utilization,
                      error=error, error_logged=error is not None)
     cell, total = _model_cell(log, model or log.model, gpu, version, diag.notes)
     diag.memory_model = cell is not None
@@ -280,7 +317,7 @@ def _version(log: StartupLog, given: str | None, error: StartupError | None = No
 
 def _newest_v0() -> str:
     """The first version of the newest vLLM memory profile before V1 became the default (data/engine_memory.yaml)."""
-    from ..engines.memory import memory_profiles, version_key
+    from ..engines.memory import memory_profiles
     from .startup_errors import V1_FIRST
 
     v0 = [p for p in memory_profiles()["vllm"] if p.below is not None and version_key(p.below) <= version_key(V1_FIRST)]
@@ -288,8 +325,6 @@ def _newest_v0() -> str:
 
 
 def _generation(engine: str, version: str | None) -> Literal["V0", "V1"] | None:
-    from ..engines.memory import version_key
-
     if engine != "vllm" or not version:
         return None
     return "V0" if version_key(version) < (0, 8) else "V1"

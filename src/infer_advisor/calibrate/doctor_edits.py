@@ -62,11 +62,14 @@ class Edit(BaseModel):
     max_model_len: int
     cost: str = Field(description="What the edit gives up.")
     cost_rank: float = Field(description="Ordering weight (lower first); see the module docstring.")
-    confidence: Literal["engine_figures", "memory_model", "engine_advice", "first_try"] | None = Field(
+    confidence: Literal["engine_figures", "memory_model", "engine_advice", "first_try", "hardware"] | None = Field(
         default=None, description="How sure (schema 2): engine_figures: the engine's own check on the figures the log printed; "
         "memory_model: the memory model's figures (docs/accuracy.md gives its error); engine_advice: the direction the engine's "
-        "message or the failure gives, how far not decided; first_try: what an on-call engineer tries first, nothing decides it.")
+        "message or the failure gives, how far not decided; first_try: what an on-call engineer tries first, nothing decides it; "
+        "hardware (schema 3): it needs more GPUs than the machine has (--gpus or the log), so it does not start there.")
     basis: str | None = Field(default=None, description="Why, in one sentence (schema 2).")
+    gpus_needed: int | None = Field(default=None, description="GPUs the edit's layout needs where it raises TP or PP (schema 3; "
+                                    "None: it needs no more than the run used).")
 
 
 @dataclass

@@ -170,6 +170,8 @@ def _sglang(log: StartupLog, error: StartupError | None, model_cell: float | Non
                                f"the engine's own minimum ({minimum:.4f}, from its message); leaves {1 - minimum:.2f} of the free "
                                "memory for activations and CUDA graphs", 0.05))
         return out
+    if pre and post and not f and error is not None and error.kind == "sglang_not_enough_memory":
+        return _sglang_minimum(out, error, pre, post)
     if not (pre and post and f):
         out.notes.append("The log does not print SGLang's 'Load weight begin/end ... avail mem' lines and mem_fraction_static: "
                          "the engine's own remedy only.")
@@ -202,6 +204,24 @@ def _sglang(log: StartupLog, error: StartupError | None, model_cell: float | Non
         out.binding = "KV cache"
         out.starts = error is None
     return _sglang_graph_edits(out, log, error, f, pre)
+
+
+def _sglang_minimum(out: Findings, error: StartupError, pre: float, post: float) -> Findings:
+    """The fraction is not printed: SGLang's pool is rest = after - before x (1 - fraction) (ModelRunner.profile_max_num_token,
+    0.4.x-0.5.x), above zero from 1 - after / before whatever the run used. Not decided where the engine printed a
+    negative profile: memory may have been lower at profiling than after loading (sf111, docfix7)."""
+    minimum = 1 - post / pre
+    value = math.ceil(minimum * 100 + 1e-9) / 100
+    out.binding, out.starts = "weights", False
+    out.gpu_memory_bytes, out.budget_base = int(pre), "free before loading"
+    profiled = error.figures.get("profiled_max_total_tokens")
+    why = (f"above SGLang's minimum {minimum:.4f} = 1 - {post / GIB:.2f} / {pre / GIB:.2f} GB (after / before loading); leaves "
+           f"{1 - value:.2f} of it for activations and CUDA graphs")
+    if profiled is not None:
+        why += (f"; the engine printed a profile of {profiled:,} tokens with a fraction the log does not show: if that run was already "
+                "above this value, memory was lower at profiling than after loading, so not decided")
+    out.edits.append(_edit([engine_flags("sglang").memory_fraction, f"{value:.2f}"], None if profiled is not None else value < 1, why, 0.05))
+    return out
 
 
 def _sglang_reserve(pre: float, tp: int, chunk: int, graph_bs: int) -> float:

@@ -150,10 +150,10 @@ def _measured_kv_bytes(cal: MemoryCalibration, est) -> float | None:
 
 def _logged_setup(cal: MemoryCalibration, log: StartupLog, facts, hw) -> dict:
     """estimate_memory arguments for the setup the log describes (log figures first, then the engine's defaults)."""
-    from ..engines.memory import engine_settings
+    from ..engines.settings import engine_settings
     from ..engines.profiles import engine_profile
 
-    settings = engine_settings(cal.engine, cal.engine_version, hw.gpu, tp=log.tp or 1, pp=log.pp or 1)
+    settings = engine_settings(cal.engine, cal.engine_version, hw.gpu, tp=log.tp or 1, pp=log.pp or 1, enforce_eager=bool(log.enforce_eager))
     dtype = {"float16": "float16", "half": "float16", "bfloat16": "bfloat16", "float32": "float32"}.get(
         (log.dtype or "").lower(), "float16" if facts.torch_dtype == "float16" else "bfloat16"
     )

@@ -97,6 +97,9 @@ _TORCH_OOM = re.compile(
 _CUDA_OOM = re.compile(r"CUDA error: out of memory|CUDA out of memory|(?i:\bcuda oom\b)|\btorch\.(?:cuda\.)?OutOfMemoryError\b"
                        r"|\bOOM when (?:loading|starting|launching)\b")  # a thread title's shorthand (vllm#5993), capitals only
 _SGLANG = re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static(?:\. Current value: [\w.]{0,40}mem_fraction_static=(\d*\.?\d+))?")
+# SGLang 0.4.x ModelRunner.init_memory_pool: the warning, then "if self.max_total_num_tokens <= 0: raise RuntimeError('Not
+# enough memory. Please try to increase --mem-fraction-static.')" (a negative profile is the same failure; sf111, docfix7)
+_SGLANG_PROFILED = re.compile(r"max_total_tokens=\d{1,9} is larger than the profiled value (-\d{1,12}|0)\b")
 _SGLANG_NO_KV = re.compile(
     r"Loaded weights leave no GPU memory for the KV cache\s+under\s+--mem-fraction-static=(\d*\.?\d+)\.(?:\s+Raise --mem-fraction-static\s+"
     r"above (\d*\.?\d+)(?:\s+\(minimum viable = 1 - available/pre = (\d*\.?\d+)\))?)?"
@@ -109,6 +112,8 @@ _TGI_TOTAL = re.compile(r"Not enough memory to handle (\d+) total tokens with (\
 _TGI_WARMUP = re.compile(r"Method Warmup encountered an error|Unable to warmup model: [^\n]{0,200}?(?:out of memory|would exceed allowed memory)")
 _TGI_MAX_TOTAL = re.compile(r"Not enough memory to handle `max_total_tokens=(\d+)`")
 _LLAMACPP = re.compile(r"allocating ([\d.]+) MiB on device (\d+): cudaMalloc failed: out of memory")
+# ggml's words without the "allocating N MiB" part (sf109: quoted in the thread's title, "CudaMalloc failed: out of memory")
+_LLAMACPP_BARE = re.compile(r"cudaMalloc failed: out of memory", re.I)
 _LLAMACPP_BUFFER = re.compile(r"failed to allocate CUDA(\d+) buffer of size (\d+)")
 _LLAMACPP_WHICH = (("kv", re.compile(r"failed to allocate buffer for kv cache|llama_kv_cache_init\(\) failed")),
                    ("compute", re.compile(r"failed to allocate compute buffers|compute buffer")),
@@ -232,6 +237,9 @@ def _other_engines(text: str) -> StartupError | None:
     if m:
         figures = {"mem_fraction_static": float(m.group(1))} if m.group(1) else {}
         return StartupError(kind="sglang_not_enough_memory", line=_line(text, m), figures=figures)
+    m = _SGLANG_PROFILED.search(text)
+    if m:
+        return StartupError(kind="sglang_not_enough_memory", line=_line(text, m), figures={"profiled_max_total_tokens": int(m.group(1))})
     m = _TGI_MAX_TOTAL.search(text)
     if m:
         return StartupError(kind="tgi_total_tokens", line=_line(text, m), figures={"max_total_tokens": int(m.group(1))})
@@ -254,6 +262,9 @@ def _other_engines(text: str) -> StartupError | None:
                 figures["buffer"] = code  # 0 KV cache, 1 compute buffers, 2 weights (LLAMACPP_BUFFERS)
                 break
         return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m or buf), figures=figures)
+    m = _LLAMACPP_BARE.search(text)
+    if m:
+        return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m))
     m = _TGI_WARMUP.search(text)
     if m:  # TGI's warmup is its memory profile (a batch of max_batch_prefill_tokens): an out of memory there
         return StartupError(kind="cuda_oom_warmup", line=_line(text, m))

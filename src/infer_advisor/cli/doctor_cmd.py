@@ -33,6 +33,8 @@ class DoctorOptions(BaseModel):
     model: str | None = Field(default=None, description="Catalog name or local folder of the model, when the log names a local path.")
     engine_version: str | None = Field(default=None, description="Engine version, when the log does not print it (default: the pinned one).")
     tp: int | None = Field(default=None, gt=0, le=1024, description="GPUs per model instance, when the log does not print it.")
+    gpus: int | None = Field(default=None, gt=0, le=1024, description="GPUs the machine has: an edit needing more (a larger TP) is "
+                             "not offered as one that starts (default: read from the log where it shows them, else not known).")
     max_model_len: int | None = Field(default=None, gt=0, description="max_model_len of the run, when the log does not print it.")
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1, description="gpu_memory_utilization of the run, when the log does not print it.")
     try_flags: str | None = Field(default=None, description="An edit of your own to run through the same model, in the engine's flags in quotes "
@@ -79,7 +81,7 @@ def run(ns: argparse.Namespace) -> int:
     text = _read(ns.source)
     diag = diagnose(text, gpu=opts.gpu, model=opts.model, engine_version=opts.engine_version, tp=opts.tp,
                     max_model_len=opts.max_model_len, gpu_memory_utilization=opts.gpu_memory_utilization,
-                    try_flags=opts.try_flags.split() if opts.try_flags else None)
+                    try_flags=opts.try_flags.split() if opts.try_flags else None, gpus=opts.gpus)
     if opts.format == "json":
         print(json.dumps(diag.model_dump(mode="json"), indent=2))
     else:

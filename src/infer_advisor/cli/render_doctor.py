@@ -28,11 +28,14 @@ def print_diagnosis(d) -> None:
 
     console = make_console()
     setup = ", ".join(x for x in [
-        f"{d.engine} {d.engine_version or 'version unknown'} ({d.version_source})", d.model and f"model {d.model}", d.gpu and f"GPU {d.gpu}",
-        f"TP {d.tp}", d.max_model_len and f"max_model_len {d.max_model_len:,}",
+        (f"engine not named (read as {d.engine} {d.engine_version or ''})" if d.engine_source.startswith("not named")
+         else f"{d.engine} {d.engine_version or 'version unknown'} ({d.version_source})"), d.model and f"model {d.model}", d.gpu and f"GPU {d.gpu}",
+        f"TP {d.tp}", d.gpu_count and f"{d.gpu_count} GPUs present ({d.gpu_count_source})", d.max_model_len and f"max_model_len {d.max_model_len:,}",
         d.gpu_memory_utilization and f"gpu_memory_utilization {d.gpu_memory_utilization:.2f}",
     ] if x)
     console.print(f"[bold]doctor[/bold]: {cell(setup)}")
+    if d.engine_source not in ("log", "command"):
+        console.print(f"engine: {cell(d.engine_source)}", style="dim")
     if d.command_settings:
         console.print("read from the command: " + cell(", ".join(f"{k}={v}" for k, v in d.command_settings.items())), style="dim")
     if d.ledger:

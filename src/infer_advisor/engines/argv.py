@@ -201,6 +201,8 @@ def vllm_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> list[
         argv += ["--max-num-batched-tokens", str(e.max_num_batched_tokens)]
     if _kv(plan):
         argv += ["--kv-cache-dtype", _kv(plan)]
+    if e.enforce_eager:
+        argv += ["--enforce-eager"]
     if e.lora is not None:  # adapters are added at run time (--lora-modules or the /v1/load_lora_adapter endpoint)
         argv += ["--enable-lora", "--max-loras", str(e.lora.max_loras), "--max-lora-rank", str(e.lora.max_lora_rank),
                  "--max-cpu-loras", str(e.lora.max_cpu_loras)]
@@ -232,6 +234,8 @@ def sglang_flags(plan: DeploymentPlan, model: str, where: Where = "host") -> lis
         argv += ["--chunked-prefill-size", str(e.max_num_batched_tokens)]
     if _kv(plan):
         argv += ["--kv-cache-dtype", _kv(plan)]
+    if e.enforce_eager:
+        argv += ["--disable-cuda-graph"]
     if local_replicas(plan) > 1 and where != "k8s":  # every replica in one server: SGLang's data parallelism
         argv += ["--dp-size", str(local_replicas(plan))]
     if p.expert_parallel:

@@ -14,8 +14,6 @@ overhead inside the budget, sliding-window layers holding their window, the KV c
 """
 
 
-import functools
-import re
 from functools import cache
 from typing import Literal
 
@@ -25,6 +23,7 @@ from .._data import load_validated
 from .._paths import shipped
 from .cuda_graphs import CudaGraphScaling
 from .profiles import EngineProfile, engine_profile
+from .versions import version_key
 
 GIB = 2**30
 MIB = 2**20
@@ -120,6 +119,18 @@ class ExpandedZeroPoints(BaseModel):
     source: str = Field(min_length=8)
 
 
+class MarlinFp8Scales(BaseModel):
+    """Block-FP8 weights on a GPU without FP8 units: the engine runs them weight-only through Marlin and keeps one scale
+    per ``group_k`` inputs per output in the model dtype (vLLM marlin_utils_fp8.py; estimate/weights_engine.py)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    formats: list[str] = Field(min_length=1, description="Weight formats (data/formats.yaml keys) whose block scales are expanded.")
+    below_capability: float = Field(gt=0, description="GPUs below this compute capability take the Marlin path.")
+    group_k: int = Field(gt=0, description="Inputs per scale after the expansion (the checkpoint's block along K).")
+    source: str = Field(min_length=8)
+
+
 Sampler = Literal["flashinfer", "pytorch"]
 
 
@@ -210,6 +221,15 @@ class EngineMemoryProfile(BaseModel):
     zero_points_in_scale_dtype: ExpandedZeroPoints | None = Field(
         default=None, description="Zero points kept in the scales' dtype by the kernel the engine picks (None: as stored).")
 
+    marlin_fp8_scales: MarlinFp8Scales | None = Field(
+        default=None, description="Block-FP8 scales expanded for Marlin on GPUs without FP8 units (None: as stored).")
+
+    def marlin_fp8_for(self, fmt_name: str, compute_capability: float | None) -> MarlinFp8Scales | None:
+        """The Marlin scale layout ``fmt_name`` takes on a GPU of ``compute_capability`` (None: the stored one)."""
+        m = self.marlin_fp8_scales
+        ok = m is not None and fmt_name in m.formats and compute_capability is not None and compute_capability < m.below_capability
+        return m if ok else None
+
     def expands_zero_points(self, fmt_name: str, version: str | None, compute_capability: float | None,
                             linear_kernel: str | None = None) -> bool:
         """Whether this engine version keeps ``fmt_name``'s zero points in the scales' dtype on a GPU of ``compute_capability``;
@@ -258,25 +278,6 @@ class EngineMemoryProfile(BaseModel):
 class _File(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     engines: dict[str, list[EngineMemoryProfile]]
-
-
-@functools.lru_cache(maxsize=256)  # pure; the sizing search asks it tens of thousands of times
-def version_key(version: str) -> tuple[int, ...]:
-    """Comparable key of an engine version: '0.6.3.post1' -> (0, 6, 3); 'b7200' -> (7200,); 'v0.5.9' -> (0, 5, 9)."""
-    text = version.strip().lower().lstrip("v")
-    if re.fullmatch(r"b\d+", text):
-        return (int(text[1:]),)
-    parts = []
-    for piece in text.split("."):
-        m = re.match(r"\d+", piece)
-        if not m:
-            break
-        parts.append(int(m.group()))
-    if not parts:
-        from ..errors import RequestError
-
-        raise RequestError(f"Engine version '{version}' is not a version number (e.g. 0.8.5, 3.3.6, b7200).")
-    return tuple(parts)
 
 
 @cache
@@ -397,53 +398,3 @@ def default_memory_fraction(
     if gpu_mib > 60 * 1024:
         reserved = max(reserved, rule.reserved_floor_mib_above_60gib)
     return round((gpu_mib - reserved) / gpu_mib, 3)
-
-
-class EngineSettings(BaseModel):
-    """What an engine version uses on one GPU and layout when the user sets nothing: the plan's starting point."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    profile: EngineMemoryProfile
-    version: str
-    max_num_batched_tokens: int | None = Field(description="None: V0 profiles max(max_model_len, 2048), decided by the context.")
-    max_num_seqs: int
-    memory_fraction: float
-
-
-def with_lora(engine: str, version: str, prof: EngineMemoryProfile, lora) -> EngineMemoryProfile:
-    """``prof`` (the profile of ``engine`` at ``version``) as a start-up with LoRA on uses it. ``lora``: the version's
-    engines/lora.py LoRAProfile: the V0 profile vLLM 0.8.0-0.8.2 fall back to (``memory_profile_version``), and V0's
-    long-context chunked prefill left off (``v0_chunked_prefill_off``)."""
-    if lora.memory_profile_version and lora.memory_profile_version != version:
-        v0 = memory_profile(engine, lora.memory_profile_version)
-        prof = v0.model_copy(update={"label": f"{v0.label}: what {engine} {version} runs with LoRA on"})
-    if lora.v0_chunked_prefill_off and prof.chunked_prefill_above is not None:
-        prof = prof.model_copy(update={"chunked_prefill_above": None, "label": f"{prof.label} (no default chunked prefill with LoRA)"})
-    return prof
-
-
-def engine_settings(engine: str, version: str | None, gpu, *, tp: int = 1, pp: int = 1, lora=None) -> EngineSettings:
-    """The memory profile and per-GPU defaults of ``engine`` at ``version`` (default: pinned) on ``gpu`` (a GPUInfo or None).
-
-    ``lora``: the version's LoRAProfile (engines/lora.py) when adapters are on, None otherwise (see :func:`with_lora`)."""
-    prof = memory_profile(engine, version)
-    if lora is not None:
-        prof = with_lora(engine, version or engine_profile(engine).version, prof, lora)
-    usable = getattr(gpu, "budget_memory_bytes", None) if gpu is not None else None
-    name = " ".join(filter(None, [getattr(gpu, "probed_name", None), getattr(gpu, "name", None)])) if gpu is not None else ""
-    capability = getattr(gpu, "compute_capability", None) if gpu is not None else None
-    tokens, seqs = batch_defaults(prof, usable_memory_bytes=usable, device_name=name, compute_capability=capability)
-    driver = getattr(gpu, "driver_memory_bytes", None) if gpu is not None else None
-    if gpu is not None and driver is None and usable:
-        from ..hardware.catalog import catalog
-
-        # CUDA keeps a reserve below the driver's total; HIP on AMD does not (the catalog's AMD totals are HIP's own)
-        driver = usable + (catalog().cuda_reserve_mib * MIB if getattr(gpu, "vendor", "nvidia") == "nvidia" else 0)
-    fraction = default_memory_fraction(prof, driver_memory_bytes=driver, tp=tp, pp=pp, chunked_prefill_tokens=tokens)
-    no_chunking = engine not in memory_profiles() and engine_profile(engine).max_num_batched_tokens == 0
-    tokens_out = None if (prof.activation_tokens == "max_model_len" or no_chunking) else tokens
-    # Built from validated data and this function's own arithmetic (ints from the profile's tiers, a rounded float):
-    # no validation to run, so no schema to build on the plan path (cold start, issue 19).
-    return EngineSettings.model_construct(profile=prof, version=version or engine_profile(engine).version,
-                                          max_num_batched_tokens=tokens_out, max_num_seqs=seqs, memory_fraction=float(fraction))

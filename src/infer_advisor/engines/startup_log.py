@@ -71,6 +71,7 @@ _TRIES_PER_LINE = 16
 # Lines holding a pattern's literal that are tried before the pattern is given up: a start-up log names each figure
 # within its first few hundred lines; 1 MB of "model=\n" would otherwise cost a Python step per line per pattern.
 _CANDIDATE_LINES = 5000
+_TGI_SHARD = re.compile(r"\bShard \d{1,3}\b|\bshard=\d{1,3}\b")  # TGI's Rust launcher: "Shard 0 ready", "... shard=0"
 # The literal a pattern starts with (escapes undone), used to jump to candidate lines with str.find.
 _LEAD = re.compile(r"(?:[^\\\[\](){}.*+?^$|]|\\[.()\[\]{}#=' /:-])+")
 
@@ -109,6 +110,7 @@ class StartupLog(BaseModel):
     speculative_config: str | None = Field(default=None, description="vLLM's speculative config as the log's args print it (dict or JSON text).")
     prefix_caching: bool | None = Field(default=None, description="Prefix caching as the log's args set it; None: the engine's default.")
     language_model_only: bool | None = Field(default=None, description="vLLM's --language-model-only: a multimodal checkpoint's encoder not loaded.")
+    enforce_eager: bool | None = Field(default=None, description="vLLM's enforce_eager as the log prints it (no CUDA graphs); None: not printed.")
     sampler: Literal["flashinfer", "pytorch"] | None = Field(
         default=None, description="vLLM's top-k/top-p sampler as its log names it (v1/sample/ops/topk_topp_sampler.py); None: not printed.")
     linear_kernel: Literal["machete", "marlin"] | None = Field(
@@ -185,7 +187,8 @@ def detect_engine(text: str) -> Engine | None:
     if has("llama_kv_cache", "llama_model_loader", "load_tensors:", "llama_context:", "llama_new_context_with_model", "llama_model_load:",
            "ggml_cuda_init:"):
         return "llama.cpp"
-    if has("text_generation_launcher", "text_generation_router", "text_generation_server", "text-generation-inference"):
+    if has("text_generation_launcher", "text_generation_router", "text_generation_server", "text-generation-inference",
+           "text-generation-launcher", "shard-manager", "Starting shard", "Waiting for shard") or _TGI_SHARD.search(text[:2_000_000]):
         return "tgi"
     if has("vLLM", "vllm", "GPU blocks", "GPU KV cache size", "Maximum concurrency for", "Loading model weights took", "Model loading took"):
         return "vllm"
@@ -325,6 +328,10 @@ def _vllm(text: str) -> StartupLog:
     r.take("prefix_caching", r"--(no-)?enable-prefix-caching\b", lambda v: v != "no-")
     r.take("language_model_only", r"'language_model_only': (True|False)", lambda v: v == "True")
     r.take("language_model_only", r"--language-model-only\b()", lambda v: True)
+    # not V0's hint "set 'enforce_eager=True' or use '--enforce-eager'" (quoted): the setting or the command only
+    r.take("enforce_eager", r"(?<!')enforce_eager=(True|False)(?!')", lambda v: v == "True", anchor="enforce_eager=")
+    r.take("enforce_eager", r"'enforce_eager': (True|False)", lambda v: v == "True")
+    r.take("enforce_eager", r"(?<!')--enforce-eager\b(?!')()", lambda v: True, anchor="--enforce-eager")
     r.take("sampler", r"Using FlashInfer for top-p & top-k sampling()", lambda v: "flashinfer")
     r.take("sampler", r"Falling back to the PyTorch-native implementation of top-p & top-k sampling()", lambda v: "pytorch")
     r.take("sampler", r"FlashInfer top-p/top-k sampling is available but disabled()", lambda v: "pytorch")

@@ -9,6 +9,7 @@ tensor-parallel rank, the tables and matrices it builds while loading (counted i
 - The rotary cos/sin tables (:mod:`.rotary`).
 - MLA's absorbed matrices (vLLM V0 0.7.1-0.7.3, :func:`mla_absorbed_bytes`).
 - Zero points a kernel keeps in the scales' dtype (vLLM's Machete on Hopper for AWQ, :func:`expanded_zero_point_bytes`).
+- Block-FP8 scales as Marlin keeps them on GPUs without FP8 units (:func:`marlin_scale_bytes`).
 - Routed experts' biases as the MoE kernel keeps them (gpt-oss under vLLM's MXFP4 kernels, :func:`expert_bias_bytes`).
 """
 
@@ -50,6 +51,16 @@ def expanded_zero_point_bytes(model: ModelFacts, quantization: str, dtype: str, 
         return 0.0
     quantized = model.params.linear - (model.params.kept_linear if quantization == model.weight_format else 0)
     return quantized / group * (dtype_bytes(dtype) - fmt.zero_bytes) / (max(tp, 1) * max(pp, 1))
+
+
+def marlin_scale_bytes(model: ModelFacts, quantization: str, dtype: str, group_k: int, tp: int, pp: int) -> float:
+    """Bytes one GPU gains when Marlin replaces a block-FP8 checkpoint's fp32 block scales by one scale per ``group_k``
+    inputs per output in the model dtype (vLLM marlin_utils_fp8.py: ``scales.repeat_interleave(block_n, ...)`` then
+    ``marlin_permute_scales``, dense and MoE layers alike)."""
+    fmt = weight_format(quantization)
+    quantized = model.params.linear - (model.params.kept_linear if quantization == model.weight_format else 0)
+    stored = fmt.scale_bytes / fmt.group_size if fmt.group_size else 0.0
+    return quantized * (dtype_bytes(dtype) / group_k - stored) / (max(tp, 1) * max(pp, 1))
 
 
 def expert_bias_bytes(model: ModelFacts, padding, dtype: str, tp: int, pp: int) -> float:
@@ -98,4 +109,9 @@ def engine_layout_bytes(
         zeros = expanded_zero_point_bytes(model, quantization, dtype, group_size, tp, pp)
         per_gpu += zeros
         sources["weights_zero_points"] = f"zero points in the scales' dtype +{zeros / 2**30:.2f} GiB per GPU (data/engine_memory.yaml, {mp.label})"
+    marlin = mp.marlin_fp8_for(quantization, compute_capability)
+    if marlin is not None:
+        scales = marlin_scale_bytes(model, quantization, dtype, marlin.group_k, tp, pp)
+        per_gpu += scales
+        sources["weights_marlin_scales"] = f"Marlin FP8 scales +{scales / 2**30:.2f} GiB per GPU (data/engine_memory.yaml, {mp.label})"
     return per_gpu, whole_model

@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._data import format_validation_error, load_validated
 from .._paths import shipped
-from ..engines.lora import lora_profile
-from ..engines.memory import EngineSettings, engine_settings, version_note
+from ..engines.memory import version_note
+from ..engines.settings import EngineSettings, engine_settings
 from ..engines.stacks import server_stack
 from ..errors import DoesNotFitError, RequestError
 from ..hardware.facts import HardwareFacts
@@ -162,6 +162,9 @@ def _plan(request: PlanRequest, model: ModelFacts, hw: HardwareFacts, explain: b
     warnings += _fit_warnings(choice, w, request, model.name)
     if choice.profile.maintenance_note:
         warnings.append(choice.profile.maintenance_note)
+    if request.enforce_eager and speed:  # the step-time model's terms come from CUDA-graph runs
+        warnings.append("--enforce-eager: the memory figures have no CUDA-graph pool; the speed figures assume CUDA graphs "
+                        "(eager decode steps at small batches are slower, not modelled).")
     decisions = plan_decisions(choice, result, request, unit="GPU" if hw.kind == "gpu" else "socket")
     stack = server_stack(choice.profile.name, request.stack, engine_cfg.version)
     if stack is not None:  # the server --stack put in front of the engine: its decision and what the estimate leaves out
@@ -248,7 +251,7 @@ def _fit_warnings(choice: Choice, w: _Workload, request: PlanRequest, model_name
 def _settings(request: PlanRequest, hw: HardwareFacts, c: Choice) -> EngineSettings:
     version = request.engine_version if request.engine == c.profile.name else None
     return engine_settings(c.profile.name, version, hw.gpu if hw.kind == "gpu" else None, tp=c.layout.tp, pp=c.layout.pp,
-                           lora=lora_profile(c.profile.name, version or c.profile.version) if request.lora_adapters else None)
+                           lora_adapters=request.lora_adapters, enforce_eager=request.enforce_eager)
 
 
 def _load_calibrations(request: PlanRequest) -> Calibrations | None:

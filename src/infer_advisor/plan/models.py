@@ -105,6 +105,7 @@ class EngineConfig(BaseModel):
     )
     server_version: str | None = Field(default=None, description="Triton release (yy.mm) whose container ships the engine version.")
     lora: LoRASlots | None = Field(default=None, description="LoRA adapter slots (--lora-adapters), or None without adapters.")
+    enforce_eager: bool = Field(default=False, description="No CUDA graphs (vLLM --enforce-eager, SGLang --disable-cuda-graph).")
 
 
 class PublishedCheckpointRef(BaseModel):

@@ -5,7 +5,7 @@ prefix caching. Pure assembly: every figure comes from the search, the engine's 
 
 from __future__ import annotations
 
-from ..engines.memory import EngineSettings
+from ..engines.settings import EngineSettings
 from ..engines.profiles import EngineProfile
 from ..errors import RequestError
 from ..estimate.formats import weight_format
@@ -148,6 +148,7 @@ def engine_config(request: PlanRequest, model: ModelFacts, c: Choice, concurrenc
         },
         memory_profile=settings.profile.label,
         lora=lora_slots(p.name, settings.version, request.lora_adapters, request.max_lora_rank),
+        enforce_eager=request.enforce_eager,
     )
     stack = server_stack(p.name, request.stack, config.version)  # a server in front of the engine (--stack)
     return config.model_copy(update=stack.config) if stack is not None else config

@@ -24,7 +24,7 @@ class StartupOutcome(BaseModel):
 
     engine: str
     engine_version: str
-    settings: dict[str, str | int | float] = Field(description="The settings the prediction used (as the engine would get them).")
+    settings: dict[str, str | bool | int | float] = Field(description="The settings the prediction used (as the engine would get them).")
     starts: bool
     kv_cache_tokens: int = Field(description="What the engine's log prints ('GPU KV cache size: N tokens' for vLLM).")
     max_concurrency: float = Field(description="'Maximum concurrency for <max_model_len> tokens per request'.")
@@ -36,7 +36,7 @@ class StartupOutcome(BaseModel):
 
 def startup_outcome(request: PlanRequest) -> StartupOutcome:
     """Predict the engine's start-up for ``request``'s settings, unchanged (see the module docstring)."""
-    from ..engines.memory import engine_settings
+    from ..engines.settings import engine_settings
     from ..engines.profiles import engine_profile
     from ..estimate.memory import estimate_memory
     from ..hardware import resolve_hardware
@@ -48,7 +48,8 @@ def startup_outcome(request: PlanRequest) -> StartupOutcome:
     engine = "vllm" if request.engine == "auto" else request.engine
     tp = request.tensor_parallel_size or (hw.gpus_per_node if hw.kind == "gpu" else 1)
     pp = request.pipeline_parallel_size or 1
-    settings = engine_settings(engine, request.engine_version, hw.gpu if hw.kind == "gpu" else None, tp=tp, pp=pp)
+    settings = engine_settings(engine, request.engine_version, hw.gpu if hw.kind == "gpu" else None, tp=tp, pp=pp,
+                               enforce_eager=request.enforce_eager)
     quant = prequantized_format(model) or ("none" if request.quantization == "auto" else request.quantization)
     dtype = request.dtype if request.dtype != "auto" else ("float16" if model.torch_dtype == "float16" else "bfloat16")
     context = request.context or model.max_position_embeddings
@@ -65,6 +66,7 @@ def startup_outcome(request: PlanRequest) -> StartupOutcome:
         "max_model_len": context, "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "quantization": quant, "dtype": dtype,
         "kv_cache_dtype": request.kv_cache_dtype, "gpu_memory_utilization": request.gpu_memory_utilization or settings.memory_fraction,
         "max_num_seqs": request.max_num_seqs or settings.max_num_seqs,
+        **({"enforce_eager": True} if request.enforce_eager else {}),
     }
     return StartupOutcome(
         engine=engine, engine_version=settings.version, settings=used, starts=bool(est.engine_starts),

@@ -1,0 +1,141 @@
+"""How many GPUs the machine has, and edits that need more than that (retrospective: prompted by batch 7's sf82, TP 4
+offered on two RTX 3090s, and sf97, TP 2 on a g4dn.xlarge with one T4).
+
+    >>> gpu_count_from_log("CUDA_VISIBLE_DEVICES=0,1 vllm serve ...")
+    (2, None, "the log's CUDA_VISIBLE_DEVICES=0,1 (2 GPUs visible)")
+
+The count comes from ``--gpus`` or the log's own lines: ``CUDA_VISIBLE_DEVICES``, llama.cpp's "found N CUDA devices"
+and "Device N:" lines, ``nvidia-smi`` rows, an instance type (``data/instance_gpus.yaml``); a world size says only how
+many the run used (at least that many are present). An edit that raises TP or PP needs ``new tp x pp`` GPUs: where the
+count is known and smaller, the edit does not start (it says so); where it is not known, the edit is ranked after every
+edit that runs on the GPUs in use and says how many it needs. Every pattern is one ``re.search``/``findall`` on bounded
+text without nested repetition.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .doctor_edits import Edit
+
+TP_FLAGS = ("--tensor-parallel-size", "-tp", "--tp-size", "--tp", "--num-shard")
+PP_FLAGS = ("--pipeline-parallel-size", "-pp", "--pp-size")
+_VISIBLE = re.compile(r"CUDA_VISIBLE_DEVICES=[\"']?(\d+(?:,\d+){0,63})")
+_FOUND = re.compile(r"found (\d{1,3}) (?:CUDA|ROCm|SYCL|Vulkan) devices")
+_DEVICE = re.compile(r"\bDevice (\d{1,3}): [^\n]{3,80}?compute capability")
+_SMI_ROW = re.compile(r"^\|\s{1,6}(\d{1,2})\s{1,6}(?:NVIDIA|Tesla|Quadro)\b", re.M)
+_INSTANCE = re.compile(r"\b((?:g4dn|g5|g6e?|p4de?|p5e?n?)[._-](?:\d{0,2}x?large|metal))\b", re.I)
+_DOCKER = re.compile(r"--gpus[= ][\"']?(?:count=)?(\d{1,3})\b|nvidia\.com/gpu[\"']?:\s{0,4}[\"']?(\d{1,3})\b")
+_WORLD = re.compile(r"world[_ ]size[=: ]+(\d{1,4})")
+
+
+class InstanceGpus(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(min_length=8)
+    instances: dict[str, int]
+
+
+@cache
+def _instances() -> dict[str, int]:
+    from .._data import load_validated
+    from .._paths import shipped
+
+    return load_validated(shipped("data") / "instance_gpus.yaml", InstanceGpus).instances
+
+
+def gpu_count_from_log(text: str) -> tuple[int | None, int | None, str | None]:
+    """(GPUs present, or None; GPUs the run used at least, or None; how it was read)."""
+    text = text[:2_000_000]
+    m = _VISIBLE.search(text)
+    if m:
+        n = len(m.group(1).split(","))
+        return n, None, f"the log's CUDA_VISIBLE_DEVICES={m.group(1)[:40]} ({n} GPU{'s' if n > 1 else ''} visible)"
+    m = _FOUND.search(text)
+    if m:
+        return int(m.group(1)), None, f"the log's '{m.group(0)}'"
+    m = _DOCKER.search(text)
+    if m:  # docker run --gpus N, a Kubernetes limit nvidia.com/gpu: N: the GPUs the container sees
+        return int(m.group(1) or m.group(2)), None, f"'{m.group(0)[:40]}' (the GPUs the container sees)"
+    for pattern, what in ((_DEVICE, "device lines"), (_SMI_ROW, "nvidia-smi rows")):
+        found = {int(i) for i in pattern.findall(text)}
+        if found:
+            return len(found), None, f"the log's {what} ({len(found)} GPU{'s' if len(found) > 1 else ''})"
+    m = _INSTANCE.search(text)
+    if m:
+        name = m.group(1).lower().replace("_", ".").replace("-", ".")
+        if name in _instances():
+            n = _instances()[name]
+            return n, None, f"the instance type {name} in the log ({n} GPU{'s' if n > 1 else ''}, data/instance_gpus.yaml)"
+    m = _WORLD.search(text)
+    if m:
+        return None, int(m.group(1)), f"the log's '{m.group(0)}' (the run used {m.group(1)}; how many are present is not printed)"
+    return None, None, None
+
+
+def gpus_needed(edit: Edit, tp_total: int, pp: int) -> int | None:
+    """GPUs the edit's layout needs, where it changes TP or PP (None: it does not)."""
+    argv, pp = edit.argv, max(pp, 1)
+    tp_only = max(tp_total // pp, 1)
+    for i, flag in enumerate(argv[:-1]):
+        if not argv[i + 1].isdigit():
+            continue
+        if flag in TP_FLAGS:
+            return int(argv[i + 1]) * (1 if flag == "--num-shard" else pp)
+        if flag in PP_FLAGS:
+            return tp_only * int(argv[i + 1])
+    return None
+
+
+def place_by_hardware(edits: list[Edit], count: int | None, at_least: int | None, tp_total: int, pp: int) -> tuple[list[Edit], bool]:
+    """Edits that need more GPUs than present do not start; where the count is unknown they go after those that run on
+    the GPUs in use. Returns the edits and whether every edit that needs no more GPUs fails (nothing runs as it is)."""
+    out, demoted = [], False
+    for e in edits:
+        need = gpus_needed(e, tp_total, pp)
+        if need is None or need <= max(tp_total, 1):
+            out.append(e)
+            continue
+        update = {"gpus_needed": need}
+        if count is not None and need > count:
+            demoted = demoted or e.starts is not False
+            update.update(starts=False, confidence="hardware", cost=f"{e.cost}; needs {need} GPUs, {count} present",
+                          basis=f"needs {need} GPUs and the machine has {count}: it cannot start there")
+        elif count is None:
+            shown = f" (the log shows at least {at_least})" if at_least else ""
+            update["cost"] = f"{e.cost}; needs {need} GPUs{shown}: how many are present is not known (pass --gpus)"
+        out.append(e.model_copy(update=update))
+    if count is not None and not demoted:
+        return out, False
+    def key(e: Edit) -> int:  # a stable sort: the order within each group is the ranking already made
+        more = e.gpus_needed is not None and e.gpus_needed > max(tp_total, 1)
+        return 2 if e.starts is False else (1 if more and count is None else 0)
+    out.sort(key=key)
+    return out, demoted and all(e.starts is False for e in out)
+
+
+def nothing_runs_edit(edits: list[Edit], count: int | None, tp_total: int) -> Edit:
+    """The first line where no flag starts on the GPUs present: what would (fewer bytes per GPU, or more GPUs)."""
+    need = min((e.gpus_needed for e in edits if e.gpus_needed), default=2 * max(tp_total, 1))
+    have = f"{count} GPU{'s' if count != 1 else ''}" if count else f"the {tp_total} GPU{'s' if tp_total != 1 else ''} in use"
+    return Edit(change=f"no flag starts on {have}: a quantized checkpoint (fewer bytes per GPU) or {need} GPUs", argv=[],
+                starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=max((e.max_model_len for e in edits), default=0),
+                cost="another checkpoint or another machine", cost_rank=1.0, confidence="memory_model",
+                basis="every flag edit below fails by the memory model on the GPUs present, or needs GPUs that are not there")
+
+
+_ENGINE_NAMES = {"vllm": "vLLM", "tgi": "TGI", "sglang": "SGLang"}
+
+
+def for_each_engine(edits: list[Edit], first_try, error, max_model_len: int | None, tp: int) -> list[Edit]:
+    """No line names the engine (a bare torch out-of-memory, sf90): the edits read as vLLM's and TGI's and SGLang's first
+    tries, each naming the engine whose flag it is (no flag is common to the three): each engine's first, then the rest."""
+    lists = [[e.model_copy(update={"change": f"{e.change} (vLLM)"}) for e in edits]]
+    for engine in ("tgi", "sglang"):
+        lists.append([e.model_copy(update={"change": f"{e.change} ({_ENGINE_NAMES[engine]})"})
+                      for e in first_try(error, engine, max_model_len, None, tp)])
+    firsts = [x[0] for x in lists if x]  # each engine's first edit in the first three lines, then the rest in order
+    return firsts + [e for x in lists for e in x[1:]]
