@@ -28,7 +28,8 @@ WAIT_S = 60  # loading 16 GB from the page cache and clearing a 130 GiB cache ta
 PORT = 8091
 # set -> name -> (GiB held by another process, the server's flags); the base is `llama-server -m GGUF -ngl 99 --port PORT -v`.
 # Set a: Llama-3.1-8B (committed in 8d120df, run 2026-12-04 with main 8d120df's doctor). Set b: Llama-3.2-3B, written
-# after set a's run and before set b's, for the doctor frozen by docfix8 (weights past free memory among them).
+# after set a's run and before set b's, for the doctor frozen by docfix8 (weights past free memory among them); set c:
+# Llama-3.2-1B, written after set b's run.
 TRIAL_SETS = {
     "a": {
         "ctx-1.2M": (0, "-c 1200000 -np 1 -fa on"),
@@ -45,6 +46,14 @@ TRIAL_SETS = {
         "b-held90-ctx-900k-q8kv": (90, "-c 900000 -np 4 --kv-unified -ctk q8_0 -ctv q8_0 -fa on"),
         "b-ctx-1.3M-8slots": (0, "-c 1300000 -np 8 --kv-unified -fa on"),
         "b-held128-ctx-64k": (128, "-c 65536 -np 1 -fa on"),
+    },
+    "c": {  # Llama-3.2-1B, written after set b's run, for the doctor docfix9 freezes
+        "c-ctx-4.6M": (0, "-c 4600000 -np 1 -fa on"),
+        "c-held100-ctx-2.5M-q8kv": (100, "-c 2500000 -np 4 --kv-unified -ctk q8_0 -ctv q8_0 -fa on"),
+        "c-held137-weights": (137, "-c 4096 -np 1 -fa on"),
+        "c-ctx-4.45M-16slots": (0, "-c 4450000 -np 16 --kv-unified -fa on"),
+        "c-held60-ctx-2.6M-2slots": (60, "-c 2600000 -np 2 -fa on"),
+        "c-held130-ctx-500k": (130, "-c 500000 -np 1 -fa on"),
     },
 }
 KV_CELLS = re.compile(r"llama_kv_cache(?:_unified)?: +size = +[\d.]+ MiB \( *(\d+) cells")
