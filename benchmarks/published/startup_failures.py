@@ -89,7 +89,7 @@ class Failure(BaseModel):
                                           "changes (sf63-sf77), graded prospectively; 6: after batch 5's changes (sf78-sf81); 7: "
                                           "gathered before docfix6's freeze (sf82-sf112), graded prospectively; 8: gathered before "
                                           "docfix7's freeze (sf113-sf140), graded prospectively; 9: gathered "
-                                          "before docfix8's freeze (sf141-sf162), graded prospectively.")
+                                          "before docfix8's freeze (sf141-sf166), graded prospectively.")
     url: str = Field(pattern=r"^https://github\.com/")
     engine: Literal["vllm", "sglang", "tgi", "llama.cpp"]
     engine_version: str | None
