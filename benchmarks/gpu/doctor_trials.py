@@ -26,14 +26,26 @@ from pathlib import Path
 
 WAIT_S = 60  # loading 16 GB from the page cache and clearing a 130 GiB cache take ~10-20 s on the H200
 PORT = 8091
-# name -> (GiB held by another process, the server's flags); the base is `llama-server -m GGUF -ngl 99 --port PORT -v`
-TRIALS = {
-    "ctx-1.2M": (0, "-c 1200000 -np 1 -fa on"),
-    "ctx-1.1M-4slots": (0, "-c 1100000 -np 4 --kv-unified -fa on"),
-    "ctx-2M-q8kv": (0, "-c 2000000 -ctk q8_0 -ctv q8_0 -fa on"),
-    "held100-ctx-400k": (100, "-c 400000 -np 4 --kv-unified -fa on"),
-    "held60-ctx-600k": (60, "-c 600000 -np 1 -fa on"),
-    "held128-weights": (128, "-c 8192 -np 1 -fa on"),
+# set -> name -> (GiB held by another process, the server's flags); the base is `llama-server -m GGUF -ngl 99 --port PORT -v`.
+# Set a: Llama-3.1-8B (committed in 8d120df, run 2026-12-04 with main 8d120df's doctor). Set b: Llama-3.2-3B, written
+# after set a's run and before set b's, for the doctor frozen by docfix8 (weights past free memory among them).
+TRIAL_SETS = {
+    "a": {
+        "ctx-1.2M": (0, "-c 1200000 -np 1 -fa on"),
+        "ctx-1.1M-4slots": (0, "-c 1100000 -np 4 --kv-unified -fa on"),
+        "ctx-2M-q8kv": (0, "-c 2000000 -ctk q8_0 -ctv q8_0 -fa on"),
+        "held100-ctx-400k": (100, "-c 400000 -np 4 --kv-unified -fa on"),
+        "held60-ctx-600k": (60, "-c 600000 -np 1 -fa on"),
+        "held128-weights": (128, "-c 8192 -np 1 -fa on"),
+    },
+    "b": {
+        "b-ctx-1.4M": (0, "-c 1400000 -np 1 -fa on"),
+        "b-held120-ctx-200k-2slots": (120, "-c 200000 -np 2 --kv-unified -fa on"),
+        "b-held134-weights": (134, "-c 4096 -np 1 -fa on"),
+        "b-held90-ctx-900k-q8kv": (90, "-c 900000 -np 4 --kv-unified -ctk q8_0 -ctv q8_0 -fa on"),
+        "b-ctx-1.3M-8slots": (0, "-c 1300000 -np 8 --kv-unified -fa on"),
+        "b-held128-ctx-64k": (128, "-c 65536 -np 1 -fa on"),
+    },
 }
 KV_CELLS = re.compile(r"llama_kv_cache(?:_unified)?: +size = +[\d.]+ MiB \( *(\d+) cells")
 
@@ -126,18 +138,20 @@ def main() -> None:
     ap.add_argument("--model", required=True)
     ap.add_argument("--server", default="llama-server")
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--only", default="", help="comma-separated trial names (default: all)")
+    ap.add_argument("--set", default="a", choices=sorted(TRIAL_SETS), help="which trials (default: a)")
+    ap.add_argument("--only", default="", help="comma-separated trial names (default: all of the set)")
     ap.add_argument("--deadline-s", type=float, default=450, help="start no trial after this many seconds")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     base = [args.server, "-m", args.gguf, "-ngl", "99", "--port", str(PORT), "--host", "127.0.0.1", "-v"]  # -v: the KV and free-memory lines
-    names = [n for n in TRIALS if not args.only or n in args.only.split(",")]
+    trials = TRIAL_SETS[args.set]
+    names = [n for n in trials if not args.only or n in args.only.split(",")]
     rows, t0 = [], time.time()
     for name in names:
         if time.time() - t0 > args.deadline_s:
             rows.append({"trial": name, "skipped": "deadline"})
             continue
-        held, flags = TRIALS[name]
+        held, flags = trials[name]
         rows.append(trial(name, held, flags, base, args.model, args.out))
         r = rows[-1]
         print(f"[{time.time() - t0:.0f}s]", name, r["first"]["outcome"], r.get("edit"), (r.get("fixed") or {}).get("outcome"), r.get("kv_error"), flush=True)

@@ -136,7 +136,7 @@ closed_loop() {  # name, words in, concurrency list, prompts per level
 if [ "$PHASE" = doctor ]; then
   say "doctor trials: real start-up failures, the doctor's first edit applied and started (doctor_trials.py)"
   python3 benchmarks/gpu/doctor_trials.py --gguf "$W/model-f16.gguf" --model "$MODEL" --out "$W/res/doctor" \
-    --only "${TRIALS:-}" 2>&1 | tail -20
+    --set "${TRIAL_SET:-a}" --only "${TRIALS:-}" 2>&1 | tail -20
   cp "$W/res/doctor/trials.json" "$OUT/" 2>/dev/null
 elif [ "$PHASE" = steps ]; then
   say "batched-bench f16"

@@ -36,7 +36,7 @@ from ..engines.startup_log import StartupLog
 from ..engines.versions import version_key
 
 GIB = 2**30
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 4 (docfix8): the error kind mamba_cache_blocks
 
 class Diagnosis(BaseModel):
     """What `infer-advisor doctor` found; ``model_json_schema()`` is the published contract (add fields, never rename)."""
@@ -45,7 +45,7 @@ class Diagnosis(BaseModel):
 
     schema_version: int = Field(default=SCHEMA_VERSION, description="2: edits carry confidence and basis, the error kind "
                                 "kv_cache_check and first-try edits were added (1: before; no field); 3: gpu_count, gpu_count_source, pp, "
-                                "engine_source and each edit's gpus_needed.")
+                                "engine_source and each edit's gpus_needed; 4: the error kind mamba_cache_blocks.")
     input_kind: Literal["log", "command"]
     engine: str
     engine_version: str | None
