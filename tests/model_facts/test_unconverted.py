@@ -57,3 +57,22 @@ def test_formats_that_leave_attention_alone_do_not_change():
     assert gpt.params.kept_linear > 0
     plain = gpt.model_copy(update={"params": gpt.params.model_copy(update={"kept_linear": 0})})
     assert weights_bytes(gpt, "mxfp4-experts", "bfloat16") == weights_bytes(plain, "mxfp4-experts", "bfloat16")
+
+
+def test_gemma4_nvfp4_keeps_both_attention_kinds_and_the_dense_mlp_beside_the_experts():
+    # nvidia/Gemma-4-26B-A4B-NVFP4 ignores every layer's self_attn*, mlp* and router*: 25 sliding layers (q 16 x 256,
+    # k and v 8 x 256), 5 full layers (q 16 x 512, k 2 x 512 shared as v: attention_k_eq_v) and 30 dense MLPs (2112 wide).
+    facts = resolve_model("nvidia/Gemma-4-26B-A4B-NVFP4", source="catalog")
+    h = 2816
+    sliding = h * 16 * 256 * 2 + h * 8 * 256 * 2
+    full = h * 16 * 512 * 2 + h * 2 * 512
+    assert facts.params.kept_linear == 25 * sliding + 5 * full + 30 * 3 * h * 2112
+
+
+def test_glm52_nvfp4_keeps_its_dense_layers_and_shared_experts():
+    # nvidia/GLM-5.2-NVFP4 ignores model.layers.0*, model.layers.1.* / 2.* and every layer's self_attn* and
+    # mlp.shared_experts*: the 3 dense MLPs (12288 wide) and 75 shared experts (2048 wide) are kept with the attention.
+    facts = resolve_model("nvidia/GLM-5.2-NVFP4", source="catalog")
+    h = 6144
+    without_mlps = facts.params.kept_linear - 3 * 3 * h * 12288 - 75 * 3 * h * 2048
+    assert without_mlps > 0 and without_mlps % 78 == 0  # what is left: one attention size per layer, all 78 layers
