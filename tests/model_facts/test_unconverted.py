@@ -76,3 +76,23 @@ def test_glm52_nvfp4_keeps_its_dense_layers_and_shared_experts():
     h = 6144
     without_mlps = facts.params.kept_linear - 3 * 3 * h * 12288 - 75 * 3 * h * 2048
     assert without_mlps > 0 and without_mlps % 78 == 0  # what is left: one attention size per layer, all 78 layers
+
+
+def test_mixed_precision_qwen36_counts_fp8_mixers_a_4bit_lm_head_and_a_bf16_mtp():
+    # nvidia/Qwen3.6-27B-NVFP4 (quant_algo MIXED_PRECISION): quantized_layers lists every self_attn / linear_attn
+    # projection as FP8, the MLPs and lm_head as NVFP4; ignore ['mtp*', ...] keeps the MTP layer in bf16.
+    from infer_advisor.engines.draft_shape import draft_shape, parse_speculative_config
+
+    facts = resolve_model("nvidia/Qwen3.6-27B-NVFP4", source="catalog")
+    assert facts.params.quantized_lm_head
+    assert 0 < facts.params.fp8_linear < facts.params.linear
+    groups = {}
+    from infer_advisor.estimate.weights import weight_bytes_by_group
+    groups = weight_bytes_by_group(facts, "nvfp4", "bfloat16")
+    assert groups["lm_head"] == facts.params.lm_head * 0.5625  # 4 bits + one e4m3 scale per 16
+    expected_linear = facts.params.fp8_linear * 1 + (facts.params.linear - facts.params.fp8_linear) * 0.5625
+    assert abs(groups["linear"] - expected_linear) < 1
+    shape = draft_shape(parse_speculative_config({"method": "mtp", "num_speculative_tokens": 2}), facts)
+    assert not shape.in_target_format and shape.dtype == "bfloat16"
+    base = resolve_model("Qwen/Qwen3.6-35B-A3B", source="catalog")
+    assert base.params.fp8_linear == 0 and not base.params.quantized_lm_head

@@ -120,3 +120,47 @@ def kept_linear(a: Arch, qc: dict[str, Any] | None, layer_sizes: Callable[[], tu
         if own and any(_covers(p, f"{layer}.{n}") for p in patterns for n in names):
             kept += own
     return kept
+
+
+def _mixed_precision_layers(qc: dict[str, Any] | None) -> dict[str, str]:
+    """A ModelOpt MIXED_PRECISION checkpoint's module -> quant_algo (upper case, prefixes folded); {} for any other."""
+    if not isinstance(qc, dict) or str(qc.get("quant_algo", "")).upper() != "MIXED_PRECISION":
+        return {}
+    layers = qc.get("quantized_layers")
+    if not isinstance(layers, dict):
+        return {}
+    out = {}
+    for name, info in layers.items():
+        if isinstance(name, str) and isinstance(info, dict):
+            for old, new in _PREFIXES:
+                name = new + name[len(old):] if name.startswith(old) else name
+            out[name] = str(info.get("quant_algo", "")).upper()
+    return out
+
+
+def fp8_mixer_linear(a: Arch, qc: dict[str, Any] | None, layer_sizes: Callable[[], tuple[dict[str, int], int, int]]) -> int:
+    """Token-mixer Linear parameters a ModelOpt MIXED_PRECISION checkpoint stores in FP8: each layer whose attention
+    (``self_attn``, ``linear_attn`` ...) projections ``quantized_layers`` lists as FP8 (nvidia/Qwen3.6-*-NVFP4: FP8
+    attention and gated DeltaNet, NVFP4 MLPs). vLLM gives each listed layer its algo's method
+    (``ModelOptMixedPrecisionConfig.get_quant_method``)."""
+    layers = _mixed_precision_layers(qc)
+    if not any(algo == "FP8" for algo in layers.values()):
+        return 0
+    mixers = _layer_mixer_sizes(a, layer_sizes()[0])
+    if mixers is None:
+        return 0
+    fp8 = [name for name, algo in layers.items() if algo == "FP8"]
+    return sum(size for i, size in enumerate(mixers)
+               if any(name.startswith(f"model.layers.{i}.{n}.") for name in fp8 for n in _ATTENTION_NAMES))
+
+
+def quantized_lm_head(qc: dict[str, Any] | None) -> bool:
+    """lm_head is stored 4-bit: a MIXED_PRECISION ``quantized_layers`` lists it as NVFP4 or W4A16_NVFP4."""
+    return _mixed_precision_layers(qc).get("lm_head") in ("NVFP4", "W4A16_NVFP4")
+
+
+def unquantized_mtp(qc: dict[str, Any] | None, num_layers: int) -> bool:
+    """The checkpoint keeps its MTP layers in the model dtype: its ignore list names ``mtp*`` (Qwen3.5/3.6 exports) or
+    the layer after the last decoder layer (``model.layers.78*`` of GLM-5.2, whose MTP layer is layer num_hidden_layers)."""
+    patterns = unconverted_patterns(qc)
+    return any(_covers(p, "mtp") or _covers(p, "model.mtp") or _covers(p, f"model.layers.{num_layers}") for p in patterns)
