@@ -31,6 +31,9 @@ it) and what the thread states of the setup as options (--gpu, --model as the ca
 - **needs GPUs that are not there** (grade schema 3, docfix7, retrospective: prompted by batch 7's sf82 and sf97): the
   entry's ``gpus_present`` (the GPUs the thread says the machine has, with its words) is passed as ``--gpus``, and a
   first edit that needs more GPUs than that fails (``decided_by: hardware``), before any other rule;
+- **vLLM's Mamba-cache check** (grade schema 4, docfix8, retrospective: prompted by batch 8's sf113-sf115): where the
+  log printed "max_num_seqs (N) exceeds available Mamba cache blocks (B)", a ``--max-num-seqs`` at or under B passes
+  that check (the start check only, like V1's free-memory check);
 - **ledger**: every ledger line the log printed a figure for, and the in-budget sum against utilization x total,
   within 3%;
 - **KV after the fix**: where the thread prints the KV capacity of the setup that worked, the doctor's figure for that
@@ -48,8 +51,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 GIB = 2**30
-GRADE_SCHEMA = 3  # 2: decided_by, model_check_why, fix_match_why per row; starts_by_* columns; held_aside and all totals
+GRADE_SCHEMA = 4  # 2: decided_by, model_check_why, fix_match_why per row; starts_by_* columns; held_aside and all totals
 # 3 (docfix7, retrospective): the entry's gpus_present is passed as --gpus; a first edit needing more GPUs than it fails
+# 4 (docfix8, retrospective: batch 8's sf113-sf115): vLLM's Mamba-cache check on its printed figure, max_num_seqs <= blocks
 # (decided_by "hardware", first in order); per row gpus_present and first_gpus_needed; per summary fails_by_hardware
 # The memory model's error band on KV tokens: the 90th percentile of |error| of its prospective KV-token predictions over
 # the 113 new start-up logs that print a token count (benchmarks/published/startup_logs_results.json, new_rows, each
@@ -147,6 +151,8 @@ def engine_check(f, diag, edit) -> tuple[bool | None, str]:
             return False, f"{value} x total - weights - non-torch - activation = {rest:.2f} GiB: still no KV room"
         return None, (f"{value} x total - weights - non-torch - activation = {rest:.2f} GiB of KV room: the cache-blocks check passes; "
                       "whether one request of max_model_len then fits needs the bytes per token (not decided)")
+    if flag == "--max-num-seqs" and "mamba_cache_blocks" in fig:  # grade schema 4: the engine's own bound, the check only
+        return int(value) <= fig["mamba_cache_blocks"], f"{value} <= printed Mamba cache blocks {fig['mamba_cache_blocks']:,.0f} (the check only)"
     if f.error == "sglang_not_enough_memory":
         return _sglang_check(f, flag, value)
     if f.error == "llamacpp_alloc_failed" and {"weights_cuda0_mib", "kv_cuda0_mib", "compute_alloc_mib", "n_ctx"} <= fig.keys() and total:

@@ -5,7 +5,8 @@
 
 Every figure goes through ``advise()``, the path a user runs:
 
-- throughput drop: the plan's aggregate output tokens/s at the entry's concurrency and mean lengths, once without
+- throughput drop: the plan's aggregate output tokens/s at the entry's concurrency and mean lengths (a finite run of
+  the source's prompts with its dataset's length spread where the entry names them: ``finite_run``), once without
   adapters and once with ``lora_adapters`` / ``max_lora_rank``; when fewer adapters are in use than GPU slots
   (``adapters_used``), a ``--lengths-file`` whose adapter column names only those. Pass: within 15 points of the
   published drop.
@@ -55,12 +56,23 @@ def _mix_file(folder: Path, name: str, used: int, inp: int, out: int) -> Path:
     return path
 
 
+def finite_run(p: dict) -> dict:
+    """A point whose source ran a fixed number of prompts from a named dataset (``requests``, ``length_distribution``)
+    is asked as the speed grade asks one (benchmarks/speed_predict.py): a finite run of that many requests with the
+    dataset's length spread (published/length_shapes.yaml), throughput over the whole run; else a steady state."""
+    if not p.get("requests") or not p.get("length_distribution"):
+        return {}
+    shape = yaml.safe_load((HERE / "published" / "length_shapes.yaml").read_text(encoding="utf-8"))[p["length_distribution"]]
+    return dict(requests=p["requests"], input_distribution=shape["input_distribution"],
+                output_distribution=shape["output_distribution"], context=int(shape["max_request_tokens"]))
+
+
 def predicted_drop(entry: dict, folder: Path) -> dict:
     from infer_advisor.plan import advise
 
     p = entry["predict"]
     common = dict(model=p["model"], gpu=p["gpu"], engine="vllm", engine_version=p["engine_version"], concurrency=p["concurrency"],
-                  input_tokens=p["input_tokens"], output_tokens=p["output_tokens"])
+                  input_tokens=p["input_tokens"], output_tokens=p["output_tokens"], **finite_run(p))
     base = advise(**common).performance
     extra = {}
     if p.get("adapters_used") and p["adapters_used"] < p["lora_adapters"]:

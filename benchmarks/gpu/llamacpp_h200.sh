@@ -15,6 +15,8 @@
 #           at concurrency 1 and 4 (batch-1 TTFT, the per-request cost, batch-1 decode); grouped MoE GEMMs in torch.
 # openloop: the plan's own emitted serve.sh and `bench --request-rate` Poisson levels, from light load to past
 #           saturation; the plan's predictions for the same levels are written before the first request is sent.
+# doctor:   real start-up failures of the server (doctor_trials.py: too long a context, another process's memory),
+#           each read by `infer-advisor doctor` from its own log, the first edit that it says starts applied and started
 # fit:      data for refitting the llama.cpp GPU terms with the plan's command (`--parallel 4 --kv-unified
 #           --cache-ram 0`): llama-batched-bench with the unified KV cache (-kvu) at 1-4 and 8 sequences; the server
 #           in closed loops at 1-4 clients (and 6: more clients than slots, the wait for a free slot) with 1000-word
@@ -50,7 +52,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max
 nproc; python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))'
 
 TARGETS="llama-server"
-[ "$PHASE" = openloop ] || TARGETS="$TARGETS llama-batched-bench"
+[ "$PHASE" = openloop ] || [ "$PHASE" = doctor ] || TARGETS="$TARGETS llama-batched-bench"
 [ "$PHASE" = steps ] && TARGETS="$TARGETS llama-quantize"
 unxz() { python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$1"; }
 if [ ! -x "$W/build/bin/llama-server" ] && [ -f .gpu/lcbin.tar.xz ]; then
@@ -131,7 +133,12 @@ closed_loop() {  # name, words in, concurrency list, prompts per level
   tail -4 "$W/res/$1.err"
 }
 
-if [ "$PHASE" = steps ]; then
+if [ "$PHASE" = doctor ]; then
+  say "doctor trials: real start-up failures, the doctor's first edit applied and started (doctor_trials.py)"
+  python3 benchmarks/gpu/doctor_trials.py --gguf "$W/model-f16.gguf" --model "$MODEL" --out "$W/res/doctor" \
+    --set "${TRIAL_SET:-a}" --only "${TRIALS:-}" 2>&1 | tail -20
+  cp "$W/res/doctor/trials.json" "$OUT/" 2>/dev/null
+elif [ "$PHASE" = steps ]; then
   say "batched-bench f16"
   timeout 150 llama-batched-bench -m "$W/model-f16.gguf" -c 40960 -b 2048 -ub 512 -ngl 99 -fa on \
     -npp 128,1000 -ntg 128 -npl 1,2,4,8,16,32 --output-format jsonl >"$W/res/batched-f16.jsonl" 2>"$W/res/batched-f16.log"

@@ -63,3 +63,13 @@ def test_v1_context_edit_is_checked_against_the_engines_estimate():
 
     ok, why = engine_check(f, run_doctor(f), _Edit())
     assert ok is False and "900000 <=" in why
+
+
+def test_mamba_cache_bound_is_the_engine_check_only():
+    """Grade schema 4 (docfix8): sf113's --max-num-seqs 856 passes vLLM's printed Mamba-cache check (the check only)."""
+    from benchmarks.doctor_grade import GRADE_SCHEMA, grade
+    from benchmarks.published.startup_failures import load_failures
+
+    sf113 = grade(next(f for f in load_failures().failures if f.id == "sf113"))
+    assert GRADE_SCHEMA == 4 and sf113["verdict"] == "starts" and sf113["decided_by"] == "log_figures"
+    assert "Mamba cache blocks 856" in sf113["engine_arithmetic_why"]

@@ -58,9 +58,9 @@ def test_a_traceback_without_its_message_gets_no_guess():
 
 
 def test_every_edit_says_how_sure_and_why():
-    assert Diagnosis.model_json_schema()["properties"]["schema_version"]["default"] == SCHEMA_VERSION == 3
+    assert Diagnosis.model_json_schema()["properties"]["schema_version"]["default"] == SCHEMA_VERSION == 4
     for f in FAILURES.values():
-        if f.id == "sf112":  # a pull request's prose, no engine line: one line and exit 2 (not read), no edits to check
+        if f.id in ("sf112", "sf119", "sf123"):  # no engine line or an error line cut (not read): one line and exit 2, no edits
             continue
         for e in run_doctor(f).edits:
             assert e.confidence in ("engine_figures", "memory_model", "engine_advice", "first_try", "hardware") and e.basis, (f.id, e)

@@ -354,10 +354,12 @@ def test_the_operating_point_runs_until_its_ttft_percentiles_settle():
     cfg = SchedulerConfig(max_num_seqs=4, max_num_batched_tokens=2048, kv_capacity_tokens=524_288, kv_admission="reserve")
     light = operating_point(step, w, cfg, 0.6)
     assert light.requests == FINAL_REQUESTS and light.ttft_spread <= FINAL_SPREAD
-    knee = operating_point(step, w, cfg, 1.5)
+    # the knee: 0.88 of the 8B's modelled M (1.818 req/s since cap6's refit on calls A-F; 1.5 was 0.87 of the 1.723
+    # before it, and at 0.83 of M now the median sits between the idle and the queued regime and does not settle)
+    knee = operating_point(step, w, cfg, 1.6)
     assert FINAL_REQUESTS < knee.requests <= FINAL_MAX_REQUESTS
     assert knee.ttft_spread <= FINAL_SPREAD or knee.requests == FINAL_MAX_REQUESTS
     # another seed's answer at the knee agrees within 3 combined standard errors (at 400 requests: 75 vs 697 ms)
-    other = operating_point(step, w, cfg, 1.5, seed=7)
+    other = operating_point(step, w, cfg, 1.6, seed=7)
     se = (knee.ttft_spread ** 2 + other.ttft_spread ** 2) ** 0.5
     assert abs(other.ttft_s.p50 / knee.ttft_s.p50 - 1) < 3 * se < 0.6

@@ -55,11 +55,11 @@ def test_vllm_0_8_0_to_0_8_2_runs_v0_with_lora(llama8b):
     assert lora_memory_version("vllm", "0.8.3") == "0.8.3" and lora_memory_version("vllm", "0.19.0") == "0.19.0"
     v0, v1 = memory_profile("vllm", "0.7.3"), memory_profile("vllm", "0.8.2")
     assert v0.label != v1.label
-    with_lora = engine_settings("vllm", "0.8.2", None, lora=lora_profile("vllm", "0.8.2"))
+    with_lora = engine_settings("vllm", "0.8.2", None, lora_adapters=1)
     assert with_lora.profile.label.startswith(v0.label) and "0.8.2" in with_lora.profile.label
     assert with_lora.version == "0.8.2"  # LoRA facts, flags and the KV report stay 0.8.2's
     assert engine_settings("vllm", "0.8.2", None).profile.label == v1.label
-    assert engine_settings("vllm", "0.8.3", None, lora=lora_profile("vllm", "0.8.3")).profile.label == memory_profile("vllm", "0.8.3").label
+    assert engine_settings("vllm", "0.8.3", None, lora_adapters=1).profile.label == memory_profile("vllm", "0.8.3").label
     # the 0.8.2 V0 worker builds the LoRA manager inside the measured model load: the slots come out of the KV cache
     assert lora_profile("vllm", "0.8.2").profiler_sees_lora is True
     assert lora_profile("vllm", "0.8.2").kernels_per_module == lora_profile("vllm", "0.8.5").kernels_per_module == 3
@@ -71,9 +71,9 @@ def test_v0_keeps_chunked_prefill_off_with_lora(llama8b):
     from infer_advisor.engines.settings import engine_settings
 
     assert engine_settings("vllm", "0.7.3", None).profile.chunked_prefill_above == 32768
-    assert engine_settings("vllm", "0.7.3", None, lora=lora_profile("vllm", "0.7.3")).profile.chunked_prefill_above is None
-    assert engine_settings("vllm", "0.8.2", None, lora=lora_profile("vllm", "0.8.2")).profile.chunked_prefill_above is None
+    assert engine_settings("vllm", "0.7.3", None, lora_adapters=1).profile.chunked_prefill_above is None
+    assert engine_settings("vllm", "0.8.2", None, lora_adapters=1).profile.chunked_prefill_above is None
     args = dict(gpu_memory_bytes=80 * GIB, engine=engine_profile("vllm"), context=131072, engine_version="0.7.3")
     plain = estimate_memory(llama8b, **args, memory=engine_settings("vllm", "0.7.3", None).profile)
-    lora = estimate_memory(llama8b, **args, memory=engine_settings("vllm", "0.7.3", None, lora=lora_profile("vllm", "0.7.3")).profile, lora_slots=1, lora_rank=16)
+    lora = estimate_memory(llama8b, **args, memory=engine_settings("vllm", "0.7.3", None, lora_adapters=1).profile, lora_slots=1, lora_rank=16)
     assert plain.activation_tokens == 2048 and lora.activation_tokens == 131072

@@ -57,3 +57,42 @@ def test_formats_that_leave_attention_alone_do_not_change():
     assert gpt.params.kept_linear > 0
     plain = gpt.model_copy(update={"params": gpt.params.model_copy(update={"kept_linear": 0})})
     assert weights_bytes(gpt, "mxfp4-experts", "bfloat16") == weights_bytes(plain, "mxfp4-experts", "bfloat16")
+
+
+def test_gemma4_nvfp4_keeps_both_attention_kinds_and_the_dense_mlp_beside_the_experts():
+    # nvidia/Gemma-4-26B-A4B-NVFP4 ignores every layer's self_attn*, mlp* and router*: 25 sliding layers (q 16 x 256,
+    # k and v 8 x 256), 5 full layers (q 16 x 512, k 2 x 512 shared as v: attention_k_eq_v) and 30 dense MLPs (2112 wide).
+    facts = resolve_model("nvidia/Gemma-4-26B-A4B-NVFP4", source="catalog")
+    h = 2816
+    sliding = h * 16 * 256 * 2 + h * 8 * 256 * 2
+    full = h * 16 * 512 * 2 + h * 2 * 512
+    assert facts.params.kept_linear == 25 * sliding + 5 * full + 30 * 3 * h * 2112
+
+
+def test_glm52_nvfp4_keeps_its_dense_layers_and_shared_experts():
+    # nvidia/GLM-5.2-NVFP4 ignores model.layers.0*, model.layers.1.* / 2.* and every layer's self_attn* and
+    # mlp.shared_experts*: the 3 dense MLPs (12288 wide) and 75 shared experts (2048 wide) are kept with the attention.
+    facts = resolve_model("nvidia/GLM-5.2-NVFP4", source="catalog")
+    h = 6144
+    without_mlps = facts.params.kept_linear - 3 * 3 * h * 12288 - 75 * 3 * h * 2048
+    assert without_mlps > 0 and without_mlps % 78 == 0  # what is left: one attention size per layer, all 78 layers
+
+
+def test_mixed_precision_qwen36_counts_fp8_mixers_a_4bit_lm_head_and_a_bf16_mtp():
+    # nvidia/Qwen3.6-27B-NVFP4 (quant_algo MIXED_PRECISION): quantized_layers lists every self_attn / linear_attn
+    # projection as FP8, the MLPs and lm_head as NVFP4; ignore ['mtp*', ...] keeps the MTP layer in bf16.
+    from infer_advisor.engines.draft_shape import draft_shape, parse_speculative_config
+
+    facts = resolve_model("nvidia/Qwen3.6-27B-NVFP4", source="catalog")
+    assert facts.params.quantized_lm_head
+    assert 0 < facts.params.fp8_linear < facts.params.linear
+    groups = {}
+    from infer_advisor.estimate.weights import weight_bytes_by_group
+    groups = weight_bytes_by_group(facts, "nvfp4", "bfloat16")
+    assert groups["lm_head"] == facts.params.lm_head * 0.5625  # 4 bits + one e4m3 scale per 16
+    expected_linear = facts.params.fp8_linear * 1 + (facts.params.linear - facts.params.fp8_linear) * 0.5625
+    assert abs(groups["linear"] - expected_linear) < 1
+    shape = draft_shape(parse_speculative_config({"method": "mtp", "num_speculative_tokens": 2}), facts)
+    assert not shape.in_target_format and shape.dtype == "bfloat16"
+    base = resolve_model("Qwen/Qwen3.6-35B-A3B", source="catalog")
+    assert base.params.fp8_linear == 0 and not base.params.quantized_lm_head

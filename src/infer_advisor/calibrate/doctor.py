@@ -33,9 +33,10 @@ from .doctor_command import any_kv, engine_try_flags, min_slots, model_setup, se
 from .doctor_ledger import binding, ledger, logged_only, predicted_error
 from .startup_errors import StartupError, find_startup_error
 from ..engines.startup_log import StartupLog
+from ..engines.versions import version_key
 
 GIB = 2**30
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 4 (docfix8): the error kind mamba_cache_blocks
 
 class Diagnosis(BaseModel):
     """What `infer-advisor doctor` found; ``model_json_schema()`` is the published contract (add fields, never rename)."""
@@ -44,7 +45,7 @@ class Diagnosis(BaseModel):
 
     schema_version: int = Field(default=SCHEMA_VERSION, description="2: edits carry confidence and basis, the error kind "
                                 "kv_cache_check and first-try edits were added (1: before; no field); 3: gpu_count, gpu_count_source, pp, "
-                                "engine_source and each edit's gpus_needed.")
+                                "engine_source and each edit's gpus_needed; 4: the error kind mamba_cache_blocks.")
     input_kind: Literal["log", "command"]
     engine: str
     engine_version: str | None
@@ -316,7 +317,7 @@ def _version(log: StartupLog, given: str | None, error: StartupError | None = No
 
 def _newest_v0() -> str:
     """The first version of the newest vLLM memory profile before V1 became the default (data/engine_memory.yaml)."""
-    from ..engines.memory import memory_profiles, version_key
+    from ..engines.memory import memory_profiles
     from .startup_errors import V1_FIRST
 
     v0 = [p for p in memory_profiles()["vllm"] if p.below is not None and version_key(p.below) <= version_key(V1_FIRST)]
@@ -324,8 +325,6 @@ def _newest_v0() -> str:
 
 
 def _generation(engine: str, version: str | None) -> Literal["V0", "V1"] | None:
-    from ..engines.memory import version_key
-
     if engine != "vllm" or not version:
         return None
     return "V0" if version_key(version) < (0, 8) else "V1"

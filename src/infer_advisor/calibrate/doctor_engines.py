@@ -41,6 +41,9 @@ Q8_0_RATIO = 34 / 64  # a q8_0 block stores 32 values in 34 bytes (32 int8 + an 
 # SGLang's own reserve with the smallest prefill chunk and graph batch it allows (server_args._handle_gpu_memory_settings:
 # 512 MiB + max(chunked_prefill_size, 2048) x 1.5 MiB + cuda_graph_max_bs x 2 MiB + tp x 128 MiB, data/engine_memory.yaml)
 SGLANG_MIN_CHUNK, SGLANG_MIN_GRAPH_BS = 2048, 8
+# llama.cpp's own margin when it fits layers to free memory (common/arg.cpp --fit-target, default 1024 MiB; printed as
+# "cannot meet free memory target of 1024 MiB" in the H200 trial's log): kept free for what the ledger does not count
+LLAMACPP_FIT_MARGIN = 1024 * MIB
 
 
 class EngineFlags(BaseModel):
@@ -337,7 +340,7 @@ def _llamacpp(log: StartupLog, error: StartupError | None, model_cell: float | N
     kv = failed if buffer == "kv" else log.kv_cache_bytes
     compute = failed if buffer == "compute" else log.activation_bytes
     free, free_source = (log.free_at_start_bytes, "logged") if log.free_at_start_bytes else (total, "GPU catalog (inferred)")
-    weights = failed if (buffer == "weights" and log.weights_bytes is None) else log.weights_bytes
+    weights = failed if (buffer == "weights" and (log.weights_bytes or 0) < (failed or 0)) else log.weights_bytes
     cells = log.kv_cache_tokens or log.max_model_len
     reserve = compute if compute is not None else memory_profile("llama.cpp").cuda_context_bytes
     reserve_source = "logged" if compute is not None else "engine profile (llama.cpp compute buffers and context)"
@@ -354,10 +357,14 @@ def _llamacpp(log: StartupLog, error: StartupError | None, model_cell: float | N
         out.kv_cache_tokens = cells
         return out
     out.starts, out.binding = False, {"kv": "KV cache", "compute": "activation peak", "weights": "weights", None: None}[buffer]
+    if buffer == "weights":
+        return _weights_failed(out, log, free, weights, reserve, kv or 0, cells)
     per_token = kv / cells if (kv and cells) else model_cell
     if not (free and weights is not None and per_token):
         out.notes.append("The log lacks the free memory, the model buffer or the KV size: the engine's own remedies, not decided.")
-        out.edits.append(_edit([flags.context, str(max((cells or 8192) // 2, ROUND_TOKENS))], None, "half the context", 0.5))
+        out.edits.append(_edit([flags.context, str(max((cells or 8192) // 2, ROUND_TOKENS))], None, "half the context (the compute "
+                               "buffer's attention scores and the KV cache both scale with it)" if buffer == "compute" else "half the context",
+                               0.1 if buffer == "compute" else 0.5))
         out.edits.append(_edit(list(flags.kv_8bit), None, "KV cache in q8_0 (needs flash attention, -fa)", 0.15))
         return out
     context_bytes = memory_profile("llama.cpp").cuda_context_bytes if (free_source != "logged" and compute is not None) else 0
@@ -372,7 +379,33 @@ def _llamacpp(log: StartupLog, error: StartupError | None, model_cell: float | N
         q8 = kv * Q8_0_RATIO
         out.edits.append(_edit(list(flags.kv_8bit), q8 <= room, f"KV cache in q8_0: {q8 / GIB:.2f} GiB for {room / GIB:.2f} GiB of room "
                                "(needs flash attention, -fa)", 0.15, tokens=cells))
-    out.edits += _fewer_layers(log, free - reserve - context_bytes, weights, kv or 0, cells)
+    out.edits += _fewer_layers(log, free - reserve - context_bytes - LLAMACPP_FIT_MARGIN, weights, kv or 0, cells)
+    return out
+
+
+def _weights_failed(out: Findings, log: StartupLog, free: float | None, weights: float | None, reserve: float, kv: float,
+                    cells: int | None) -> Findings:
+    """The model buffer (load_tensors / llama_model_load, before any KV or compute buffer) did not fit: no KV setting
+    frees anything (docfix8, retrospective: the H200 trial held128-weights and batch 8's sf129-sf131). Fewer layers on
+    the GPU, as many as fit the free memory less the compute buffers and llama.cpp's own fit margin, each bringing its
+    weights and its KV cells at the run's context; or a smaller quantized GGUF."""
+    out.binding = "weights"
+    out.notes.append("The failing allocation is the model buffer (weights), before the KV cache: KV settings and a shorter context "
+                     "free nothing here. Builds with --fit (on by default since llama.cpp#16653) fit the layers to the free memory "
+                     "themselves when -ngl is not forced ('common_fit_params: ... n_gpu_layers already set by user' means it was): "
+                     "leaving -ngl out lets such a build start with layers on the CPU.")
+    if free and weights:
+        out.ledger.append(LedgerLine(term="free memory at start (the weights must fit in it)", bytes_per_gpu=int(free), in_budget=False,
+                                     source="logged" if log.free_at_start_bytes else "GPU catalog (inferred)"))
+    edits = _fewer_layers(log, (free or 0) - reserve - LLAMACPP_FIT_MARGIN, weights or 0, kv, cells) if (free and weights) else []
+    if not edits:
+        edits.append(Edit(change="fewer layers on the GPU (-ngl below the model's layers)", argv=[], starts=None, kv_cache_tokens=None,
+                          max_concurrency=None, max_model_len=0, cost="layers on the CPU run at the CPU's memory bandwidth (much "
+                          "slower); how many fit needs the free memory and the layer count, which the log does not print", cost_rank=0.5))
+    edits.append(Edit(change="a smaller quantized GGUF (Q8_0 about 53% of f16's bytes, Q4_K_M about 30%)", argv=[], starts=None,
+                      kv_cache_tokens=None, max_concurrency=None, max_model_len=0, cost="a small accuracy cost; every layer "
+                      "stays on the GPU", cost_rank=0.7))
+    out.edits += edits
     return out
 
 
@@ -387,5 +420,7 @@ def _fewer_layers(log: StartupLog, room: float, weights: float, kv: float, cells
     if fit < 1:
         return []
     return [_edit([engine_flags("llama.cpp").gpu_layers, str(fit)], True, f"{layers - fit} of {log.total_layers or layers} layers on the CPU "
-                  f"(at the CPU's memory bandwidth: much slower); {per_layer / MIB:,.0f} MiB a layer, from the log's averages", 0.5 + (1 - fit / layers),
-                  tokens=cells)]
+                  f"(at the CPU's memory bandwidth: much slower); {per_layer / MIB:,.0f} MiB a layer (weights and KV cells at this "
+                  f"context), from the log's averages, in {room / MIB:,.0f} MiB of room", 0.5 + (1 - fit / layers), tokens=cells)
+            .model_copy(update={"confidence": "engine_figures", "basis": "the free memory, model, KV and compute buffers the log printed "
+                                "(a layer's share averaged over the offloaded layers), less llama.cpp's own 1,024 MiB fit margin"})]

@@ -33,6 +33,12 @@ def engine_figure_edits(error: StartupError | None, max_model_len: int | None, u
                      max_model_len=max_model_len or 0, cost="decode steps without CUDA graphs (slower at small batches); from the "
                      "engine's own advice in its capture message", cost_rank=0.3, confidence="engine_advice",
                      basis="the out-of-memory came while capturing CUDA graphs, which eager mode does not do")]
+    if error is not None and error.kind == "mamba_cache_blocks":  # the engine's own bound (docfix8: sf113-sf115, retrospective)
+        seqs, blocks = int(error.figures["max_num_seqs"]), int(error.figures["mamba_cache_blocks"])
+        return [Edit(change=f"--max-num-seqs {blocks}", argv=["--max-num-seqs", str(blocks)], starts=True, kv_cache_tokens=None,
+                     max_concurrency=blocks, max_model_len=max_model_len or 0, cost=f"{seqs:,} -> {blocks:,} sequences at once (one Mamba "
+                     "cache block each); the engine's own bound in its message", cost_rank=0.2, confidence="engine_figures",
+                     basis=f"vLLM's check max_num_seqs <= Mamba cache blocks ({blocks:,}, printed) passes")]
     if error is not None and error.kind == "free_memory_below_utilization":
         return [] if free_memory_note(error) else [_under_free_memory(error, max_model_len)]
     if error is not None and error.kind == "no_cache_blocks":

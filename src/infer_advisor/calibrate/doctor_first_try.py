@@ -37,6 +37,9 @@ def first_try_edits(error: StartupError | None, engine: str, max_model_len: int 
         return [_nccl(max_model_len)]
     if engine == "sglang" and error.kind.startswith("cuda_oom"):
         return _sglang_oom(utilization)
+    if engine == "tgi" and error.kind == "cuda_oom_load":  # the shard died loading its weights, before warm-up (sf127, docfix8)
+        return [_tp(tp, "the shard ran out of memory loading its weights, before TGI's warm-up: more shards split them (or a "
+                    "quantized checkpoint, --quantize)", "--num-shard")]
     if engine == "tgi" and error.kind.startswith("cuda_oom"):
         return [_edit("--max-batch-prefill-tokens 2048", ["--max-batch-prefill-tokens", "2048"], "half of TGI's default 4096 prefill "
                       "tokens per batch (longer prompts are split or refused)", 0.3, "TGI's warm-up is a batch of max_batch_prefill_tokens, "

@@ -141,7 +141,7 @@ def _tgi_settings(settings: dict, extras: dict, version: str | None) -> None:
     pool starts; --cuda-graphs 0 turns CUDA graphs off; before 2.4.1 an unset --max-batch-prefill-tokens is
     max_input_tokens + 50 (launcher/src/main.rs, flash_causal_lm.warmup; data/engine_cli.yaml)."""
     from ..engines.command_line import engine_cli
-    from ..engines.memory import version_key
+    from ..engines.versions import version_key
 
     below = engine_cli("tgi").prefill_from_input_below
     given_input = settings.get("max_input_tokens")

@@ -59,6 +59,7 @@ ErrorKind = Literal[
     "cuda_oom_graph_capture", "cuda_oom_profile", "cuda_oom_load", "cuda_oom", "sglang_not_enough_memory",
     "tgi_prefill_tokens", "tgi_total_tokens", "cuda_oom_warmup", "llamacpp_alloc_failed", "nccl_error",
     "kv_cache_check",  # added with Diagnosis schema 2: a traceback that stops in vLLM's KV-cache size check, no message
+    "mamba_cache_blocks",  # schema 4 (docfix8): vLLM's hybrid-model check, max_num_seqs above the Mamba cache blocks
 ]
 
 
@@ -114,10 +115,17 @@ _TGI_MAX_TOTAL = re.compile(r"Not enough memory to handle `max_total_tokens=(\d+
 _LLAMACPP = re.compile(r"allocating ([\d.]+) MiB on device (\d+): cudaMalloc failed: out of memory")
 # ggml's words without the "allocating N MiB" part (sf109: quoted in the thread's title, "CudaMalloc failed: out of memory")
 _LLAMACPP_BARE = re.compile(r"cudaMalloc failed: out of memory", re.I)
-_LLAMACPP_BUFFER = re.compile(r"failed to allocate CUDA(\d+) buffer of size (\d+)")
+_LLAMACPP_BUFFER = re.compile(r"failed to allocate (?:CUDA|SYCL)(\d+) buffer of size (\d+)")
+# ggml's SYCL backend (ggml-sycl.cpp ggml_backend_sycl_buffer_type_alloc_buffer): "can't malloc N Bytes memory on device";
+# a paste cut inside that function's name is read only where it is the log's last line (sf134, docfix8: retrospective)
+_LLAMACPP_SYCL = re.compile(r"ggml_backend_sycl_buffer_type_alloc_buffer: can't malloc (\d+) Bytes memory on device")
+_LLAMACPP_SYCL_CUT = re.compile(r"ggml_backend_sycl_buffer_\w{0,40}\s*\Z")
+# vLLM (v1 hybrid models, mamba cache sizing before CUDA-graph capture): "max_num_seqs (1024) exceeds available Mamba cache
+# blocks (856). ... Please lower max_num_seqs to at most 856 or increase gpu_memory_utilization."
+_MAMBA_BLOCKS = re.compile(r"max_num_seqs \((\d+)\) exceeds available Mamba cache blocks \((\d+)\)")
 _LLAMACPP_WHICH = (("kv", re.compile(r"failed to allocate buffer for kv cache|llama_kv_cache_init\(\) failed")),
                    ("compute", re.compile(r"failed to allocate compute buffers|compute buffer")),
-                   ("weights", re.compile(r"failed to load model|load_tensors|model buffer")))
+                   ("weights", re.compile(r"failed to load model|error loading model|load_tensors|model buffer")))
 _NCCL = re.compile(r"NCCL error: ([^\n(]{1,120})")
 _GRAPH_PHASE = re.compile(
     r"Capturing (?:the model for )?(?:CUDA graphs|cudagraphs)|Capturing CUDA graph|torch\.cuda\.graph\(|capture_end\(\)|cuda graph capture"
@@ -150,7 +158,7 @@ def _gib(s: str) -> float:
 
 def find_startup_error(text: str) -> StartupError | None:
     """The first start-up error of a known kind in ``text`` (the most specific message wins), else None."""
-    for finder in (_vllm_kv, _free_memory, _no_blocks, _other_engines, _oom, _nccl, _kv_check):
+    for finder in (_vllm_kv, _free_memory, _no_blocks, _mamba, _other_engines, _oom, _nccl, _kv_check):
         found = finder(text)
         if found is not None:
             return found
@@ -219,7 +227,8 @@ def _oom(text: str) -> StartupError | None:
         kind = "cuda_oom_graph_capture"
     elif _PROFILE_PHASE.search(text) or _LOADED.search(text):
         kind = "cuda_oom_profile"
-    elif re.search(r"Loading model weights|Starting to load model|load_weights", text):
+    elif re.search(r"Loading model weights|Starting to load model|load_weights|ShardCannotStart|Shard \d+ failed to start", text):
+        # TGI's shard dies before the router's warm-up when its weights do not fit (sf127, docfix8: retrospective)
         kind = "cuda_oom_load"
     else:
         kind = "cuda_oom"
@@ -251,20 +260,16 @@ def _other_engines(text: str) -> StartupError | None:
     if m:
         figures = {"max_batch_prefill_tokens": int(m.group(1))} if m.group(1) else {}
         return StartupError(kind="tgi_prefill_tokens", line=_line(text, m), figures=figures)
-    m = _LLAMACPP.search(text)
+    m = _LLAMACPP.search(text) or _LLAMACPP_SYCL.search(text)
     buf = _LLAMACPP_BUFFER.search(text)
     if m or buf:
-        figures = ({"requested_bytes": float(m.group(1)) * MIB, "device": int(m.group(2))} if m
-                   else {"requested_bytes": float(buf.group(2)), "device": int(buf.group(1))})
-        after = text[(m or buf).end():]
-        for code, (_, pattern) in enumerate(_LLAMACPP_WHICH):
-            if pattern.search(after):
-                figures["buffer"] = code  # 0 KV cache, 1 compute buffers, 2 weights (LLAMACPP_BUFFERS)
-                break
-        return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m or buf), figures=figures)
-    m = _LLAMACPP_BARE.search(text)
+        figures = ({"requested_bytes": float(m.group(1)) * MIB, "device": int(m.group(2))} if (m and m.re is _LLAMACPP)
+                   else {"requested_bytes": float(buf.group(2)), "device": int(buf.group(1))} if buf
+                   else {"requested_bytes": float(m.group(1))})
+        return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m or buf), figures=figures | _llamacpp_buffer(text, m or buf))
+    m = _LLAMACPP_BARE.search(text) or _LLAMACPP_SYCL_CUT.search(text)
     if m:
-        return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m))
+        return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m), figures=_llamacpp_buffer(text, m))
     m = _TGI_WARMUP.search(text)
     if m:  # TGI's warmup is its memory profile (a batch of max_batch_prefill_tokens): an out of memory there
         return StartupError(kind="cuda_oom_warmup", line=_line(text, m))
@@ -272,10 +277,29 @@ def _other_engines(text: str) -> StartupError | None:
 
 
 LLAMACPP_BUFFERS = tuple(name for name, _ in _LLAMACPP_WHICH)
+# llama.cpp allocates the weights, then the KV cache ("KV buffer size", "KV self size", "llama_kv_cache: size ="), then the
+# output and compute buffers (llama_init_from_model): a failure after the KV lines is a compute buffer's (sf133, sf134)
+_LLAMACPP_KV_DONE = re.compile(r"KV buffer size =|KV self size|llama_kv_cache\w{0,40}: size =")
+
+
+def _llamacpp_buffer(text: str, m: re.Match) -> dict[str, float]:
+    """Which buffer failed: the nearest line after the failure that names one (a paste of several runs goes on; docfix8,
+    sf131), else a compute buffer where the KV cache was already allocated before it; ``{}`` when neither says."""
+    after = text[m.end():]
+    found = [(hit.start(), code) for code, (_, pattern) in enumerate(_LLAMACPP_WHICH) if (hit := pattern.search(after))]
+    if found:
+        return {"buffer": min(found)[1]}  # 0 KV cache, 1 compute buffers, 2 weights (LLAMACPP_BUFFERS)
+    return {"buffer": 1} if _LLAMACPP_KV_DONE.search(text, 0, m.start()) else {}
 # Messages only vLLM's V0 engine prints (V1 words the same check "To serve at least one request ... KV cache is
 # needed"): a log that prints one and no version is read with the newest V0 memory profile, not the pinned V1 default.
 V0_ONLY_KINDS = ("max_len_exceeds_kv",)
 V1_FIRST = "0.8"  # vLLM 0.8.0 made the V1 engine the default (VLLM_USE_V1=1); data/engine_memory.yaml's V0 ranges end there
+
+
+def _mamba(text: str) -> StartupError | None:
+    m = _MAMBA_BLOCKS.search(text)
+    return StartupError(kind="mamba_cache_blocks", line=_line(text, m), figures={
+        "max_num_seqs": int(m.group(1)), "mamba_cache_blocks": int(m.group(2))}) if m else None
 
 
 def _kv_check(text: str) -> StartupError | None:

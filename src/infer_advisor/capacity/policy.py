@@ -25,21 +25,27 @@ def needless_pipeline(pp: int, fits_without_pipeline: bool, request) -> bool:
                                              "pinned_pp": request.pipeline_parallel_size})
 
 
-def error_band_upper(engine: str, confidence: float) -> float:
-    """The factor a replica's predicted rate is divided by at ``confidence``: 1 at 0.5 (the prediction), at 0.9 and
-    above the pessimistic edge of the engine's PROSPECTIVE 90% band (a measurement as low as ``band_90[0]`` x the
-    prediction: divide by it), linear between. Without a prospective band: 1 + the held-out 90th-percentile error,
-    else 50% (not graded)."""
-    if not applies(by_kind("confidence"), {"confidence": confidence}):
-        return 1.0
+def speed_error_band(engine: str) -> tuple[float, float]:
+    """(low, high): the engine's 90% band of measured / predicted speed on data it was not fitted to, the error of
+    ``max_rate_per_replica``. The PROSPECTIVE ``band_90`` where it has one; else 1 / (1 + the held-out 90th-percentile
+    error) to 1 + it, else 50% either way (not graded)."""
     from ..estimate.speed_data import engine_speed
 
     fit = engine_speed(engine).fit or {}
     band = fit.get("band_90")
-    if band and 0 < band[0] < 1:
-        worst = 1.0 / band[0] - 1.0
-    else:
-        worst = fit.get("prospective_p90_abs_error") or fit.get("loso_p90_abs_error") or 0.5
+    worst = fit.get("prospective_p90_abs_error") or fit.get("loso_p90_abs_error") or 0.5
+    low = band[0] if band and 0 < band[0] < 1 else 1.0 / (1.0 + worst)
+    high = band[1] if band and band[1] > 1 else 1.0 + worst
+    return low, high
+
+
+def error_band_upper(engine: str, confidence: float) -> float:
+    """The factor a replica's predicted rate is divided by at ``confidence``: 1 at 0.5 (the prediction), at 0.9 and
+    above the pessimistic edge of :func:`speed_error_band` (a measurement as low as its ``low`` x the prediction:
+    divide by it), linear between."""
+    if not applies(by_kind("confidence"), {"confidence": confidence}):
+        return 1.0
+    worst = 1.0 / speed_error_band(engine)[0] - 1.0
     return 1.0 + worst * min(1.0, (confidence - 0.5) / 0.4)
 
 

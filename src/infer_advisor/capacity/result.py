@@ -24,6 +24,30 @@ class PhysicsShare(BaseModel):
     words: str
 
 
+class TtftEdge(BaseModel):
+    """The operating point re-simulated with the replica as much slower or faster than modelled as one edge of the
+    engine's error band (capacity/ttft_band.py)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    speed: float = Field(gt=0, description="The replica's speed / the modelled speed at this edge (0.39: 61% slower).")
+    queue_grows: bool = Field(description="At this speed the rate per replica is past what the replica completes.")
+    ttft_p50_s: float | None = Field(default=None, description="None when the queue grows (no stationary value).")
+    ttft_p90_s: float | None = None
+
+
+class TtftBand(BaseModel):
+    """How sure the TTFT at the operating point is: the same rate on a replica at each edge of the error band of
+    ``max_rate_per_replica`` (capacity.policy.speed_error_band). Near the knee a few percent of step time moves TTFT
+    several-fold (calls F and G, docs/capacity.md)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    utilisation: float = Field(description="Rate per replica / max_rate_per_replica.")
+    slower: TtftEdge
+    faster: TtftEdge
+    near_knee: bool = Field(description="utilisation above KNEE_UTILISATION: TTFT is sensitive to a few percent of step-time error.")
+    source: str = Field(description="Where the band's edges come from.")
+
+
 class Candidate(BaseModel):
     """One deployment option: a replica layout on one GPU type, and the fleet the rate needs."""
 
@@ -53,6 +77,8 @@ class Candidate(BaseModel):
     itl_p50_s: float | None = None
     itl_p99_s: float | None = None
     e2e_p90_s: float | None = None
+    ttft_band: TtftBand | None = Field(default=None, description="TTFT p50/p90 if the replica is as much slower or faster "
+                                       "than modelled as the speed model's error band (the chosen option only).")
     output_tokens_per_s: float | None = Field(default=None, description="Whole fleet at the requested rate (replicas x per replica).")
     output_tokens_per_s_per_gpu: float | None = Field(default=None, description="At the most one replica sustains within the targets.")
     output_tokens_per_s_per_user: float | None = Field(default=None, description="1 / mean time per output token at that load.")

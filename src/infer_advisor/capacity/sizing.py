@@ -256,13 +256,23 @@ def _could_show(best: Candidate, meeting: list[Candidate], rows: dict[str, Candi
     return best.gpu not in rows or _rank_key(best) <= _rank_key(rows[best.gpu])
 
 
+def _with_ttft_band(chosen: Candidate, evaluated: list, rate: float, w: Workload) -> Candidate:
+    """The chosen option with its TTFT band (capacity/ttft_band.py: two more operating-point runs at most)."""
+    from .ttft_band import ttft_band
+
+    if not chosen.replicas or chosen.ttft_p50_s is None:
+        return chosen
+    o, _, rs = next(e for e in evaluated if _key(e[1]) == _key(chosen))
+    return chosen.model_copy(update={"ttft_band": ttft_band(o.step, w, o.cfg, rate / chosen.replicas, rs, chosen.engine)})
+
+
 def _result(request, targets, w, rate, evaluated, refused, options, notes, seconds) -> CapacityResult:
     cands, meeting, priced, _ = _ranked([c for _, c, _ in evaluated])
     if not priced:
         if meeting:
             notes = [*notes, "no option that meets the targets has a price: ranked by GPU count instead of cost (give "
                              "--price-per-gpu-hour GPU=USD to rank by cost)"]
-    chosen = meeting[0] if meeting else None
+    chosen = _with_ttft_band(meeting[0], evaluated, rate, w) if meeting else None
     runners = meeting[1:3]
     why = []
     for r in runners:
@@ -273,8 +283,8 @@ def _result(request, targets, w, rate, evaluated, refused, options, notes, secon
         else:
             why.append(f"{r.gpu} {r.layout} {r.engine} {r.quantization}: {r.total_gpus} GPUs against {chosen.total_gpus}")
     per_gpu: dict[str, Candidate] = {}
-    for c in cands:
-        per_gpu.setdefault(c.gpu, c)
+    for c in cands:  # the chosen option's row is the chosen option, its TTFT band included
+        per_gpu.setdefault(c.gpu, chosen if chosen is not None and _key(c) == _key(chosen) else c)
     for c in refused:
         per_gpu.setdefault(c.gpu, c)
     front = pareto_front(evaluated)

@@ -92,6 +92,39 @@ def sizing_choices(result: CapacityResult) -> list[str]:
     return out
 
 
+def _pct(speed: float) -> str:
+    return f"{abs(speed - 1):.0%} {'faster' if speed > 1 else 'slower'}"
+
+
+def _band_text(c: Candidate) -> str:
+    """'p50 X (Y-Z), p90 X (Y-Z) if the replica is a% faster to b% slower than modelled', or the queue growing at an
+    edge instead of a figure."""
+    b = c.ttft_band
+    slower, faster = b.slower, b.faster
+    point = f"p50 {_ms(c.ttft_p50_s)}, p90 {_ms(c.ttft_p90_s)}"
+    if faster.queue_grows:  # the faster replica's queue grows: so does the modelled one's
+        return f"{point}; the queue grows even if the replica is {_pct(faster.speed)} than modelled"
+    if slower.queue_grows:
+        return (f"p50 {_ms(c.ttft_p50_s)} ({_ms(faster.ttft_p50_s)}), p90 {_ms(c.ttft_p90_s)} ({_ms(faster.ttft_p90_s)}) if "
+                f"the replica is {_pct(faster.speed)} than modelled; the queue grows if it is {_pct(slower.speed)}")
+    return (f"p50 {_ms(c.ttft_p50_s)} ({_ms(faster.ttft_p50_s)}-{_ms(slower.ttft_p50_s)}), p90 {_ms(c.ttft_p90_s)} "
+            f"({_ms(faster.ttft_p90_s)}-{_ms(slower.ttft_p90_s)}) if the replica is {_pct(faster.speed)} to "
+            f"{_pct(slower.speed)} than modelled")
+
+
+def ttft_band_rows(c: Candidate) -> list[tuple[str, str]]:
+    """The chosen option's TTFT with its band from the speed model's error (capacity/ttft_band.py), and a plain note
+    near the knee."""
+    b = c.ttft_band
+    if b is None:
+        return []
+    rows = [("TTFT band", _band_text(c))]
+    if b.near_knee:
+        rows.append(("", f"each replica runs at {b.utilisation:.0%} of the most it is modelled to sustain: near the knee "
+                         "TTFT moves several-fold for a few percent of step-time error (docs/capacity.md)"))
+    return rows
+
+
 def workload_lines(result: CapacityResult) -> list[tuple[str, str]]:
     targets = "; ".join(f"{_PLAIN.get(k, TARGET_METRICS[k][2])} <= {_ms(v)}" for k, v in result.targets.given().items())
     return [("workload", f"{result.rate:g} requests/s; prompt tokens {result.input_tokens}, answer tokens {result.output_tokens}"),
@@ -138,6 +171,7 @@ def summary_rows(result: CapacityResult, *, show_all: bool = False) -> list[tupl
                 if c.cost_per_hour is not None and c.usd_per_million_output_tokens is not None else "no price known")
         rows.append(("chosen", f"{_option(c)} = {c.total_gpus:,} GPUs, {cost}; {checks or 'no target'} at "
                                f"{result.rate / max(c.replicas, 1):.2f} req/s per replica (of {c.max_rate_per_replica:.2f})"))
+        rows += ttft_band_rows(c)
         rows += [("sizing" if i == 0 else "", d) for i, d in enumerate(sizing_choices(result))]
         if c.physics:
             rows.append(("physics", "at its peak: " + ", ".join(f"{p.name.replace('_', ' ')} {p.share:.0%}" for p in c.physics)

@@ -93,7 +93,7 @@ def formats_by_platform() -> FormatsByPlatform:
 
 
 def _holds(cell: Cell, version: str | None) -> bool:
-    from .memory import version_key
+    from .versions import version_key
 
     if version is None:
         return True

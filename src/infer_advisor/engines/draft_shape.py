@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import RequestError
 from ..model_facts.facts import ModelFacts
+from ..model_facts.unconverted import unquantized_mtp
 from .speculative import DraftModel, SpecMethod, speculative_data
 
 # vLLM's SpeculativeConfig normalises model-specific MTP method names to "mtp" (config/speculative.py, 0.20.1).
@@ -151,8 +152,9 @@ def draft_shape(spec: SpeculativeConfig, model: ModelFacts) -> DraftShape:
         layers = mtp_layers(model)
         if not layers:
             raise RequestError(f"{model.name} declares no MTP layers (mtp_num_hidden_layers / num_nextn_predict_layers): method 'mtp' needs them")
+        in_format = not unquantized_mtp(_quantization_config(model), model.num_layers)  # exports that keep MTP in bf16
         return DraftShape("mtp", n, layers, model.num_kv_heads, model.kv_cache_elements_per_token // max(_full_layers(model), 1),
-                          True, layers * _mtp_layer_params(model), 0, True, model.torch_dtype or "bfloat16", method.source,
+                          True, layers * _mtp_layer_params(model), 0, in_format, model.torch_dtype or "bfloat16", method.source,
                           tuple(method.engines))
     d = draft_model(spec.model)
     if d is None:
@@ -163,6 +165,12 @@ def draft_shape(spec: SpeculativeConfig, model: ModelFacts) -> DraftShape:
     return DraftShape(method.method, n, d.layers, d.num_kv_heads, 2 * d.num_kv_heads * d.head_dim, False,
                       d.layers * layer + (0 if d.fc_replicated else fc), fc if d.fc_replicated else 0, False, d.dtype,
                       f"{method.source}; draft shape: {d.source}", tuple(method.engines), d.name)
+
+
+def _quantization_config(model: ModelFacts) -> dict | None:
+    cfg = model.config or {}
+    qc = cfg.get("quantization_config") or (cfg.get("text_config") or {}).get("quantization_config")
+    return qc if isinstance(qc, dict) else None
 
 
 def _full_layers(model: ModelFacts) -> int:

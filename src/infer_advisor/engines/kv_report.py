@@ -47,7 +47,7 @@ class KVReport(BaseModel):
         return (self.state_pages_prefix_caching if prefix_caching else 1) + num_speculative_tokens
 
     def covers(self, version: str) -> bool:
-        from .memory import version_key
+        from .versions import version_key
 
         v = version_key(version)
         return version_key(self.first) <= v and (self.below is None or v < version_key(self.below))
@@ -75,7 +75,7 @@ _POOL = KVReport.model_construct(engine="", first="0", below=None, printed_token
 
 def kv_report(engine: str, version: str | None) -> KVReport:
     """The range of ``engine`` covering ``version`` (newest range beyond them all; the plan's capacity for unknown engines)."""
-    from .memory import version_key
+    from .versions import version_key
 
     ranges = _reports().get(engine)
     if not ranges or not version:

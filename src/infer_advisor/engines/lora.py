@@ -85,7 +85,7 @@ def lora_kernels() -> LoRAKernels:
 
 def lora_profile(engine: str, version: str) -> LoRAProfile | None:
     """The range of ``engine`` covering ``version`` (the newest for a newer version); None for an engine without LoRA facts."""
-    from .memory import version_key
+    from .versions import version_key
 
     ranges = _profiles().get(engine)
     if not ranges:

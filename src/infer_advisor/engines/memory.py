@@ -14,8 +14,6 @@ overhead inside the budget, sliding-window layers holding their window, the KV c
 """
 
 
-import functools
-import re
 from functools import cache
 from typing import Literal
 
@@ -25,6 +23,7 @@ from .._data import load_validated
 from .._paths import shipped
 from .cuda_graphs import CudaGraphScaling
 from .profiles import EngineProfile, engine_profile
+from .versions import version_key
 
 GIB = 2**30
 MIB = 2**20
@@ -279,25 +278,6 @@ class EngineMemoryProfile(BaseModel):
 class _File(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     engines: dict[str, list[EngineMemoryProfile]]
-
-
-@functools.lru_cache(maxsize=256)  # pure; the sizing search asks it tens of thousands of times
-def version_key(version: str) -> tuple[int, ...]:
-    """Comparable key of an engine version: '0.6.3.post1' -> (0, 6, 3); 'b7200' -> (7200,); 'v0.5.9' -> (0, 5, 9)."""
-    text = version.strip().lower().lstrip("v")
-    if re.fullmatch(r"b\d+", text):
-        return (int(text[1:]),)
-    parts = []
-    for piece in text.split("."):
-        m = re.match(r"\d+", piece)
-        if not m:
-            break
-        parts.append(int(m.group()))
-    if not parts:
-        from ..errors import RequestError
-
-        raise RequestError(f"Engine version '{version}' is not a version number (e.g. 0.8.5, 3.3.6, b7200).")
-    return tuple(parts)
 
 
 @cache

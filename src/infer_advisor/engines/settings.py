@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .lora import lora_profile
 from .memory import MIB, EngineMemoryProfile, batch_defaults, default_memory_fraction, memory_profile, memory_profiles
 from .profiles import engine_profile
 
@@ -46,15 +47,18 @@ def without_cuda_graphs(prof: EngineMemoryProfile) -> EngineMemoryProfile:
     return prof.model_copy(update={"cuda_graph_bytes": 0, "label": f"{prof.label}, eager (no CUDA graphs)"})
 
 
-def engine_settings(engine: str, version: str | None, gpu, *, tp: int = 1, pp: int = 1, lora=None,
+def engine_settings(engine: str, version: str | None, gpu, *, tp: int = 1, pp: int = 1, lora_adapters: int = 0,
                     enforce_eager: bool = False) -> EngineSettings:
     """The memory profile and per-GPU defaults of ``engine`` at ``version`` (default: pinned) on ``gpu`` (a GPUInfo or None).
 
-    ``lora``: the version's LoRAProfile (engines/lora.py) when adapters are on, None otherwise (see :func:`with_lora`);
+    ``lora_adapters``: with adapters on (> 0), the profile the version's LoRA facts (engines/lora.py) say a start-up
+    with LoRA uses (see :func:`with_lora`), the one place a plan looks them up for its memory profile;
     ``enforce_eager``: the engine runs without CUDA graphs (see :func:`without_cuda_graphs`)."""
     prof = memory_profile(engine, version)
+    pinned = version or engine_profile(engine).version
+    lora = lora_profile(engine, pinned) if lora_adapters > 0 else None
     if lora is not None:
-        prof = with_lora(engine, version or engine_profile(engine).version, prof, lora)
+        prof = with_lora(engine, pinned, prof, lora)
     if enforce_eager:
         prof = without_cuda_graphs(prof)
     usable = getattr(gpu, "budget_memory_bytes", None) if gpu is not None else None

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .memory import version_key
+from .versions import version_key
 
 
 class Coefficient(BaseModel):

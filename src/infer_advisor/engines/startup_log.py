@@ -182,15 +182,15 @@ def detect_engine(text: str) -> Engine | None:
         return any(lit in text for lit in literals)
 
     if has("KV Cache is allocated. #tokens", "sglang.launch_server", "ServerArgs(", "Load weight end.", "/sglang/srt/", "sglang serve",
-           "--mem-fraction-static"):
+           "--mem-fraction-static", "Capture cuda graph failed"):  # the last: SGLang's CudaGraphRunner message (sf122)
         return "sglang"
     if has("llama_kv_cache", "llama_model_loader", "load_tensors:", "llama_context:", "llama_new_context_with_model", "llama_model_load:",
-           "ggml_cuda_init:"):
+           "ggml_cuda_init:", "ggml_backend_sycl_"):
         return "llama.cpp"
     if has("text_generation_launcher", "text_generation_router", "text_generation_server", "text-generation-inference",
            "text-generation-launcher", "shard-manager", "Starting shard", "Waiting for shard") or _TGI_SHARD.search(text[:2_000_000]):
         return "tgi"
-    if has("vLLM", "vllm", "GPU blocks", "GPU KV cache size", "Maximum concurrency for", "Loading model weights took", "Model loading took"):
+    if has("vLLM", "vllm", "GPU blocks", "exceeds available Mamba cache blocks", "GPU KV cache size", "Maximum concurrency for", "Loading model weights took", "Model loading took"):
         return "vllm"
     return None
 
@@ -390,7 +390,8 @@ def _llamacpp(text: str) -> StartupLog:
         log.lines["free_at_start_bytes"] = line[:LINE_CHARS]
     r.take("model", r"general\.name\s+str\s+=\s+([^\n]+)", lambda s: s.strip())
     # "CUDA0 model buffer size" (load_tensors, 2024-10+) or the older "CUDA0 buffer size" (llm_load_tensors)
-    found = list(r.find.matches(r"CUDA\d+ (?:model )?buffer size =\s+([\d.]+) MiB", anchor=" buffer size ="))
+    found = [(m, line) for m, line in r.find.matches(r"CUDA\d+ (?:model )?buffer size =\s+([\d.]+) MiB", anchor=" buffer size =")
+             if float(m.group(1)) > 0]  # 0.00 MiB: the dry run of common_fit_params (no_alloc), not the weights
     if found:
         log.weights_bytes = int(round(sum(float(m.group(1)) for m, _ in found) * MIB))
         log.lines["weights_bytes"] = found[0][1][:LINE_CHARS]

@@ -59,19 +59,28 @@ def group_bytes(
     if split_experts or expert_fmt is not None or ("expert_linear" in fmt.quantizes and "linear" not in fmt.quantizes):
         counts["linear"] = p.linear - p.expert_linear  # the routed experts apart (MXFP4 gpt-oss, FP4 DeepSeek-V4 experts)
         counts["expert_linear"] = p.expert_linear
-    if p.kept_linear and fmt_name == model.weight_format and "linear" in fmt.quantizes:
+    own_checkpoint = fmt_name == model.weight_format and "linear" in fmt.quantizes
+    if p.kept_linear and own_checkpoint:
         counts["linear"] -= p.kept_linear  # what the checkpoint keeps unquantized (its modules_to_not_convert)
         counts["kept_linear"] = p.kept_linear
+    if p.fp8_linear and own_checkpoint:
+        counts["linear"] -= p.fp8_linear  # a MIXED_PRECISION checkpoint's FP8 token mixers
+        counts["fp8_linear"] = p.fp8_linear
     for group, n in counts.items():
         if group == "expert_linear" and expert_fmt is not None:
             out[group] = n * _bytes_per_param(expert_fmt, group, base, None)
+        elif group == "fp8_linear":
+            out[group] = n * _bytes_per_param(weight_format("fp8"), "linear", base, None)
+        elif group == "lm_head" and p.quantized_lm_head and own_checkpoint:  # MIXED_PRECISION's 4-bit lm_head
+            out[group] = n * _bytes_per_param(fmt, "linear", base, group_size)
         else:
             out[group] = n * _bytes_per_param(fmt, group, base, group_size)
     if checkpoint_bytes:
         scale = checkpoint_bytes / sum(out.values())
         out = {group: b * scale for group, b in out.items()}
-    if "kept_linear" in out:  # in the model dtype, but a part of the blocks' linear weights for every caller
-        out["linear"] += out.pop("kept_linear")
+    for part in ("kept_linear", "fp8_linear"):  # in the model dtype / FP8, but a part of the blocks' linear weights for every caller
+        if part in out:
+            out["linear"] += out.pop(part)
     if "expert_linear" in out:  # the engine's layout
         out["expert_linear"] *= expert_ratio
         if not split_experts:  # fold back: callers see the four groups

@@ -190,6 +190,13 @@ class Arch:
             out.append("mamba" if kind == "linear" and self.model_type in MAMBA_LINEAR_TYPES else kind)
         return out
 
+    def layer_mixers(self) -> list[str] | None:
+        """Each layer's token-mixer kind where ``layer_types`` lists them (sliding folded into full without a window)."""
+        explicit = self._explicit_layer_types() if self.model_type not in ("deepseek_v4", "nemotron_h") else None
+        if explicit is None:
+            return None
+        return ["full" if k == "sliding" and self.sliding_window is None else k for k in explicit]
+
     def _nemotron_pattern(self) -> list[tuple[str, str]]:
         pattern = self.raw.get("hybrid_override_pattern")
         blocks = self.raw.get("layers_block_type")

@@ -5,6 +5,7 @@ facts = facts_from_config("my-model", config, "local", safetensors=summary)
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..errors import ModelConfigError
@@ -12,7 +13,7 @@ from .arch import read_arch
 from .facts import ModelFacts, ModelSource, PreQuantization, SafetensorsSummary
 from .kv_elements import kv_cache_elements, recurrent_state_elements
 from .params import count_parameters, layer_linear
-from .unconverted import kept_linear
+from .unconverted import fp8_mixer_linear, kept_linear, quantized_lm_head
 
 # quantization_config.quant_method values -> ModelFacts.pre_quantized. Source: the quant_method strings
 # transformers' quantizers register (transformers/utils/quantization_config.py, QuantizationMethod).
@@ -130,7 +131,9 @@ def facts_from_config(
     qc = _quantization_config(config)
     params = counts.breakdown
     if qc:
-        params = params.model_copy(update={"kept_linear": kept_linear(arch, qc, lambda: layer_linear(arch))})
+        sizes = functools.cache(lambda: layer_linear(arch))
+        params = params.model_copy(update={"kept_linear": kept_linear(arch, qc, sizes), "fp8_linear": fp8_mixer_linear(arch, qc, sizes),
+                                           "quantized_lm_head": quantized_lm_head(qc) and params.lm_head > 0})
     return ModelFacts(
         name=name,
         source=source,

@@ -28,6 +28,14 @@ class ParamBreakdown(BaseModel):
         default=0, description="Part of `linear` a pre-quantized checkpoint stores unquantized, in the model dtype (the "
         "decoder modules its quantization_config's modules_to_not_convert / ignore list names; model_facts/unconverted.py).",
     )
+    fp8_linear: int = Field(
+        default=0, description="Part of `linear` a ModelOpt MIXED_PRECISION checkpoint stores in FP8 (the token mixers its "
+        "quantization_config quantized_layers marks quant_algo FP8; model_facts/unconverted.py).",
+    )
+    quantized_lm_head: bool = Field(
+        default=False, description="The checkpoint stores lm_head in its own 4-bit format (MIXED_PRECISION quantized_layers "
+        "lists lm_head as NVFP4 / W4A16_NVFP4; vLLM's ModelOptMixedPrecisionConfig quantizes ParallelLMHead).",
+    )
     expert_other: int = Field(
         default=0, description="Part of `other` in routed MoE experts (gpt-oss: every expert's gate_up and down biases)."
     )

@@ -367,11 +367,17 @@ def _norms_per_layer(a: Arch) -> int:
     return (4 if a.model_type in _FOUR_NORM_TYPES else 2) * h
 
 
-def layer_linear(a: Arch) -> tuple[dict[str, int], int]:
-    """(Linear parameters of one layer of each token-mixer kind, of one dense MLP, 0 unless every layer's MLP is dense): what a quantized export may keep
-    unquantized per layer (model_facts/unconverted.py)."""
-    dense = _dense_mlp(a).linear if set(a.mlp_counts()) == {"dense"} else 0
-    return {m: _mixer(a, m).linear for m in a.mixer_counts()}, dense
+def layer_linear(a: Arch) -> tuple[dict[str, int], int, int]:
+    """(Linear parameters of one layer of each token-mixer kind, of one dense layer's MLP (0 without dense layers), of the
+    always-on MLP beside the routed experts in one MoE layer (shared experts, Gemma 4's dense MLP; 0 without experts)):
+    what a quantized export may keep unquantized per layer (model_facts/unconverted.py)."""
+    kinds = a.mlp_counts()
+    dense = _dense_mlp(a).linear if "dense" in kinds else 0
+    beside = 0
+    if "moe" in kinds:
+        block, experts, _ = _moe_mlp(a)
+        beside = block.linear - experts
+    return {m: _mixer(a, m).linear for m in a.mixer_counts()}, dense, beside
 
 
 def count_parameters(a: Arch) -> Counts:

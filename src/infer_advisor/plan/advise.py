@@ -11,7 +11,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._data import format_validation_error, load_validated
 from .._paths import shipped
-from ..engines.lora import lora_profile
 from ..engines.memory import version_note
 from ..engines.settings import EngineSettings, engine_settings
 from ..engines.stacks import server_stack
@@ -252,8 +251,7 @@ def _fit_warnings(choice: Choice, w: _Workload, request: PlanRequest, model_name
 def _settings(request: PlanRequest, hw: HardwareFacts, c: Choice) -> EngineSettings:
     version = request.engine_version if request.engine == c.profile.name else None
     return engine_settings(c.profile.name, version, hw.gpu if hw.kind == "gpu" else None, tp=c.layout.tp, pp=c.layout.pp,
-                           lora=lora_profile(c.profile.name, version or c.profile.version) if request.lora_adapters else None,
-                           enforce_eager=request.enforce_eager)
+                           lora_adapters=request.lora_adapters, enforce_eager=request.enforce_eager)
 
 
 def _load_calibrations(request: PlanRequest) -> Calibrations | None:

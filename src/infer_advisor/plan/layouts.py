@@ -21,7 +21,7 @@ from ..model_facts.facts import ModelFacts
 from .checkpoint import published_bytes, refusal, where
 from ..rules.evaluate import Trace, Verdict, judge, rank
 from ..rules.schema import Rule
-from ..engines.lora import lora_profile, lora_slots
+from ..engines.lora import lora_slots
 from .options import Choice, Layout, SearchResult, layouts, plan_max_num_seqs, prequantized_format
 
 if TYPE_CHECKING:  # speculative decoding's modules are imported when a plan uses it (--speculative-config, or auto for latency)
@@ -220,8 +220,7 @@ class _EngineSearch:
         version = request.engine_version if request.engine == self.ev.value else None
         on_gpu, hw = t.on_gpu, t.hw
         settings = engine_settings(profile.name, version, hw.gpu if on_gpu else None, tp=layout.tp, pp=layout.pp,
-                                   lora=lora_profile(profile.name, version or profile.version) if request.lora_adapters else None,
-                                   enforce_eager=request.enforce_eager)
+                                   lora_adapters=request.lora_adapters, enforce_eager=request.enforce_eager)
         cal = (
             t.calibrations.memory_for(profile.name, settings.version, hw.gpu.name, layout.gpus, strict=request.calibration_mismatch == "refuse")
             if (t.calibrations and on_gpu) else None
