@@ -209,3 +209,33 @@ def test_batch7_was_predicted_before_it_was_graded(ml):
             assert e.get("outcome") == "refused", e["id"]
         p = data["predictions"][e["id"]]
         assert p["outcome"] in ("starts", "refused") and p["kv_cache_gib"] >= 0 and 0 < p["weights_gib"] < 300, e["id"]
+
+
+def test_batch8_was_predicted_before_it_was_graded(ml):
+    """Batch 8 (issue 23, session 6, memlogs8): at least 15 logs never used before, each sourced and quoted (a public
+    GitHub file named by its stored-index id), every one with a 'Model loading took' figure in its quote and the printed
+    token figure in its quote (one V0 log derives its tokens from the printed KV GiB and says so), TP 1, 2 and 8 among
+    them, and predicted by the frozen code of the session's merged main before any grading."""
+    import json
+
+    path, frozen = ml.BATCHES["issue-23h"]
+    data = json.loads(path.read_text())
+    new = [e for e in ml.entries() if e.get("collected") == "issue-23h"]
+    assert len(new) >= 15 and data["batch"] == "issue-23h" and data["code_commit"] and frozen
+    assert {e["tp"] for e in new} >= {1, 2, 8}
+    assert {e["quantization"] for e in new} >= {"none", "awq", "gptq", "mxfp4", "nvfp4", "compressed-tensors-w4a16"}
+    assert sum(1 for e in new if e.get("enforce_eager")) >= 2
+    older = {e["source"] for e in ml.entries() if e.get("collected") != "issue-23h"}
+    for e in new:
+        s = e["source"]
+        assert (s.startswith("https://") or "stored-index file id" in s) and s not in older, e["id"]
+        assert "Model loading took" in e["quoted"] or "Model loading memory" in e["quoted"], e["id"]
+        assert e["measured"]["weights_gib"] > 0 and str(e["measured"]["weights_gib"]) in e["quoted"], e["id"]
+        tokens = e["measured"]["kv_cache_tokens"]
+        assert tokens > 0, e["id"]
+        if e["kv_cache_tokens_from"] == "printed":  # the printed figure is in the quote as written
+            assert f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"], e["id"]
+        else:
+            assert e["kv_cache_tokens_from"].startswith("derived") and str(e["measured"]["kv_cache_gib"]) in e["quoted"], e["id"]
+        p = data["predictions"][e["id"]]
+        assert p["outcome"] in ("starts", "refused") and p["kv_cache_gib"] >= 0 and 0 < p["weights_gib"] < 300, e["id"]
