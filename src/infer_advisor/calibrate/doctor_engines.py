@@ -25,58 +25,18 @@ the log printed the figures it needs, else None (the engine's own advice, not de
 from __future__ import annotations
 
 import math
-from functools import cache
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from .doctor_edits import Edit, LedgerLine, edit_order
-from .startup_errors import LLAMACPP_BUFFERS, StartupError
+from .doctor_engine_flags import GIB, MIB, ROUND_TOKENS, EngineFlags, Findings, engine_edit as _edit, engine_flags
+from .doctor_llamacpp import llamacpp_findings
+from .startup_errors import StartupError
 from ..engines.startup_log import StartupLog
 
-GIB = 2**30
-MIB = 2**20
-ROUND_TOKENS = 256
-Q8_0_RATIO = 34 / 64  # a q8_0 block stores 32 values in 34 bytes (32 int8 + an fp16 scale); f16 takes 64 (ggml-common.h block_q8_0)
+__all__ = ["EngineFlags", "Findings", "engine_findings", "engine_flags", "in_engine_flags"]
+
 # SGLang's own reserve with the smallest prefill chunk and graph batch it allows (server_args._handle_gpu_memory_settings:
 # 512 MiB + max(chunked_prefill_size, 2048) x 1.5 MiB + cuda_graph_max_bs x 2 MiB + tp x 128 MiB, data/engine_memory.yaml)
 SGLANG_MIN_CHUNK, SGLANG_MIN_GRAPH_BS = 2048, 8
-# llama.cpp's own margin when it fits layers to free memory (common/arg.cpp --fit-target, default 1024 MiB; printed as
-# "cannot meet free memory target of 1024 MiB" in the H200 trial's log): kept free for what the ledger does not count
-LLAMACPP_FIT_MARGIN = 1024 * MIB
-
-
-class EngineFlags(BaseModel):
-    """One engine's spelling of the doctor's knobs (data/doctor_flags.yaml)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    memory_fraction: str | None
-    context: str
-    kv_8bit: list[str]
-    max_seqs: str | None
-    eager: list[str] | None
-    tp: str | None
-    prefill_tokens: str | None
-    gpu_layers: str | None
-    graph_bs: str | None
-    start_check: Literal["one_request", "any_kv"]
-    source: str = Field(min_length=8)
-
-
-class FlagsFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    engines: dict[str, EngineFlags]
-
-
-@cache
-def engine_flags(engine: str) -> EngineFlags:
-    from .._data import load_validated
-    from .._paths import shipped
-
-    return load_validated(shipped("data") / "doctor_flags.yaml", FlagsFile).engines[engine]
-
 
 _KNOB = {"--gpu-memory-utilization": "memory_fraction", "--max-model-len": "context", "--max-num-seqs": "max_seqs",
          "--tensor-parallel-size": "tp"}
@@ -123,33 +83,13 @@ def in_engine_flags(edits: list[Edit], engine: str, *, context_slots: int = 1, m
     return out
 
 
-class Findings(BaseModel):
-    """What one engine's arithmetic says of a log: the ledger, the binding term, whether it starts, the edits."""
-
-    ledger: list[LedgerLine] = Field(default_factory=list)
-    binding: str | None = None
-    starts: bool | None = None
-    kv_cache_tokens: int | None = None
-    budget_bytes: int | None = None
-    gpu_memory_bytes: int | None = None
-    budget_base: str | None = None
-    edits: list[Edit] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
-
-
 def engine_findings(log: StartupLog, error: StartupError | None, *, kv_bytes_per_token: float | None = None,
                     gpu_memory_bytes: int | None = None) -> Findings:
     """The engine's arithmetic on ``log``; ``kv_bytes_per_token`` (per GPU) and ``gpu_memory_bytes`` from the memory
     model / catalog where the log does not print them (the findings' sources say so)."""
-    found = {"sglang": _sglang, "tgi": _tgi, "llama.cpp": _llamacpp}[log.engine](log, error, kv_bytes_per_token, gpu_memory_bytes)
+    found = {"sglang": _sglang, "tgi": _tgi, "llama.cpp": llamacpp_findings}[log.engine](log, error, kv_bytes_per_token, gpu_memory_bytes)
     found.edits.sort(key=edit_order)
     return found
-
-
-def _edit(change: list[str], starts: bool | None, cost: str, rank: float, *, tokens: int | None = None, length: int | None = None,
-          concurrency: int | None = None) -> Edit:
-    return Edit(change=" ".join(change), argv=change, starts=starts, kv_cache_tokens=tokens, max_concurrency=concurrency,
-                max_model_len=length or 0, cost=cost, cost_rank=round(rank, 3))
 
 
 def _per_token(log: StartupLog, model_figure: float | None) -> tuple[float | None, str]:
@@ -325,102 +265,3 @@ def _tgi(log: StartupLog, error: StartupError | None, cell: float | None, _total
                                "smaller, so long prompts are chunked or refused)", 0.2))
         out.edits.append(_edit([flags.tp, str(2 * (log.tp or 1))], None, "twice the GPUs (the activation peak and weights split)", 0.6))
     return out
-
-
-# --- llama.cpp ----------------------------------------------------------------------------------------------------
-
-
-def _llamacpp(log: StartupLog, error: StartupError | None, model_cell: float | None, total: int | None) -> Findings:
-    from ..engines.memory import memory_profile
-
-    out = Findings()
-    flags = engine_flags("llama.cpp")
-    buffer = LLAMACPP_BUFFERS[int(error.figures["buffer"])] if (error and "buffer" in error.figures) else None
-    failed = int(error.figures["requested_bytes"]) if (error and "requested_bytes" in error.figures) else None
-    kv = failed if buffer == "kv" else log.kv_cache_bytes
-    compute = failed if buffer == "compute" else log.activation_bytes
-    free, free_source = (log.free_at_start_bytes, "logged") if log.free_at_start_bytes else (total, "GPU catalog (inferred)")
-    weights = failed if (buffer == "weights" and (log.weights_bytes or 0) < (failed or 0)) else log.weights_bytes
-    cells = log.kv_cache_tokens or log.max_model_len
-    reserve = compute if compute is not None else memory_profile("llama.cpp").cuda_context_bytes
-    reserve_source = "logged" if compute is not None else "engine profile (llama.cpp compute buffers and context)"
-    for term, value, src in (("weights (model buffer)", weights, "logged"), ("KV cache (n_ctx cells)", kv, "logged"),
-                             ("compute buffers", reserve, reserve_source)):
-        if value is not None:
-            out.ledger.append(LedgerLine(term=term, bytes_per_gpu=int(value), in_budget=True, source=src))
-    if free:
-        out.gpu_memory_bytes = out.budget_bytes = int(free)
-        out.budget_base = "free at start" if free_source == "logged" else "total (catalog)"
-        out.notes.append(f"Free memory at start: {free / GIB:.2f} GiB ({free_source}).")
-    if error is None:
-        out.starts, out.binding = True, None
-        out.kv_cache_tokens = cells
-        return out
-    out.starts, out.binding = False, {"kv": "KV cache", "compute": "activation peak", "weights": "weights", None: None}[buffer]
-    if buffer == "weights":
-        return _weights_failed(out, log, free, weights, reserve, kv or 0, cells)
-    per_token = kv / cells if (kv and cells) else model_cell
-    if not (free and weights is not None and per_token):
-        out.notes.append("The log lacks the free memory, the model buffer or the KV size: the engine's own remedies, not decided.")
-        out.edits.append(_edit([flags.context, str(max((cells or 8192) // 2, ROUND_TOKENS))], None, "half the context (the compute "
-                               "buffer's attention scores and the KV cache both scale with it)" if buffer == "compute" else "half the context",
-                               0.1 if buffer == "compute" else 0.5))
-        out.edits.append(_edit(list(flags.kv_8bit), None, "KV cache in q8_0 (needs flash attention, -fa)", 0.15))
-        return out
-    context_bytes = memory_profile("llama.cpp").cuda_context_bytes if (free_source != "logged" and compute is not None) else 0
-    room = free - weights - reserve - context_bytes  # a catalog total still holds the CUDA context, which the free line excludes
-    slots = log.max_num_seqs or 1
-    n_ctx = int(room // per_token) if room > 0 else 0
-    n_ctx -= n_ctx % ROUND_TOKENS if n_ctx >= 4 * ROUND_TOKENS else 0
-    if cells and n_ctx < cells and n_ctx >= slots * ROUND_TOKENS:
-        out.edits.append(_edit([flags.context, str(n_ctx)], True, f"context {cells:,} -> {n_ctx:,} cells ({1 - n_ctx / cells:.0%} shorter; "
-                               f"{n_ctx // slots:,} per slot over {slots} slot(s))", 1 - n_ctx / cells, tokens=n_ctx, length=n_ctx // slots))
-    if kv and cells:
-        q8 = kv * Q8_0_RATIO
-        out.edits.append(_edit(list(flags.kv_8bit), q8 <= room, f"KV cache in q8_0: {q8 / GIB:.2f} GiB for {room / GIB:.2f} GiB of room "
-                               "(needs flash attention, -fa)", 0.15, tokens=cells))
-    out.edits += _fewer_layers(log, free - reserve - context_bytes - LLAMACPP_FIT_MARGIN, weights, kv or 0, cells)
-    return out
-
-
-def _weights_failed(out: Findings, log: StartupLog, free: float | None, weights: float | None, reserve: float, kv: float,
-                    cells: int | None) -> Findings:
-    """The model buffer (load_tensors / llama_model_load, before any KV or compute buffer) did not fit: no KV setting
-    frees anything (docfix8, retrospective: the H200 trial held128-weights and batch 8's sf129-sf131). Fewer layers on
-    the GPU, as many as fit the free memory less the compute buffers and llama.cpp's own fit margin, each bringing its
-    weights and its KV cells at the run's context; or a smaller quantized GGUF."""
-    out.binding = "weights"
-    out.notes.append("The failing allocation is the model buffer (weights), before the KV cache: KV settings and a shorter context "
-                     "free nothing here. Builds with --fit (on by default since llama.cpp#16653) fit the layers to the free memory "
-                     "themselves when -ngl is not forced ('common_fit_params: ... n_gpu_layers already set by user' means it was): "
-                     "leaving -ngl out lets such a build start with layers on the CPU.")
-    if free and weights:
-        out.ledger.append(LedgerLine(term="free memory at start (the weights must fit in it)", bytes_per_gpu=int(free), in_budget=False,
-                                     source="logged" if log.free_at_start_bytes else "GPU catalog (inferred)"))
-    edits = _fewer_layers(log, (free or 0) - reserve - LLAMACPP_FIT_MARGIN, weights or 0, kv, cells) if (free and weights) else []
-    if not edits:
-        edits.append(Edit(change="fewer layers on the GPU (-ngl below the model's layers)", argv=[], starts=None, kv_cache_tokens=None,
-                          max_concurrency=None, max_model_len=0, cost="layers on the CPU run at the CPU's memory bandwidth (much "
-                          "slower); how many fit needs the free memory and the layer count, which the log does not print", cost_rank=0.5))
-    edits.append(Edit(change="a smaller quantized GGUF (Q8_0 about 53% of f16's bytes, Q4_K_M about 30%)", argv=[], starts=None,
-                      kv_cache_tokens=None, max_concurrency=None, max_model_len=0, cost="a small accuracy cost; every layer "
-                      "stays on the GPU", cost_rank=0.7))
-    out.edits += edits
-    return out
-
-
-def _fewer_layers(log: StartupLog, room: float, weights: float, kv: float, cells: int | None) -> list[Edit]:
-    """--n-gpu-layers: each offloaded layer brings its weights and its KV cells to the GPU; the layers that fit the room,
-    by the per-layer average of what the log printed (the output layer counted as an average one: estimated)."""
-    layers = log.gpu_layers
-    if not layers or room <= 0:
-        return []
-    per_layer = (weights + kv) / layers
-    fit = min(int(room // per_layer), layers - 1)
-    if fit < 1:
-        return []
-    return [_edit([engine_flags("llama.cpp").gpu_layers, str(fit)], True, f"{layers - fit} of {log.total_layers or layers} layers on the CPU "
-                  f"(at the CPU's memory bandwidth: much slower); {per_layer / MIB:,.0f} MiB a layer (weights and KV cells at this "
-                  f"context), from the log's averages, in {room / MIB:,.0f} MiB of room", 0.5 + (1 - fit / layers), tokens=cells)
-            .model_copy(update={"confidence": "engine_figures", "basis": "the free memory, model, KV and compute buffers the log printed "
-                                "(a layer's share averaged over the offloaded layers), less llama.cpp's own 1,024 MiB fit margin"})]

@@ -115,7 +115,14 @@ _TGI_MAX_TOTAL = re.compile(r"Not enough memory to handle `max_total_tokens=(\d+
 _LLAMACPP = re.compile(r"allocating ([\d.]+) MiB on device (\d+): cudaMalloc failed: out of memory")
 # ggml's words without the "allocating N MiB" part (sf109: quoted in the thread's title, "CudaMalloc failed: out of memory")
 _LLAMACPP_BARE = re.compile(r"cudaMalloc failed: out of memory", re.I)
-_LLAMACPP_BUFFER = re.compile(r"failed to allocate (?:CUDA|SYCL)(\d+) buffer of size (\d+)")
+_LLAMACPP_BUFFER = re.compile(r"failed to allocate (?:CUDA|SYCL|Vulkan)(\d+) buffer of size (\d+)")
+# ggml's CPU backend (ggml-backend.cpp ggml_backend_cpu_buffer_type_alloc_buffer): host RAM, not a GPU (sf159, sf160; docfix9)
+_LLAMACPP_CPU = re.compile(r"ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size (\d+)")
+# ggml's Vulkan backend (ggml-vulkan.cpp): "ggml_vulkan: Device memory allocation of size N failed." and, where one buffer
+# passes the device's maxMemoryAllocationSize, "Requested buffer size exceeds device memory allocation limit" (sf161)
+_LLAMACPP_VULKAN = re.compile(r"ggml_vulkan: Device memory allocation of size (\d+) failed")
+_VULKAN_LIMIT = re.compile(r"exceeds device memory allocation limit")
+_UBATCH = re.compile(r"\bn_ubatch\s+=\s+(\d+)")
 # ggml's SYCL backend (ggml-sycl.cpp ggml_backend_sycl_buffer_type_alloc_buffer): "can't malloc N Bytes memory on device";
 # a paste cut inside that function's name is read only where it is the log's last line (sf134, docfix8: retrospective)
 _LLAMACPP_SYCL = re.compile(r"ggml_backend_sycl_buffer_type_alloc_buffer: can't malloc (\d+) Bytes memory on device")
@@ -124,7 +131,7 @@ _LLAMACPP_SYCL_CUT = re.compile(r"ggml_backend_sycl_buffer_\w{0,40}\s*\Z")
 # blocks (856). ... Please lower max_num_seqs to at most 856 or increase gpu_memory_utilization."
 _MAMBA_BLOCKS = re.compile(r"max_num_seqs \((\d+)\) exceeds available Mamba cache blocks \((\d+)\)")
 _LLAMACPP_WHICH = (("kv", re.compile(r"failed to allocate buffer for kv cache|llama_kv_cache_init\(\) failed")),
-                   ("compute", re.compile(r"failed to allocate compute buffers|compute buffer")),
+                   ("compute", re.compile(r"failed to allocate compute buffers|compute buffer|ggml_gallocr_reserve_n: failed")),
                    ("weights", re.compile(r"failed to load model|error loading model|load_tensors|model buffer")))
 _NCCL = re.compile(r"NCCL error: ([^\n(]{1,120})")
 _GRAPH_PHASE = re.compile(
@@ -260,13 +267,14 @@ def _other_engines(text: str) -> StartupError | None:
     if m:
         figures = {"max_batch_prefill_tokens": int(m.group(1))} if m.group(1) else {}
         return StartupError(kind="tgi_prefill_tokens", line=_line(text, m), figures=figures)
-    m = _LLAMACPP.search(text) or _LLAMACPP_SYCL.search(text)
+    m = _LLAMACPP.search(text) or _LLAMACPP_SYCL.search(text) or _LLAMACPP_VULKAN.search(text) or _LLAMACPP_CPU.search(text)
     buf = _LLAMACPP_BUFFER.search(text)
     if m or buf:
         figures = ({"requested_bytes": float(m.group(1)) * MIB, "device": int(m.group(2))} if (m and m.re is _LLAMACPP)
                    else {"requested_bytes": float(buf.group(2)), "device": int(buf.group(1))} if buf
                    else {"requested_bytes": float(m.group(1))})
-        return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m or buf), figures=figures | _llamacpp_buffer(text, m or buf))
+        return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m or buf),
+                            figures=figures | _llamacpp_buffer(text, m or buf) | _llamacpp_extra(text, m))
     m = _LLAMACPP_BARE.search(text) or _LLAMACPP_SYCL_CUT.search(text)
     if m:
         return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m), figures=_llamacpp_buffer(text, m))
@@ -277,6 +285,16 @@ def _other_engines(text: str) -> StartupError | None:
 
 
 LLAMACPP_BUFFERS = tuple(name for name, _ in _LLAMACPP_WHICH)
+
+
+def _llamacpp_extra(text: str, m: re.Match | None) -> dict[str, float]:
+    """What else the fix needs: a host (CPU backend) buffer, a backend's per-allocation limit, the micro-batch."""
+    extra = {"host": 1.0} if (m and m.re is _LLAMACPP_CPU) else {}
+    if m and m.re is _LLAMACPP_VULKAN and _VULKAN_LIMIT.search(text, m.end(), m.end() + 400):
+        extra["allocation_limit"] = 1.0
+    if ub := _UBATCH.search(text):
+        extra["n_ubatch"] = float(ub.group(1))
+    return extra
 # llama.cpp allocates the weights, then the KV cache ("KV buffer size", "KV self size", "llama_kv_cache: size ="), then the
 # output and compute buffers (llama_init_from_model): a failure after the KV lines is a compute buffer's (sf133, sf134)
 _LLAMACPP_KV_DONE = re.compile(r"KV buffer size =|KV self size|llama_kv_cache\w{0,40}: size =")

@@ -182,7 +182,7 @@ def detect_engine(text: str) -> Engine | None:
         return any(lit in text for lit in literals)
 
     if has("KV Cache is allocated. #tokens", "sglang.launch_server", "ServerArgs(", "Load weight end.", "/sglang/srt/", "sglang serve",
-           "--mem-fraction-static", "Capture cuda graph failed"):  # the last: SGLang's CudaGraphRunner message (sf122)
+           "--mem-fraction-static", "Capture cuda graph failed", "sglang is using nccl"):  # CudaGraphRunner (sf122); nccl (sf154)
         return "sglang"
     if has("llama_kv_cache", "llama_model_loader", "load_tensors:", "llama_context:", "llama_new_context_with_model", "llama_model_load:",
            "ggml_cuda_init:", "ggml_backend_sycl_"):
