@@ -29,7 +29,7 @@ PORT = 8091
 # set -> name -> (GiB held by another process, the server's flags); the base is `llama-server -m GGUF -ngl 99 --port PORT -v`.
 # Set a: Llama-3.1-8B (committed in 8d120df, run 2026-12-04 with main 8d120df's doctor). Set b: Llama-3.2-3B, written
 # after set a's run and before set b's, for the doctor frozen by docfix8 (weights past free memory among them); set c:
-# Llama-3.2-1B, written after set b's run.
+# Llama-3.2-1B, written after set b's run; set d: Llama-3.1-8B, written after set c's run.
 TRIAL_SETS = {
     "a": {
         "ctx-1.2M": (0, "-c 1200000 -np 1 -fa on"),
@@ -54,6 +54,14 @@ TRIAL_SETS = {
         "c-ctx-4.45M-16slots": (0, "-c 4450000 -np 16 --kv-unified -fa on"),
         "c-held60-ctx-2.6M-2slots": (60, "-c 2600000 -np 2 -fa on"),
         "c-held130-ctx-500k": (130, "-c 500000 -np 1 -fa on"),
+    },
+    "d": {  # Llama-3.1-8B again, written after set c's run, for the doctor of main de3adec (docfix9's, unchanged)
+        "d-ctx-1.05M-4streams": (0, "-c 1050000 -np 4 -fa on"),
+        "d-held110-ctx-128k-ub4096": (110, "-c 131072 -np 1 -fa on -ub 4096 -b 4096"),
+        "d-held122-ctx-32k": (122, "-c 32768 -np 1 -fa on"),
+        "d-held100-ctx-800k-q4kv": (100, "-c 800000 -np 1 -ctk q4_0 -ctv q4_0 -fa on"),
+        "d-held125-weights": (125, "-c 8192 -np 1 -fa on"),
+        "d-held50-ctx-700k-2slots": (50, "-c 700000 -np 2 --kv-unified -fa on"),
     },
 }
 KV_CELLS = re.compile(r"llama_kv_cache(?:_unified)?: +size = +[\d.]+ MiB \( *(\d+) cells")
