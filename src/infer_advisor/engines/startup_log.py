@@ -47,6 +47,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from .llamacpp_fit_dry_run import KV_LINE, kv_line_figures, read_past_fit_dry_run
+
 GIB = 2**30
 MIB = 2**20
 
@@ -57,9 +59,8 @@ FIGURES = {
     "kv_cache_bytes", "kv_cache_tokens", "kv_blocks", "max_concurrency", "free_at_start_bytes", "free_after_load_bytes",
 }
 LINE_CHARS = 300
-# vLLM V1's start check names the device since vllm/v1/worker/utils.py raised it (f"Free memory on device
-# {init_snapshot.device_} (" -> "Free memory on device cuda:1 (19.77/22.05 GiB) on startup ..."); 0.11's gpu_worker printed
-# "Free memory on device (" and a fork f"device {rank}(": the message's head, up to its opening parenthesis
+# vLLM V1's start check names the device since vllm/v1/worker/utils.py (f"Free memory on device {init_snapshot.device_} ("
+# -> "... cuda:1 (19.77/22.05 GiB) on startup"); 0.11's gpu_worker "Free memory on device (", a fork f"device {rank}(": its head
 FREE_ON_DEVICE = r"Free memory on device(?: ?[\w:]+)? ?\("
 # Figures a single start-up prints one value of: a second, different value means two runs were concatenated.
 _ONE_VALUE = {"engine_version", "kv_cache_tokens", "kv_blocks", "gpu_name", "max_model_len"}
@@ -208,7 +209,8 @@ def parse_startup_log(text: str, engine: str | None = None, *, require_kv: bool 
             "This does not look like a vLLM, SGLang, TGI or llama.cpp start-up log (none of their memory lines were found); "
             "pass --engine if it is one of them."
         )
-    log = {"vllm": _vllm, "sglang": _sglang, "llama.cpp": _llamacpp, "tgi": _tgi}[found](text)
+    read = {"vllm": _vllm, "sglang": _sglang, "llama.cpp": lambda t: read_past_fit_dry_run(t, _llamacpp), "tgi": _tgi}[found]
+    log = read(text)
     if require_kv and log.kv_cache_tokens is None and log.kv_cache_bytes is None:
         raise RequestError(
             f"No KV-cache size in this {found} log (e.g. 'GPU KV cache size: N tokens', '# GPU blocks: N', "
@@ -378,9 +380,8 @@ def _sglang(text: str) -> StartupLog:
     return log
 
 
-def _llamacpp(text: str) -> StartupLog:
-    r = _Reader(text, "llama.cpp")
-    log = r.log
+def _llamacpp(text: str) -> StartupLog:  # read through read_past_fit_dry_run (the fitting dry run's lines are not the run's)
+    log = (r := _Reader(text, "llama.cpp")).log
     r.take("engine_version", r"build: (\d+) \(", lambda s: f"b{s}")
     r.take("gpu_name", r"Device \d+: ([^,\n]+), compute capability", lambda s: s.strip())
     m, line = r.find.first(r"using device CUDA0 \(([^()\n]+)\)(?: \([^()\n]*\))? - (\d+) MiB free", anchor="using device CUDA0")
@@ -395,12 +396,9 @@ def _llamacpp(text: str) -> StartupLog:
     if found:
         log.weights_bytes = int(round(sum(float(m.group(1)) for m, _ in found) * MIB))
         log.lines["weights_bytes"] = found[0][1][:LINE_CHARS]
-    m, line = r.find.first(
-        r"llama_kv_cache\w{0,40}: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers,\s+(\d+)(?:/\d+)? seqs\), K \((\w+)\)"
-    )
+    m, line = r.find.first(KV_LINE)
     if m:
-        log.kv_cache_bytes, log.kv_cache_tokens, log.max_num_seqs = int(round(float(m.group(1)) * MIB)), int(m.group(2)), int(m.group(4))
-        log.kv_cache_dtype = m.group(5)
+        log.kv_cache_bytes, log.kv_cache_tokens, log.max_num_seqs, log.kv_cache_dtype = kv_line_figures(m, MIB)
         log.lines["kv_cache_bytes"] = log.lines["kv_cache_tokens"] = line[:LINE_CHARS]
     m, line = r.find.first(r"KV self size\s+=\s+([\d.]+) MiB, K \((\w+)\)")  # llama_new_context_with_model (older builds)
     if m and log.kv_cache_bytes is None:
