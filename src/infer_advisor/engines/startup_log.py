@@ -398,7 +398,7 @@ def _llamacpp(text: str) -> StartupLog:  # read through read_past_fit_dry_run (t
         log.lines["weights_bytes"] = found[0][1][:LINE_CHARS]
     m, line = r.find.first(KV_LINE)
     if m:
-        log.kv_cache_bytes, log.kv_cache_tokens, log.max_num_seqs, log.kv_cache_dtype = kv_line_figures(m, MIB)
+        log.kv_cache_bytes, log.kv_cache_tokens, log.max_num_seqs, log.kv_cache_dtype = kv_line_figures(m, MIB, r.find)
         log.lines["kv_cache_bytes"] = log.lines["kv_cache_tokens"] = line[:LINE_CHARS]
     m, line = r.find.first(r"KV self size\s+=\s+([\d.]+) MiB, K \((\w+)\)")  # llama_new_context_with_model (older builds)
     if m and log.kv_cache_bytes is None:
