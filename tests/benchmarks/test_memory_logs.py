@@ -159,76 +159,66 @@ def test_batch5_was_predicted_before_it_was_graded(ml):
         assert p["outcome"] in ("starts", "refused") and p["kv_cache_gib"] >= 0 and 0 < p["weights_gib"] < 300, e["id"]
 
 
+def _batch(ml, batch: str, min_logs: int) -> tuple[list[dict], dict]:
+    """A prospective batch's new entries and its predictions file, after the checks every batch shares: enough logs,
+    the file names its batch and the commit that predicted it, and each source is new, sourced, and predicted."""
+    import json
+
+    path, frozen = ml.BATCHES[batch]
+    data = json.loads(path.read_text())
+    new = [e for e in ml.entries() if e.get("collected") == batch]
+    assert len(new) >= min_logs and data["batch"] == batch and data["code_commit"] and frozen
+    older = {e["source"] for e in ml.entries() if e.get("collected") != batch}
+    for e in new:
+        s = e["source"]
+        assert (s.startswith("https://") or "stored-index file id" in s) and s not in older, e["id"]
+        p = data["predictions"][e["id"]]
+        assert p["outcome"] in ("starts", "refused") and p["kv_cache_gib"] >= 0 and 0 < p["weights_gib"] < 300, e["id"]
+    return new, data
+
+
+def _weights_and_printed_tokens(e: dict) -> None:
+    """The 'Model loading took' figure in the quote, and the printed token figure as written (or a refusal)."""
+    assert e["measured"]["weights_gib"] > 0 and str(e["measured"]["weights_gib"]) in e["quoted"], e["id"]
+    tokens = e["measured"]["kv_cache_tokens"]
+    if tokens:  # the printed figure is in the quote as written
+        assert f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"], e["id"]
+    else:
+        assert e.get("outcome") == "refused", e["id"]
+
+
 def test_batch6_was_predicted_before_it_was_graded(ml):
     """Batch 6 (issue 23, session 5, memlogs6): at least 20 logs never used before, each sourced and quoted (a URL, or a
     public GitHub file named by its stored-index id), the printed token figure in its quote, every one with a
     'Model loading took' figure, and predicted by the frozen code of the session's merged main before any grading."""
-    import json
-
-    path, frozen = ml.BATCHES["issue-23f"]
-    data = json.loads(path.read_text())
-    new = [e for e in ml.entries() if e.get("collected") == "issue-23f"]
-    assert len(new) >= 20 and data["batch"] == "issue-23f" and data["code_commit"] and frozen
+    new, _ = _batch(ml, "issue-23f", 20)
     assert {e["tp"] for e in new} >= {1, 4} and {e["quantization"] for e in new} >= {"none", "awq", "gptq", "fp8", "nvfp4"}
-    older = {e["source"] for e in ml.entries() if e.get("collected") != "issue-23f"}
     for e in new:
-        s = e["source"]
-        assert (s.startswith("https://") or "stored-index file id" in s) and s not in older, e["id"]
-        assert e["measured"]["weights_gib"] > 0 and str(e["measured"]["weights_gib"]) in e["quoted"], e["id"]
-        tokens = e["measured"]["kv_cache_tokens"]
-        if tokens:  # the printed figure is in the quote as written
-            assert f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"], e["id"]
-        else:
-            assert e.get("outcome") == "refused", e["id"]
-        p = data["predictions"][e["id"]]
-        assert p["outcome"] in ("starts", "refused") and p["kv_cache_gib"] >= 0 and 0 < p["weights_gib"] < 300, e["id"]
+        _weights_and_printed_tokens(e)
 
 
 def test_batch7_was_predicted_before_it_was_graded(ml):
-    """Batch 7 (issue 23, session 6, memlogs7): at least 20 logs never used before, each sourced and quoted (a URL, or a
+    """Batch 7 (issue 23, session 5, memlogs7): at least 20 logs never used before, each sourced and quoted (a URL, or a
     public GitHub file named by its stored-index id), the printed token figure in its quote, every one with a
     'Model loading took' figure, TP 1, 2, 4 and 8 among them, and predicted by the frozen code of the session's merged
     main before any grading."""
-    import json
-
-    path, frozen = ml.BATCHES["issue-23g"]
-    data = json.loads(path.read_text())
-    new = [e for e in ml.entries() if e.get("collected") == "issue-23g"]
-    assert len(new) >= 20 and data["batch"] == "issue-23g" and data["code_commit"] and frozen
+    new, _ = _batch(ml, "issue-23g", 20)
     assert {e["tp"] for e in new} >= {1, 2, 4, 8} and {e["quantization"] for e in new} >= {"none", "gptq", "fp8", "nvfp4"}
     assert sum(1 for e in new if e.get("enforce_eager")) >= 4
-    older = {e["source"] for e in ml.entries() if e.get("collected") != "issue-23g"}
     for e in new:
-        s = e["source"]
-        assert (s.startswith("https://") or "stored-index file id" in s) and s not in older, e["id"]
-        assert e["measured"]["weights_gib"] > 0 and str(e["measured"]["weights_gib"]) in e["quoted"], e["id"]
-        tokens = e["measured"]["kv_cache_tokens"]
-        if tokens:  # the printed figure is in the quote as written
-            assert f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"], e["id"]
-        else:
-            assert e.get("outcome") == "refused", e["id"]
-        p = data["predictions"][e["id"]]
-        assert p["outcome"] in ("starts", "refused") and p["kv_cache_gib"] >= 0 and 0 < p["weights_gib"] < 300, e["id"]
+        _weights_and_printed_tokens(e)
 
 
 def test_batch8_was_predicted_before_it_was_graded(ml):
-    """Batch 8 (issue 23, session 6, memlogs8): at least 15 logs never used before, each sourced and quoted (a public
+    """Batch 8 (issue 23, session 5, memlogs8): at least 15 logs never used before, each sourced and quoted (a public
     GitHub file named by its stored-index id), every one with a 'Model loading took' figure in its quote and the printed
     token figure in its quote (one V0 log derives its tokens from the printed KV GiB and says so), TP 1, 2 and 8 among
     them, and predicted by the frozen code of the session's merged main before any grading."""
-    import json
-
-    path, frozen = ml.BATCHES["issue-23h"]
-    data = json.loads(path.read_text())
-    new = [e for e in ml.entries() if e.get("collected") == "issue-23h"]
-    assert len(new) >= 15 and data["batch"] == "issue-23h" and data["code_commit"] and frozen
+    new, _ = _batch(ml, "issue-23h", 15)
     assert {e["tp"] for e in new} >= {1, 2, 8}
     assert {e["quantization"] for e in new} >= {"none", "awq", "gptq", "mxfp4", "nvfp4", "compressed-tensors-w4a16"}
     assert sum(1 for e in new if e.get("enforce_eager")) >= 2
-    older = {e["source"] for e in ml.entries() if e.get("collected") != "issue-23h"}
     for e in new:
-        s = e["source"]
-        assert (s.startswith("https://") or "stored-index file id" in s) and s not in older, e["id"]
         assert "Model loading took" in e["quoted"] or "Model loading memory" in e["quoted"], e["id"]
         assert e["measured"]["weights_gib"] > 0 and str(e["measured"]["weights_gib"]) in e["quoted"], e["id"]
         tokens = e["measured"]["kv_cache_tokens"]
@@ -237,5 +227,3 @@ def test_batch8_was_predicted_before_it_was_graded(ml):
             assert f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"], e["id"]
         else:
             assert e["kv_cache_tokens_from"].startswith("derived") and str(e["measured"]["kv_cache_gib"]) in e["quoted"], e["id"]
-        p = data["predictions"][e["id"]]
-        assert p["outcome"] in ("starts", "refused") and p["kv_cache_gib"] >= 0 and 0 < p["weights_gib"] < 300, e["id"]
