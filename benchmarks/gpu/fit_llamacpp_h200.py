@@ -135,9 +135,7 @@ def gpu_seconds_per_decode_step(folder: Path) -> float | None:
 
 
 def server_timings(log: Path) -> list[tuple[str, float, int]]:
-    import gzip
-
-    text = gzip.decompress(log.read_bytes()).decode(errors="replace") if log.suffix == ".gz" else log.read_text(errors="replace")
+    text = read_text(log)
     return [(m[1], float(m[2]) / 1e3, int(m[3])) for m in TIMING.finditer(text)]
 
 
