@@ -74,7 +74,8 @@ TRIAL_SETS = {
         "e-held110-ctx-200k-fa-off": (110, "-c 200000 -np 1 -fa off"),
     },
 }
-KV_CELLS = re.compile(r"llama_kv_cache(?:_unified)?: +size = +[\d.]+ MiB \( *(\d+) cells")
+# "(N cells, L layers, S/T seqs)": this llama.cpp prints the cells of one of T streams (T = 1 with --kv-unified)
+KV_CELLS = re.compile(r"llama_kv_cache(?:_unified)?: +size = +[\d.]+ MiB \( *(\d+) cells(?:, +\d+ layers, +\d+/(\d+) seqs)?")
 
 
 def _healthy() -> bool:
@@ -108,8 +109,8 @@ def start(cmd: list[str], log: Path) -> dict:
                 proc.wait()
     text = log.read_text(errors="replace")
     cells = KV_CELLS.findall(text)
-    return {"outcome": outcome, "seconds": round(time.time() - t0, 1), "rc": proc.returncode,
-            "kv_cells": int(cells[-1]) if cells else None}
+    total = int(cells[-1][0]) * int(cells[-1][1] or 1) if cells else None  # every stream's cells
+    return {"outcome": outcome, "seconds": round(time.time() - t0, 1), "rc": proc.returncode, "kv_cells": total}
 
 
 def hold(gib: int) -> subprocess.Popen | None:
