@@ -48,7 +48,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..engines.startup_log import FREE_ON_DEVICE
+from ..engines.startup_log import FREE_ON_DEVICE, detect_engine
 
 GIB = 2**30
 MIB = 2**20
@@ -165,7 +165,7 @@ def _gib(s: str) -> float:
 
 def find_startup_error(text: str) -> StartupError | None:
     """The first start-up error of a known kind in ``text`` (the most specific message wins), else None."""
-    for finder in (_vllm_kv, _free_memory, _no_blocks, _mamba, _other_engines, _oom, _nccl, _kv_check):
+    for finder in (_vllm_kv, _free_memory, _no_blocks, _mamba, _other_engines, _oom, _nccl, _kv_check, _reported_oom):
         found = finder(text)
         if found is not None:
             return found
@@ -328,3 +328,25 @@ def _kv_check(text: str) -> StartupError | None:
 def _nccl(text: str) -> StartupError | None:
     m = _NCCL.search(text)
     return StartupError(kind="nccl_error", line=_line(text, m)) if m else None
+
+
+# docfix11 (retrospective, batches 7-9's "no edit" entries): a thread whose excerpt leaves the engine's own line out but
+# whose words say it ran out of memory ("OOM", "out of memory"); last of all finders, so any engine line wins. The line
+# is marked as the reporter's words, never the engine's; the phase only where the words name it: the CUDA-graph capture,
+# or the KV pool's sizing (SGLang's "Not enough memory" check, vLLM's KV-cache check: the engine's own kinds for them).
+REPORTED = "reported, not the engine's line: "
+_REPORTED_OOM = re.compile(r"\bOOM(?:s|ed)?\b|\b[Oo]ut[ -]of[ -]memory\b|\bOut [Oo]f [Mm]emory\b")
+_REPORTED_GRAPH = re.compile(r"(?i)graph capture|capture cuda graph|capturing cuda graph")
+_REPORTED_KV = re.compile(r"(?i)\bKV[- ](?:pool|cache)\b[^\n]{0,30}?\b(?:allocation|budget|sizing)")
+_KV_KIND = {"sglang": "sglang_not_enough_memory", "vllm": "kv_cache_check"}
+
+
+def _reported_oom(text: str) -> StartupError | None:
+    m = _REPORTED_OOM.search(text)
+    if m is None:
+        return None
+    kind = "cuda_oom_graph_capture" if _REPORTED_GRAPH.search(_line(text, m)) else "cuda_oom"
+    if kind == "cuda_oom" and _REPORTED_KV.search(text):
+        kind = _KV_KIND.get(detect_engine(text) or "", kind)
+    return StartupError(kind=kind, line=(REPORTED + _line(text, m))[:LINE_CHARS])
+

@@ -1,0 +1,48 @@
+"""docfix11 (retrospective: written after batches 7-9's "no edit" and "not read" entries): a thread whose excerpt leaves
+the engine's own line out but whose words say it ran out of memory; vLLM's V1 lines without the word "vLLM"."""
+
+from __future__ import annotations
+
+from infer_advisor.calibrate.doctor import diagnose
+from infer_advisor.calibrate.startup_errors import REPORTED, find_startup_error
+from infer_advisor.engines.startup_log import detect_engine
+
+# sgl-project/sglang#35777 (sf121), the reporter's words, verbatim
+SF121 = ("At the recommended mem-fraction (0.90–0.94) the server enters an OOM crash-restart loop during graph capture. "
+         "We had to drop to `--mem-fraction-static 0.80` **and** add `--cuda-graph-backend-prefill disabled` to boot at all.")
+# ai-dynamo/dynamo#9238 (sf137), two lines of the PR description, verbatim
+SF137 = ("2. Even when the env var IS set, SGLang's default `--mem-fraction-static` (~0.65) causes the KV pool allocation to fail "
+         "before the token cap is applied\n  If budget ≤ 0 → OOM (stage 2 never runs)")
+# noonghunna/club-3090#71 (sf163), the maintainer's words, verbatim
+SF163 = ("- The OOM you hit at default `max_model_len=180000` was real KV-pool budget pressure (your 4090 has ~23.5 GiB usable "
+         "vs the headless 3090 the compose was calibrated for)\nMAX_MODEL_LEN=90000 bash scripts/switch.sh vllm/long-text")
+# noonghunna/club-3090#617 (sf119), two V1 lines with no "vLLM" in them, verbatim
+SF119 = ("(EngineCore pid=43) INFO 07-13 00:04:10 [gpu_worker.py:508] Available KV cache memory: 3.93 GiB\n"
+         "(EngineCore pid=43) ERROR 07-13 00:04:10 [co")
+
+
+def test_reported_oom_is_marked_as_the_reporters_words_with_its_phase():
+    err = find_startup_error(SF121)
+    assert err.kind == "cuda_oom_graph_capture" and err.line.startswith(REPORTED) and "graph capture" in err.line
+    assert find_startup_error(SF137).kind == "sglang_not_enough_memory"  # the KV pool's sizing: SGLang's own check
+    assert find_startup_error(SF163).kind == "kv_cache_check"  # vLLM's KV-cache check
+    assert find_startup_error("Scheduler hit an exception: Traceback (most recent call last):") is None
+
+
+def test_an_engine_line_wins_over_the_reporters_words():
+    text = "the server OOMs at start\nINFO: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.11 GiB of which 1.00 GiB is free"
+    err = find_startup_error(text)
+    assert not err.line.startswith(REPORTED) and err.figures["requested_bytes"] == 2 * 2**30
+
+
+def test_the_doctor_gives_the_engines_own_remedy_for_the_reported_failure():
+    d = diagnose(SF137, gpu="L4", gpu_memory_utilization=0.65)
+    assert d.engine == "sglang" and d.edits[0].argv[0] == "--mem-fraction-static" and float(d.edits[0].argv[1]) > 0.65
+    assert d.edits[0].starts is None  # advice, not decided by any printed figure
+    d = diagnose(SF163, gpu="RTX-4090", max_model_len=180000)
+    assert {tuple(e.argv) for e in d.edits} >= {("--max-model-len", "90000")} and all(e.starts is None for e in d.edits)
+
+
+def test_v1_lines_without_the_word_vllm_are_read():
+    assert detect_engine(SF119) == "vllm"
+    assert diagnose(SF119, gpu="RTX-5090").engine == "vllm"
