@@ -46,3 +46,21 @@ def test_the_doctor_gives_the_engines_own_remedy_for_the_reported_failure():
 def test_v1_lines_without_the_word_vllm_are_read():
     assert detect_engine(SF119) == "vllm"
     assert diagnose(SF119, gpu="RTX-5090").engine == "vllm"
+
+
+def test_flash_attention_is_offered_where_its_absence_made_the_compute_buffer_fail():
+    """H200 set e (main c8bc06d): e-fa-off-ctx-500k-ub2048's first log; -fa on is offered, undecided, after the context
+    cut the printed figures decide (the flash-attention buffer is not printed); never where flash attention was on."""
+    import gzip
+    from pathlib import Path
+
+    runs = Path(__file__).resolve().parents[2] / "benchmarks/results/h200/llamacpp-doctor-e-2026-12-04-call1"
+    off = diagnose(gzip.open(runs / "e-fa-off-ctx-500k-ub2048-first.log.gz", "rt").read())
+    fa = [e for e in off.edits if e.argv[:1] == ["--flash-attn"]]
+    assert len(fa) == 1 and fa[0].argv == ["--flash-attn", "on"] and fa[0].starts is None and "97,812 MiB" in fa[0].cost
+    assert off.edits[0].argv == ["--ctx-size", "344320"] and off.edits[0].starts is True  # the first edit as set e ran it
+    on = diagnose(gzip.open(runs / "e-held128-ctx-32k-ub8192-first.log.gz", "rt").read())
+    assert not any(e.argv[:1] == ["--flash-attn"] for e in on.edits)
+    old = find_startup_error("llama_context: flash_attn    = 0\nllama_context: n_ubatch = 512\nggml_gallocr_reserve_n: failed to "
+                             "allocate CUDA0 buffer of size 9000000000")
+    assert old.figures["flash_attn_off"] == 0.0  # the older boolean -fa: the edit is "--flash-attn" with no value

@@ -294,7 +294,13 @@ def _llamacpp_extra(text: str, m: re.Match | None) -> dict[str, float]:
         extra["allocation_limit"] = 1.0
     if ub := _UBATCH.search(text):
         extra["n_ubatch"] = float(ub.group(1))
+    if fa := _FLASH_OFF.search(text):  # 1: "disabled" (the -fa on|off|auto builds), 0: "0" (the older boolean -fa)
+        extra["flash_attn_off"] = 1.0 if fa.group(1) == "disabled" else 0.0
     return extra
+
+
+# llama_context's own line (src/llama-context.cpp): "flash_attn = disabled" (on/off/auto builds) or "= 0" (older)
+_FLASH_OFF = re.compile(r"llama_context: flash_attn\s+=\s+(disabled|0)\b")
 # llama.cpp allocates the weights, then the KV cache ("KV buffer size", "KV self size", "llama_kv_cache: size ="), then the
 # output and compute buffers (llama_init_from_model): a failure after the KV lines is a compute buffer's (sf133, sf134)
 _LLAMACPP_KV_DONE = re.compile(r"KV buffer size =|KV self size|llama_kv_cache\w{0,40}: size =")
