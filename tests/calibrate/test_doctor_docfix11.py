@@ -64,3 +64,20 @@ def test_flash_attention_is_offered_where_its_absence_made_the_compute_buffer_fa
     old = find_startup_error("llama_context: flash_attn    = 0\nllama_context: n_ubatch = 512\nggml_gallocr_reserve_n: failed to "
                              "allocate CUDA0 buffer of size 9000000000")
     assert old.figures["flash_attn_off"] == 0.0  # the older boolean -fa: the edit is "--flash-attn" with no value
+
+
+# vllm-project/vllm#48601 (sf146): the reporter's words and one V2-runner line, verbatim
+SF146 = ("We will encounter an OOM at kernel warmup:\n(Worker_TP2 pid=3264437) INFO 07-14 09:50:23 [gpu_worker.py:855] Free memory on "
+         "device (77.57/79.11 GiB) on startup. Desired GPU memory utilization is (0.92, 72.78 GiB). Actual usage is 7.39 GiB for weight, "
+         "1.54 GiB for peak activation, 0.6 GiB for non-torch memory, and 2.04 GiB for CUDAGraph memory. Replace gpu_memory_utilization "
+         "config with `--kv-cache-memory=65565989131` (61.06 GiB) to fit into requested memory, or `--kv-cache-memory=70712017408` "
+         "(65.86 GiB) to fully utilize gpu memory. Current kv cache memory in use is 63.25 GiB.")
+
+
+def test_an_oom_after_the_kv_cache_overran_its_budget_takes_the_engines_own_fit():
+    err = find_startup_error(SF146)
+    assert err.figures["kv_fit_bytes"] == 65565989131 and err.figures["kv_in_use_bytes"] == 63.25 * 2**30
+    first = diagnose(SF146, gpu="H100-80GB", tp=4).edits[0]
+    assert first.argv == ["--kv-cache-memory-bytes", "65565989131"] and first.starts is None
+    within = SF146.replace("in use is 63.25 GiB", "in use is 60.00 GiB")  # inside its budget: the engine's figure frees nothing
+    assert diagnose(within, gpu="H100-80GB", tp=4).edits[0].argv[0] != "--kv-cache-memory-bytes"

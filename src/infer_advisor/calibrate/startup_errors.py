@@ -239,7 +239,7 @@ def _oom(text: str) -> StartupError | None:
         kind = "cuda_oom_load"
     else:
         kind = "cuda_oom"
-    return StartupError(kind=kind, line=_line(text, m), figures=figures)
+    return StartupError(kind=kind, line=_line(text, m), figures=figures | _kv_fit(text))
 
 
 def _other_engines(text: str) -> StartupError | None:
@@ -354,5 +354,17 @@ def _reported_oom(text: str) -> StartupError | None:
     kind = "cuda_oom_graph_capture" if _REPORTED_GRAPH.search(_line(text, m)) else "cuda_oom"
     if kind == "cuda_oom" and _REPORTED_KV.search(text):
         kind = _KV_KIND.get(detect_engine(text) or "", kind)
-    return StartupError(kind=kind, line=(REPORTED + _line(text, m))[:LINE_CHARS])
+    return StartupError(kind=kind, line=(REPORTED + _line(text, m))[:LINE_CHARS], figures=_kv_fit(text))
+
+
+# vLLM V1 gpu_worker (0.11+, with CUDA-graph memory profiling): "Replace gpu_memory_utilization config with
+# `--kv-cache-memory=N` (X GiB) to fit into requested memory, ... Current kv cache memory in use is Y GiB." (later
+# releases spell the flag --kv-cache-memory-bytes): where Y > X the cache overran the requested budget by Y - X
+_KV_FIT = re.compile(r"`--kv-cache-memory(?:-bytes)?=(\d{1,15})` \([\d.]+ GiB\) to fit into requested memory"
+                     r"[^\n]{0,200}?Current kv cache memory in use is ([\d.]+) GiB")
+
+
+def _kv_fit(text: str) -> dict[str, float]:
+    m = _KV_FIT.search(text)
+    return {"kv_fit_bytes": float(m.group(1)), "kv_in_use_bytes": _gib(m.group(2))} if m else {}
 
