@@ -81,3 +81,9 @@ def test_an_oom_after_the_kv_cache_overran_its_budget_takes_the_engines_own_fit(
     assert first.argv == ["--kv-cache-memory-bytes", "65565989131"] and first.starts is None
     within = SF146.replace("in use is 63.25 GiB", "in use is 60.00 GiB")  # inside its budget: the engine's figure frees nothing
     assert diagnose(within, gpu="H100-80GB", tp=4).edits[0].argv[0] != "--kv-cache-memory-bytes"
+
+
+def test_an_engines_warning_about_a_risk_of_oom_is_no_failure():
+    assert find_startup_error("WARNING 07-14 09:50:23 [config.py:1] Lower max_num_seqs to avoid OOM.") is None
+    assert find_startup_error("this setting may cause OOM on small cards") is None
+    assert find_startup_error("We will encounter an OOM at kernel warmup:").kind == "cuda_oom"

@@ -347,8 +347,15 @@ _REPORTED_KV = re.compile(r"(?i)\bKV[- ](?:pool|cache)\b[^\n]{0,30}?\b(?:allocat
 _KV_KIND = {"sglang": "sglang_not_enough_memory", "vllm": "kv_cache_check"}
 
 
+# an engine's own warning that names a risk ("... to avoid OOM", "may cause OOM") is no failure: a line with a log level,
+# or a hedge before the word, is not read as the reporter's
+_LOG_LEVEL = re.compile(r"\b(?:INFO|WARNING|WARN|DEBUG)\b|^\d+\.\d+\.\d+\.\d+ [IWD] ")
+_HEDGE = re.compile(r"(?i)\b(?:avoid|prevent|risk|may|might|could|can|would|cause|causes|potential)\W+(?:\w+\W+){0,2}$")
+
+
 def _reported_oom(text: str) -> StartupError | None:
-    m = _REPORTED_OOM.search(text)
+    m = next((m for _, m in zip(range(50), _REPORTED_OOM.finditer(text)) if not _LOG_LEVEL.search(_line(text, m))
+              and not _HEDGE.search(text[max(text.rfind("\n", 0, m.start()) + 1, m.start() - 60): m.start()])), None)
     if m is None:
         return None
     kind = "cuda_oom_graph_capture" if _REPORTED_GRAPH.search(_line(text, m)) else "cuda_oom"
