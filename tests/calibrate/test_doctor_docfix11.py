@@ -87,3 +87,9 @@ def test_an_engines_warning_about_a_risk_of_oom_is_no_failure():
     assert find_startup_error("WARNING 07-14 09:50:23 [config.py:1] Lower max_num_seqs to avoid OOM.") is None
     assert find_startup_error("this setting may cause OOM on small cards") is None
     assert find_startup_error("We will encounter an OOM at kernel warmup:").kind == "cuda_oom"
+
+
+def test_no_edit_on_a_reported_failure_is_decided():
+    d = diagnose(SF121, gpu="RTX-5090", gpu_memory_utilization=0.9)
+    assert d.edits and all(e.starts is None for e in d.edits)
+    assert any(e.argv == ["--disable-cuda-graph"] for e in d.edits)

@@ -12,7 +12,7 @@ entries sf05, sf06, sf18, sf23, sf27, sf33, sf65, sf72 prompted it; docs/doctor.
 
 from __future__ import annotations
 
-from .doctor_edits import Edit
+from .doctor_edits import Edit, edit_order
 from .startup_errors import StartupError
 
 GIB = 2**30
@@ -167,11 +167,18 @@ _BASIS = {
 }
 
 
-def label_edits(edits: list[Edit], memory_model: bool) -> list[Edit]:
+def label_edits(edits: list[Edit], memory_model: bool, error: StartupError | None = None) -> list[Edit]:
     """Every edit says how sure it is and why (schema 2): an edit made without a label is decided by the memory model
-    where it ran, else by the engine's own arithmetic on the printed figures (SGLang, TGI, llama.cpp), or is advice."""
+    where it ran, else by the engine's own arithmetic on the printed figures (SGLang, TGI, llama.cpp), or is advice.
+    Where the failure is only reported in words (docfix11), no edit is decided: what failed is the reporter's reading."""
+    from .startup_errors import REPORTED
+
+    reported = error is not None and error.line.startswith(REPORTED)
     out = []
     for e in edits:
         conf = e.confidence or ("engine_advice" if e.starts is None else ("memory_model" if memory_model else "engine_figures"))
-        out.append(e.model_copy(update={"confidence": conf, "basis": e.basis or _BASIS.get(conf)}))
-    return out
+        update = {"confidence": conf, "basis": e.basis or _BASIS.get(conf)}
+        if reported and e.starts is not None:
+            update |= {"starts": None, "basis": f"not decided: the failure is reported in words, not by an engine line; {update['basis']}"}
+        out.append(e.model_copy(update=update))
+    return sorted(out, key=edit_order) if reported else out
