@@ -63,8 +63,29 @@ TRIAL_SETS = {
         "d-held125-weights": (125, "-c 8192 -np 1 -fa on"),
         "d-held50-ctx-700k-2slots": (50, "-c 700000 -np 2 --kv-unified -fa on"),
     },
+    "e": {  # Llama-3.2-3B, written in session 6 before any run of it, for the doctor of main b194d2a (docfix10's):
+        # attention without flash attention (its KQ buffer grows with the context), a large micro-batch's compute
+        # buffer, 4-bit KV over three streams, and other processes' memory
+        "e-fa-off-ctx-500k-ub2048": (0, "-c 500000 -np 1 -fa off -ub 2048 -b 2048"),
+        "e-held128-ctx-32k-ub8192": (128, "-c 32768 -np 1 -fa on -ub 8192 -b 8192"),
+        "e-ctx-4.6M-q4kv-3streams": (0, "-c 4600000 -np 3 -ctk q4_0 -ctv q4_0 -fa on"),
+        "e-held90-ctx-450k-2slots": (90, "-c 450000 -np 2 --kv-unified -fa on"),
+        "e-held124-ctx-100k": (124, "-c 100000 -np 1 -fa on"),
+        "e-held110-ctx-200k-fa-off": (110, "-c 200000 -np 1 -fa off"),
+    },
+    "f": {  # Llama-3.1-8B, written in session 6 after set e's run, for the doctor docfix11 freezes (its author did
+        # not see these commands): attention without flash attention at a long context and with memory held, a
+        # large micro-batch, q8_0 KV over six streams, layers partly on the CPU (-ngl 20), four streams with memory held
+        "f-fa-off-ctx-700k": (0, "-c 700000 -np 1 -fa off"),
+        "f-held120-ctx-16k-ub8192": (120, "-c 16384 -np 1 -fa on -ub 8192 -b 8192"),
+        "f-ctx-2.1M-q8kv-6streams": (0, "-c 2100000 -np 6 -ctk q8_0 -ctv q8_0 -fa on"),
+        "f-held80-ctx-900k-ngl20": (80, "-c 900000 -np 1 -fa on -ngl 20"),
+        "f-held60-ctx-600k-4streams": (60, "-c 600000 -np 4 -fa on"),
+        "f-held104-ctx-100k-fa-off-ub1024": (104, "-c 100000 -np 1 -fa off -ub 1024 -b 1024"),
+    },
 }
-KV_CELLS = re.compile(r"llama_kv_cache(?:_unified)?: +size = +[\d.]+ MiB \( *(\d+) cells")
+# "(N cells, L layers, S/T seqs)": this llama.cpp prints the cells of one of T streams (T = 1 with --kv-unified)
+KV_CELLS = re.compile(r"llama_kv_cache(?:_unified)?: +size = +[\d.]+ MiB \( *(\d+) cells(?:, +\d+ layers, +\d+/(\d+) seqs)?")
 
 
 def _healthy() -> bool:
@@ -98,8 +119,8 @@ def start(cmd: list[str], log: Path) -> dict:
                 proc.wait()
     text = log.read_text(errors="replace")
     cells = KV_CELLS.findall(text)
-    return {"outcome": outcome, "seconds": round(time.time() - t0, 1), "rc": proc.returncode,
-            "kv_cells": int(cells[-1]) if cells else None}
+    total = int(cells[-1][0]) * int(cells[-1][1] or 1) if cells else None  # every stream's cells
+    return {"outcome": outcome, "seconds": round(time.time() - t0, 1), "rc": proc.returncode, "kv_cells": total}
 
 
 def hold(gib: int) -> subprocess.Popen | None:
