@@ -61,4 +61,7 @@ class StartupLog(BaseModel):
     linear_kernel: Literal["machete", "marlin"] | None = Field(
         default=None, description="vLLM's mixed-precision linear kernel as its log names it ('Using MacheteLinearKernel for "
         "AWQMarlinLinearMethod', model_executor/kernels/linear/mixed_precision); None: not printed.")
+    quantization_group_size: int | None = Field(
+        default=None, description="Weights per quantization group as vLLM prints it for int4/int8 MoE experts ('Using Marlin "
+        "backend for WNA16 MoE (group_size=N, num_bits=B)', fused_moe/oracle wna16 backend selection); None: not printed.")
     lines: dict[str, str] = Field(default_factory=dict, description="The log line each figure was read from.")

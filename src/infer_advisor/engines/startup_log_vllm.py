@@ -99,6 +99,8 @@ def read_vllm_log(text: str) -> StartupLog:
     r.take("sampler", r"FlashInfer top-p/top-k sampling is available but disabled()", lambda v: "pytorch")
     r.take("linear_kernel", r"Using (Machete|Marlin)LinearKernel for", str.lower)
     r.take("gpu_name", r"GPU 0: ([^\n]+)", lambda s: s.strip())
+    # logger.info_once(f"Using Marlin backend for WNA16 MoE (group_size={group_size}, num_bits={num_bits})"); -1 (channelwise): not kept
+    r.take("quantization_group_size", r"Using Marlin backend for WNA16 MoE \(group_size=(\d+), num_bits=\d+\)", int)
     if log.kv_cache_tokens is None and log.kv_blocks is not None:
         block, _ = r.find.first(r"block_size[=:'\s]+(\d+)")
         log.kv_cache_tokens = log.kv_blocks * (int(block.group(1)) if block else 16)
