@@ -73,6 +73,16 @@ TRIAL_SETS = {
         "e-held124-ctx-100k": (124, "-c 100000 -np 1 -fa on"),
         "e-held110-ctx-200k-fa-off": (110, "-c 200000 -np 1 -fa off"),
     },
+    "f": {  # Llama-3.1-8B, written in session 6 after set e's run, for the doctor docfix11 freezes (its author did
+        # not see these commands): attention without flash attention at a long context and with memory held, a
+        # large micro-batch, q8_0 KV over six streams, layers partly on the CPU (-ngl 20), four streams with memory held
+        "f-fa-off-ctx-700k": (0, "-c 700000 -np 1 -fa off"),
+        "f-held120-ctx-16k-ub8192": (120, "-c 16384 -np 1 -fa on -ub 8192 -b 8192"),
+        "f-ctx-2.1M-q8kv-6streams": (0, "-c 2100000 -np 6 -ctk q8_0 -ctv q8_0 -fa on"),
+        "f-held80-ctx-900k-ngl20": (80, "-c 900000 -np 1 -fa on -ngl 20"),
+        "f-held60-ctx-600k-4streams": (60, "-c 600000 -np 4 -fa on"),
+        "f-held104-ctx-100k-fa-off-ub1024": (104, "-c 100000 -np 1 -fa off -ub 1024 -b 1024"),
+    },
 }
 # "(N cells, L layers, S/T seqs)": this llama.cpp prints the cells of one of T streams (T = 1 with --kv-unified)
 KV_CELLS = re.compile(r"llama_kv_cache(?:_unified)?: +size = +[\d.]+ MiB \( *(\d+) cells(?:, +\d+ layers, +\d+/(\d+) seqs)?")

@@ -185,7 +185,7 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
         from .doctor_hardware import for_each_engine
 
         diag.edits = for_each_engine(diag.edits, first_try_edits, diag.error, diag.max_model_len, diag.tp)
-    diag.edits = label_edits(diag.edits, diag.memory_model)
+    diag.edits = label_edits(diag.edits, diag.memory_model, diag.error)
     diag.edits, stuck = place_by_hardware(diag.edits, hw[0], hw[1], diag.tp, diag.pp)
     if stuck:
         diag.edits.insert(0, nothing_runs_edit(diag.edits, hw[0], diag.tp))

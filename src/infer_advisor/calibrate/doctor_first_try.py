@@ -12,7 +12,7 @@ entries sf05, sf06, sf18, sf23, sf27, sf33, sf65, sf72 prompted it; docs/doctor.
 
 from __future__ import annotations
 
-from .doctor_edits import Edit
+from .doctor_edits import Edit, edit_order
 from .startup_errors import StartupError
 
 GIB = 2**30
@@ -47,10 +47,11 @@ def first_try_edits(error: StartupError | None, engine: str, max_model_len: int 
     if engine != "vllm":
         return []
     kind, u = error.kind, utilization or DEFAULT_UTILIZATION
+    fit = _engine_kv_fit(error) if kind.startswith("cuda_oom") else []
     if kind in ("cuda_oom", "cuda_oom_load") and _after_budget(error):
         kind = "cuda_oom_graph_capture"
     if kind == "cuda_oom_graph_capture":
-        return [_eager("a small allocation failed with the GPU full: what vLLM allocates after sizing the KV cache is the "
+        return fit + [_eager("a small allocation failed with the GPU full: what vLLM allocates after sizing the KV cache is the "
                        "CUDA-graph pool, which eager mode does not capture"), _utilization(u, -1, "leaves more of the GPU "
                        "outside the budget for what is allocated after the KV cache"), *_shorter(max_model_len, "fewer KV blocks")]
     if kind == "cuda_oom_profile" and "max_num_seqs" in error.figures:  # the engine's message names the batch it tried
@@ -65,7 +66,7 @@ def first_try_edits(error: StartupError | None, engine: str, max_model_len: int 
     if kind == "cuda_oom_load":
         return [_tp(tp, "the weights do not fit one GPU: each of twice the GPUs loads half")]
     if kind == "cuda_oom":  # the phase is not in the log: the cheapest remedies of each phase, cheapest first
-        return [_eager("the commonest start-up OOM after the KV cache is sized is the CUDA-graph capture, which eager mode "
+        return fit + [_eager("the commonest start-up OOM after the KV cache is sized is the CUDA-graph capture, which eager mode "
                        "skips (the log does not show the phase)"), _utilization(u, -1, "leaves more of the GPU outside the "
                        "budget for what is allocated after the KV cache"), *_shorter(max_model_len, "a smaller profile run and "
                        "fewer KV blocks"), _tp(tp, "if the weights do not fit one GPU, each of twice the GPUs loads half")]
@@ -75,6 +76,19 @@ def first_try_edits(error: StartupError | None, engine: str, max_model_len: int 
         return out + [*_shorter(max_model_len, "one request of max_model_len needs fewer KV blocks (and V0's profile run shrinks)"),
                       _tp(tp, "weights per GPU halve, which leaves KV room when the weights fill the budget")]
     return []
+
+
+def _engine_kv_fit(error: StartupError) -> list[Edit]:
+    """vLLM's own figure where its KV cache overran the requested budget before an out of memory (docfix11,
+    retrospective: batch 9's sf146, 63.25 GiB in use for 61.06 GiB that fit): the cache it says fits."""
+    f = error.figures
+    if not ({"kv_fit_bytes", "kv_in_use_bytes"} <= f.keys() and f["kv_in_use_bytes"] > f["kv_fit_bytes"]):
+        return []
+    n = int(f["kv_fit_bytes"])
+    return [_edit(f"--kv-cache-memory-bytes {n}", ["--kv-cache-memory-bytes", str(n)], f"KV cache {f['kv_in_use_bytes'] / GIB:.2f} -> "
+                  f"{n / GIB:.2f} GiB (fewer tokens at once)", 0.04, "the engine's own figure in its log (\"to fit into requested "
+                  "memory\"): its KV cache overran the requested budget, which left the warm-up short; whether what remains suffices "
+                  "is not printed")]
 
 
 def _nccl(max_model_len: int | None) -> Edit:
@@ -153,11 +167,18 @@ _BASIS = {
 }
 
 
-def label_edits(edits: list[Edit], memory_model: bool) -> list[Edit]:
+def label_edits(edits: list[Edit], memory_model: bool, error: StartupError | None = None) -> list[Edit]:
     """Every edit says how sure it is and why (schema 2): an edit made without a label is decided by the memory model
-    where it ran, else by the engine's own arithmetic on the printed figures (SGLang, TGI, llama.cpp), or is advice."""
+    where it ran, else by the engine's own arithmetic on the printed figures (SGLang, TGI, llama.cpp), or is advice.
+    Where the failure is only reported in words (docfix11), no edit is decided: what failed is the reporter's reading."""
+    from .startup_errors import REPORTED
+
+    reported = error is not None and error.line.startswith(REPORTED)
     out = []
     for e in edits:
         conf = e.confidence or ("engine_advice" if e.starts is None else ("memory_model" if memory_model else "engine_figures"))
-        out.append(e.model_copy(update={"confidence": conf, "basis": e.basis or _BASIS.get(conf)}))
-    return out
+        update = {"confidence": conf, "basis": e.basis or _BASIS.get(conf)}
+        if reported and e.starts is not None:
+            update |= {"starts": None, "basis": f"not decided: the failure is reported in words, not by an engine line; {update['basis']}"}
+        out.append(e.model_copy(update=update))
+    return sorted(out, key=edit_order) if reported else out

@@ -59,6 +59,8 @@ def llamacpp_findings(log: StartupLog, error: StartupError | None, model_cell: f
     quantized = _kv_quantized(log, kv, cells, model_cell)
     if buffer == "compute":
         out.edits.append(_smaller_ubatch(error, failed))
+        if "flash_attn_off" in error.figures:
+            out.edits.append(_flash_attention(error, failed))
     if host:
         out.notes.append("The failed buffer is host RAM (ggml's CPU backend: a CPU-only run, or layers kept on the CPU), whose free "
                          "size the log does not print: a shorter context shrinks the KV cache in proportion; not decided.")
@@ -109,6 +111,17 @@ def _smaller_ubatch(error: StartupError | None, failed: int | None) -> Edit:
         if figures.get("allocation_limit") else ""
     return _edit([flags.prefill_tokens, str(half), flags.ubatch, str(half)], None, f"micro-batch {ubatch} -> {half}: the compute buffer "
                  f"about halves{size}, prompt processing somewhat slower{limit}", 0.12)
+
+
+def _flash_attention(error: StartupError, failed: int | None) -> Edit:
+    """The compute buffer failed with flash attention off (docfix11, retrospective: the H200 set e's e-fa-off and
+    e-held110): without it the buffer holds the n_ubatch x n_ctx attention scores of every head in f32, which grow with
+    the context (97,812 MiB at 500,224 cells and -ub 2048 there); with it they are computed in tiles and the context is
+    kept. Not decided: the flash-attention buffer is not printed, and the GPU and backend must support it."""
+    argv = ["--flash-attn", "on"] if error.figures["flash_attn_off"] else ["--flash-attn"]  # the older builds' -fa took no value
+    size = f" (the failed {failed / MIB:,.0f} MiB is mostly those scores)" if failed else ""
+    return _edit(argv, None, "the whole context kept: flash attention computes the attention scores in tiles instead of an "
+                 f"n_ubatch x n_ctx matrix per head{size}; not decided, the flash-attention compute buffer is not printed", 0.02)
 
 
 def _weights_failed(out: Findings, log: StartupLog, free: float | None, weights: float | None, reserve: float, kv: float,

@@ -48,7 +48,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..engines.startup_log import FREE_ON_DEVICE
+from ..engines.startup_log import FREE_ON_DEVICE, detect_engine
 
 GIB = 2**30
 MIB = 2**20
@@ -165,7 +165,7 @@ def _gib(s: str) -> float:
 
 def find_startup_error(text: str) -> StartupError | None:
     """The first start-up error of a known kind in ``text`` (the most specific message wins), else None."""
-    for finder in (_vllm_kv, _free_memory, _no_blocks, _mamba, _other_engines, _oom, _nccl, _kv_check):
+    for finder in (_vllm_kv, _free_memory, _no_blocks, _mamba, _other_engines, _oom, _nccl, _kv_check, _reported_oom):
         found = finder(text)
         if found is not None:
             return found
@@ -239,7 +239,7 @@ def _oom(text: str) -> StartupError | None:
         kind = "cuda_oom_load"
     else:
         kind = "cuda_oom"
-    return StartupError(kind=kind, line=_line(text, m), figures=figures)
+    return StartupError(kind=kind, line=_line(text, m), figures=figures | _kv_fit(text))
 
 
 def _other_engines(text: str) -> StartupError | None:
@@ -294,7 +294,13 @@ def _llamacpp_extra(text: str, m: re.Match | None) -> dict[str, float]:
         extra["allocation_limit"] = 1.0
     if ub := _UBATCH.search(text):
         extra["n_ubatch"] = float(ub.group(1))
+    if fa := _FLASH_OFF.search(text):  # 1: "disabled" (the -fa on|off|auto builds), 0: "0" (the older boolean -fa)
+        extra["flash_attn_off"] = 1.0 if fa.group(1) == "disabled" else 0.0
     return extra
+
+
+# llama_context's own line (src/llama-context.cpp): "flash_attn = disabled" (on/off/auto builds) or "= 0" (older)
+_FLASH_OFF = re.compile(r"llama_context: flash_attn\s+=\s+(disabled|0)\b")
 # llama.cpp allocates the weights, then the KV cache ("KV buffer size", "KV self size", "llama_kv_cache: size ="), then the
 # output and compute buffers (llama_init_from_model): a failure after the KV lines is a compute buffer's (sf133, sf134)
 _LLAMACPP_KV_DONE = re.compile(r"KV buffer size =|KV self size|llama_kv_cache\w{0,40}: size =")
@@ -328,3 +334,44 @@ def _kv_check(text: str) -> StartupError | None:
 def _nccl(text: str) -> StartupError | None:
     m = _NCCL.search(text)
     return StartupError(kind="nccl_error", line=_line(text, m)) if m else None
+
+
+# docfix11 (retrospective, batches 7-9's "no edit" entries): a thread whose excerpt leaves the engine's own line out but
+# whose words say it ran out of memory ("OOM", "out of memory"); last of all finders, so any engine line wins. The line
+# is marked as the reporter's words, never the engine's; the phase only where the words name it: the CUDA-graph capture,
+# or the KV pool's sizing (SGLang's "Not enough memory" check, vLLM's KV-cache check: the engine's own kinds for them).
+REPORTED = "reported, not the engine's line: "
+_REPORTED_OOM = re.compile(r"\bOOM(?:s|ed)?\b|\b[Oo]ut[ -]of[ -]memory\b|\bOut [Oo]f [Mm]emory\b")
+_REPORTED_GRAPH = re.compile(r"(?i)graph capture|capture cuda graph|capturing cuda graph")
+_REPORTED_KV = re.compile(r"(?i)\bKV[- ](?:pool|cache)\b[^\n]{0,30}?\b(?:allocation|budget|sizing)")
+_KV_KIND = {"sglang": "sglang_not_enough_memory", "vllm": "kv_cache_check"}
+
+
+# an engine's own warning that names a risk ("... to avoid OOM", "may cause OOM") is no failure: a line with a log level,
+# or a hedge before the word, is not read as the reporter's
+_LOG_LEVEL = re.compile(r"\b(?:INFO|WARNING|WARN|DEBUG)\b|^\d+\.\d+\.\d+\.\d+ [IWD] ")
+_HEDGE = re.compile(r"(?i)\b(?:avoid|prevent|risk|may|might|could|can|would|cause|causes|potential)\W+(?:\w+\W+){0,2}$")
+
+
+def _reported_oom(text: str) -> StartupError | None:
+    m = next((m for _, m in zip(range(50), _REPORTED_OOM.finditer(text)) if not _LOG_LEVEL.search(_line(text, m))
+              and not _HEDGE.search(text[max(text.rfind("\n", 0, m.start()) + 1, m.start() - 60): m.start()])), None)
+    if m is None:
+        return None
+    kind = "cuda_oom_graph_capture" if _REPORTED_GRAPH.search(_line(text, m)) else "cuda_oom"
+    if kind == "cuda_oom" and _REPORTED_KV.search(text):
+        kind = _KV_KIND.get(detect_engine(text) or "", kind)
+    return StartupError(kind=kind, line=(REPORTED + _line(text, m))[:LINE_CHARS], figures=_kv_fit(text))
+
+
+# vLLM V1 gpu_worker (0.11+, with CUDA-graph memory profiling): "Replace gpu_memory_utilization config with
+# `--kv-cache-memory=N` (X GiB) to fit into requested memory, ... Current kv cache memory in use is Y GiB." (later
+# releases spell the flag --kv-cache-memory-bytes): where Y > X the cache overran the requested budget by Y - X
+_KV_FIT = re.compile(r"`--kv-cache-memory(?:-bytes)?=(\d{1,15})` \([\d.]+ GiB\) to fit into requested memory"
+                     r"[^\n]{0,200}?Current kv cache memory in use is ([\d.]+) GiB")
+
+
+def _kv_fit(text: str) -> dict[str, float]:
+    m = _KV_FIT.search(text)
+    return {"kv_fit_bytes": float(m.group(1)), "kv_in_use_bytes": _gib(m.group(2))} if m else {}
+

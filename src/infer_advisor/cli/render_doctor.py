@@ -54,8 +54,12 @@ def print_diagnosis(d) -> None:
         at_once = f"; {d.max_concurrency} request(s) of max_model_len at once" if d.max_concurrency is not None else ""
         console.print(f"KV cache: {d.kv_cache_tokens:,} tokens{at_once}")
     if d.error is not None:
-        said = "the engine raised" if d.error_logged else "the engine will raise"
-        console.print(f"[red]{said}[/red] ({cell(d.error.kind)}): {cell(d.error.line)}")
+        from ..calibrate.startup_errors import REPORTED
+
+        reported = d.error.line.startswith(REPORTED)  # the thread's words, not the engine's line (docfix11)
+        said = "reported" if reported else "the engine raised" if d.error_logged else "the engine will raise"
+        line = d.error.line[len(REPORTED):] if reported else d.error.line
+        console.print(f"[red]{said}[/red] ({cell(d.error.kind)}{', the engine line is not in the text' if reported else ''}): {cell(line)}")
     elif d.starts:
         console.print("[green]starts[/green]: every start-up check passes")
     if d.edits:

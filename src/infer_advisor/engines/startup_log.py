@@ -38,7 +38,7 @@ def detect_engine(text: str) -> Engine | None:
     if has("text_generation_launcher", "text_generation_router", "text_generation_server", "text-generation-inference",
            "text-generation-launcher", "shard-manager", "Starting shard", "Waiting for shard") or _TGI_SHARD.search(text[:2_000_000]):
         return "tgi"
-    if has("vLLM", "vllm", "GPU blocks", "exceeds available Mamba cache blocks", "GPU KV cache size", "Maximum concurrency for", "Loading model weights took", "Model loading took"):
+    if has("vLLM", "vllm", "VLLM_", "(EngineCore pid=", "[gpu_worker.py:", "[gpu_model_runner.py:", "GPU blocks", "exceeds available Mamba cache blocks", "GPU KV cache size", "Maximum concurrency for", "Loading model weights took", "Model loading took"):
         return "vllm"
     return None
 
