@@ -21,6 +21,7 @@ def test_committed_summaries_match_a_fresh_run():
     assert summary(rows, None, batch=4) == committed["batch4"]
     assert summary(rows, None, batch=5) == committed["batch5"]
     assert summary(rows, None, batch=6) == committed["batch6"]
+    assert summary(rows, None, batch=10) == committed["batch10"]
 
 
 def test_batch4_first_answers_are_kept_as_committed():
@@ -40,6 +41,22 @@ def test_batch6_first_answers_are_kept_as_committed():
     """Batch 6's first answers: doc5 7bef7e9's doctor (after batch 5's changes), committed before any further change (f56a5b1)."""
     first = json.loads((RESULTS.parent / "doctor_grade_batch6_first.json").read_text())["batch6"]
     assert (first["entries"], first["first_edit_starts"], first["unverifiable"], first["no_edit"], first["error_named"]) == (4, 2, 1, 1, 3)
+
+
+def test_batch10_first_answers_are_kept_as_committed():
+    """Batch 10's first answers: main f57fca7's doctor (docfix11 frozen ccc54c3) on sf167-sf196, committed before anything
+    else (1521d4e). Every start is decided by the log's own figures; the three no-edit entries are the ones docs/doctor.md
+    names (sf175's V0 blocks line without its message, sf176's prose, sf177's Mamba message without its head)."""
+    first = json.loads((RESULTS.parent / "doctor_grade_batch10_first.json").read_text())
+    b10 = first["batch10"]
+    assert (b10["entries"], b10["first_edit_starts"], b10["first_edit_fails"], b10["unverifiable"], b10["no_edit"],
+            b10["not_read"], b10["error_named"], b10["starts_by_log_figures"]) == (30, 9, 0, 18, 3, 0, 10, 9)
+    rows = {r["id"]: r for r in first["rows"] if r["batch"] == 10}
+    assert sorted(i for i, r in rows.items() if r["verdict"] == "starts") == [
+        "sf168", "sf173", "sf178", "sf183", "sf186", "sf192", "sf193", "sf194", "sf195"]
+    assert sorted(i for i, r in rows.items() if r["verdict"] == "no edit") == ["sf175", "sf176", "sf177"]
+    held = first["held_aside"]
+    assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (174, 49, 0)
 
 
 def test_a_budget_that_passes_the_start_check_and_holds_no_model_fails():

@@ -227,3 +227,22 @@ def test_batch8_was_predicted_before_it_was_graded(ml):
             assert f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"], e["id"]
         else:
             assert e["kv_cache_tokens_from"].startswith("derived") and str(e["measured"]["kv_cache_gib"]) in e["quoted"], e["id"]
+
+
+def test_batch9_was_predicted_before_it_was_graded(ml):
+    """Batch 9 (issue 23, session 6, memlogs9): at least 15 logs never used before, each sourced and quoted (a URL, or a
+    public GitHub file named by its stored-index id), the printed token figure in its quote, the 'Model loading took'
+    figure in the quote wherever one is entered, TP 1, 2 and 4 among them, and predicted by the frozen code of the
+    session's merged main (6c3b7eb, memfix9) before any grading."""
+    new, data = _batch(ml, "issue-23i", 15)
+    assert ml.BATCHES["issue-23i"][1] == "6c3b7eb"
+    assert {e["tp"] for e in new} >= {1, 2, 4} and {e["quantization"] for e in new} >= {"none", "awq", "gptq", "fp8", "nvfp4"}
+    assert sum(1 for e in new if e.get("enforce_eager")) >= 4 and len({e["gpu"] for e in new}) >= 8
+    for e in new:
+        assert e["kv_cache_tokens_from"] == "printed", e["id"]
+        if e["measured"].get("weights_gib"):
+            _weights_and_printed_tokens(e)
+        else:  # no weights line: the printed token figure alone, as written
+            tokens = e["measured"]["kv_cache_tokens"]
+            assert tokens > 0 and f"{tokens:,}" in e["quoted"], e["id"]
+    assert sum(1 for e in new if e["measured"].get("weights_gib")) >= 6

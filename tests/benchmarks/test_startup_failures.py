@@ -59,3 +59,20 @@ def test_printed_kv_tokens_follow_from_blocks():
     for f in load_failures().failures:
         if "kv_blocks" in f.figures and "kv_cache_tokens" in f.figures:
             assert f.figures["kv_cache_tokens"] == 16 * f.figures["kv_blocks"], f.id
+
+
+def test_batch10_threads_are_new_and_state_what_they_claim():
+    """Batch 10 (sf167-sf196), gathered before docfix11's doctor ran on it: no thread of an earlier entry, every stated
+    GPU count covers the GPUs the run used, and every confirmed fix quotes the thread."""
+    failures = load_failures().failures
+    b10 = [f for f in failures if f.batch == 10]
+    assert [f.id for f in b10] == [f"sf{n}" for n in range(167, 197)]
+    earlier = {f.url for f in failures if f.batch < 10}
+    assert not earlier & {f.url for f in b10}
+    assert len({f.url for f in b10}) == len(b10)
+    assert {f.engine for f in b10} == {"vllm", "sglang", "tgi", "llama.cpp"}
+    for f in b10:
+        if f.gpus_present and f.gpu_count:
+            assert f.gpus_present.count >= f.gpu_count, f.id
+        if f.fix and f.fix.confirmed:
+            assert len(f.fix.quote) >= 8, f.id
