@@ -34,9 +34,10 @@ def engine_figure_edits(error: StartupError | None, max_model_len: int | None, u
                      "engine's own advice in its capture message", cost_rank=0.3, confidence="engine_advice",
                      basis="the out-of-memory came while capturing CUDA graphs, which eager mode does not do")]
     if error is not None and error.kind == "mamba_cache_blocks":  # the engine's own bound (docfix8: sf113-sf115, retrospective)
-        seqs, blocks = int(error.figures["max_num_seqs"]), int(error.figures["mamba_cache_blocks"])
+        blocks = int(error.figures["mamba_cache_blocks"])
+        seqs = f"{int(error.figures['max_num_seqs']):,}" if "max_num_seqs" in error.figures else "max_num_seqs (not in the quoted text)"
         return [Edit(change=f"--max-num-seqs {blocks}", argv=["--max-num-seqs", str(blocks)], starts=True, kv_cache_tokens=None,
-                     max_concurrency=blocks, max_model_len=max_model_len or 0, cost=f"{seqs:,} -> {blocks:,} sequences at once (one Mamba "
+                     max_concurrency=blocks, max_model_len=max_model_len or 0, cost=f"{seqs} -> {blocks:,} sequences at once (one Mamba "
                      "cache block each); the engine's own bound in its message", cost_rank=0.2, confidence="engine_figures",
                      basis=f"vLLM's check max_num_seqs <= Mamba cache blocks ({blocks:,}, printed) passes")]
     if error is not None and error.kind == "free_memory_below_utilization":
@@ -127,10 +128,24 @@ def within_engine_figures(edits: list[Edit], error: StartupError | None, max_mod
         if verdict is not None and verdict != e.starts:
             e = e.model_copy(update={"starts": verdict, "cost": f"{e.cost}; {'passes' if verdict else 'fails'} the engine's own check "
                                      "on the figures it printed", "confidence": "engine_figures"})
+        elif verdict is not None:  # docfix12: the model agrees, but what decides it is the engine's check on its figures
+            e = e.model_copy(update={"confidence": "engine_figures"})
         out.append(e)
-    if error.figures.get("estimated_max_model_len") and not any(e.argv[:1] == ["--max-model-len"] and e.starts for e in out):
+    printed = engine_figure_edits(error, max_model_len) if error.kind in ("max_len_exceeds_kv", "kv_needed_exceeds_available") else []
+    printed = [e for e in printed if e.starts]
+    if printed:  # docfix12 (batch 10's sf167): the longest context the engine printed as fitting replaces a shorter one of the model's
+        longer = int(printed[0].argv[1])
+        out = [e for e in out if e.argv[:1] != ["--max-model-len"] or int(e.argv[1]) > longer] + printed
+    elif error.figures.get("estimated_max_model_len") and not any(e.argv[:1] == ["--max-model-len"] and e.starts for e in out):
         out += engine_figure_edits(error, max_model_len)
-    return sorted(out, key=edit_order)
+    return sorted(out, key=by_engine_figures_first)
+
+
+def by_engine_figures_first(e: Edit) -> tuple[int, bool, float]:
+    """:func:`.doctor_edits.edit_order`, with an edit the engine's printed figures show to start before one that only the
+    memory model says starts (docfix12): the engine's own arithmetic on its own figures outranks our estimate."""
+    bucket, cost = edit_order(e)
+    return bucket, not (e.starts and e.confidence == "engine_figures"), cost
 
 
 def _engine_verdict(argv: list[str], error: StartupError) -> bool | None:

@@ -130,6 +130,9 @@ _LLAMACPP_SYCL_CUT = re.compile(r"ggml_backend_sycl_buffer_\w{0,40}\s*\Z")
 # vLLM (v1 hybrid models, mamba cache sizing before CUDA-graph capture): "max_num_seqs (1024) exceeds available Mamba cache
 # blocks (856). ... Please lower max_num_seqs to at most 856 or increase gpu_memory_utilization."
 _MAMBA_BLOCKS = re.compile(r"max_num_seqs \((\d+)\) exceeds available Mamba cache blocks \((\d+)\)")
+# the same message quoted without its head (docfix12, retrospective: batch 10's sf177 "exceeds available Mamba cache
+# blocks (95)... CUDA graph capture cannot proceed"): the bound is printed, the max_num_seqs it was checked against is not
+_MAMBA_BLOCKS_CUT = re.compile(r"exceeds available Mamba cache blocks \((\d+)\)")
 _LLAMACPP_WHICH = (("kv", re.compile(r"failed to allocate buffer for kv cache|llama_kv_cache_init\(\) failed")),
                    ("compute", re.compile(r"failed to allocate compute buffers|compute buffer|ggml_gallocr_reserve_n: failed")),
                    ("weights", re.compile(r"failed to load model|error loading model|load_tensors|model buffer")))
@@ -239,7 +242,19 @@ def _oom(text: str) -> StartupError | None:
         kind = "cuda_oom_load"
     else:
         kind = "cuda_oom"
-    return StartupError(kind=kind, line=_line(text, m), figures=figures | _kv_fit(text))
+    return StartupError(kind=kind, line=_line(text, m), figures=figures | _kv_fit(text) | _llamacpp_phase(text))
+
+
+# docfix12 (retrospective, batch 10's sf172 and sf185): a bare out of memory in a llama.cpp text still shows which buffer
+# ran out by llama.cpp's own order (weights, then KV cache, then compute): llama_model_load's failure is the weights'
+# buffer (no KV is allocated yet); an out of memory after the KV lines is a compute buffer's. Neither is a KV shortfall.
+_LLAMACPP_LOAD_FAILED = re.compile(r"llama_model_load: error loading model|unable to allocate backend buffer")
+
+
+def _llamacpp_phase(text: str) -> dict[str, float]:
+    if _LLAMACPP_LOAD_FAILED.search(text):
+        return {"buffer": 2}
+    return {"buffer": 1} if _LLAMACPP_KV_DONE.search(text) else {}
 
 
 def _other_engines(text: str) -> StartupError | None:
@@ -322,8 +337,11 @@ V1_FIRST = "0.8"  # vLLM 0.8.0 made the V1 engine the default (VLLM_USE_V1=1); d
 
 def _mamba(text: str) -> StartupError | None:
     m = _MAMBA_BLOCKS.search(text)
+    if m is None:
+        cut = _MAMBA_BLOCKS_CUT.search(text)
+        return StartupError(kind="mamba_cache_blocks", line=_line(text, cut), figures={"mamba_cache_blocks": int(cut.group(1))}) if cut else None
     return StartupError(kind="mamba_cache_blocks", line=_line(text, m), figures={
-        "max_num_seqs": int(m.group(1)), "mamba_cache_blocks": int(m.group(2))}) if m else None
+        "max_num_seqs": int(m.group(1)), "mamba_cache_blocks": int(m.group(2))})
 
 
 def _kv_check(text: str) -> StartupError | None:
@@ -343,7 +361,9 @@ def _nccl(text: str) -> StartupError | None:
 REPORTED = "reported, not the engine's line: "
 _REPORTED_OOM = re.compile(r"\bOOM(?:s|ed)?\b|\b[Oo]ut[ -]of[ -]memory\b|\bOut [Oo]f [Mm]emory\b")
 _REPORTED_GRAPH = re.compile(r"(?i)graph capture|capture cuda graph|capturing cuda graph")
-_REPORTED_KV = re.compile(r"(?i)\bKV[- ](?:pool|cache)\b[^\n]{0,30}?\b(?:allocation|budget|sizing)")
+# docfix12 (retrospective, batch 10's sf182): vLLM's KV check told in words ("the available KV cache memory is
+# insufficient to handle a single request") is the KV shortfall, whose remedy is more memory for the cache, never less
+_REPORTED_KV = re.compile(r"(?i)\bKV[- ](?:pool|cache)\b[^\n]{0,30}?\b(?:allocation|budget|sizing|insufficient|not enough)")
 _KV_KIND = {"sglang": "sglang_not_enough_memory", "vllm": "kv_cache_check"}
 
 
@@ -361,7 +381,7 @@ def _reported_oom(text: str) -> StartupError | None:
     kind = "cuda_oom_graph_capture" if _REPORTED_GRAPH.search(_line(text, m)) else "cuda_oom"
     if kind == "cuda_oom" and _REPORTED_KV.search(text):
         kind = _KV_KIND.get(detect_engine(text) or "", kind)
-    return StartupError(kind=kind, line=(REPORTED + _line(text, m))[:LINE_CHARS], figures=_kv_fit(text))
+    return StartupError(kind=kind, line=(REPORTED + _line(text, m))[:LINE_CHARS], figures=_kv_fit(text) | _llamacpp_phase(text))
 
 
 # vLLM V1 gpu_worker (0.11+, with CUDA-graph memory profiling): "Replace gpu_memory_utilization config with
