@@ -170,8 +170,8 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     """Where nothing gave an edit, what an on-call engineer tries first (:mod:`.doctor_first_try`); every edit then says
     how sure it is and why; an edit that needs GPUs the machine lacks does not start, and one that needs more than the
     run uses goes after those that run on them where the count is not known (:mod:`.doctor_hardware`)."""
-    from .doctor_first_try import first_try_edits, label_edits
-    from .doctor_hardware import nothing_runs_edit, place_by_hardware
+    from .doctor_first_try import first_try_edits, label_edits, larger_than_gpu
+    from .doctor_hardware import for_each_engine, nothing_runs_edit, place_by_hardware
 
     diag.gpu_count, diag.gpu_count_source = hw[0], hw[2] if (hw[0] or hw[1]) else None
 
@@ -181,12 +181,13 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
         if not diag.edits and diag.error is None:
             diag.notes.append("No start-up error was found in this text (a traceback cut before its message?): no edit is offered; "
                               "paste the lines after the traceback's last frame.")
-    if diag.engine_source.startswith("not named"):
-        from .doctor_hardware import for_each_engine
-
+    whole = larger_than_gpu(diag.error)
+    if whole is not None:  # docfix12: one allocation larger than the whole GPU, which no memory setting frees
+        diag.edits = [whole]
+    elif diag.engine_source.startswith("not named"):
         diag.edits = for_each_engine(diag.edits, first_try_edits, diag.error, diag.max_model_len, diag.tp)
     diag.edits = label_edits(diag.edits, diag.memory_model, diag.error)
-    diag.edits, stuck = place_by_hardware(diag.edits, hw[0], hw[1], diag.tp, diag.pp)
+    diag.edits, stuck = place_by_hardware(diag.edits, hw[0], hw[1], diag.tp, diag.pp, diag.error)
     if stuck:
         diag.edits.insert(0, nothing_runs_edit(diag.edits, hw[0], diag.tp))
     first = next((e for e in diag.edits if e.starts), None)
