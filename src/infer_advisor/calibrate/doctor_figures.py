@@ -62,6 +62,20 @@ def engine_figure_edits(error: StartupError | None, max_model_len: int | None, u
                  f"{source}", cost_rank=lost, confidence="engine_figures" if starts else "engine_advice", basis=source)]
 
 
+def printed_v0_check(log: StartupLog) -> StartupError | None:
+    """vLLM V0's check after it logs "# GPU blocks: N" (llm_engine._init_cache, 0.2-0.3; the workers' initialize_cache
+    later): ``max_seq_len = block_size x N``, and ``max_model_len > max_seq_len`` raises "The model's max seq len (L) is
+    larger than the maximum number of tokens that can be stored in KV cache (M)". Where the log printed both lines but
+    the message was cut (docfix12, retrospective: batch 10's sf175, 32,768 > 1,842 x 16), the same check on the printed
+    figures (the block size the log prints, else vLLM's default 16: engines/startup_log.py), marked as predicted."""
+    tokens, length = log.kv_cache_tokens, log.max_model_len
+    if not (tokens and length and log.kv_blocks and length > tokens):
+        return None
+    return StartupError(kind="max_len_exceeds_kv", line=f"predicted from the printed lines: max_seq_len {length:,} > {log.kv_blocks:,} GPU "
+                        f"blocks = {tokens:,} tokens (vLLM V0's own check after '# GPU blocks'; the message is not in the text)",
+                        figures={"max_model_len": length, "kv_cache_tokens": tokens})
+
+
 def free_memory_note(error: StartupError | None, edits: list[Edit] | None = None) -> str | None:
     """For V1's free-memory start check where no flag is the fix: less free than any model needs
     (:data:`SMALLEST_USEFUL_BUDGET_BYTES`), or the memory model found no edit that starts under the free memory (batch 6,
