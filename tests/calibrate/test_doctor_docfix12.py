@@ -62,3 +62,36 @@ def test_v0s_check_on_its_printed_lines_where_the_message_is_cut():
     assert d.edits[0].argv == ["--max-model-len", "29440"] and d.edits[0].starts
     row = grade(FAILURES["sf175"])
     assert row["verdict"] == "starts" and "1,842 printed blocks x 16" in row["engine_arithmetic_why"]
+
+
+def _set_log(name: str) -> str:
+    import gzip
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "h200"
+    return gzip.open(next(root.glob(f"llamacpp-doctor-*/{name}-first.log.gz")), "rt").read()
+
+
+def test_flash_attention_is_decided_by_the_printed_compute_buffer_and_ranks_before_a_context_cut():
+    from infer_advisor.calibrate.doctor_llamacpp_compute import compute_bound
+
+    d = diagnose(_set_log("e-fa-off-ctx-500k-ub2048"), model="meta-llama/Llama-3.2-3B", gpu="H200")
+    assert d.edits[0].argv == ["--flash-attn", "on"] and d.edits[0].starts and d.edits[0].confidence == "engine_figures"
+    f = d.error.figures  # 500,224 cells x 2,048 tokens: 4 x (24 + 1) B a pair without flash attention, 6 B with it
+    assert (f["n_head"], f["n_ctx_seq"], f["n_ubatch"], f["flash_attn_off"]) == (24, 500224, 2048, 1.0)
+    failed = f["requested_bytes"]
+    assert 500224 * 2048 * 100 <= failed <= 500224 * 2048 * 100 + 120 * 2**20  # the pairs explain the printed buffer
+    assert compute_bound(f, failed, flash=True) < 8 * 2**30
+    tight = diagnose(_set_log("e-held110-ctx-200k-fa-off"), model="meta-llama/Llama-3.2-3B", gpu="H200")
+    fa = next(e for e in tight.edits if e.argv[:1] == ["--flash-attn"])
+    assert fa.starts is None  # the bound does not fit the 29 GiB left beside 110 GiB held: not decided
+    f104 = diagnose(_set_log("f-held104-ctx-100k-fa-off-ub1024"), model="meta-llama/Llama-3.1-8B", gpu="H200")
+    assert [e.argv[:2] for e in f104.edits[:2]] == [["--flash-attn", "on"], ["--batch-size", "512"]]
+    assert all(e.starts for e in f104.edits[:2])
+
+
+def test_the_default_micro_batch_is_decided_only_where_the_bound_fits():
+    d = diagnose(_set_log("e-held128-ctx-32k-ub8192"), model="meta-llama/Llama-3.2-3B", gpu="H200")
+    ub = next(e for e in d.edits if "--ubatch-size" in e.argv)
+    assert ub.starts is None  # with the allowances for the feed-forward and the logits the bound overruns the fit margin
+    assert d.error.figures.get("flash_attn_on") == 1.0

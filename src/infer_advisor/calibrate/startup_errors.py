@@ -311,11 +311,22 @@ def _llamacpp_extra(text: str, m: re.Match | None) -> dict[str, float]:
         extra["n_ubatch"] = float(ub.group(1))
     if fa := _FLASH_OFF.search(text):  # 1: "disabled" (the -fa on|off|auto builds), 0: "0" (the older boolean -fa)
         extra["flash_attn_off"] = 1.0 if fa.group(1) == "disabled" else 0.0
+    elif _FLASH_ON.search(text):
+        extra["flash_attn_on"] = 1.0
+    for name, pattern in _LLAMACPP_SHAPE.items():  # what the compute buffer's arithmetic needs (doctor_llamacpp_compute)
+        if shape := pattern.search(text):
+            extra[name] = float(shape.group(1))
     return extra
 
 
 # llama_context's own line (src/llama-context.cpp): "flash_attn = disabled" (on/off/auto builds) or "= 0" (older)
-_FLASH_OFF = re.compile(r"llama_context: flash_attn\s+=\s+(disabled|0)\b")
+_FLASH_OFF = re.compile(r"llama_context: flash_attn\s+=\s+(?:auto -> )?(disabled|0)\b")
+_FLASH_ON = re.compile(r"llama_context: flash_attn\s+=\s+(?:auto -> )?(?:enabled|1)\b")
+# the model's shapes (print_info, llm_load_print_meta in older builds) and the context per sequence (llama_context): a
+# per-layer array ("n_head = [32, 32, ...]") does not match, and the arithmetic then decides nothing
+_LLAMACPP_SHAPE = {name: re.compile(rf"(?:print_info|llm_load_print_meta): {name}\s+=\s+(\d+)\s*$", re.M)
+                   for name in ("n_head", "n_ff", "n_vocab", "n_embd")} | {
+                   "n_ctx_seq": re.compile(r"llama_context: n_ctx_seq\s+=\s+(\d+)\b")}
 # llama.cpp allocates the weights, then the KV cache ("KV buffer size", "KV self size", "llama_kv_cache: size ="), then the
 # output and compute buffers (llama_init_from_model): a failure after the KV lines is a compute buffer's (sf133, sf134)
 _LLAMACPP_KV_DONE = re.compile(r"KV buffer size =|KV self size|llama_kv_cache\w{0,40}: size =")
