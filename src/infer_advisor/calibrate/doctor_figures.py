@@ -47,7 +47,8 @@ def engine_figure_edits(error: StartupError | None, max_model_len: int | None, u
     if error is None or not max_model_len:
         return []
     fits = error.figures.get("estimated_max_model_len") or (error.figures.get("kv_cache_tokens") if error.kind == "max_len_exceeds_kv" else None)
-    starts, source = True, "from the engine's own figure in its message"
+    starts, source = True, ("from the engine's own figure in its message" if not error.line.startswith("predicted from the printed lines")
+                            else "from the figures the engine printed, by its own check (the message is not in the text)")
     if not fits and error.kind == "kv_needed_exceeds_available" and {"kv_needed_bytes", "kv_available_bytes"} <= error.figures.keys():
         # the message cut before its estimate: the same two figures scaled (exact where every layer's KV grows with the
         # length; a layer of fixed-size state, as in hybrid models, makes it short of what fits: not decided)
