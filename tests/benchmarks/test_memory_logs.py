@@ -248,3 +248,23 @@ def test_batch9_was_predicted_before_it_was_graded(ml):
             tokens = e["measured"]["kv_cache_tokens"]
             assert tokens > 0 and f"{tokens:,}" in e["quoted"], e["id"]
     assert sum(1 for e in new if e["measured"].get("weights_gib")) >= 6
+
+
+def test_batch10_was_predicted_before_it_was_graded(ml):
+    """Batch 10 (issue 23, session 6, memlogs10): at least 12 logs never used before, each sourced and quoted (a public
+    GitHub file named by its stored-index id), the printed token figure in its quote, the weights figure in the quote
+    wherever one is entered, TP 1, 2 and 4, hybrid MoE and int4 MoE among them, and predicted by the frozen code of the
+    session's merged main (5006226, memfix10) before any grading."""
+    new, data = _batch(ml, "issue-23j", 12)
+    assert ml.BATCHES["issue-23j"][1] == "5006226" and data["code_commit"].startswith("2bad013")
+    assert {e["tp"] for e in new} >= {1, 2, 4} and {e["quantization"] for e in new} >= {"none", "gptq", "fp8", "nvfp4"}
+    assert len({e["gpu"] for e in new}) >= 6 and len({e["engine_version"] for e in new}) >= 5
+    assert sum(1 for e in new if e["model"] == "Qwen/Qwen3.6-35B-A3B") >= 2  # the hybrid Gated-DeltaNet MoE, twice
+    for e in new:
+        assert e["kv_cache_tokens_from"] == "printed", e["id"]
+        if e["measured"].get("weights_gib"):
+            _weights_and_printed_tokens(e)
+        else:  # no weights line: the printed token figure alone, as written
+            tokens = e["measured"]["kv_cache_tokens"]
+            assert tokens > 0 and f"{tokens:,}" in e["quoted"], e["id"]
+    assert sum(1 for e in new if e["measured"].get("weights_gib")) >= 9
