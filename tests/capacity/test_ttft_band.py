@@ -65,7 +65,7 @@ def test_the_cli_says_the_band_and_the_note_near_the_knee(top):
     assert "the queue grows if it is" in wide[0][1] and "faster than modelled" in wide[0][1]
     assert wide[0][1].endswith("(band: published, all engines)")
     assert any("sensitive" in text or "several-fold" in text for _, text in rows[1:])
-    assert rows[0][1].endswith("(band: 4 H200 validation runs)")  # the H200 validation calls' band
+    assert rows[0][1].endswith("(band: 5 H200 validation runs)")  # the H200 validation calls' band
     assert len(ttft_band_rows(c.model_copy(update={"ttft_band": c.ttft_band.model_copy(update={"near_knee": False})}))) == 1
 
 
@@ -73,9 +73,9 @@ def test_on_the_h200_llama_cpp_uses_the_band_of_its_own_validation_calls(top):
     from infer_advisor.capacity.validation_band import validation_band
 
     low, high, source, _ = validation_band("llama.cpp", "H200")
-    # calls B, D, F, G: served when overloaded / predicted 1.85/1.768, 1.719/1.768, 2.956/2.664, 4.186/4.467
+    # calls B, D, F, G, H: served when overloaded / predicted 1.85/1.768, 1.719/1.768, 2.956/2.664, 4.186/4.467
     assert low == pytest.approx(4.186 / 4.467) and high == pytest.approx(2.956 / 2.664)
-    assert "4 prospective H200 llama.cpp validation calls" in source
+    assert "5 prospective H200 llama.cpp validation calls" in source
     b = size(rate=0.5 * top, replicas=1, **ONE_H200).chosen.ttft_band
     assert (b.slower.speed, b.faster.speed, b.source) == (low, high, source)
     assert not b.slower.queue_grows and not b.faster.queue_grows  # 0.5 of M: both edges below capacity
