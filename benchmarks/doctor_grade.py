@@ -34,6 +34,9 @@ it) and what the thread states of the setup as options (--gpu, --model as the ca
 - **vLLM's Mamba-cache check** (grade schema 4, docfix8, retrospective: prompted by batch 8's sf113-sf115): where the
   log printed "max_num_seqs (N) exceeds available Mamba cache blocks (B)", a ``--max-num-seqs`` at or under B passes
   that check (the start check only, like V1's free-memory check);
+- **V0's capacity from its printed blocks** (grade schema 5, docfix12, retrospective: prompted by batch 10's sf175):
+  where a V0 log prints "# GPU blocks: N" and no token count, its max-length check's capacity is N x 16 (vLLM's default
+  block size; the log prints no other), and a context at or under it passes that check;
 - **ledger**: every ledger line the log printed a figure for, and the in-budget sum against utilization x total,
   within 3%;
 - **KV after the fix**: where the thread prints the KV capacity of the setup that worked, the doctor's figure for that
@@ -51,10 +54,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 GIB = 2**30
-GRADE_SCHEMA = 4  # 2: decided_by, model_check_why, fix_match_why per row; starts_by_* columns; held_aside and all totals
+GRADE_SCHEMA = 5  # 2: decided_by, model_check_why, fix_match_why per row; starts_by_* columns; held_aside and all totals
 # 3 (docfix7, retrospective): the entry's gpus_present is passed as --gpus; a first edit needing more GPUs than it fails
 # 4 (docfix8, retrospective: batch 8's sf113-sf115): vLLM's Mamba-cache check on its printed figure, max_num_seqs <= blocks
 # (decided_by "hardware", first in order); per row gpus_present and first_gpus_needed; per summary fails_by_hardware
+# 5 (docfix12, retrospective: batch 10's sf175): V0's capacity from "# GPU blocks: N" where the log prints no token count,
+# N x vLLM's default block size (16; the check is llm_engine._init_cache's max_seq_len = block_size x num_gpu_blocks)
+V0_BLOCK_SIZE = 16  # vLLM EngineArgs.block_size default, every V0 release (0.2-0.7); engines/startup_log.py reads it so too
 # The memory model's error band on KV tokens: the 90th percentile of |error| of its prospective KV-token predictions over
 # the 113 new start-up logs that print a token count (benchmarks/published/startup_logs_results.json, new_rows, each
 # predicted by the profile frozen before it; median 2.0%, 90th percentile 35.4%; computed at main da2e3ef, frozen here).
@@ -116,11 +122,12 @@ def engine_check(f, diag, edit) -> tuple[bool | None, str]:
     u0 = f.settings.gpu_memory_utilization or 0.90
     total, inferred = _total_bytes(f, diag)
     note = " (GPU total from the catalog)" if inferred and total else ""
-    if f.error == "max_len_exceeds_kv" and "kv_cache_tokens" in fig:
-        capacity, length = fig["kv_cache_tokens"], f.settings.max_model_len or diag.max_model_len
+    if f.error == "max_len_exceeds_kv" and ("kv_cache_tokens" in fig or fig.get("kv_blocks", 0) > 0):
+        capacity, length = fig.get("kv_cache_tokens") or fig["kv_blocks"] * V0_BLOCK_SIZE, f.settings.max_model_len or diag.max_model_len
+        note = note if "kv_cache_tokens" in fig else f"{note} (capacity {fig['kv_blocks']:,.0f} printed blocks x {V0_BLOCK_SIZE}, vLLM's default block size)"
         if flag == "--max-model-len":
             if int(value) <= capacity:
-                return True, f"{value} <= printed capacity {capacity:,.0f}"
+                return True, f"{value} <= printed capacity {capacity:,.0f}{note}"
             return _two_logs(f, int(value), capacity, length)
         if flag == "--kv-cache-dtype":
             return 2 * capacity >= length, f"FP8 doubles the 16-bit capacity {capacity:,.0f} -> {2 * capacity:,.0f} vs {length:,}"

@@ -92,7 +92,8 @@ def startup_log(entry: dict):
         max_num_seqs=entry.get("max_num_seqs"), kv_cache_dtype=entry.get("kv_cache_dtype"),
         **_optional(StartupLog, speculative_config=entry.get("speculative_config"), prefix_caching=entry.get("prefix_caching"),
                     language_model_only=entry.get("language_model_only"), sampler=entry.get("sampler"),
-                    linear_kernel=entry.get("linear_kernel"), enforce_eager=entry.get("enforce_eager")),
+                    linear_kernel=entry.get("linear_kernel"), enforce_eager=entry.get("enforce_eager"),
+                    quantization_group_size=entry.get("quantization_group_size")),
     )
 
 

@@ -83,6 +83,17 @@ TRIAL_SETS = {
         "f-held60-ctx-600k-4streams": (60, "-c 600000 -np 4 -fa on"),
         "f-held104-ctx-100k-fa-off-ub1024": (104, "-c 100000 -np 1 -fa off -ub 1024 -b 1024"),
     },
+    "g": {  # Llama-3.2-1B, written in session 6 after set f's run and after docfix12 froze (3a5a487; its author did
+        # not see these commands), for main 6823524's doctor, which now decides -fa on and -ub 512 from the printed
+        # compute buffer: attention without flash attention (alone, with memory held, over four unified slots, with
+        # a 1,024-token micro-batch), an 8,192-token micro-batch with 132 GiB held, and q8_0 V without flash attention
+        "g-fa-off-ctx-1.5M": (0, "-c 1500000 -np 1 -fa off"),
+        "g-held100-fa-off-ctx-300k-ub1024": (100, "-c 300000 -np 1 -fa off -ub 1024 -b 1024"),
+        "g-held132-ctx-64k-ub8192": (132, "-c 65536 -np 1 -fa on -ub 8192 -b 8192"),
+        "g-held128-fa-off-ctx-100k": (128, "-c 100000 -np 1 -fa off"),
+        "g-ctx-4M-4slots-fa-off": (0, "-c 4000000 -np 4 --kv-unified -fa off"),
+        "g-ctx-200k-q8kv-fa-off": (0, "-c 200000 -np 1 -ctk q8_0 -ctv q8_0 -fa off"),
+    },
 }
 # "(N cells, L layers, S/T seqs)": this llama.cpp prints the cells of one of T streams (T = 1 with --kv-unified)
 KV_CELLS = re.compile(r"llama_kv_cache(?:_unified)?: +size = +[\d.]+ MiB \( *(\d+) cells(?:, +\d+ layers, +\d+/(\d+) seqs)?")

@@ -1,7 +1,7 @@
 """Fit the LoRA step term's GPU coefficients (data/lora.yaml ``kernels``) to the H200 kernel measurement.
 
     python benchmarks/gpu/fit_lora.py benchmarks/results/h200/lora-kernels-2026-12-03/lora_kernels.json.gz
-    python benchmarks/gpu/fit_lora.py --bgmv lora_bgmv.json 2.69e-6 0.2   # the re-read rate from a --bgmv-only run
+    python benchmarks/gpu/fit_lora.py --bgmv benchmarks/results/h200/lora-kernels-2026-12-03/lora_bgmv.json  # per-token kernels
 
 Uses the ``triton_sgmv`` rows of benchmarks/gpu/lora_kernels.py: its own Triton kernels launched the way vLLM V1's
 punica kernels are (a zeroed fp32 buffer, one split-K shrink and one expand per wrapped module over every slice and
@@ -97,25 +97,29 @@ def regime_errors(rows: list[dict], c: dict) -> dict:
     return out
 
 
-def bgmv_ratio(path: Path, k: float, eta_bw: float) -> None:
-    """The re-read rate from a ``--bgmv-only`` run: per-token kernels read each token's adapter weights, so with the launch
-    floor and the activation term fixed, what is left per layer is T x slot / (ratio x BW); prints the median ratio."""
-    data = json.loads(read_text(path))
-    ratios = []
-    for r in data["rows"]:
-        if r.get("method") != "triton_bgmv" or r.get("lora_s", 0) <= 0:
-            continue
-        t, rank = r["tokens"], r["rank"]
-        left = r["lora_s"] - r["launches_per_layer"] * k - t * ACT * 2 / (eta_bw * BW)
-        if left > 0:
-            ratios.append(t * rank * EPS * 2 / (left * BW))
-    print(f"{len(ratios)} triton_bgmv cases: re-read ratio median {statistics.median(ratios):.2f} "
-          f"(range {min(ratios):.2f}-{max(ratios):.2f}); cache reads {data.get('cache_reads')}")
+def _slope(points: list[tuple[float, float]]) -> float:
+    """Least-squares slope of y on x."""
+    n, sx, sy = len(points), sum(x for x, _ in points), sum(y for _, y in points)
+    sxx, sxy = sum(x * x for x, _ in points), sum(x * y for x, y in points)
+    return (n * sxy - sx * sy) / (n * sxx - sx * sx)
+
+
+def bgmv_token_cost(path: Path) -> None:
+    """Per-token kernels (a ``--bgmv-only`` run): the per-layer increment's slope on the tokens at each rank is one
+    token's cost; across ranks it splits into a fixed part and the rank's share (that token's adapter weights re-read).
+    Prints the fixed seconds (and the H200 bytes they equal) and the re-read rate (data/lora.yaml bgmv_* coefficients)."""
+    rows = [r for r in json.loads(read_text(path))["rows"] if r.get("method") == "triton_bgmv" and r.get("lora_s", 0) > 0]
+    per_token = {rank: _slope([(r["tokens"], r["lora_s"]) for r in rows if r["rank"] == rank]) for rank in sorted({r["rank"] for r in rows})}
+    per_rank = _slope(list(per_token.items()))
+    fixed = statistics.mean(s - per_rank * rank for rank, s in per_token.items())
+    print(f"{len(rows)} triton_bgmv cases: us per token and layer by rank {({k: round(v * 1e6, 2) for k, v in per_token.items()})}; "
+          f"fixed {fixed * 1e6:.2f} us = {fixed * BW:.3g} H200 bytes; per unit rank {per_rank * 1e6:.4f} us = re-read ratio "
+          f"{EPS * 2 / (per_rank * BW):.2f}")
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) > 3 and argv[1] == "--bgmv":  # fit_lora.py --bgmv lora_bgmv.json KERNEL_S ETA_BW
-        bgmv_ratio(Path(argv[2]), float(argv[3]), float(argv[4]))
+    if len(argv) > 2 and argv[1] == "--bgmv":  # fit_lora.py --bgmv lora_bgmv.json
+        bgmv_token_cost(Path(argv[2]))
         return 0
     data = json.loads(read_text(Path(argv[1])))
     rows = [r for r in data["rows"] if r.get("method") == "triton_sgmv" and r.get("lora_s", 0) > 0]

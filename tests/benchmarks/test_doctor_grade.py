@@ -88,5 +88,5 @@ def test_mamba_cache_bound_is_the_engine_check_only():
     from benchmarks.published.startup_failures import load_failures
 
     sf113 = grade(next(f for f in load_failures().failures if f.id == "sf113"))
-    assert GRADE_SCHEMA == 4 and sf113["verdict"] == "starts" and sf113["decided_by"] == "log_figures"
+    assert GRADE_SCHEMA >= 4 and sf113["verdict"] == "starts" and sf113["decided_by"] == "log_figures"
     assert "Mamba cache blocks 856" in sf113["engine_arithmetic_why"]

@@ -35,3 +35,41 @@ def test_a_fixed_run_of_dataset_prompts_is_asked_as_a_finite_run():
     assert run == {"requests": 96, "input_distribution": "lognormal", "output_distribution": "exponential", "context": 2048}
     asked = [e["predict"] for e in points()["throughput_drops"] if e.get("graded")]
     assert all(finite_run(p) for p in asked)  # every graded drop names its run (PR 11267: 1000 prompts; vllm#10062: 96)
+
+
+SESSION6 = {"vllm-issue10898-llama2-7b-tp8-a100-40gb-unused-adapter", "vllm-issue3316-qwen1.8b-merged-vs-unmerged",
+            "vllm-issue8368-a100-80gb-non-lora-requests", "vllm-issue27171-gemma3-4b-lora-qps", "sglang-pr10286-chunked-sgmv-motivation",
+            "sglang-pr27329-moe-lora-ceiling", "trtllm-issue2441-llama3-8b-h100", "sglang-issue2559-qwen2.5-7b-rtx4090-engines",
+            "blog-squeezebits-vllm-vs-trtllm-multi-lora", "blog-habr-multilora-vllm-vs-trtllm",
+            "blog-devto-40-adapters-llama3.1-8b-2xa100-vllm0.6.3", "gpustack-issue5438-qwen3-0.6b",
+            "unsloth-grpo-qwen2.5-7b-rocm-vllm-lora-expand-failure", "vllm-issue16676-llama3.2-3b-lora-failure",
+            "vllm-issue19693-llama3.1-8b-bnb-rtx5090-vllm0.9.1"}
+
+
+def test_session6_batch_is_new_and_says_why_it_is_not_graded():
+    data = points()
+    entries = data["throughput_drops"] + data["startup_logs_with_lora"]
+    batch = [e for e in entries if e["id"] in SESSION6]
+    assert len(batch) == len(SESSION6)
+    assert all(not e["graded"] and e["not_graded"] and "session 6" in e["found"] for e in batch)
+    earlier = {e["url"] for e in entries if e["id"] not in SESSION6 and e["url"]}
+    assert not earlier & {e["url"] for e in batch if e["url"]}  # sources never used before
+
+
+def test_sglang_notebook_runs_against_the_pool_estimate():
+    rows = {r["id"]: r for r in grade()["sglang_memory"]}
+    assert len(rows) == 5 and {r["predicted_lora_pool_gib"] for r in rows.values()} == {2.5}
+    logged = {k[len("sglang-docs-lora-notebook-llama3.1-8b"):]: r["logged_pool_and_rest_gib"] for k, r in rows.items()}
+    assert logged == {"": 2.73, "-2026-05": 3.45, "-2026-02-11": 2.52, "-2026-03-04": 3.62, "-2026-05-02": 17.74}
+
+
+def test_session6_first_run_is_kept_and_the_retrospective_change_is_the_only_difference():
+    first = json.loads((RESULTS.parent / "lora_grade_first_2026-12-04_lora7.json").read_text())
+    now = json.loads(RESULTS.read_text())
+
+    def passes(res, kind):
+        return [r["pass"] for r in res[kind] if r["graded"]]
+
+    assert passes(first, "throughput_drops") == [True, True, False] and passes(now, "throughput_drops") == [True, True, True]
+    assert passes(first, "startup_logs") == passes(now, "startup_logs") == [True, True, False, True, False]
+    assert first["startup_logs"] == now["startup_logs"] and first["sglang_memory"] == now["sglang_memory"]

@@ -216,7 +216,9 @@ def test_batch8_was_predicted_before_it_was_graded(ml):
     them, and predicted by the frozen code of the session's merged main before any grading."""
     new, _ = _batch(ml, "issue-23h", 15)
     assert {e["tp"] for e in new} >= {1, 2, 8}
-    assert {e["quantization"] for e in new} >= {"none", "awq", "gptq", "mxfp4", "nvfp4", "compressed-tensors-w4a16"}
+    # both compressed-tensors int4 logs are graded as the experts-only layout since the retrospectives (memfix9, memfix10)
+    formats = {e["quantization"].removesuffix("-experts") for e in new}
+    assert formats >= {"none", "awq", "gptq", "mxfp4", "nvfp4", "compressed-tensors-w4a16"}
     assert sum(1 for e in new if e.get("enforce_eager")) >= 2
     for e in new:
         assert "Model loading took" in e["quoted"] or "Model loading memory" in e["quoted"], e["id"]

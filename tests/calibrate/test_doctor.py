@@ -62,6 +62,8 @@ def test_first_edit_starts_by_the_engines_own_arithmetic():
     per_token = 2.89 * GIB / 23648
     if first.argv[0] == "--max-model-len":
         assert int(first.argv[1]) <= 29000 and first.kv_cache_tokens >= int(first.argv[1])
+    elif first.argv[0] == "--kv-cache-dtype":  # docfix12: decided by the engine's printed capacity, it ranks first
+        assert first.argv[1] == "fp8" and 2 * 23648 >= 29000 and first.confidence == "engine_figures"
     else:
         u = float(first.argv[1])
         assert 23648 + (u - 0.90) * 23.58 * GIB / per_token >= 29000

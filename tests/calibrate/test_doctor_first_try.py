@@ -76,8 +76,14 @@ def test_the_thread_fix_counts_only_at_its_knob_direction_and_value():
 
 
 def test_the_memory_models_verdict_counts_only_outside_its_error_band():
-    row = grade(FAILURES["sf71"])  # 11,216 KV tokens for 8,192: a 37% surplus, inside the 35.4% band's reach
-    assert row["model_check"] is None and "inside the memory model's error band" in row["model_check_why"]
+    from benchmarks.doctor_grade import model_check
+
+    f = FAILURES["sf71"]  # 11,216 KV tokens for 8,192: a 37% surplus, inside the 35.4% band's reach
+    diag = run_doctor(f)  # docfix12: the first edit is now the printed capacity's context; the model's utilization is next
+    util = next(e for e in diag.edits if e.argv[0] == "--gpu-memory-utilization")
+    ok, why = model_check(f, diag, util)
+    assert ok is None and "inside the memory model's error band" in why
+    assert grade(f)["decided_by"] == "log_figures"
 
 
 def test_other_engines_get_their_own_first_tries():

@@ -67,3 +67,31 @@ def test_refusals_copy_the_engines_text_per_version():
         f"({v0.tokens}). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."
     )
     assert abs(v0.tokens - 23_648) <= 16  # vllm issue 10517: 2.89 GiB -> 1478 blocks = 23,648 tokens
+
+
+@pytest.mark.parametrize("version, free_gib, context, mnbt, mtp, printed, pages", [
+    # batch 7 (vLLM 0.21.1rc1, two DGX Spark, MTP): 'Available KV cache memory: 18.65 GiB' / 'GPU KV cache size: 1,001,650'
+    ("0.21.1", 18.65, 200_000, 8192, 1, 1_001_650, 3756),
+    # batch 8 (vLLM 0.25.1 inferred, MI355X): 'Available KV cache memory: 191.04 GiB' / 'GPU KV cache size: 1,041,802'
+    ("0.25.1", 191.04, 4096, 2048, 0, 1_041_802, 774),
+])
+def test_deepseek_v4_printed_tokens_follow_vllms_page_groups(version, free_gib, context, mnbt, mtp, printed, pages):
+    """From the printed KV memory, vLLM's DeepSeek-V4 page groups give the printed token figure within 2% (the plan's
+    compressed bytes per token gave ~18x it). By hand: the full group's pages are 37,440 (21 ratio-4 layers: 64 rows of
+    584 B, aligned to 576), 1,728 (20 ratio-128 layers: 2 rows) and 8,640 (21 indexers: 64 rows of 132 B), 1,002,240 B
+    in all; one request holds ceil(context / 256) of them, 35 or 131 window pages per sliding layer (block 64), 515 or
+    2,051 pages of each ratio-4 compressor state (block 4, window 8) and 273 or 1,041 of each ratio-128 one (block 8,
+    window 128): ``pages`` full-group pages in all."""
+    from infer_advisor.estimate.engine_kv_deepseek_v4 import deepseek_v4_printed
+
+    model = resolve_model("deepseek-ai/DeepSeek-V4-Flash", source="catalog")
+    tokens, concurrency = deepseek_v4_printed(model, version=version, free_bytes=free_gib * GiB, context=context, mnbt=mnbt,
+                                              mtp_layers=mtp)
+    assert tokens == pytest.approx(printed, rel=0.02)
+    assert tokens == int(concurrency * context)
+    blocks_per_gb = concurrency * pages / (free_gib * GiB)
+    # up to 0.22: 47,808 B (the full group's three page sizes) x 22 layer tuples per block; from 0.23: the page-size
+    # buckets, 37,440 x 22 + 1,728 x 20 + 8,640 x 21 = 1,039,680 B per block
+    assert 1 / blocks_per_gb == pytest.approx(47_808 * 22 if version < "0.23" else 1_039_680, rel=1e-3)
+    assert deepseek_v4_printed(resolve_model("Qwen/Qwen3-8B", source="catalog"), version=version, free_bytes=GiB,
+                               context=4096, mnbt=2048, mtp_layers=0) is None

@@ -103,3 +103,21 @@ def test_trace_adapter_column(tmp_path):
     bad.write_text(json.dumps({"input_tokens": 10, "output_tokens": 5, "adapter": 7}))
     with pytest.raises(RequestError, match="adapter must be a name"):
         adapter_counts(bad)
+
+
+def test_v0_decode_prices_each_token_as_the_h200_bgmv_run(llama8b, h200):
+    """vLLM V0 decodes with per-token BGMV programs: each token costs a fixed part plus its adapter's weights re-read
+    (data/lora.yaml bgmv_*, fitted to lora_bgmv.json). On the H200 the per-token slope of the term stays near the run's
+    2.40 us (rank 8) and 4.42 us (rank 64) per token and layer; the activation reads add about 0.24 us."""
+    k = lora_kernels()
+    bw = h200.memory_bandwidth_bytes_per_s
+
+    def per_token(rank):
+        c = lora_step_cost(llama8b, gpu=h200, engine="vllm", engine_version="0.6.5", slots=1, rank=rank, tp=1, pp=1,
+                           mix=AdapterMix.uniform(1))
+        assert c.decode_tile_rows == 1 and c.token_s == pytest.approx(k.bgmv_token_equivalent_bytes.value / bw)
+        return (c.seconds(256, 0, 256) - c.seconds(16, 0, 16)) / 240 / c.layers
+
+    for rank, measured in ((8, 2.40e-6), (64, 4.42e-6)):
+        assert per_token(rank) == pytest.approx(measured, rel=0.12)
+    assert per_token(64) / per_token(8) < 2.0  # mostly per-token work, not the rank-proportional re-read (8x)

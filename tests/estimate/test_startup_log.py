@@ -101,3 +101,30 @@ def test_vllm_names_its_mixed_precision_kernel():
     assert profile.expands_zero_points("awq", "0.18.0", 9.0, "machete")
     assert not profile.expands_zero_points("awq", "0.19.0", 9.0, "marlin")
     assert not profile.expands_zero_points("gptq", "0.19.0", 9.0, "machete")  # no zero points to expand
+
+
+def test_vllm_prints_the_moe_group_size_and_the_estimate_takes_it():
+    """'Using Marlin backend for WNA16 MoE (group_size=32, num_bits=4)' (a vLLM 0.16.1rc1 log of a Qwen3.5-122B-A10B int4
+    export, batch 8 of issue 23) is kept, and the weights of an int4-experts checkpoint then carry a bf16 scale per 32
+    weights: 2/32 bytes more per routed-expert weight than at the format's group 128 (2/128)."""
+    from infer_advisor.calibrate.memory import estimate_for_log
+
+    lines = [
+        "(EngineCore_DP0 pid=246) INFO 03-01 11:11:18 [core.py:101] Initializing a V1 LLM engine (v0.16.1rc1.dev111+gafd089f23) "
+        "with config: model='/models', dtype=torch.bfloat16, max_seq_len=32768, tensor_parallel_size=2, quantization=compressed-tensors",
+        "(Worker_TP0 pid=312) INFO 03-01 11:11:32 [compressed_tensors_moe.py:199] Using CompressedTensorsWNA16MarlinMoEMethod",
+        "(Worker_TP0 pid=312) INFO 03-01 11:11:32 [compressed_tensors_moe.py:1266] Using Marlin backend for WNA16 MoE (group_size=32, num_bits=4)",
+        "(Worker_TP0 pid=312) INFO 03-01 11:22:58 [gpu_model_runner.py:4285] Model loading took 36.73 GiB memory and 684.785983 seconds",
+        "(EngineCore_DP0 pid=246) INFO 03-01 11:23:38 [kv_cache_utils.py:1314] GPU KV cache size: 75,168 tokens",
+    ]
+    log = parse_startup_log("\n".join(lines) + "\n", engine="vllm")
+    assert log.quantization_group_size == 32
+    log = log.model_copy(update={"quantization": "compressed-tensors-w4a16-experts"})
+    kw = dict(model="Qwen/Qwen3.5-122B-A10B", gpu="L40S")
+    g32 = estimate_for_log(log, **kw).weights_bytes_per_gpu
+    g128 = estimate_for_log(log.model_copy(update={"quantization_group_size": None}), **kw).weights_bytes_per_gpu
+    from infer_advisor.model_facts import resolve_model
+
+    facts = resolve_model("Qwen/Qwen3.5-122B-A10B", source="auto")
+    experts = facts.params.expert_linear
+    assert g32 - g128 == pytest.approx(experts * (2 / 32 - 2 / 128) / 2, rel=0.02)  # per GPU at TP 2

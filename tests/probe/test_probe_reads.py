@@ -106,6 +106,7 @@ def test_log_parsing_is_linear_on_adversarial_lines(monkeypatch):
     "llama_kv_cache"). Compared as a ratio so a loaded machine does not fail it; and under 1 s each when idle-ish."""
     import re
 
+    from infer_advisor.engines import log_search
     from infer_advisor.engines import startup_log as sl
 
     seen: dict[str, set[str]] = {}  # pattern -> engines whose parser uses it
@@ -115,10 +116,10 @@ def test_log_parsing_is_linear_on_adversarial_lines(monkeypatch):
         engine = sl.detect_engine(log.read_text(encoding="utf-8"))
         monkeypatch.setattr(sl.re, "compile", lambda p, f=0, e=engine: (
             seen.setdefault(p, set()).add(e) if isinstance(p, str) else None, real_compile(p, f))[1])
-        sl._compiled.cache_clear()
+        log_search._compiled.cache_clear()
         sl.parse_startup_log(log.read_text(encoding="utf-8"))
     monkeypatch.setattr(sl.re, "compile", real_compile)
-    sl._compiled.cache_clear()
+    log_search._compiled.cache_clear()
     assert len(seen) > 40, len(seen)
     benign = (logs[0].read_text(encoding="utf-8") * (2**20 // logs[0].stat().st_size + 1))[: 2**20]
     start = time.perf_counter()

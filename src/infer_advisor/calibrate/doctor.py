@@ -21,19 +21,18 @@ words and offers what the engine's own message or figures decide.
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .doctor_edits import (Edit, LedgerLine, Scenario, StartRule, graph_pool_bytes, rank_edits, room_outside_budget, starts,
                            tried_edit)
-from .doctor_figures import engine_figure_edits, free_memory_note, within_engine_figures
+from .doctor_figures import engine_figure_edits, free_memory_note, printed_v0_check, within_engine_figures
 from .doctor_command import any_kv, engine_try_flags, min_slots, model_setup, setup_notes, tried_command
 from .doctor_ledger import binding, ledger, logged_only, predicted_error
+from .doctor_version import generation_of as _generation, version_of as _version
 from .startup_errors import StartupError, find_startup_error
 from ..engines.startup_log import StartupLog
-from ..engines.versions import version_key
 
 GIB = 2**30
 SCHEMA_VERSION = 4  # 4 (docfix8): the error kind mamba_cache_blocks
@@ -170,8 +169,8 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     """Where nothing gave an edit, what an on-call engineer tries first (:mod:`.doctor_first_try`); every edit then says
     how sure it is and why; an edit that needs GPUs the machine lacks does not start, and one that needs more than the
     run uses goes after those that run on them where the count is not known (:mod:`.doctor_hardware`)."""
-    from .doctor_first_try import first_try_edits, label_edits
-    from .doctor_hardware import nothing_runs_edit, place_by_hardware
+    from .doctor_first_try import first_try_edits, label_edits, larger_than_gpu
+    from .doctor_hardware import for_each_engine, nothing_runs_edit, place_by_hardware
 
     diag.gpu_count, diag.gpu_count_source = hw[0], hw[2] if (hw[0] or hw[1]) else None
 
@@ -181,12 +180,13 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
         if not diag.edits and diag.error is None:
             diag.notes.append("No start-up error was found in this text (a traceback cut before its message?): no edit is offered; "
                               "paste the lines after the traceback's last frame.")
-    if diag.engine_source.startswith("not named"):
-        from .doctor_hardware import for_each_engine
-
+    whole = larger_than_gpu(diag.error)
+    if whole is not None:  # docfix12: one allocation larger than the whole GPU, which no memory setting frees
+        diag.edits = [whole]
+    elif diag.engine_source.startswith("not named"):
         diag.edits = for_each_engine(diag.edits, first_try_edits, diag.error, diag.max_model_len, diag.tp)
     diag.edits = label_edits(diag.edits, diag.memory_model, diag.error)
-    diag.edits, stuck = place_by_hardware(diag.edits, hw[0], hw[1], diag.tp, diag.pp)
+    diag.edits, stuck = place_by_hardware(diag.edits, hw[0], hw[1], diag.tp, diag.pp, diag.error)
     if stuck:
         diag.edits.insert(0, nothing_runs_edit(diag.edits, hw[0], diag.tp))
     first = next((e for e in diag.edits if e.starts), None)
@@ -290,48 +290,10 @@ def _merge_error_figures(log: StartupLog, error: StartupError | None) -> None:
         log.gpu_memory_utilization = log.gpu_memory_utilization or f["gpu_memory_utilization"]
 
 
-# setuptools-scm's version for a source tree without tags (vLLM's banner then prints "version 0.1.dev1+g<sha>")
-_SCM_PLACEHOLDER = re.compile(r"0\.1\.dev\d+")
-
-
-def _version(log: StartupLog, given: str | None, error: StartupError | None = None) -> tuple[str | None, str]:
-    from ..engines.profiles import engine_profile
-    from .startup_errors import V0_ONLY_KINDS
-
-    placeholder = next((v for v in (given, log.engine_version) if v and _SCM_PLACEHOLDER.match(v)), None)
-    if given and not placeholder:
-        return given, "given"
-    if log.engine_version and not placeholder:
-        return log.engine_version, "log"
-    if placeholder:  # not a release: date the log by its lines as if it printed none
-        version, how = _version(log.model_copy(update={"engine_version": None}), None, error)
-        return version, f"{how}; '{placeholder[:40]}' is a source build's placeholder version (setuptools-scm), not a release"
-    if log.engine == "vllm" and (log.generation == "V0" or (error is not None and error.kind in V0_ONLY_KINDS)):
-        how = "its V0 log lines" if log.generation == "V0" else "the engine's V0 message"
-        return _newest_v0(), f"dated V0 by {how}: the newest V0 profile (the log prints no version: pass --engine-version)"
-    try:
-        return engine_profile(log.engine).version, "pinned default (the log does not print it: pass --engine-version)"
-    except Exception:  # noqa: BLE001 - an engine without a profile: no version
-        return None, "unknown"
-
-
-def _newest_v0() -> str:
-    """The first version of the newest vLLM memory profile before V1 became the default (data/engine_memory.yaml)."""
-    from ..engines.memory import memory_profiles
-    from .startup_errors import V1_FIRST
-
-    v0 = [p for p in memory_profiles()["vllm"] if p.below is not None and version_key(p.below) <= version_key(V1_FIRST)]
-    return max(v0, key=lambda p: version_key(p.first)).first
-
-
-def _generation(engine: str, version: str | None) -> Literal["V0", "V1"] | None:
-    if engine != "vllm" or not version:
-        return None
-    return "V0" if version_key(version) < (0, 8) else "V1"
-
-
 def _figure_edits(diag: Diagnosis, log: StartupLog) -> Diagnosis:
     """Without the memory model: the edits the engine's own figures give, and what to do when none is a flag."""
+    if diag.error is None and diag.generation == "V0":  # the check V0 makes on the lines it printed (docfix12: sf175)
+        diag.error = printed_v0_check(log)
     diag.edits = engine_figure_edits(diag.error, log.max_model_len, log.gpu_memory_utilization, log)
     note = free_memory_note(diag.error, diag.edits)
     if note:

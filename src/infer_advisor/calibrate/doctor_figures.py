@@ -34,9 +34,10 @@ def engine_figure_edits(error: StartupError | None, max_model_len: int | None, u
                      "engine's own advice in its capture message", cost_rank=0.3, confidence="engine_advice",
                      basis="the out-of-memory came while capturing CUDA graphs, which eager mode does not do")]
     if error is not None and error.kind == "mamba_cache_blocks":  # the engine's own bound (docfix8: sf113-sf115, retrospective)
-        seqs, blocks = int(error.figures["max_num_seqs"]), int(error.figures["mamba_cache_blocks"])
+        blocks = int(error.figures["mamba_cache_blocks"])
+        seqs = f"{int(error.figures['max_num_seqs']):,}" if "max_num_seqs" in error.figures else "max_num_seqs (not in the quoted text)"
         return [Edit(change=f"--max-num-seqs {blocks}", argv=["--max-num-seqs", str(blocks)], starts=True, kv_cache_tokens=None,
-                     max_concurrency=blocks, max_model_len=max_model_len or 0, cost=f"{seqs:,} -> {blocks:,} sequences at once (one Mamba "
+                     max_concurrency=blocks, max_model_len=max_model_len or 0, cost=f"{seqs} -> {blocks:,} sequences at once (one Mamba "
                      "cache block each); the engine's own bound in its message", cost_rank=0.2, confidence="engine_figures",
                      basis=f"vLLM's check max_num_seqs <= Mamba cache blocks ({blocks:,}, printed) passes")]
     if error is not None and error.kind == "free_memory_below_utilization":
@@ -46,7 +47,8 @@ def engine_figure_edits(error: StartupError | None, max_model_len: int | None, u
     if error is None or not max_model_len:
         return []
     fits = error.figures.get("estimated_max_model_len") or (error.figures.get("kv_cache_tokens") if error.kind == "max_len_exceeds_kv" else None)
-    starts, source = True, "from the engine's own figure in its message"
+    starts, source = True, ("from the engine's own figure in its message" if not error.line.startswith("predicted from the printed lines")
+                            else "from the figures the engine printed, by its own check (the message is not in the text)")
     if not fits and error.kind == "kv_needed_exceeds_available" and {"kv_needed_bytes", "kv_available_bytes"} <= error.figures.keys():
         # the message cut before its estimate: the same two figures scaled (exact where every layer's KV grows with the
         # length; a layer of fixed-size state, as in hybrid models, makes it short of what fits: not decided)
@@ -59,6 +61,20 @@ def engine_figure_edits(error: StartupError | None, max_model_len: int | None, u
     return [Edit(change=f"--max-model-len {length}", argv=["--max-model-len", str(length)], starts=starts, kv_cache_tokens=int(fits),
                  max_concurrency=1, max_model_len=length, cost=f"context {max_model_len:,} -> {length:,} tokens ({lost:.0%} shorter); "
                  f"{source}", cost_rank=lost, confidence="engine_figures" if starts else "engine_advice", basis=source)]
+
+
+def printed_v0_check(log: StartupLog) -> StartupError | None:
+    """vLLM V0's check after it logs "# GPU blocks: N" (llm_engine._init_cache, 0.2-0.3; the workers' initialize_cache
+    later): ``max_seq_len = block_size x N``, and ``max_model_len > max_seq_len`` raises "The model's max seq len (L) is
+    larger than the maximum number of tokens that can be stored in KV cache (M)". Where the log printed both lines but
+    the message was cut (docfix12, retrospective: batch 10's sf175, 32,768 > 1,842 x 16), the same check on the printed
+    figures (the block size the log prints, else vLLM's default 16: engines/startup_log.py), marked as predicted."""
+    tokens, length = log.kv_cache_tokens, log.max_model_len
+    if not (tokens and length and log.kv_blocks and length > tokens):
+        return None
+    return StartupError(kind="max_len_exceeds_kv", line=f"predicted from the printed lines: max_seq_len {length:,} > {log.kv_blocks:,} GPU "
+                        f"blocks = {tokens:,} tokens (vLLM V0's own check after '# GPU blocks'; the message is not in the text)",
+                        figures={"max_model_len": length, "kv_cache_tokens": tokens})
 
 
 def free_memory_note(error: StartupError | None, edits: list[Edit] | None = None) -> str | None:
@@ -127,10 +143,24 @@ def within_engine_figures(edits: list[Edit], error: StartupError | None, max_mod
         if verdict is not None and verdict != e.starts:
             e = e.model_copy(update={"starts": verdict, "cost": f"{e.cost}; {'passes' if verdict else 'fails'} the engine's own check "
                                      "on the figures it printed", "confidence": "engine_figures"})
+        elif verdict is not None:  # docfix12: the model agrees, but what decides it is the engine's check on its figures
+            e = e.model_copy(update={"confidence": "engine_figures"})
         out.append(e)
-    if error.figures.get("estimated_max_model_len") and not any(e.argv[:1] == ["--max-model-len"] and e.starts for e in out):
+    printed = engine_figure_edits(error, max_model_len) if error.kind in ("max_len_exceeds_kv", "kv_needed_exceeds_available") else []
+    printed = [e for e in printed if e.starts]
+    if printed:  # docfix12 (batch 10's sf167): the longest context the engine printed as fitting replaces a shorter one of the model's
+        longer = int(printed[0].argv[1])
+        out = [e for e in out if e.argv[:1] != ["--max-model-len"] or int(e.argv[1]) > longer] + printed
+    elif error.figures.get("estimated_max_model_len") and not any(e.argv[:1] == ["--max-model-len"] and e.starts for e in out):
         out += engine_figure_edits(error, max_model_len)
-    return sorted(out, key=edit_order)
+    return sorted(out, key=by_engine_figures_first)
+
+
+def by_engine_figures_first(e: Edit) -> tuple[int, bool, float]:
+    """:func:`.doctor_edits.edit_order`, with an edit the engine's printed figures show to start before one that only the
+    memory model says starts (docfix12): the engine's own arithmetic on its own figures outranks our estimate."""
+    bucket, cost = edit_order(e)
+    return bucket, not (e.starts and e.confidence == "engine_figures"), cost
 
 
 def _engine_verdict(argv: list[str], error: StartupError) -> bool | None:

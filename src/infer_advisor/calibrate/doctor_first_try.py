@@ -48,7 +48,7 @@ def first_try_edits(error: StartupError | None, engine: str, max_model_len: int 
         return []
     kind, u = error.kind, utilization or DEFAULT_UTILIZATION
     fit = _engine_kv_fit(error) if kind.startswith("cuda_oom") else []
-    if kind in ("cuda_oom", "cuda_oom_load") and _after_budget(error):
+    if kind in ("cuda_oom", "cuda_oom_load") and after_budget(error):
         kind = "cuda_oom_graph_capture"
     if kind == "cuda_oom_graph_capture":
         return fit + [_eager("a small allocation failed with the GPU full: what vLLM allocates after sizing the KV cache is the "
@@ -76,6 +76,22 @@ def first_try_edits(error: StartupError | None, engine: str, max_model_len: int 
         return out + [*_shorter(max_model_len, "one request of max_model_len needs fewer KV blocks (and V0's profile run shrinks)"),
                       _tp(tp, "weights per GPU halve, which leaves KV room when the weights fill the budget")]
     return []
+
+
+def larger_than_gpu(error: StartupError | None) -> Edit | None:
+    """One allocation larger than the whole GPU (torch's "Tried to allocate X GiB. GPU 0 has a total capacity of Y GiB"
+    with X > Y; docfix12, retrospective: batch 10's sf180, 80.04 of 79.10 GiB, and sf190, 1,029.51 of 79.35 GiB): no memory
+    setting (utilization, context, KV type, eager mode) makes one request of that size fit, so none is offered."""
+    f = error.figures if error is not None else {}
+    if not ({"requested_bytes", "total_bytes"} <= f.keys() and f["requested_bytes"] > f["total_bytes"]):
+        return None
+    asked, total = f["requested_bytes"] / GIB, f["total_bytes"] / GIB
+    return Edit(change=f"no memory setting frees it: one allocation of {asked:,.2f} GiB is larger than the whole GPU ({total:,.2f} GiB)",
+                argv=[], starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=0,
+                cost="find what asks for it: an operation sized by the input or a setting (attention without a fused kernel over a "
+                "long or image-heavy sequence, a batch of max_num_batched_tokens or chunked-prefill tokens, a wrong dtype or shape)",
+                cost_rank=1.0, confidence="first_try", basis="the figures the message printed: a single request larger than the GPU's "
+                "total capacity fits under no memory fraction, context or KV type; what to change instead is not in them")
 
 
 def _engine_kv_fit(error: StartupError) -> list[Edit]:
@@ -110,7 +126,7 @@ def _sglang_oom(fraction: float | None) -> list[Edit]:
                         "(slower long prompts)", 0.3, "SGLang's FAQ for an out of memory during prefill (its 2048)")]
 
 
-def _after_budget(error: StartupError) -> bool:
+def after_budget(error: StartupError) -> bool:
     f = error.figures
     return {"free_bytes", "total_bytes", "requested_bytes"} <= f.keys() and f["free_bytes"] < FULL_GPU_SHARE * f["total_bytes"] \
         and f["requested_bytes"] < FULL_GPU_SHARE * f["total_bytes"]

@@ -90,9 +90,11 @@ def gpus_needed(edit: Edit, tp_total: int, pp: int) -> int | None:
     return None
 
 
-def place_by_hardware(edits: list[Edit], count: int | None, at_least: int | None, tp_total: int, pp: int) -> tuple[list[Edit], bool]:
+def place_by_hardware(edits: list[Edit], count: int | None, at_least: int | None, tp_total: int, pp: int,
+                      error=None) -> tuple[list[Edit], bool]:
     """Edits that need more GPUs than present do not start; where the count is unknown they go after those that run on
     the GPUs in use. Returns the edits and whether every edit that needs no more GPUs fails (nothing runs as it is)."""
+    edits = spare_gpus_first(edits, error, count, tp_total)
     out, demoted = [], False
     for e in edits:
         need = gpus_needed(e, tp_total, pp)
@@ -115,6 +117,29 @@ def place_by_hardware(edits: list[Edit], count: int | None, at_least: int | None
         return 2 if e.starts is False else (1 if more and count is None else 0)
     out.sort(key=key)
     return out, demoted and all(e.starts is False for e in out)
+
+
+# an out of memory whose phase the text does not show, or the weights' load: every per-GPU term (weights, KV, activations)
+# shrinks with more GPUs, while utilization, eager mode or a shorter context each free one term only
+_ANY_PHASE_OOM = ("cuda_oom", "cuda_oom_load")
+
+
+def spare_gpus_first(edits: list[Edit], error, count: int | None, tp_total: int) -> list[Edit]:
+    """docfix12 (retrospective, batch 10's sf174: InternVL3-78B on 4 of 8 A100-40GB): where nothing decides an edit, the
+    machine has at least twice the GPUs the run is stated to use (TP 2 or more), and the out of memory's phase is unknown (or the load), a larger TP
+    on the GPUs that are there goes first: it is the one first try that frees room in every phase. Still not decided."""
+    from .doctor_first_try import after_budget
+
+    if error is None or error.kind not in _ANY_PHASE_OOM or not count or tp_total < 2 or count < 2 * tp_total or any(e.starts for e in edits):
+        return edits  # tp_total 1 may be a TP the text does not state (a TGI run shards over every visible GPU: sf90)
+    if after_budget(error):  # a small allocation with the GPU full: the phase is after the KV cache (doctor_first_try)
+        return edits
+    tp = [e for e in edits if e.argv[:1] and e.argv[0] in TP_FLAGS and (gpus_needed(e, tp_total, 1) or 0) <= count]
+    if not tp:
+        return edits
+    first = tp[0].model_copy(update={"basis": f"{tp[0].basis}; the machine has {count} GPUs and the run uses {max(tp_total, 1)}: "
+                                     "more GPUs shrink every per-GPU term, whichever phase ran out"})
+    return [first] + [e for e in edits if e is not tp[0]]
 
 
 def nothing_runs_edit(edits: list[Edit], count: int | None, tp_total: int) -> Edit:

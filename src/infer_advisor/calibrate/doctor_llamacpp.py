@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .doctor_edits import Edit, LedgerLine
 from .doctor_engine_flags import GIB, MIB, ROUND_TOKENS, Findings, engine_edit as _edit, engine_flags
+from .doctor_llamacpp_compute import compute_bound
 from .startup_errors import LLAMACPP_BUFFERS, StartupError
 from ..engines.startup_log import StartupLog
 
@@ -57,10 +58,12 @@ def llamacpp_findings(log: StartupLog, error: StartupError | None, model_cell: f
         return _weights_failed(out, log, free, weights, reserve, kv or 0, cells)
     per_token = kv / cells if (kv and cells) else model_cell
     quantized = _kv_quantized(log, kv, cells, model_cell)
-    if buffer == "compute":
-        out.edits.append(_smaller_ubatch(error, failed))
+    if buffer == "compute":  # the room a compute buffer has beside the printed weights and KV (None: a figure is missing)
+        room = (free - weights - kv - LLAMACPP_FIT_MARGIN - (0 if free_source == "logged" else memory_profile("llama.cpp").cuda_context_bytes)
+                if (free and weights is not None and kv is not None and not host) else None)
+        out.edits.append(_smaller_ubatch(error, failed, room))
         if "flash_attn_off" in error.figures:
-            out.edits.append(_flash_attention(error, failed))
+            out.edits.append(_flash_attention(error, failed, room))
     if host:
         out.notes.append("The failed buffer is host RAM (ggml's CPU backend: a CPU-only run, or layers kept on the CPU), whose free "
                          "size the log does not print: a shorter context shrinks the KV cache in proportion; not decided.")
@@ -98,13 +101,22 @@ def _kv_quantized(log: StartupLog, kv: float | None, cells: int | None, model_ce
     return bool(kv and cells and model_cell and kv / cells <= (1 + Q8_0_RATIO) / 2 * model_cell)
 
 
-def _smaller_ubatch(error: StartupError | None, failed: int | None) -> Edit:
+def _smaller_ubatch(error: StartupError | None, failed: int | None, room: float | None = None) -> Edit:
     """A compute buffer grows with the micro-batch (without flash attention its attention scores are n_ubatch x n_ctx
     per head): half of -ub, with -b no larger (llama.cpp takes n_ubatch = min(n_batch, n_ubatch)). Not decided: the
-    buffer is not exactly linear in it, and a backend's own limit (Vulkan's per-allocation maximum) is not printed."""
+    buffer is not exactly linear in it, and a backend's own limit (Vulkan's per-allocation maximum) is not printed.
+    docfix12: above the default 512, back to it, decided where the bound on the printed figures fits the room
+    (:mod:`.doctor_llamacpp_compute`)."""
     flags = engine_flags("llama.cpp")
     figures = error.figures if error else {}
     ubatch = int(figures.get("n_ubatch") or LLAMACPP_DEFAULT_UBATCH)
+    bound = compute_bound(figures, failed, flash="flash_attn_off" not in figures, ubatch=LLAMACPP_DEFAULT_UBATCH) \
+        if ubatch > LLAMACPP_DEFAULT_UBATCH else None
+    if bound is not None and room is not None and bound <= room and not figures.get("allocation_limit"):
+        n = str(LLAMACPP_DEFAULT_UBATCH)
+        return _edit([flags.prefill_tokens, n, flags.ubatch, n], True, f"micro-batch {ubatch} -> {n} (llama.cpp's default): the "
+                     f"compute buffer at most {bound / MIB:,.0f} MiB in {room / MIB:,.0f} MiB of room, the whole context kept; prompt "
+                     "processing somewhat slower", 0.05).model_copy(update={"confidence": "engine_figures", "basis": _BOUND_BASIS})
     half = max(ubatch // 2, 1)
     size = f" ({failed / MIB:,.0f} MiB -> about {failed / 2 / MIB:,.0f} MiB)" if failed else ""
     limit = "; under a backend's per-allocation limit (Vulkan: about 4 GiB, lower on some drivers) a buffer must fit in one allocation" \
@@ -113,12 +125,21 @@ def _smaller_ubatch(error: StartupError | None, failed: int | None) -> Edit:
                  f"about halves{size}, prompt processing somewhat slower{limit}", 0.12)
 
 
-def _flash_attention(error: StartupError, failed: int | None) -> Edit:
+_BOUND_BASIS = ("the free memory, model and KV buffers the log printed, and an upper bound on the compute buffer from the "
+                "failed one it printed (llama.cpp's attention graph: doctor_llamacpp_compute), less llama.cpp's 1,024 MiB fit margin")
+
+
+def _flash_attention(error: StartupError, failed: int | None, room: float | None = None) -> Edit:
     """The compute buffer failed with flash attention off (docfix11, retrospective: the H200 set e's e-fa-off and
     e-held110): without it the buffer holds the n_ubatch x n_ctx attention scores of every head in f32, which grow with
     the context (97,812 MiB at 500,224 cells and -ub 2048 there); with it they are computed in tiles and the context is
     kept. Not decided: the flash-attention buffer is not printed, and the GPU and backend must support it."""
     argv = ["--flash-attn", "on"] if error.figures["flash_attn_off"] else ["--flash-attn"]  # the older builds' -fa took no value
+    bound = compute_bound(error.figures, failed, flash=True)
+    if bound is not None and room is not None and bound <= room and "cuda" in error.line.lower():  # docfix12: decided (CUDA)
+        return _edit(argv, True, f"the whole context kept: with flash attention the compute buffer is at most {bound / MIB:,.0f} MiB "
+                     f"(was {failed / MIB:,.0f} MiB) in {room / MIB:,.0f} MiB of room; the GPU and backend must support it", 0.02
+                     ).model_copy(update={"confidence": "engine_figures", "basis": _BOUND_BASIS})
     size = f" (the failed {failed / MIB:,.0f} MiB is mostly those scores)" if failed else ""
     return _edit(argv, None, "the whole context kept: flash attention computes the attention scores in tiles instead of an "
                  f"n_ubatch x n_ctx matrix per head{size}; not decided, the flash-attention compute buffer is not printed", 0.02)

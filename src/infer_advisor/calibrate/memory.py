@@ -170,6 +170,7 @@ def _logged_setup(cal: MemoryCalibration, log: StartupLog, facts, hw) -> dict:
         memory=settings.profile, interconnect=hw.gpu.interconnect, engine_version=settings.version,
         compute_capability=hw.gpu.compute_capability, sampler=log.sampler, linear_kernel=log.linear_kernel,
         speculative=_speculative(log, facts), prefix_caching=bool(log.prefix_caching), language_model_only=bool(log.language_model_only),
+        group_size=log.quantization_group_size,  # printed by the engine (None: the format's own)
     )
 
 

@@ -130,6 +130,9 @@ _LLAMACPP_SYCL_CUT = re.compile(r"ggml_backend_sycl_buffer_\w{0,40}\s*\Z")
 # vLLM (v1 hybrid models, mamba cache sizing before CUDA-graph capture): "max_num_seqs (1024) exceeds available Mamba cache
 # blocks (856). ... Please lower max_num_seqs to at most 856 or increase gpu_memory_utilization."
 _MAMBA_BLOCKS = re.compile(r"max_num_seqs \((\d+)\) exceeds available Mamba cache blocks \((\d+)\)")
+# the same message quoted without its head (docfix12, retrospective: batch 10's sf177 "exceeds available Mamba cache
+# blocks (95)... CUDA graph capture cannot proceed"): the bound is printed, the max_num_seqs it was checked against is not
+_MAMBA_BLOCKS_CUT = re.compile(r"exceeds available Mamba cache blocks \((\d+)\)")
 _LLAMACPP_WHICH = (("kv", re.compile(r"failed to allocate buffer for kv cache|llama_kv_cache_init\(\) failed")),
                    ("compute", re.compile(r"failed to allocate compute buffers|compute buffer|ggml_gallocr_reserve_n: failed")),
                    ("weights", re.compile(r"failed to load model|error loading model|load_tensors|model buffer")))
@@ -239,7 +242,19 @@ def _oom(text: str) -> StartupError | None:
         kind = "cuda_oom_load"
     else:
         kind = "cuda_oom"
-    return StartupError(kind=kind, line=_line(text, m), figures=figures | _kv_fit(text))
+    return StartupError(kind=kind, line=_line(text, m), figures=figures | _kv_fit(text) | _llamacpp_phase(text))
+
+
+# docfix12 (retrospective, batch 10's sf172 and sf185): a bare out of memory in a llama.cpp text still shows which buffer
+# ran out by llama.cpp's own order (weights, then KV cache, then compute): llama_model_load's failure is the weights'
+# buffer (no KV is allocated yet); an out of memory after the KV lines is a compute buffer's. Neither is a KV shortfall.
+_LLAMACPP_LOAD_FAILED = re.compile(r"llama_model_load: error loading model|unable to allocate backend buffer")
+
+
+def _llamacpp_phase(text: str) -> dict[str, float]:
+    if _LLAMACPP_LOAD_FAILED.search(text):
+        return {"buffer": 2}
+    return {"buffer": 1} if _LLAMACPP_KV_DONE.search(text) else {}
 
 
 def _other_engines(text: str) -> StartupError | None:
@@ -296,11 +311,22 @@ def _llamacpp_extra(text: str, m: re.Match | None) -> dict[str, float]:
         extra["n_ubatch"] = float(ub.group(1))
     if fa := _FLASH_OFF.search(text):  # 1: "disabled" (the -fa on|off|auto builds), 0: "0" (the older boolean -fa)
         extra["flash_attn_off"] = 1.0 if fa.group(1) == "disabled" else 0.0
+    elif _FLASH_ON.search(text):
+        extra["flash_attn_on"] = 1.0
+    for name, pattern in _LLAMACPP_SHAPE.items():  # what the compute buffer's arithmetic needs (doctor_llamacpp_compute)
+        if shape := pattern.search(text):
+            extra[name] = float(shape.group(1))
     return extra
 
 
 # llama_context's own line (src/llama-context.cpp): "flash_attn = disabled" (on/off/auto builds) or "= 0" (older)
-_FLASH_OFF = re.compile(r"llama_context: flash_attn\s+=\s+(disabled|0)\b")
+_FLASH_OFF = re.compile(r"llama_context: flash_attn\s+=\s+(?:auto -> )?(disabled|0)\b")
+_FLASH_ON = re.compile(r"llama_context: flash_attn\s+=\s+(?:auto -> )?(?:enabled|1)\b")
+# the model's shapes (print_info, llm_load_print_meta in older builds) and the context per sequence (llama_context): a
+# per-layer array ("n_head = [32, 32, ...]") does not match, and the arithmetic then decides nothing
+_LLAMACPP_SHAPE = {name: re.compile(rf"(?:print_info|llm_load_print_meta): {name}\s+=\s+(\d+)\s*$", re.M)
+                   for name in ("n_head", "n_ff", "n_vocab", "n_embd")} | {
+                   "n_ctx_seq": re.compile(r"llama_context: n_ctx_seq\s+=\s+(\d+)\b")}
 # llama.cpp allocates the weights, then the KV cache ("KV buffer size", "KV self size", "llama_kv_cache: size ="), then the
 # output and compute buffers (llama_init_from_model): a failure after the KV lines is a compute buffer's (sf133, sf134)
 _LLAMACPP_KV_DONE = re.compile(r"KV buffer size =|KV self size|llama_kv_cache\w{0,40}: size =")
@@ -322,8 +348,11 @@ V1_FIRST = "0.8"  # vLLM 0.8.0 made the V1 engine the default (VLLM_USE_V1=1); d
 
 def _mamba(text: str) -> StartupError | None:
     m = _MAMBA_BLOCKS.search(text)
+    if m is None:
+        cut = _MAMBA_BLOCKS_CUT.search(text)
+        return StartupError(kind="mamba_cache_blocks", line=_line(text, cut), figures={"mamba_cache_blocks": int(cut.group(1))}) if cut else None
     return StartupError(kind="mamba_cache_blocks", line=_line(text, m), figures={
-        "max_num_seqs": int(m.group(1)), "mamba_cache_blocks": int(m.group(2))}) if m else None
+        "max_num_seqs": int(m.group(1)), "mamba_cache_blocks": int(m.group(2))})
 
 
 def _kv_check(text: str) -> StartupError | None:
@@ -343,7 +372,9 @@ def _nccl(text: str) -> StartupError | None:
 REPORTED = "reported, not the engine's line: "
 _REPORTED_OOM = re.compile(r"\bOOM(?:s|ed)?\b|\b[Oo]ut[ -]of[ -]memory\b|\bOut [Oo]f [Mm]emory\b")
 _REPORTED_GRAPH = re.compile(r"(?i)graph capture|capture cuda graph|capturing cuda graph")
-_REPORTED_KV = re.compile(r"(?i)\bKV[- ](?:pool|cache)\b[^\n]{0,30}?\b(?:allocation|budget|sizing)")
+# docfix12 (retrospective, batch 10's sf182): vLLM's KV check told in words ("the available KV cache memory is
+# insufficient to handle a single request") is the KV shortfall, whose remedy is more memory for the cache, never less
+_REPORTED_KV = re.compile(r"(?i)\bKV[- ](?:pool|cache)\b[^\n]{0,30}?\b(?:allocation|budget|sizing|insufficient|not enough)")
 _KV_KIND = {"sglang": "sglang_not_enough_memory", "vllm": "kv_cache_check"}
 
 
@@ -361,7 +392,7 @@ def _reported_oom(text: str) -> StartupError | None:
     kind = "cuda_oom_graph_capture" if _REPORTED_GRAPH.search(_line(text, m)) else "cuda_oom"
     if kind == "cuda_oom" and _REPORTED_KV.search(text):
         kind = _KV_KIND.get(detect_engine(text) or "", kind)
-    return StartupError(kind=kind, line=(REPORTED + _line(text, m))[:LINE_CHARS], figures=_kv_fit(text))
+    return StartupError(kind=kind, line=(REPORTED + _line(text, m))[:LINE_CHARS], figures=_kv_fit(text) | _llamacpp_phase(text))
 
 
 # vLLM V1 gpu_worker (0.11+, with CUDA-graph memory profiling): "Replace gpu_memory_utilization config with

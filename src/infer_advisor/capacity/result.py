@@ -46,6 +46,7 @@ class TtftBand(BaseModel):
     faster: TtftEdge
     near_knee: bool = Field(description="utilisation above KNEE_UTILISATION: TTFT is sensitive to a few percent of step-time error.")
     source: str = Field(description="Where the band's edges come from.")
+    band_from: str = Field(default="", description="The same in a few words, as the table prints it.")
 
 
 class Candidate(BaseModel):

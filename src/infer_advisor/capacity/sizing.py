@@ -263,7 +263,7 @@ def _with_ttft_band(chosen: Candidate, evaluated: list, rate: float, w: Workload
     if not chosen.replicas or chosen.ttft_p50_s is None:
         return chosen
     o, _, rs = next(e for e in evaluated if _key(e[1]) == _key(chosen))
-    return chosen.model_copy(update={"ttft_band": ttft_band(o.step, w, o.cfg, rate / chosen.replicas, rs, chosen.engine)})
+    return chosen.model_copy(update={"ttft_band": ttft_band(o.step, w, o.cfg, rate / chosen.replicas, rs, chosen.engine, chosen.gpu)})
 
 
 def _result(request, targets, w, rate, evaluated, refused, options, notes, seconds) -> CapacityResult:

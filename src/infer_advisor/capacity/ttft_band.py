@@ -28,19 +28,31 @@ BAND_SOURCE = ("the engine's 90% band of measured / predicted speed on data it w
                "band_90, as --confidence uses it), applied to the replica's step time")
 
 
-def ttft_band(step: StepModel, workload: Workload, cfg: SchedulerConfig, rate: float, search: RateSearch,
-              engine: str) -> TtftBand:
-    """TTFT p50/p90 at ``rate`` per replica if the replica runs at each edge of the engine's speed band.
+def band_edges(engine: str, gpu: str) -> tuple[float, float, str, str]:
+    """(slower, faster, source, in a few words): the engine's band from the GPU validation runs on ``gpu`` where it has one
+    (``validation_band.py``), else the all-engines published band ``--confidence`` sizes with."""
+    from .validation_band import validation_band
 
-    >>> band = ttft_band(option.step, workload, option.cfg, 1.2, rate_search, "vllm")  # doctest: +SKIP
+    own = validation_band(engine, gpu)
+    if own is not None:
+        return own
+    low, high = speed_error_band(engine)
+    return low, high, BAND_SOURCE, "published, all engines"
+
+
+def ttft_band(step: StepModel, workload: Workload, cfg: SchedulerConfig, rate: float, search: RateSearch,
+              engine: str, gpu: str) -> TtftBand:
+    """TTFT p50/p90 at ``rate`` per replica if the replica runs at each edge of the engine's speed band on ``gpu``.
+
+    >>> band = ttft_band(option.step, workload, option.cfg, 1.2, rate_search, "vllm", "A100-80GB")  # doctest: +SKIP
     >>> band.slower.queue_grows, band.faster.ttft_p50_s  # doctest: +SKIP
     """
-    low, high = speed_error_band(engine)
+    low, high, source, band_from = band_edges(engine, gpu)
     capacity = search.capacity if search.capacity is not None else search.ceiling
     utilisation = rate / search.max_rate if search.max_rate > 0 else float("inf")
     return TtftBand(utilisation=utilisation, slower=_edge(step, workload, cfg, rate, low, capacity),
                     faster=_edge(step, workload, cfg, rate, high, capacity),
-                    near_knee=utilisation > KNEE_UTILISATION, source=BAND_SOURCE)
+                    near_knee=utilisation > KNEE_UTILISATION, source=source, band_from=band_from)
 
 
 def _edge(step: StepModel, workload: Workload, cfg: SchedulerConfig, rate: float, speed: float,

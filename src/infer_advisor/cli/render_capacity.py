@@ -118,7 +118,7 @@ def ttft_band_rows(c: Candidate) -> list[tuple[str, str]]:
     b = c.ttft_band
     if b is None:
         return []
-    rows = [("TTFT band", _band_text(c))]
+    rows = [("TTFT band", f"{_band_text(c)} (band: {b.band_from})")]
     if b.near_knee:
         rows.append(("", f"each replica runs at {b.utilisation:.0%} of the most it is modelled to sustain: near the knee "
                          "TTFT moves several-fold for a few percent of step-time error (docs/capacity.md)"))

@@ -59,6 +59,8 @@ class LoRAKernels(BaseModel):
     bandwidth_efficiency: KernelCoefficient
     cache_bandwidth_ratio: KernelCoefficient
     compute_efficiency: KernelCoefficient
+    bgmv_token_equivalent_bytes: KernelCoefficient  # per-token kernels' fixed cost per token and layer, as H200 bytes
+    bgmv_reread_ratio: KernelCoefficient  # per-token kernels' re-read rate of an adapter's weights, x datasheet bandwidth
     source: str = Field(min_length=8)
 
 

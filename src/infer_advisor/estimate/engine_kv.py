@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 
 from ..engines.kv_report import KVReport
+from .engine_kv_deepseek_v4 import deepseek_v4_printed
 from ..model_facts.facts import ModelFacts
 
 
@@ -89,6 +90,7 @@ def _usage_tokens(kind: str, context: int, window: int | None, mnbt: int, block:
 def engine_kv_figures(
     model: ModelFacts, report: KVReport, *, free_bytes: float, full_tok: float, slide_tok: float, state: float, pp: int,
     context: int, mnbt: int, block: int, capacity_tokens: int, draft: DraftLayers | None = None, state_pages: int = 1,
+    version: str | None = None,
 ) -> EngineKV:
     """The engine's printed KV tokens and concurrency, and whether it starts, for ``free_bytes`` of KV memory per GPU
     (``draft``: a speculative decoder's layers in the pool; ``state_pages``: state pages per Mamba layer per request)."""
@@ -117,8 +119,10 @@ def engine_kv_figures(
     concurrency = blocks / request_blocks if request_blocks else 0.0
     if report.printed_tokens == "layer_slots":
         tokens = blocks // sum(groups.values()) * block
-    else:  # concurrency
-        tokens = int(concurrency * context)
+    else:  # concurrency; DeepSeek-V4's compressed caches have their own page groups (estimate/engine_kv_deepseek_v4.py)
+        v4 = deepseek_v4_printed(model, version=version, free_bytes=free_bytes, context=context, mnbt=mnbt,
+                                 mtp_layers=draft.layers if draft is not None else 0)
+        tokens, concurrency = v4 if v4 is not None else (int(concurrency * context), concurrency)
     return _with_outcome(report, tokens, concurrency, free_bytes, request, context, None)
 
 

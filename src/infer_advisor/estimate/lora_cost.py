@@ -19,8 +19,10 @@ Per decoder layer on one GPU (coefficients in ``data/lora.yaml`` ``kernels``, en
   ``1 - (1 - share)^S`` that some request names an adapter.
 - ``bytes``: ``d x rank x`` the slot's elements per unit rank (``estimate/lora.py``) in the LoRA dtype, plus the
   activations: every module's input read by the shrink and its output read and written by the expand's ``y +=``.
-  Every further token tile of an adapter reads its weights again, from the L2 (``cache_bandwidth``): vLLM V0's decode
-  BGMV kernels read them once per token, V1's shrink once per 32-token tile.
+  Every further token tile of an adapter reads its weights again, from the L2 (``cache_bandwidth``): V1's shrink once
+  per 32-token tile. vLLM V0's decode BGMV kernels run one program per token (``decode_tile_rows`` 1): each decoding
+  token costs ``token_s`` plus its adapter's weights read at ``token_bandwidth`` (both from the H200 run of per-token
+  Triton kernels, ``bgmv_token_equivalent_bytes`` and ``bgmv_reread_ratio`` in data/lora.yaml).
 - ``flops``: ``2 x rows x rank x`` the slot's elements per unit rank, rows padded to the kernels' 16-row tile per
   adapter.
 
@@ -98,6 +100,8 @@ class LoRAStepCost:
     flops: float  # effective FLOP/s
     decode_tile_rows: int  # decode rows that share one read of an adapter's weights (1: per token, BGMV)
     prefill_tile_rows: int
+    token_s: float  # per-token kernels (decode_tile_rows 1): fixed seconds per decoding token and layer
+    token_bandwidth: float  # per-token kernels: bytes/s at which each token re-reads its adapter's weights
     dtype_bytes: float
     mix: AdapterMix
     source: str
@@ -119,8 +123,11 @@ class LoRAStepCost:
         share = self.mix.lora_share
         padded = max(rows * share, d * LORA_TILE_ROWS) if d else 0.0
         slot = self.rank * self.elements_per_rank * self.dtype_bytes  # one adapter's A and B in one layer
-        reads = max(d, share * (decode / self.decode_tile_rows + prefill_tokens / self.prefill_tile_rows))
+        per_token = self.decode_tile_rows == 1  # V0 BGMV: one program per decoding token, priced per token below
+        reads = max(d, share * ((0 if per_token else decode / self.decode_tile_rows) + prefill_tokens / self.prefill_tile_rows))
         memory = (d * slot + rows * self.activation_elements * self.dtype_bytes) / self.bandwidth + (reads - d) * slot / self.cache_bandwidth
+        if per_token:
+            memory += share * decode * (self.token_s + slot / self.token_bandwidth)
         work = max(memory, 2.0 * padded * self.rank * self.elements_per_rank / self.flops)
         # a step whose requests all run the base model skips the LoRA kernels (vLLM: no_lora_flag; V1 graphs without LoRA)
         active = 1.0 - (1.0 - share) ** max(sequences, 1)
@@ -170,6 +177,8 @@ def lora_step_cost(model: ModelFacts, *, gpu: GPUInfo | None, engine: str, engin
         bandwidth=k.bandwidth_efficiency.value * gpu.memory_bandwidth_bytes_per_s,
         cache_bandwidth=k.cache_bandwidth_ratio.value * gpu.memory_bandwidth_bytes_per_s,
         decode_tile_rows=prof.decode_tile_rows or 1, prefill_tile_rows=prof.prefill_tile_rows or 1,
+        token_s=k.bgmv_token_equivalent_bytes.value / gpu.memory_bandwidth_bytes_per_s,
+        token_bandwidth=k.bgmv_reread_ratio.value * gpu.memory_bandwidth_bytes_per_s,
         flops=k.compute_efficiency.value * peak if peak else 1e12, dtype_bytes=dtype_bytes, mix=mix,
         source=f"estimated: {per_layer:g} LoRA launches per layer ({engine} {prof.first}+, data/lora.yaml kernels_per_module), "
                "launch floor, per-adapter cost and efficiencies fitted to an H200 measurement of SGMV-style Triton kernels "

@@ -265,7 +265,7 @@ def _engine_figures(model, engine, mp, version, reserve, fit, kv, pp, context, m
         mnbt=max_num_batched_tokens or mp.batch_tiers[-1].max_num_batched_tokens, block=mp.block_size if reserve else 1,
         capacity_tokens=fit["capacity"],
         draft=DraftLayers(spec.kv_layers, kv["draft_layer_tok"], spec.same_spec_as_target) if kv["draft_layer_tok"] else None,
-        state_pages=report.state_pages(prefix_caching, spec.num_speculative_tokens if spec else 0),
+        state_pages=report.state_pages(prefix_caching, spec.num_speculative_tokens if spec else 0), version=version,
     )
 
 
