@@ -60,6 +60,7 @@ ErrorKind = Literal[
     "tgi_prefill_tokens", "tgi_total_tokens", "cuda_oom_warmup", "llamacpp_alloc_failed", "nccl_error",
     "kv_cache_check",  # added with Diagnosis schema 2: a traceback that stops in vLLM's KV-cache size check, no message
     "mamba_cache_blocks",  # schema 4 (docfix8): vLLM's hybrid-model check, max_num_seqs above the Mamba cache blocks
+    "llamacpp_refused", "host_oom_killed",  # schema 5 (docfix13): llama.cpp refusing its settings; the host's OOM killer
 ]
 
 
@@ -168,11 +169,25 @@ def _gib(s: str) -> float:
 
 def find_startup_error(text: str) -> StartupError | None:
     """The first start-up error of a known kind in ``text`` (the most specific message wins), else None."""
-    for finder in (_vllm_kv, _free_memory, _no_blocks, _mamba, _other_engines, _oom, _nccl, _kv_check, _reported_oom):
+    for finder in (_vllm_kv, _free_memory, _no_blocks, _mamba, _refused, _other_engines, _oom, _nccl, _kv_check, _host_killed, _reported_oom):
         found = finder(text)
         if found is not None:
             return found
     return None
+
+
+def _refused(text: str, host: bool = False) -> StartupError | None:
+    """llama.cpp declining its settings, or (``host``) the host killing the process (:mod:`.startup_refusals`; docfix13)."""
+    from .startup_refusals import refusal
+
+    found = refusal(text)
+    if found is None or (found[0] == "host_oom_killed") != host:
+        return None
+    return StartupError(kind=found[0], line=found[2], figures={"refusal": found[1]})
+
+
+def _host_killed(text: str) -> StartupError | None:  # after any engine line: a GPU allocation's own message wins
+    return _refused(text, host=True)
 
 
 def _unwrapped(text: str) -> str:
