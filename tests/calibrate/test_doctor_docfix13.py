@@ -45,6 +45,9 @@ def test_set_gs_miss_quantized_v_without_flash_attention_gets_fa_on_first():
     ("llama_init_from_model: failed to initialize the context: n_seq_max must be <= 256", ["--parallel", "256"]),
     ("llama_init_from_model: n_batch and n_ubatch cannot both be zero", ["--batch-size", "2048", "--ubatch-size", "512"]),
     ("llama_init_from_model: SPLIT_MODE_TENSOR requires flash_attn to be enabled", ["--flash-attn", "on"]),
+    ('error while handling argument "-np": error: invalid value for n_parallel', ["--parallel", "1"]),
+    ('error while handling argument "-ctv": Unsupported cache type: q3_0', ["-ctv", "f16"]),
+    ("error while handling argument \"-fa\": error: unknown value for --flash-attn: '2'", ["--flash-attn", "auto"]),
 ])
 def test_each_llamacpp_refusal_gets_the_edit_that_meets_its_condition(line, argv):
     text = f"llama_model_loader: loaded meta data\nload_tensors: offloaded 29/29 layers to GPU\n{line}\nsrv load_model: failed"

@@ -65,6 +65,13 @@ def refusal_findings(error: StartupError) -> Findings:
         out.edits = [_check_edit(["--flash-attn", "on"], "flash attention on, which the tensor split needs", 0.02),
                      _check_edit(["--split-mode", "layer"], "layers split across the GPUs instead of tensors (llama.cpp's default "
                                  "split): a different speed profile", 0.3)]
+    elif code == 9:
+        out.edits = [_check_edit(["--parallel", "1"], "one server slot (-np 0 is refused; -1 is auto)", 0.05)]
+    elif code == 10 and m:
+        out.edits = [_check_edit([m.group(1), "f16"], f"{m.group(1)} f16 (llama.cpp's default; '{m.group(2)}' is not a cache type this build "
+                                 "knows)", 0.05)]
+    elif code == 11:
+        out.edits = [_check_edit(["--flash-attn", "auto"], "flash attention left to llama.cpp (its default; the flag takes on, off or auto)", 0.01)]
     out.notes.append("llama.cpp refused the settings before allocating any buffer (not memory): " + error.line)
     return out
 

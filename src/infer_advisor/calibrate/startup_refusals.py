@@ -19,10 +19,12 @@ at the pinned build, the one the H200 sets ran; older wordings from the releases
    and ``-ctv`` apart;
 6. "n_seq_max must be <= {n}": ``-np`` above LLAMA_MAX_SEQ (256), thrown by the constructor;
 7. "n_batch and n_ubatch cannot both be zero";
-8. "SPLIT_MODE_TENSOR requires flash_attn to be enabled": ``-sm tensor`` with ``-fa off``.
+8. "SPLIT_MODE_TENSOR requires flash_attn to be enabled": ``-sm tensor`` with ``-fa off``;
+9-11. common/arg.cpp's refusals of a value, before the model is read: ``-np 0`` ("invalid value for n_parallel"), a cache
+   type it does not know ("Unsupported cache type: {t}"), a ``-fa`` value other than on/off/auto.
 
 A host kill: "exit code 137" / "SIGKILL" / "Killed" beside out-of-memory words is the kernel's (or a container's)
-out-of-memory killer ending the process for host RAM, not a GPU allocation that failed (9).
+out-of-memory killer ending the process for host RAM, not a GPU allocation that failed (HOST_KILL).
 Every pattern is one ``re.search`` without nested repetition.
 """
 
@@ -40,9 +42,14 @@ LLAMACPP_REFUSALS = (
     re.compile(r"n_seq_max must be <= (\d{1,6})"),
     re.compile(r"n_batch and n_ubatch cannot both be zero"),
     re.compile(r"SPLIT_MODE_TENSOR requires flash_attn to be enabled"),
+    # common/arg.cpp, before the model is read: 'error while handling argument "-np": error: invalid value for n_parallel'
+    re.compile(r"invalid value for n_parallel"),
+    re.compile(r"error while handling argument \"(-ctk|-ctv|--cache-type-k|--cache-type-v)\": Unsupported cache type: (\w{1,16})"),
+    re.compile(r"unknown value for --flash-attn: '([^'\n]{0,20})'"),
 )
 # exit code 137 = 128 + SIGKILL (9): the host's OOM killer (or a container's memory limit); the words "OOM"/"out of memory"
 # or the kernel's "Killed process" must be there too, so an operator's own kill is not read as one
+HOST_KILL = 99
 _HOST_KILL = re.compile(r"exit(?:ed)? (?:with )?(?:exit )?code 137\b|\bSIGKILL\b|Killed process \d+|oom-kill(?:er)?\b|OOMKilled")
 _MEMORY_WORDS = re.compile(r"(?i)\bOOM\b|out of memory|oom-kill|OOMKilled|Killed process")
 
@@ -61,5 +68,5 @@ def refusal(text: str) -> tuple[str, int, str] | None:
             return "llamacpp_refused", code, _line(text, m)
     m = _HOST_KILL.search(text)
     if m and _MEMORY_WORDS.search(text):
-        return "host_oom_killed", 9, _line(text, m)
+        return "host_oom_killed", HOST_KILL, _line(text, m)
     return None
