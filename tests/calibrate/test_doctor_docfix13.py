@@ -98,3 +98,12 @@ def test_several_servers_on_one_device_are_said_to_count():
 def test_the_grade_of_batch_ten_is_unchanged_by_these_notes():
     assert grade(FAILURES["sf191"])["first_edit"] == "--swap-space 0"
     assert grade(FAILURES["sf174"])["first_edit"] == "--tensor-parallel-size 8"
+
+
+def test_llamacpp_allocations_named_without_a_size_are_read():
+    # batch 11 (merged after its first run; retrospective): ROCm's sized buffer, and buffers named without a size
+    assert grade(FAILURES["sf198"])["doctor_error"] == "llamacpp_alloc_failed"  # "failed to allocate ROCm0 buffer of size ..."
+    for fid, binding in (("sf207", "weights"), ("sf218", "weights"), ("sf210", "activation peak")):
+        d = run_doctor(FAILURES[fid])
+        assert d.error.kind == "llamacpp_alloc_failed" and d.binding == binding, fid
+        assert all(e.starts is None for e in d.edits), fid  # nothing printed decides how far

@@ -116,7 +116,12 @@ _TGI_MAX_TOTAL = re.compile(r"Not enough memory to handle `max_total_tokens=(\d+
 _LLAMACPP = re.compile(r"allocating ([\d.]+) MiB on device (\d+): cudaMalloc failed: out of memory")
 # ggml's words without the "allocating N MiB" part (sf109: quoted in the thread's title, "CudaMalloc failed: out of memory")
 _LLAMACPP_BARE = re.compile(r"cudaMalloc failed: out of memory", re.I)
-_LLAMACPP_BUFFER = re.compile(r"failed to allocate (?:CUDA|SYCL|Vulkan)(\d+) buffer of size (\d+)")
+_LLAMACPP_BUFFER = re.compile(r"failed to allocate (?:CUDA|SYCL|Vulkan|ROCm|MUSA|CANN)(\d+) buffer of size (\d+)")  # ROCm: sf198
+# docfix13 (retrospective, batch 11's sf207, sf210-sf212, sf218): a failed allocation named without its size; the buffer
+# by the message (2 the weights: llama_model_load's, or Metal's per-buffer maximum for the weights' 'data'; 1 compute)
+_LLAMACPP_NAMED = ((re.compile(r"unable to allocate (?:CUDA|ROCm|Metal|Vulkan|SYCL|MUSA|CANN)\d{0,2} buffer|error loading model: failed to "
+                               r"allocate buffer|buffer 'data' size \d+ is larger than buffer maximum"), 2),
+                   (re.compile(r"failed to allocate compute (?:pp |tg )?buffers"), 1))
 # ggml's CPU backend (ggml-backend.cpp ggml_backend_cpu_buffer_type_alloc_buffer): host RAM, not a GPU (sf159, sf160; docfix9)
 _LLAMACPP_CPU = re.compile(r"ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size (\d+)")
 # ggml's Vulkan backend (ggml-vulkan.cpp): "ggml_vulkan: Device memory allocation of size N failed." and, where one buffer
@@ -308,6 +313,9 @@ def _other_engines(text: str) -> StartupError | None:
     m = _LLAMACPP_BARE.search(text) or _LLAMACPP_SYCL_CUT.search(text)
     if m:
         return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m), figures=_llamacpp_buffer(text, m))
+    for pattern, code in _LLAMACPP_NAMED:
+        if m := pattern.search(text):
+            return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m), figures={"buffer": code})
     m = _TGI_WARMUP.search(text)
     if m:  # TGI's warmup is its memory profile (a batch of max_batch_prefill_tokens): an out of memory there
         return StartupError(kind="cuda_oom_warmup", line=_line(text, m))
