@@ -77,7 +77,7 @@ def test_llama_server_commands():
     cmd = parse_command(LLAMA_13085)
     assert cmd.engine == "llama.cpp"
     assert cmd.settings == {"model": "/models/Mistral-Small-3.1-24B-Instruct-2503-Q8_0.gguf", "flash_attn": "on", "gpu_layers": "99",
-                            "max_model_len": 65536}
+                            "max_model_len": 65536, "split_mode": "row"}  # -sm row (docfix13: read so an edit replaces it)
     log, extras = log_from_command(LLAMA_13085)
     assert log.quantization == "gguf-q8_0" and log.max_model_len == 65536 and log.max_num_seqs == 1  # -np auto: one unified pool
     cmd = parse_command(LLAMA_26297)

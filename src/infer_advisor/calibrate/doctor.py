@@ -35,7 +35,7 @@ from .startup_errors import StartupError, find_startup_error
 from ..engines.startup_log import StartupLog
 
 GIB = 2**30
-SCHEMA_VERSION = 4  # 4 (docfix8): the error kind mamba_cache_blocks
+SCHEMA_VERSION = 5  # 4 (docfix8): the error kind mamba_cache_blocks; 5 (docfix13): llamacpp_refused, host_oom_killed
 
 class Diagnosis(BaseModel):
     """What `infer-advisor doctor` found; ``model_json_schema()`` is the published contract (add fields, never rename)."""
@@ -44,7 +44,8 @@ class Diagnosis(BaseModel):
 
     schema_version: int = Field(default=SCHEMA_VERSION, description="2: edits carry confidence and basis, the error kind "
                                 "kv_cache_check and first-try edits were added (1: before; no field); 3: gpu_count, gpu_count_source, pp, "
-                                "engine_source and each edit's gpus_needed; 4: the error kind mamba_cache_blocks.")
+                                "engine_source and each edit's gpus_needed; 4: the error kind mamba_cache_blocks; 5: the error kinds "
+                                "llamacpp_refused (llama.cpp declining its settings, not memory) and host_oom_killed (exit code 137).")
     input_kind: Literal["log", "command"]
     engine: str
     engine_version: str | None
@@ -127,7 +128,7 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
                 raise RequestError(f"--try-flags for a {engine} log is not supported: its figures are worked by the engine's own arithmetic; "
                                    f"pass the {engine} command line (with --gpu) to try flags through the memory model.")
             return _finish(_other_engine(text, engine, error, gpu=gpu, model=model, engine_version=engine_version, tp=tp,
-                                         max_model_len=max_model_len, memory_fraction=gpu_memory_utilization), hw)
+                                         max_model_len=max_model_len, memory_fraction=gpu_memory_utilization), hw, text=text)
         log = parse_startup_log(text, "vllm", require_kv=False)
         flags = extras_from_log(text)
         _merge_error_figures(log, error)
@@ -140,8 +141,7 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
     log.max_model_len = log.max_model_len or max_model_len
     log.gpu_memory_utilization = log.gpu_memory_utilization or gpu_memory_utilization
     version, version_source = _version(log, engine_version, error)
-    if kind == "command" and version_source == "log":
-        version_source = "the container image's tag"
+    version_source = "the container image's tag" if (kind == "command" and version_source == "log") else version_source
     diag = Diagnosis(input_kind=kind, engine=log.engine, engine_version=version, version_source=version_source,
                      generation=log.generation or _generation(log.engine, version), model=model or log.model, gpu=gpu or log.gpu_name,
                      gpu_source=gpu_source, tp=(log.tp or 1) * (log.pp or 1), max_model_len=log.max_model_len,
@@ -162,17 +162,37 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
     elif unnamed:
         diag.engine_source = ("not named by any line (a bare torch out-of-memory: vLLM, SGLang or TGI); each edit names the engine "
                               "whose flag it is")
-    return _finish(_with_model(diag, log, flags, model=model, gpu=gpu, version=version, try_flags=try_flags), hw, log.command)
+    refused = _refused_command(diag, flags, log.command) if kind == "command" else None  # docfix13: declined before allocating
+    return _finish(refused or _with_model(diag, log, flags, model=model, gpu=gpu, version=version, try_flags=try_flags), hw, log.command, text)
 
 
-def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None = None) -> Diagnosis:
+def _refused_command(diag: Diagnosis, flags: dict, command: str | None) -> Diagnosis | None:
+    """A llama.cpp command its engine will refuse before any allocation (:mod:`.doctor_refusal_edits`): the refusal,
+    predicted, and the edits that meet the engine's condition; the first applied to the command (None: no refusal)."""
+    from .doctor_input import apply_edit
+    from .doctor_refusal_edits import predicted_refusal, refusal_findings
+
+    if diag.engine != "llama.cpp" or predicted_refusal(flags) is None:
+        return None
+    diag.error, diag.error_logged, diag.starts = predicted_refusal(flags), False, False
+    found = refusal_findings(diag.error)
+    diag.edits, diag.notes = found.edits, diag.notes + found.notes
+    diag.fixed_command = apply_edit(command, diag.edits[0].argv) if (command and diag.edits) else None
+    return diag
+
+
+def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None = None, text: str = "") -> Diagnosis:
     """Where nothing gave an edit, what an on-call engineer tries first (:mod:`.doctor_first_try`); every edit then says
     how sure it is and why; an edit that needs GPUs the machine lacks does not start, and one that needs more than the
     run uses goes after those that run on them where the count is not known (:mod:`.doctor_hardware`)."""
     from .doctor_first_try import first_try_edits, label_edits, larger_than_gpu
-    from .doctor_hardware import for_each_engine, nothing_runs_edit, place_by_hardware
+    from .doctor_hardware import for_each_engine, nothing_runs_edit, place_by_hardware, shared_device_note
+    from .doctor_refusal_edits import HOST_KILL_NOTE, host_kill_edits, in_effect
 
     diag.gpu_count, diag.gpu_count_source = hw[0], hw[2] if (hw[0] or hw[1]) else None
+    if diag.error is not None and diag.error.kind == "host_oom_killed":  # docfix13: host RAM, so no GPU setting (sf191)
+        diag.edits, diag.starts, diag.binding = host_kill_edits(diag.engine), False, "host memory"
+        diag.notes.append(HOST_KILL_NOTE)
 
     if not diag.edits and (diag.starts is not True or diag.error_logged):
         diag.edits = first_try_edits(diag.error, diag.engine, diag.max_model_len, diag.gpu_memory_utilization, diag.tp,
@@ -185,6 +205,9 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
         diag.edits = [whole]
     elif diag.engine_source.startswith("not named"):
         diag.edits = for_each_engine(diag.edits, first_try_edits, diag.error, diag.max_model_len, diag.tp)
+    diag.edits, already = in_effect(text, diag.edits)
+    shared = shared_device_note(text, diag.engine, diag.gpu_memory_utilization)  # docfix13 (sf171): other servers on the device
+    diag.notes += already + ([shared] if shared else [])
     diag.edits = label_edits(diag.edits, diag.memory_model, diag.error)
     diag.edits, stuck = place_by_hardware(diag.edits, hw[0], hw[1], diag.tp, diag.pp, diag.error)
     if stuck:

@@ -164,3 +164,35 @@ def for_each_engine(edits: list[Edit], first_try, error, max_model_len: int | No
                       for e in first_try(error, engine, max_model_len, None, tp)])
     firsts = [x[0] for x in lists if x]  # each engine's first edit in the first three lines, then the rest in order
     return firsts + [e for x in lists for e in x[1:]]
+
+
+# several servers on one device (docfix13, retrospective: batch 10's sf171 "two 7b models on 80B A100", sf184): the words
+# that say so, or two or more commands (two ports) with their utilizations in the text
+_SHARED = re.compile(r"(?i)\b(?:two|three|four|several|multiple|many|[2-9])\s+(?:\S+\s+){0,2}(?:models?|servers?|instances?|"
+                     r"vllm(?: servers?| programs?| processes| instances)?)\b[^\n]{0,40}?\bon\s+(?:one|a single|the same|a|an|\d+\w*)\s+"
+                     r"(?:\S+\s+)?(?:GPUs?|cards?|devices?|A100|H100|H200|A10G?|L4|L40S?|NPUs?)\b")
+_UTILIZATION = re.compile(r"--gpu[-_]memory[-_]utilization[= ](\d?\.\d{1,3})")
+_PORT = re.compile(r"--port[= ](\d{2,5})\b")
+
+
+def shared_device_note(text: str, engine: str, utilization: float | None) -> str | None:
+    """Where the text shows several servers sharing one device: the others' memory counts, and how each share is set.
+    vLLM's V0 profile (worker.profile_num_available_blocks, read at 0.2.x) sizes the KV cache as total x utilization -
+    peak, with peak = total - free after profiling: memory other servers hold counts as this server's peak, so the one
+    started later needs a utilization covering the others' shares and its own; later releases measure from the memory
+    free when the server starts, and V1 (0.11+) refuses a share above that free memory."""
+    if engine != "vllm" or not text:
+        return None
+    servers = len(set(_PORT.findall(text)))  # two commands (two ports), not one server's retries (sf119: 0.850, then 0.847)
+    shares = sorted(float(u) for u in _UTILIZATION.findall(text)) if servers >= 2 else []
+    if not _SHARED.search(text) and len(shares) < 2:
+        return None
+    own = f"{utilization:.2f}" if utilization else "its own share"
+    per_server = (f" The text shows the shares {', '.join(f'{s:.2f}' for s in shares)}: under the V0 profile the server started "
+                  f"second needs at least {sum(shares):.2f} (their sum); in later releases their sum must stay within the share of the GPU free at start."
+                  if len(shares) >= 2 else "")
+    return ("Several servers share this device: the memory the other servers hold counts. Under vLLM's V0 profile (0.2.x: peak = "
+            "total - free after profiling) it is counted as this server's own peak, so the server started later needs a utilization of "
+            f"at least the others' shares plus {own} (its own); in later releases each utilization is the server's share of the "
+            "total, the shares must fit the memory free when each starts (V1 0.11+ refuses one above it), and the others' memory is "
+            "not this server's to free." + per_server)

@@ -123,12 +123,22 @@ def _llamacpp_settings(settings: dict, extras: dict) -> None:
     layers = settings.pop("gpu_layers", None)
     if layers is not None and str(layers).lstrip("-").isdigit() and int(layers) >= 0:
         extras["gpu-layers"] = int(layers)
-    settings.pop("flash_attn", None)
+    flash = str(settings.pop("flash_attn", "auto"))
+    settings.pop("ubatch", None)  # the micro-batch sizes the compute buffer, which the memory model takes from its profile
+    split = str(settings.pop("split_mode", "layer"))
+    # what llama_init_from_model refuses before allocating (docfix13; calibrate/startup_refusals.py): -ctv quantized with -fa off,
+    # -sm tensor with -fa off, -np above LLAMA_MAX_SEQ (256)
+    refusal = 0 if (v not in _FULL and flash == "off") else 8 if (split == "tensor" and flash == "off") else 6 if slots > 256 else None
+    if refusal is not None:
+        extras["refusal"] = refusal
     unset = [flag for flag, value in (("-ngl", layers), ("-c", ctx)) if value is None]
     if settings.pop("fit", "on") != "off" and unset:
         extras["note-fit"] = (f"{' and '.join(unset)} not given: builds with --fit (on by default since ggml-org/llama.cpp PR 16653, late 2025) "
                               "lower an unset -ngl or -c to fit the free memory, so such a build starts where this ledger, which counts every "
                               "layer on the GPU at the full context, says it does not (with layers on the CPU: slower)")
+
+
+_FULL = ("f16", "bf16", "f32")
 
 
 def _pad(n: int) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from .doctor_edits import Edit, LedgerLine
 from .doctor_engine_flags import GIB, MIB, ROUND_TOKENS, Findings, engine_edit as _edit, engine_flags
 from .doctor_llamacpp_compute import compute_bound
+from .doctor_refusal_edits import refusal_findings
 from .startup_errors import LLAMACPP_BUFFERS, StartupError
 from ..engines.startup_log import StartupLog
 
@@ -52,6 +53,10 @@ def llamacpp_findings(log: StartupLog, error: StartupError | None, model_cell: f
     if error is None:
         out.starts, out.binding = True, None
         out.kv_cache_tokens = cells
+        return out
+    if error.kind == "llamacpp_refused":  # docfix13: the engine declined its settings before allocating (set g's miss)
+        found = refusal_findings(error)
+        out.starts, out.binding, out.edits, out.notes = False, None, found.edits, out.notes + found.notes
         return out
     out.starts, out.binding = False, {"kv": "KV cache", "compute": "activation peak", "weights": "weights", None: None}[buffer]
     if buffer == "weights":

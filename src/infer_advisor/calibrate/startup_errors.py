@@ -60,6 +60,7 @@ ErrorKind = Literal[
     "tgi_prefill_tokens", "tgi_total_tokens", "cuda_oom_warmup", "llamacpp_alloc_failed", "nccl_error",
     "kv_cache_check",  # added with Diagnosis schema 2: a traceback that stops in vLLM's KV-cache size check, no message
     "mamba_cache_blocks",  # schema 4 (docfix8): vLLM's hybrid-model check, max_num_seqs above the Mamba cache blocks
+    "llamacpp_refused", "host_oom_killed",  # schema 5 (docfix13): llama.cpp refusing its settings; the host's OOM killer
 ]
 
 
@@ -115,7 +116,12 @@ _TGI_MAX_TOTAL = re.compile(r"Not enough memory to handle `max_total_tokens=(\d+
 _LLAMACPP = re.compile(r"allocating ([\d.]+) MiB on device (\d+): cudaMalloc failed: out of memory")
 # ggml's words without the "allocating N MiB" part (sf109: quoted in the thread's title, "CudaMalloc failed: out of memory")
 _LLAMACPP_BARE = re.compile(r"cudaMalloc failed: out of memory", re.I)
-_LLAMACPP_BUFFER = re.compile(r"failed to allocate (?:CUDA|SYCL|Vulkan)(\d+) buffer of size (\d+)")
+_LLAMACPP_BUFFER = re.compile(r"failed to allocate (?:CUDA|SYCL|Vulkan|ROCm|MUSA|CANN)(\d+) buffer of size (\d+)")  # ROCm: sf198
+# docfix13 (retrospective, batch 11's sf207, sf210-sf212, sf218): a failed allocation named without its size; the buffer
+# by the message (2 the weights: llama_model_load's, or Metal's per-buffer maximum for the weights' 'data'; 1 compute)
+_LLAMACPP_NAMED = ((re.compile(r"unable to allocate (?:CUDA|ROCm|Metal|Vulkan|SYCL|MUSA|CANN)\d{0,2} buffer|error loading model: failed to "
+                               r"allocate buffer|buffer 'data' size \d+ is larger than buffer maximum"), 2),
+                   (re.compile(r"failed to allocate compute (?:pp |tg )?buffers"), 1))
 # ggml's CPU backend (ggml-backend.cpp ggml_backend_cpu_buffer_type_alloc_buffer): host RAM, not a GPU (sf159, sf160; docfix9)
 _LLAMACPP_CPU = re.compile(r"ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size (\d+)")
 # ggml's Vulkan backend (ggml-vulkan.cpp): "ggml_vulkan: Device memory allocation of size N failed." and, where one buffer
@@ -168,11 +174,25 @@ def _gib(s: str) -> float:
 
 def find_startup_error(text: str) -> StartupError | None:
     """The first start-up error of a known kind in ``text`` (the most specific message wins), else None."""
-    for finder in (_vllm_kv, _free_memory, _no_blocks, _mamba, _other_engines, _oom, _nccl, _kv_check, _reported_oom):
+    for finder in (_vllm_kv, _free_memory, _no_blocks, _mamba, _refused, _other_engines, _oom, _nccl, _kv_check, _host_killed, _reported_oom):
         found = finder(text)
         if found is not None:
             return found
     return None
+
+
+def _refused(text: str, host: bool = False) -> StartupError | None:
+    """llama.cpp declining its settings, or (``host``) the host killing the process (:mod:`.startup_refusals`; docfix13)."""
+    from .startup_refusals import refusal
+
+    found = refusal(text)
+    if found is None or (found[0] == "host_oom_killed") != host:
+        return None
+    return StartupError(kind=found[0], line=found[2], figures={"refusal": found[1]})
+
+
+def _host_killed(text: str) -> StartupError | None:  # after any engine line: a GPU allocation's own message wins
+    return _refused(text, host=True)
 
 
 def _unwrapped(text: str) -> str:
@@ -293,6 +313,9 @@ def _other_engines(text: str) -> StartupError | None:
     m = _LLAMACPP_BARE.search(text) or _LLAMACPP_SYCL_CUT.search(text)
     if m:
         return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m), figures=_llamacpp_buffer(text, m))
+    for pattern, code in _LLAMACPP_NAMED:
+        if m := pattern.search(text):
+            return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m), figures={"buffer": code})
     m = _TGI_WARMUP.search(text)
     if m:  # TGI's warmup is its memory profile (a batch of max_batch_prefill_tokens): an out of memory there
         return StartupError(kind="cuda_oom_warmup", line=_line(text, m))

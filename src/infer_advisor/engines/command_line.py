@@ -30,7 +30,7 @@ Setting = Literal[
     "model", "hf_repo", "tp", "pp", "max_model_len", "memory_fraction", "kv_cache_dtype", "kv_cache_dtype_v", "max_num_seqs",
     "max_num_batched_tokens", "dtype", "quantization", "max_loras", "max_lora_rank", "enforce_eager", "enable_lora",
     "cuda_graph_max_bs", "cuda_graphs", "max_input_tokens", "max_batch_total_tokens", "gpu_layers", "flash_attn", "kv_unified",
-    "fit",
+    "fit", "ubatch", "split_mode",
 ]
 Value = int | float | str | bool
 _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
