@@ -94,6 +94,18 @@ TRIAL_SETS = {
         "g-ctx-4M-4slots-fa-off": (0, "-c 4000000 -np 4 --kv-unified -fa off"),
         "g-ctx-200k-q8kv-fa-off": (0, "-c 200000 -np 1 -ctk q8_0 -ctv q8_0 -fa off"),
     },
+    "h": {  # Llama-3.2-3B, written in session 6 after set g's run and after docfix13 froze (its author did not see
+        # these commands): llama.cpp's refusal of a quantized V cache without flash attention, memory failures with
+        # flash attention off (where a q8_0 V edit would be refused), a quantized K alone without flash attention,
+        # q8_0 KV over four streams with memory held, eight unified slots without flash attention, a 2,048-token
+        # micro-batch with memory held
+        "h-ctx-300k-q4kv-fa-off": (0, "-c 300000 -np 1 -ctk q4_0 -ctv q4_0 -fa off"),
+        "h-held90-ctx-400k-fa-off": (90, "-c 400000 -np 1 -fa off"),
+        "h-ctx-1.1M-q8k-fa-off": (0, "-c 1100000 -np 1 -ctk q8_0 -fa off"),
+        "h-held115-ctx-350k-q8kv-4streams": (115, "-c 350000 -np 4 -ctk q8_0 -ctv q8_0 -fa on"),
+        "h-fa-off-ctx-900k-8slots": (0, "-c 900000 -np 8 --kv-unified -fa off"),
+        "h-held120-ctx-160k-ub2048": (120, "-c 160000 -np 1 -fa on -ub 2048 -b 2048"),
+    },
 }
 # "(N cells, L layers, S/T seqs)": this llama.cpp prints the cells of one of T streams (T = 1 with --kv-unified)
 KV_CELLS = re.compile(r"llama_kv_cache(?:_unified)?: +size = +[\d.]+ MiB \( *(\d+) cells(?:, +\d+ layers, +\d+/(\d+) seqs)?")
