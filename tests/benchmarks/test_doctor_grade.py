@@ -22,6 +22,7 @@ def test_committed_summaries_match_a_fresh_run():
     assert summary(rows, None, batch=5) == committed["batch5"]
     assert summary(rows, None, batch=6) == committed["batch6"]
     assert summary(rows, None, batch=10) == committed["batch10"]
+    assert summary(rows, None, batch=11) == committed["batch11"]
 
 
 def test_batch4_first_answers_are_kept_as_committed():
@@ -57,6 +58,25 @@ def test_batch10_first_answers_are_kept_as_committed():
     assert sorted(i for i, r in rows.items() if r["verdict"] == "no edit") == ["sf175", "sf176", "sf177"]
     held = first["held_aside"]
     assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (174, 49, 0)
+
+
+def test_batch11_first_answers_are_kept_as_committed():
+    """Batch 11's first answers: main b6793e1's doctor (docfix12 frozen 3a5a487) on sf197-sf225, committed before anything
+    else (fd55544). None is decided: no thread prints a figure that decides the first edit or confirms a fix on its knob.
+    The no-edit and not-read entries are the ones docs/doctor.md names (llama.cpp's compute-buffer lines without the
+    cudaMalloc line, errors only in titles, ollama's and vllm-ascend's own lines, Metal's buffer limit)."""
+    first = json.loads((RESULTS.parent / "doctor_grade_batch11_first.json").read_text())
+    b11 = first["batch11"]
+    assert (b11["entries"], b11["first_edit_starts"], b11["first_edit_fails"], b11["unverifiable"], b11["no_edit"],
+            b11["not_read"], b11["crash"], b11["error_named"], b11["memory_model_run"]) == (29, 0, 0, 20, 6, 3, 0, 8, 1)
+    rows = {r["id"]: r for r in first["rows"] if r["batch"] == 11}
+    assert sorted(i for i, r in rows.items() if r["verdict"] == "no edit") == [
+        "sf198", "sf206", "sf207", "sf210", "sf211", "sf224"]
+    assert sorted(i for i, r in rows.items() if r["verdict"] == "not read") == ["sf212", "sf215", "sf218"]
+    # another engine's flag first: the engine was not told apart (the '(vLLM)' label) on an SGLang, a llama.cpp run
+    assert rows["sf221"]["first_edit"] == rows["sf222"]["first_edit"] == rows["sf223"]["first_edit"] == "--enforce-eager (vLLM)"
+    held = first["held_aside"]
+    assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (203, 55, 0)
 
 
 def test_a_budget_that_passes_the_start_check_and_holds_no_model_fails():

@@ -76,3 +76,22 @@ def test_batch10_threads_are_new_and_state_what_they_claim():
             assert f.gpus_present.count >= f.gpu_count, f.id
         if f.fix and f.fix.confirmed:
             assert len(f.fix.quote) >= 8, f.id
+
+
+def test_batch11_threads_are_new_and_state_what_they_claim():
+    """Batch 11 (sf197-sf225), gathered before docfix12's doctor ran on it: no thread of an earlier entry, every stated
+    GPU count covers the GPUs the run used, every confirmed fix quotes the thread; as many SGLang threads as batch 10 (3)
+    and more TGI and llama.cpp ones (batch 10 had 1 and 2)."""
+    failures = load_failures().failures
+    b11 = [f for f in failures if f.batch == 11]
+    assert [f.id for f in b11] == [f"sf{n}" for n in range(197, 226)]
+    earlier = {f.url for f in failures if f.batch < 11}
+    assert not earlier & {f.url for f in b11}
+    assert len({f.url for f in b11}) == len(b11)
+    engines = [f.engine for f in b11]
+    assert (engines.count("sglang"), engines.count("tgi"), engines.count("llama.cpp")) == (3, 3, 13)
+    for f in b11:
+        if f.gpus_present and f.gpu_count:
+            assert f.gpus_present.count >= f.gpu_count, f.id
+        if f.fix and f.fix.confirmed:
+            assert len(f.fix.quote) >= 8, f.id
