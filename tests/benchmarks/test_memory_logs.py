@@ -268,3 +268,22 @@ def test_batch10_was_predicted_before_it_was_graded(ml):
             tokens = e["measured"]["kv_cache_tokens"]
             assert tokens > 0 and f"{tokens:,}" in e["quoted"], e["id"]
     assert sum(1 for e in new if e["measured"].get("weights_gib")) >= 9
+
+
+def test_batch11_was_predicted_before_it_was_graded(ml):
+    """Batch 11 (issue 23, session 6, memlogs11): at least 13 logs never used before, each sourced and quoted (a public
+    GitHub file named by its stored-index id), the printed token figure in its quote, the weights figure in the quote
+    wherever one is entered, TP 1 and 2, bf16, AWQ, GPTQ and FP8 among them, and predicted by the frozen code of the
+    session's merged main (172b7db, memfix11) before any grading."""
+    new, data = _batch(ml, "issue-23k", 13)
+    assert ml.BATCHES["issue-23k"][1] == "172b7db" and data["code_commit"].startswith("1ac85bd")
+    assert {e["tp"] for e in new} >= {1, 2} and {e["quantization"] for e in new} >= {"none", "awq", "gptq", "fp8"}
+    assert len({e["gpu"] for e in new}) >= 4 and len({e["engine_version"] for e in new}) >= 4
+    for e in new:
+        assert e["kv_cache_tokens_from"] == "printed", e["id"]
+        if e["measured"].get("weights_gib"):
+            _weights_and_printed_tokens(e)
+        else:  # no weights line: the printed token figure alone, as written
+            tokens = e["measured"]["kv_cache_tokens"]
+            assert tokens > 0 and f"{tokens:,}" in e["quoted"], e["id"]
+    assert sum(1 for e in new if e["measured"].get("weights_gib")) >= 7
