@@ -95,3 +95,23 @@ def test_batch11_threads_are_new_and_state_what_they_claim():
             assert f.gpus_present.count >= f.gpu_count, f.id
         if f.fix and f.fix.confirmed:
             assert len(f.fix.quote) >= 8, f.id
+
+
+def test_batch12_threads_are_new_and_state_what_they_claim():
+    """Batch 12 (sf226-sf240), gathered before docfix14's doctor ran on it: no thread of an earlier entry, every stated
+    GPU count covers the GPUs the run used, every confirmed fix quotes the thread, the held-out third follows the rule;
+    no SGLang or TGI thread the searches returned was new with an engine error line, so the batch is vLLM and llama.cpp."""
+    failures = load_failures().failures
+    b12 = [f for f in failures if f.batch == 12]
+    assert [f.id for f in b12] == [f"sf{n}" for n in range(226, 241)]
+    earlier = {f.url for f in failures if f.batch < 12}
+    assert not earlier & {f.url for f in b12}
+    assert len({f.url for f in b12}) == len(b12)
+    engines = [f.engine for f in b12]
+    assert (engines.count("vllm"), engines.count("llama.cpp")) == (8, 7)
+    assert [f.id for f in b12 if f.held_out] == ["sf228", "sf231", "sf234", "sf237", "sf240"]
+    for f in b12:
+        if f.gpus_present and f.gpu_count:
+            assert f.gpus_present.count >= f.gpu_count, f.id
+        if f.fix and f.fix.confirmed:
+            assert len(f.fix.quote) >= 8, f.id
