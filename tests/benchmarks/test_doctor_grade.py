@@ -23,6 +23,7 @@ def test_committed_summaries_match_a_fresh_run():
     assert summary(rows, None, batch=6) == committed["batch6"]
     assert summary(rows, None, batch=10) == committed["batch10"]
     assert summary(rows, None, batch=11) == committed["batch11"]
+    assert summary(rows, None, batch=12) == committed["batch12"]
 
 
 def test_batch4_first_answers_are_kept_as_committed():
@@ -77,6 +78,29 @@ def test_batch11_first_answers_are_kept_as_committed():
     assert rows["sf221"]["first_edit"] == rows["sf222"]["first_edit"] == rows["sf223"]["first_edit"] == "--enforce-eager (vLLM)"
     held = first["held_aside"]
     assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (203, 55, 0)
+
+
+def test_batch12_first_answers_are_kept_as_committed():
+    """Batch 12's first answers: main 6cf2cda's doctor (docfix14 frozen ce5dd73) on sf226-sf240, committed before anything
+    else (f8c7ec8). Four start, all by the engine's printed figures (three V0 capacities, one V1 estimate); sf237's start
+    is the KV check only (its thread's next run at the same utilization fails CUDA-graph capture, docs/doctor.md). The
+    no-edit and not-read entries are ollama's one prefixed line (sf236) and ik_llama.cpp's log without an error line
+    (sf232); the host kill printed without a pid (sf240) still gets a GPU knob first."""
+    first = json.loads((RESULTS.parent / "doctor_grade_batch12_first.json").read_text())
+    b12 = first["batch12"]
+    assert (b12["entries"], b12["first_edit_starts"], b12["first_edit_fails"], b12["unverifiable"], b12["no_edit"],
+            b12["not_read"], b12["crash"], b12["error_named"], b12["memory_model_run"], b12["starts_by_log_figures"]) == (
+        15, 4, 0, 9, 1, 1, 0, 7, 3, 4)
+    rows = {r["id"]: r for r in first["rows"] if r["batch"] == 12}
+    starts = {i: r["first_edit"] for i, r in rows.items() if r["verdict"] == "starts"}
+    assert starts == {"sf231": "--max-model-len 50944", "sf233": "--max-model-len 720", "sf234": "--max-model-len 62976",
+                      "sf237": "--max-model-len 3584"}
+    assert all(rows[i]["decided_by"] == "log_figures" for i in starts)
+    assert [i for i, r in rows.items() if r["verdict"] == "no edit"] == ["sf236"]
+    assert [i for i, r in rows.items() if r["verdict"] == "not read"] == ["sf232"]
+    assert rows["sf240"]["first_edit"] == "--gpu-memory-utilization 0.85 (vLLM)"
+    held = first["held_aside"]
+    assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (218, 59, 0)
 
 
 def test_a_budget_that_passes_the_start_check_and_holds_no_model_fails():
