@@ -200,6 +200,9 @@ class EngineMemoryProfile(BaseModel):
     loads_vision_tower: bool = Field(
         default=False, description="The engine loads a multimodal checkpoint's vision encoder next to the text model (split over TP)."
     )
+    profiles_vision_encoder: bool = Field(
+        default=False, description="The start-up profile encodes dummy images of the largest size before the text batch "
+        "(vLLM V1 profile_run; estimate/vision_profile.py).")
     cuda_graph_scaling: CudaGraphScaling | None = Field(
         default=None, description="The graph pool by captured sizes and layers (None: cuda_graph_bytes for every setup)."
     )

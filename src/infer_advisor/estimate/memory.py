@@ -64,6 +64,7 @@ from .engine_terms import (
 )
 from .formats import dtype_bytes, formats, weight_format
 from .lora import add_lora_term
+from .vision_profile import vision_profile
 from .weights import expert_padding_ratio, group_bytes, weight_bytes_by_group, weights_bytes, weights_per_gpu
 from .weights_engine import engine_layout_bytes, expert_bias_bytes
 
@@ -230,7 +231,7 @@ def estimate_memory(
     kv = _kv_shape(model, mp, dtype, kv_cache_dtype, tp, pp, draft_kv_elements_per_token, speculative)
     reserve = engine.memory_accounting in ("reserve", "reserve-free")
     prompt = min(input_tokens or request_tokens, request_tokens)
-    act = _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources, sampler)
+    act = _activation(model, vision_mp, engine, reserve, dtype, tp, context, concurrency, prompt, max_num_batched_tokens, max_num_seqs, cal, sources, sampler)
     graphs = cuda_graph_pool_bytes(mp, math.ceil(model.num_layers / pp), max_num_seqs, speculative.num_speculative_tokens if speculative else 0,
                                    max_num_batched_tokens)
     overheads, outside = overheads_bytes(mp, on_gpu=on_gpu, tp=tp, pp=pp, interconnect=interconnect, sources=sources, graph_bytes=graphs,
@@ -335,6 +336,11 @@ def _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, pro
     # after_forward: the forward's intermediates are freed before the sampler runs; the hidden states (and a kept MoE workspace) stay
     kept = tokens * model.hidden_size * act_b + (moe_workspace_bytes(model, tokens, tp, act_b) if mp.moe_workspace_persists else 0.0)
     peak = max(tokens * per_token, kept + sampled_rows * logits_row) if gathered else tokens * per_token + sampled_rows * logits_row
+    vision = vision_profile(model, tp=tp, act_b=act_b, mnbt=tokens, max_num_seqs=max_num_seqs, context=context) if (
+        reserve and mp.profiles_vision_encoder and mp.loads_vision_tower) else None
+    if vision is not None:  # dummy images encoded first, their embeddings kept through the text batch (estimate/vision_profile.py)
+        peak = max(vision.encoder_peak, peak + vision.outputs)
+        sources["activation_vision"] = f"vision encoder's profile: {vision.items} image(s) of the largest size ({mp.label})"
     return {
         "activation": peak * scale,
         "decode": concurrency * per_token + concurrency * logits_row, "tokens": tokens, "rows": sampled_rows,
