@@ -37,6 +37,9 @@ it) and what the thread states of the setup as options (--gpu, --model as the ca
 - **V0's capacity from its printed blocks** (grade schema 5, docfix12, retrospective: prompted by batch 10's sf175):
   where a V0 log prints "# GPU blocks: N" and no token count, its max-length check's capacity is N x 16 (vLLM's default
   block size; the log prints no other), and a context at or under it passes that check;
+- **the stated command** (grade schema 6, docfix14, retrospective: batch 11's sf223): where no line of the log names the
+  engine and the entry's command names an engine's launcher, the command is pasted after the log, as a user gives
+  `doctor` both; a stated command may be the one that worked (sf134's), so where the log names the engine it is not;
 - **ledger**: every ledger line the log printed a figure for, and the in-budget sum against utilization x total,
   within 3%;
 - **KV after the fix**: where the thread prints the KV capacity of the setup that worked, the doctor's figure for that
@@ -54,12 +57,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 GIB = 2**30
-GRADE_SCHEMA = 5  # 2: decided_by, model_check_why, fix_match_why per row; starts_by_* columns; held_aside and all totals
+GRADE_SCHEMA = 6  # 2: decided_by, model_check_why, fix_match_why per row; starts_by_* columns; held_aside and all totals
 # 3 (docfix7, retrospective): the entry's gpus_present is passed as --gpus; a first edit needing more GPUs than it fails
 # 4 (docfix8, retrospective: batch 8's sf113-sf115): vLLM's Mamba-cache check on its printed figure, max_num_seqs <= blocks
 # (decided_by "hardware", first in order); per row gpus_present and first_gpus_needed; per summary fails_by_hardware
 # 5 (docfix12, retrospective: batch 10's sf175): V0's capacity from "# GPU blocks: N" where the log prints no token count,
 # N x vLLM's default block size (16; the check is llm_engine._init_cache's max_seq_len = block_size x num_gpu_blocks)
+# 6 (docfix14, retrospective: batch 11's sf223): the entry's stated command is passed with the log where no line of the log
+# names the engine and the command names an engine's launcher (doctor_input); never the thread's fix
 V0_BLOCK_SIZE = 16  # vLLM EngineArgs.block_size default, every V0 release (0.2-0.7); engines/startup_log.py reads it so too
 # The memory model's error band on KV tokens: the 90th percentile of |error| of its prospective KV-token predictions over
 # the 113 new start-up logs that print a token count (benchmarks/published/startup_logs_results.json, new_rows, each
@@ -80,9 +85,18 @@ _SAME_KIND = {"cuda_oom_profile": "cuda_oom_warmup"}
 
 
 def doctor_input(f) -> str:
+    """The log, the thread's error line where the log lacks it, and (grade schema 6) the stated command where no line of
+    the log names the engine and the command names an engine's launcher: what a user pastes into `doctor` beside a log
+    that does not say which engine printed it. Only then: a stated command may be the one that worked after the fix
+    (sf134's), which must never be an input."""
+    from infer_advisor.engines.command_line import find_engine
+    from infer_advisor.engines.startup_log import detect_engine
+
     text = f.log
     if re.sub(r"\s+", " ", f.error_line)[:30] not in re.sub(r"\s+", " ", text):
         text += "\n" + f.error_line
+    if f.command and detect_engine(text) is None and find_engine(f.command) and re.sub(r"\s+", " ", f.command)[:40] not in re.sub(r"\s+", " ", text):
+        text += "\n" + f.command
     return text
 
 

@@ -52,8 +52,10 @@ def test_spare_gpus_put_tp_first_for_an_oom_of_unknown_phase():
     d = run_doctor(FAILURES["sf174"])  # TP 4 of 8 A100-40GB present
     assert d.edits[0].argv == ["--tensor-parallel-size", "8"] and d.edits[0].starts is None
     assert "the machine has 8 GPUs" in d.edits[0].basis
-    sf90 = run_doctor(FAILURES["sf90"])  # the TP is not stated (TGI shards over every visible GPU): unchanged
-    assert sf90.edits[0].argv == ["--enforce-eager"]
+    sf90 = run_doctor(FAILURES["sf90"])  # the TP is not stated (TGI shards over every visible GPU): no TP first
+    # docfix14: grade schema 6 passes sf90's stated TGI command (its log names no engine), so TGI's own flags; the prefill
+    # cut is half the command's 128, never the default's 2048
+    assert sf90.engine == "tgi" and sf90.edits[0].argv == ["--max-batch-prefill-tokens", "64"]
 
 
 def test_v0s_check_on_its_printed_lines_where_the_message_is_cut():

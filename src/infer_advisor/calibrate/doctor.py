@@ -185,9 +185,10 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     """Where nothing gave an edit, what an on-call engineer tries first (:mod:`.doctor_first_try`); every edit then says
     how sure it is and why; an edit that needs GPUs the machine lacks does not start, and one that needs more than the
     run uses goes after those that run on them where the count is not known (:mod:`.doctor_hardware`)."""
-    from .doctor_first_try import first_try_edits, label_edits, larger_than_gpu
+    from .doctor_first_try import first_try_edits, label_edits, larger_than_gpu, ollama_note
     from .doctor_hardware import for_each_engine, nothing_runs_edit, place_by_hardware, shared_device_note
     from .doctor_refusal_edits import HOST_KILL_NOTE, host_kill_edits, in_effect
+    from .doctor_weights_fit import tp_first_when_weights_exceed
 
     diag.gpu_count, diag.gpu_count_source = hw[0], hw[2] if (hw[0] or hw[1]) else None
     if diag.error is not None and diag.error.kind == "host_oom_killed":  # docfix13: host RAM, so no GPU setting (sf191)
@@ -207,11 +208,13 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
         diag.edits = for_each_engine(diag.edits, first_try_edits, diag.error, diag.max_model_len, diag.tp)
     diag.edits, already = in_effect(text, diag.edits)
     shared = shared_device_note(text, diag.engine, diag.gpu_memory_utilization)  # docfix13 (sf171): other servers on the device
-    diag.notes += already + ([shared] if shared else [])
+    diag.notes += already + [n for n in (shared, ollama_note(text, diag.engine)) if n]
     diag.edits = label_edits(diag.edits, diag.memory_model, diag.error)
     diag.edits, stuck = place_by_hardware(diag.edits, hw[0], hw[1], diag.tp, diag.pp, diag.error)
     if stuck:
         diag.edits.insert(0, nothing_runs_edit(diag.edits, hw[0], diag.tp))
+    else:
+        tp_first_when_weights_exceed(diag, text)  # docfix14 (sf225, sf224): weights alone over one GPU
     first = next((e for e in diag.edits if e.starts), None)
     if diag.fixed_command and command:
         from .doctor_input import apply_edit

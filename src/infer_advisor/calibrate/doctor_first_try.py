@@ -198,3 +198,14 @@ def label_edits(edits: list[Edit], memory_model: bool, error: StartupError | Non
             update |= {"starts": None, "basis": f"not decided: the failure is reported in words, not by an engine line; {update['basis']}"}
         out.append(e.model_copy(update=update))
     return sorted(out, key=edit_order) if reported else out
+
+
+OLLAMA_NOTE = ("ollama runs llama.cpp with its own settings, not llama-server's flags: the context is the model's PARAMETER num_ctx "
+               "(or OLLAMA_CONTEXT_LENGTH), the GPU layers num_gpu, a q8_0 KV cache OLLAMA_KV_CACHE_TYPE=q8_0 with "
+               "OLLAMA_FLASH_ATTENTION=1; the edits below are llama-server's spelling of the same knobs.")
+
+
+def ollama_note(text: str, engine: str) -> str | None:
+    """docfix14 (batch 11's sf199, sf200, sf203, sf204): a llama.cpp failure under ollama, whose knobs are not the flags."""
+    low = text[:2_000_000].lower()
+    return OLLAMA_NOTE if engine == "llama.cpp" and ("ollama" in low or "llama runner process" in low) else None

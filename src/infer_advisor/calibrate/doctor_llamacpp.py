@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .doctor_edits import Edit, LedgerLine
 from .doctor_engine_flags import GIB, MIB, ROUND_TOKENS, Findings, engine_edit as _edit, engine_flags
-from .doctor_llamacpp_compute import compute_bound
+from .doctor_llamacpp_compute import compute_bound, flash_floor
 from .doctor_refusal_edits import refusal_findings
 from .startup_errors import LLAMACPP_BUFFERS, StartupError
 from ..engines.startup_log import StartupLog
@@ -68,7 +68,8 @@ def llamacpp_findings(log: StartupLog, error: StartupError | None, model_cell: f
                 if (free and weights is not None and kv is not None and not host) else None)
         out.edits.append(_smaller_ubatch(error, failed, room))
         if "flash_attn_off" in error.figures:
-            out.edits.append(_flash_attention(error, failed, room))
+            raw = room + LLAMACPP_FIT_MARGIN if room is not None else None  # the margin is a target, not a need: a floor uses none
+            out.edits.append(_flash_attention(error, failed, room, raw))
     if host:
         out.notes.append("The failed buffer is host RAM (ggml's CPU backend: a CPU-only run, or layers kept on the CPU), whose free "
                          "size the log does not print: a shorter context shrinks the KV cache in proportion; not decided.")
@@ -134,7 +135,7 @@ _BOUND_BASIS = ("the free memory, model and KV buffers the log printed, and an u
                 "failed one it printed (llama.cpp's attention graph: doctor_llamacpp_compute), less llama.cpp's 1,024 MiB fit margin")
 
 
-def _flash_attention(error: StartupError, failed: int | None, room: float | None = None) -> Edit:
+def _flash_attention(error: StartupError, failed: int | None, room: float | None = None, raw_room: float | None = None) -> Edit:
     """The compute buffer failed with flash attention off (docfix11, retrospective: the H200 set e's e-fa-off and
     e-held110): without it the buffer holds the n_ubatch x n_ctx attention scores of every head in f32, which grow with
     the context (97,812 MiB at 500,224 cells and -ub 2048 there); with it they are computed in tiles and the context is
@@ -145,6 +146,12 @@ def _flash_attention(error: StartupError, failed: int | None, room: float | None
         return _edit(argv, True, f"the whole context kept: with flash attention the compute buffer is at most {bound / MIB:,.0f} MiB "
                      f"(was {failed / MIB:,.0f} MiB) in {room / MIB:,.0f} MiB of room; the GPU and backend must support it", 0.02
                      ).model_copy(update={"confidence": "engine_figures", "basis": _BOUND_BASIS})
+    floor = flash_floor(error.figures)
+    if floor is not None and raw_room is not None and floor > raw_room:  # docfix14 (set h's h-held90): decided, it fails
+        return _edit(argv, False, f"the whole context kept, but with flash attention the compute buffer still holds its f16 mask, "
+                     f"at least {floor / MIB:,.0f} MiB (n_ctx x n_ubatch x 2 B), and only {max(raw_room, 0) / MIB:,.0f} MiB is left beside "
+                     "the printed weights and KV cache", 0.02).model_copy(update={"confidence": "engine_figures", "basis": (
+                         "the free memory, model and KV buffers the log printed, against the least the flash-attention compute buffer holds")})
     size = f" (the failed {failed / MIB:,.0f} MiB is mostly those scores)" if failed else ""
     return _edit(argv, None, "the whole context kept: flash attention computes the attention scores in tiles instead of an "
                  f"n_ubatch x n_ctx matrix per head{size}; not decided, the flash-attention compute buffer is not printed", 0.02)

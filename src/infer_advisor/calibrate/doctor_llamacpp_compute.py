@@ -24,6 +24,7 @@ FLASH_PAIR_BYTES = 6  # the f32 mask and its f16 cast, per (KV cell, micro-batch
 MASK_PAIR_BYTES = 4  # the f32 mask alone (no flash attention)
 KQ_BYTES = 4  # kq is f32 (ggml_mul_mat_set_prec(kq, GGML_PREC_F32))
 FFN_TENSORS, RESIDUAL_TENSORS = 3, 4  # up, gate and their product; the residual stream, its norm, the attention output, a spare
+MASK_F16_BYTES = 2  # the flash-attention mask, f16 (the pinned build makes it so directly; older ones also hold an f32 copy)
 _NEEDED = ("n_head", "n_ff", "n_vocab", "n_embd", "n_ctx_seq")
 
 
@@ -51,3 +52,12 @@ def compute_bound(figures: dict, failed: float | None, *, flash: bool, ubatch: i
         return None
     allowance = 4 * ub * (FFN_TENSORS * int(figures["n_ff"]) + int(figures["n_vocab"]) + RESIDUAL_TENSORS * int(figures["n_embd"]))
     return n_kv * ub * _pair_bytes(figures, flash) + remainder + allowance
+
+
+def flash_floor(figures: dict) -> float | None:
+    """A lower bound on the compute buffer with flash attention on (docfix14, retrospective: set h's h-held90): its f16
+    mask of ``n_ctx_seq x n_ubatch`` pairs must be on the device in every build (2 bytes a pair; set g's and h's fixed
+    logs print more: 1,525 MiB at 1,500,160 cells, 945 MiB at 900,096, both -ub 512). None where a figure is not printed."""
+    if not all(k in figures for k in ("n_ctx_seq", "n_ubatch")):
+        return None
+    return float(figures["n_ctx_seq"]) * float(figures["n_ubatch"]) * MASK_F16_BYTES

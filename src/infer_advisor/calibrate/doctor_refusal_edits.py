@@ -114,13 +114,37 @@ def in_effect(text: str, edits: list[Edit]) -> tuple[list[Edit], list[str]]:
     """``edits`` less any switch the run already has (its flag in the text, not as advice), with a note for each."""
     keep, notes = [], []
     for e in edits:
-        pattern = _IN_EFFECT.get(e.argv[0]) if len(e.argv) == 1 else None
+        pattern = _IN_EFFECT.get(e.argv[0]) if len(e.argv) == 1 else _same_value(e.argv)
         hit = next((m for m in pattern.finditer(text) if not _ADVICE.search(text[max(0, m.start() - 40): m.start()])), None) if pattern else None
         if hit is None:
-            keep.append(e)
+            keep.append(_below_stated(text, e))
         else:
             notes.append(f"{e.change} is not offered: the run already had it ('{hit.group(0).strip()}').")
     return keep, notes
+
+
+_LOWER_ONLY = ("--max-batch-prefill-tokens", "--chunked-prefill-size", "--max-num-seqs", "--cuda-graph-max-bs")
+
+
+def _below_stated(text: str, e: Edit) -> Edit:
+    """A cut of a batch knob to a value at or above what the command already sets (docfix14, sf90: TGI's prefill 2048 offered
+    to a command with 128) becomes half the stated value."""
+    if e.starts is not None or len(e.argv) != 2 or e.argv[0] not in _LOWER_ONLY or not e.argv[1].isdigit():
+        return e  # an edit a figure decides is the engine's own value
+    m = re.search(rf"(?<![\w-]){re.escape(e.argv[0])}(?:\s+|=)[\"']?(\d+)\b", text[:2_000_000])
+    if m is None or int(m.group(1)) > int(e.argv[1]) or int(m.group(1)) < 2:
+        return e
+    stated, half = int(m.group(1)), int(m.group(1)) // 2
+    return e.model_copy(update={"argv": [e.argv[0], str(half)], "change": f"{e.argv[0]} {half}",
+                                "cost": f"{stated} -> {half} (half the value the command sets)"})
+
+
+def _same_value(argv: list[str]) -> re.Pattern | None:
+    """A flag with the value the edit sets, as a command in the text spells it (docfix14, sf123: `--cuda-graph-max-bs 8`
+    offered to a command that has it)."""
+    if len(argv) != 2 or not argv[0].startswith("--"):
+        return None
+    return re.compile(rf"(?<![\w-]){re.escape(argv[0])}(?:\s+|=)[\"']?{re.escape(argv[1])}(?![\w.])")
 
 
 HOST_KILL_NOTE = ("Exit code 137 (SIGKILL) with out-of-memory words is the host's (or the container's) out-of-memory killer: host RAM "

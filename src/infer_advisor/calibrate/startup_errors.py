@@ -90,6 +90,9 @@ _NO_BLOCKS = re.compile(r"No available memory for the cache blocks")
 # V0 0.6.5-0.7: "... the rest of the memory reserved for KV Cache is -X GiB"; V1 gpu_worker: "Available KV cache memory: -X GiB"
 # (the engine then raises "No available memory for the cache blocks", which a pasted excerpt may leave out)
 _NEGATIVE_KV = re.compile(r"(?:the rest of the memory reserved for KV Cache is|Available KV cache memory:) (-[\d.]+)\s*GiB")
+# vllm-ascend worker_v1.determine_available_memory (docfix14, sf215): max(total x utilization - peak, 0) in bytes, printed
+# as "Available memory: 0, total memory: N"; vLLM's check_enough_kv_cache_memory then raises "No available memory ..."
+_ZERO_KV_ASCEND = re.compile(r"Available memory: 0, total memory: \d+")
 _TORCH_OOM = re.compile(
     r"CUDA out of memory\. Tried to allocate ([\d.]+) (KiB|MiB|GiB)\. GPU (\d+) has a total capac(?:i)?ty of ([\d.]+) GiB "
     r"of which ([\d.]+) (KiB|MiB|GiB) is free"
@@ -97,6 +100,7 @@ _TORCH_OOM = re.compile(
 # "CUDA OOM": a user's shorthand beside the log; torch.OutOfMemoryError (torch.cuda.OutOfMemoryError before 2.5) is the
 # exception torch raises for a CUDA allocation that fails, named alone in a thread that leaves out its message
 _CUDA_OOM = re.compile(r"CUDA error: out of memory|CUDA out of memory|(?i:\bcuda oom\b)|\btorch\.(?:cuda\.)?OutOfMemoryError\b"
+                       r"|(?<![\w.])OutOfMemoryError\b(?!:? *Java)"  # torch's exception named bare (sf224's title; docfix14)
                        r"|\bOOM when (?:loading|starting|launching)\b")  # a thread title's shorthand (vllm#5993), capitals only
 _SGLANG = re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static(?:\. Current value: [\w.]{0,40}mem_fraction_static=(\d*\.?\d+))?")
 # SGLang 0.4.x ModelRunner.init_memory_pool: the warning, then "if self.max_total_num_tokens <= 0: raise RuntimeError('Not
@@ -233,10 +237,12 @@ def _free_memory(text: str) -> StartupError | None:
 def _no_blocks(text: str) -> StartupError | None:
     m = _NO_BLOCKS.search(text)
     neg = _NEGATIVE_KV.search(text)
-    if not (m or neg):
+    zero = _ZERO_KV_ASCEND.search(text)
+    if not (m or neg or zero):
         return None
-    figures = {"kv_cache_bytes": _gib(neg.group(1))} if neg else {}
-    return StartupError(kind="no_cache_blocks", line=_line(text, m or neg), figures=figures)
+    figures = {"kv_cache_bytes": _gib(neg.group(1))} if neg else ({"kv_cache_bytes": 0.0} if zero else {})
+    m = m or neg or zero
+    return StartupError(kind="no_cache_blocks", line=_line(text, m), figures=figures)
 
 
 def _oom(text: str) -> StartupError | None:
@@ -257,7 +263,8 @@ def _oom(text: str) -> StartupError | None:
         kind = "cuda_oom_graph_capture"
     elif _PROFILE_PHASE.search(text) or _LOADED.search(text):
         kind = "cuda_oom_profile"
-    elif re.search(r"Loading model weights|Starting to load model|load_weights|ShardCannotStart|Shard \d+ failed to start", text):
+    elif re.search(r"Loading model weights|Starting to load model|load_weights|ShardCannotStart|Shard \d+ failed to start"
+                   r"|Error when initializing model", text):  # TGI server.serve_inner's get_model (docfix14: sf208)
         # TGI's shard dies before the router's warm-up when its weights do not fit (sf127, docfix8: retrospective)
         kind = "cuda_oom_load"
     else:

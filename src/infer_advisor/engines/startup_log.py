@@ -22,6 +22,12 @@ from .startup_log_vllm import FREE_ON_DEVICE, read_vllm_log
 
 __all__ = ["FIGURES", "FREE_ON_DEVICE", "GIB", "LINE_CHARS", "MIB", "Engine", "StartupLog", "detect_engine", "parse_startup_log"]
 
+# vLLM V1's process prefixes (docfix14, sf209/sf214/sf215): "(EngineCore_DP0 pid=7291)", "(Worker_TP0 pid=6528)", "(VllmWorker rank=0 pid=..)"
+_VLLM_V1_PREFIX = re.compile(r"\((?:EngineCore(?:_DP\d+)?|Worker(?:_[TDP]P\d+)*|VllmWorker(?: rank=\d+)?|APIServer) pid=\d+\)")
+# names that say which engine a pasted text came from when none of its memory lines is there (docfix14: batch 11's
+# sf204 ollama's runner, sf217 llama-box, sf212 llama-cpp-python, sf222 the lmsysorg/sglang image); after every log line
+_PRODUCT_NAMES = (("llama.cpp", ("llama runner process", "ollama run ", "ollama serve", "ollama/ollama", "llama-box", "llama_cpp",
+                                 "llama-cpp-python", "llama-server")), ("sglang", ("lmsysorg/sglang", "sglang.launch_server")))
 _TGI_SHARD = re.compile(r"\bShard \d{1,3}\b|\bshard=\d{1,3}\b")  # TGI's Rust launcher: "Shard 0 ready", "... shard=0"
 
 
@@ -40,6 +46,11 @@ def detect_engine(text: str) -> Engine | None:
         return "tgi"
     if has("vLLM", "vllm", "VLLM_", "(EngineCore pid=", "[gpu_worker.py:", "[gpu_model_runner.py:", "GPU blocks", "exceeds available Mamba cache blocks", "GPU KV cache size", "Maximum concurrency for", "Loading model weights took", "Model loading took"):
         return "vllm"
+    if _VLLM_V1_PREFIX.search(text[:2_000_000]):
+        return "vllm"
+    for engine, names in _PRODUCT_NAMES:
+        if has(*names):
+            return engine
     return None
 
 
