@@ -60,8 +60,8 @@ def test_a_traceback_without_its_message_gets_no_guess():
 def test_every_edit_says_how_sure_and_why():
     assert Diagnosis.model_json_schema()["properties"]["schema_version"]["default"] == SCHEMA_VERSION == 5  # 5: docfix13
     for f in FAILURES.values():
-        if f.id in ("sf112", "sf119", "sf123", "sf145", "sf157", "sf215"):  # no engine line or error line (not read): exit 2, no edits
-            continue
+        if grade(f)["verdict"] == "not read":  # no engine line or error line: exit 2, no edits (the grade's own verdict,
+            continue  # so that a new batch's unread entry is skipped without a hand-kept list)
         for e in run_doctor(f).edits:
             assert e.confidence in ("engine_figures", "memory_model", "engine_advice", "first_try", "hardware") and e.basis, (f.id, e)
             assert e.starts is None or e.confidence != "first_try"
