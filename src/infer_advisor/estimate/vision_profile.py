@@ -21,7 +21,7 @@ from ..model_facts.facts import ModelFacts
 
 
 class VisionModelType(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     max_pixels: int = Field(gt=0)
     intermediate_copies: int = Field(ge=1, le=4)
     source: str = Field(min_length=8)
@@ -48,8 +48,10 @@ def vision_profile_file() -> VisionProfileFile:
 def vision_profile(model: ModelFacts, *, tp: int, act_b: float, mnbt: int, max_num_seqs: int, context: int) -> VisionProfile | None:
     """The encoder's dummy batch for this model and these settings (None: no vision tower, or a type not in the data)."""
     v = (model.config or {}).get("vision_config") if model.multimodal else None
+    if not isinstance(v, dict):  # a text model: the data file is not read
+        return None
     kind = vision_profile_file().model_types.get(str((model.config or {}).get("model_type")))
-    if not isinstance(v, dict) or kind is None:
+    if kind is None:
         return None
     patch, merge = int(v.get("patch_size", 14)), int(v.get("spatial_merge_size", 2))
     hidden, inter = int(v.get("hidden_size", 0)), int(v.get("intermediate_size", 0))
