@@ -189,6 +189,19 @@ def _weights_and_printed_tokens(e: dict) -> None:
         assert e.get("outcome") == "refused", e["id"]
 
 
+def _printed_figures(new: list[dict], min_weights: int) -> None:
+    """Each log's token figure printed and in its quote as written; where a weights figure is entered, it too is in the
+    quote (or the log was refused); at least ``min_weights`` logs carry a weights figure."""
+    for e in new:
+        assert e["kv_cache_tokens_from"] == "printed", e["id"]
+        if e["measured"].get("weights_gib"):
+            _weights_and_printed_tokens(e)
+        else:  # no weights line: the printed token figure alone, as written
+            tokens = e["measured"]["kv_cache_tokens"]
+            assert tokens > 0 and f"{tokens:,}" in e["quoted"], e["id"]
+    assert sum(1 for e in new if e["measured"].get("weights_gib")) >= min_weights
+
+
 def test_batch6_was_predicted_before_it_was_graded(ml):
     """Batch 6 (issue 23, session 5, memlogs6): at least 20 logs never used before, each sourced and quoted (a URL, or a
     public GitHub file named by its stored-index id), the printed token figure in its quote, every one with a
@@ -242,14 +255,7 @@ def test_batch9_was_predicted_before_it_was_graded(ml):
     assert ml.BATCHES["issue-23i"][1] == "6c3b7eb"
     assert {e["tp"] for e in new} >= {1, 2, 4} and {e["quantization"] for e in new} >= {"none", "awq", "gptq", "fp8", "nvfp4"}
     assert sum(1 for e in new if e.get("enforce_eager")) >= 4 and len({e["gpu"] for e in new}) >= 8
-    for e in new:
-        assert e["kv_cache_tokens_from"] == "printed", e["id"]
-        if e["measured"].get("weights_gib"):
-            _weights_and_printed_tokens(e)
-        else:  # no weights line: the printed token figure alone, as written
-            tokens = e["measured"]["kv_cache_tokens"]
-            assert tokens > 0 and f"{tokens:,}" in e["quoted"], e["id"]
-    assert sum(1 for e in new if e["measured"].get("weights_gib")) >= 6
+    _printed_figures(new, min_weights=6)
 
 
 def test_batch10_was_predicted_before_it_was_graded(ml):
@@ -262,14 +268,7 @@ def test_batch10_was_predicted_before_it_was_graded(ml):
     assert {e["tp"] for e in new} >= {1, 2, 4} and {e["quantization"] for e in new} >= {"none", "gptq", "fp8", "nvfp4"}
     assert len({e["gpu"] for e in new}) >= 6 and len({e["engine_version"] for e in new}) >= 5
     assert sum(1 for e in new if e["model"] == "Qwen/Qwen3.6-35B-A3B") >= 2  # the hybrid Gated-DeltaNet MoE, twice
-    for e in new:
-        assert e["kv_cache_tokens_from"] == "printed", e["id"]
-        if e["measured"].get("weights_gib"):
-            _weights_and_printed_tokens(e)
-        else:  # no weights line: the printed token figure alone, as written
-            tokens = e["measured"]["kv_cache_tokens"]
-            assert tokens > 0 and f"{tokens:,}" in e["quoted"], e["id"]
-    assert sum(1 for e in new if e["measured"].get("weights_gib")) >= 9
+    _printed_figures(new, min_weights=9)
 
 
 def test_batch11_was_predicted_before_it_was_graded(ml):
@@ -281,14 +280,7 @@ def test_batch11_was_predicted_before_it_was_graded(ml):
     assert ml.BATCHES["issue-23k"][1] == "172b7db" and data["code_commit"].startswith("1ac85bd")
     assert {e["tp"] for e in new} >= {1, 2} and {e["quantization"] for e in new} >= {"none", "awq", "gptq", "fp8"}
     assert len({e["gpu"] for e in new}) >= 4 and len({e["engine_version"] for e in new}) >= 4
-    for e in new:
-        assert e["kv_cache_tokens_from"] == "printed", e["id"]
-        if e["measured"].get("weights_gib"):
-            _weights_and_printed_tokens(e)
-        else:  # no weights line: the printed token figure alone, as written
-            tokens = e["measured"]["kv_cache_tokens"]
-            assert tokens > 0 and f"{tokens:,}" in e["quoted"], e["id"]
-    assert sum(1 for e in new if e["measured"].get("weights_gib")) >= 7
+    _printed_figures(new, min_weights=7)
 
 
 def test_batch12_was_predicted_before_it_was_graded(ml):
