@@ -61,57 +61,44 @@ def test_printed_kv_tokens_follow_from_blocks():
             assert f.figures["kv_cache_tokens"] == 16 * f.figures["kv_blocks"], f.id
 
 
-def test_batch10_threads_are_new_and_state_what_they_claim():
-    """Batch 10 (sf167-sf196), gathered before docfix11's doctor ran on it: no thread of an earlier entry, every stated
-    GPU count covers the GPUs the run used, and every confirmed fix quotes the thread."""
+def _new_batch(batch: int, numbers: range) -> list:
+    """A batch's entries after the checks every gathered batch shares: its ids in order, no thread of an earlier entry
+    and none twice, every stated GPU count covering the GPUs the run used, every confirmed fix quoting the thread."""
     failures = load_failures().failures
-    b10 = [f for f in failures if f.batch == 10]
-    assert [f.id for f in b10] == [f"sf{n}" for n in range(167, 197)]
-    earlier = {f.url for f in failures if f.batch < 10}
-    assert not earlier & {f.url for f in b10}
-    assert len({f.url for f in b10}) == len(b10)
-    assert {f.engine for f in b10} == {"vllm", "sglang", "tgi", "llama.cpp"}
-    for f in b10:
+    new = [f for f in failures if f.batch == batch]
+    assert [f.id for f in new] == [f"sf{n}" for n in numbers]
+    earlier = {f.url for f in failures if f.batch < batch}
+    assert not earlier & {f.url for f in new}
+    assert len({f.url for f in new}) == len(new)
+    for f in new:
         if f.gpus_present and f.gpu_count:
             assert f.gpus_present.count >= f.gpu_count, f.id
         if f.fix and f.fix.confirmed:
             assert len(f.fix.quote) >= 8, f.id
+    return new
+
+
+def test_batch10_threads_are_new_and_state_what_they_claim():
+    """Batch 10 (sf167-sf196), gathered before docfix11's doctor ran on it: no thread of an earlier entry, every stated
+    GPU count covers the GPUs the run used, and every confirmed fix quotes the thread."""
+    b10 = _new_batch(10, range(167, 197))
+    assert {f.engine for f in b10} == {"vllm", "sglang", "tgi", "llama.cpp"}
 
 
 def test_batch11_threads_are_new_and_state_what_they_claim():
     """Batch 11 (sf197-sf225), gathered before docfix12's doctor ran on it: no thread of an earlier entry, every stated
     GPU count covers the GPUs the run used, every confirmed fix quotes the thread; as many SGLang threads as batch 10 (3)
     and more TGI and llama.cpp ones (batch 10 had 1 and 2)."""
-    failures = load_failures().failures
-    b11 = [f for f in failures if f.batch == 11]
-    assert [f.id for f in b11] == [f"sf{n}" for n in range(197, 226)]
-    earlier = {f.url for f in failures if f.batch < 11}
-    assert not earlier & {f.url for f in b11}
-    assert len({f.url for f in b11}) == len(b11)
+    b11 = _new_batch(11, range(197, 226))
     engines = [f.engine for f in b11]
     assert (engines.count("sglang"), engines.count("tgi"), engines.count("llama.cpp")) == (3, 3, 13)
-    for f in b11:
-        if f.gpus_present and f.gpu_count:
-            assert f.gpus_present.count >= f.gpu_count, f.id
-        if f.fix and f.fix.confirmed:
-            assert len(f.fix.quote) >= 8, f.id
 
 
 def test_batch12_threads_are_new_and_state_what_they_claim():
     """Batch 12 (sf226-sf240), gathered before docfix14's doctor ran on it: no thread of an earlier entry, every stated
     GPU count covers the GPUs the run used, every confirmed fix quotes the thread, the held-out third follows the rule;
     no SGLang or TGI thread the searches returned was new with an engine error line, so the batch is vLLM and llama.cpp."""
-    failures = load_failures().failures
-    b12 = [f for f in failures if f.batch == 12]
-    assert [f.id for f in b12] == [f"sf{n}" for n in range(226, 241)]
-    earlier = {f.url for f in failures if f.batch < 12}
-    assert not earlier & {f.url for f in b12}
-    assert len({f.url for f in b12}) == len(b12)
+    b12 = _new_batch(12, range(226, 241))
     engines = [f.engine for f in b12]
     assert (engines.count("vllm"), engines.count("llama.cpp")) == (8, 7)
     assert [f.id for f in b12 if f.held_out] == ["sf228", "sf231", "sf234", "sf237", "sf240"]
-    for f in b12:
-        if f.gpus_present and f.gpu_count:
-            assert f.gpus_present.count >= f.gpu_count, f.id
-        if f.fix and f.fix.confirmed:
-            assert len(f.fix.quote) >= 8, f.id
