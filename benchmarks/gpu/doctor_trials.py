@@ -140,10 +140,14 @@ def start(cmd: list[str], log: Path) -> dict:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-    text = log.read_text(errors="replace")
+    return {"outcome": outcome, "seconds": round(time.time() - t0, 1), "rc": proc.returncode,
+            "kv_cells": kv_cells(log.read_text(errors="replace"))}
+
+
+def kv_cells(text: str) -> int | None:
+    """Every stream's KV cells in the log's last cache line (None: no cache was allocated)."""
     cells = KV_CELLS.findall(text)
-    total = int(cells[-1][0]) * int(cells[-1][1] or 1) if cells else None  # every stream's cells
-    return {"outcome": outcome, "seconds": round(time.time() - t0, 1), "rc": proc.returncode, "kv_cells": total}
+    return int(cells[-1][0]) * int(cells[-1][1] or 1) if cells else None
 
 
 def hold(gib: int) -> subprocess.Popen | None:

@@ -7,14 +7,13 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from benchmarks.gpu.doctor_trials import KV_CELLS
+from benchmarks.gpu.doctor_trials import kv_cells
 
 SET_E = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "h200" / "llamacpp-doctor-e-2026-12-04-call1"
 
 
-def _cells(name: str) -> int:
-    cells, streams = KV_CELLS.findall(gzip.decompress((SET_E / name).read_bytes()).decode())[-1]
-    return int(cells) * int(streams or 1)
+def _cells(name: str) -> int | None:
+    return kv_cells(gzip.decompress((SET_E / name).read_bytes()).decode())
 
 
 def test_three_streams_without_kv_unified_count_three_times_the_printed_cells():
