@@ -137,8 +137,7 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
             gpu, gpu_source = infer_gpu(text, log.gpu_name)
         if not model:
             model, model_source = infer_model(log.model)
-    tp_stated = bool(log.tp or tp)
-    log.tp = log.tp or tp
+    tp_stated, log.tp = bool(log.tp or tp), log.tp or tp
     log.max_model_len = log.max_model_len or max_model_len
     log.gpu_memory_utilization = log.gpu_memory_utilization or gpu_memory_utilization
     version, version_source = _version(log, engine_version, error)
@@ -196,7 +195,7 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
 
     diag.gpu_count, diag.gpu_count_source = hw[0], hw[2] if (hw[0] or hw[1]) else None
     if diag.error is not None and diag.error.kind == "host_oom_killed":  # docfix13: host RAM, so no GPU setting (sf191)
-        diag.edits, diag.starts, diag.binding = host_kill_edits(diag.engine, diag.generation, text, diag.tp), False, "host memory"
+        diag.edits, diag.starts, diag.binding = host_kill_edits(diag.engine, diag.engine_version, text, diag.tp), False, "host memory"
         diag.notes.append(HOST_KILL_NOTE)
 
     if not diag.edits and (diag.starts is not True or diag.error_logged):

@@ -13,7 +13,8 @@ from .doctor_edits import Edit, LedgerLine
 from .doctor_engine_flags import GIB, MIB, ROUND_TOKENS, Findings, engine_edit as _edit, engine_flags
 from .doctor_llamacpp_compute import compute_bound, flash_floor
 from .doctor_refusal_edits import refusal_findings
-from .startup_errors import LLAMACPP_BUFFERS, LLAMACPP_DEFAULT_UBATCH, StartupError
+from .startup_errors import LLAMACPP_BUFFERS, StartupError
+from .startup_errors_llamacpp import LLAMACPP_DEFAULT_UBATCH
 from ..engines.startup_log import StartupLog
 
 Q8_0_RATIO = 34 / 64  # a q8_0 block stores 32 values in 34 bytes (32 int8 + an fp16 scale); f16 takes 64 (ggml-common.h block_q8_0)

@@ -48,6 +48,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .startup_errors_llamacpp import llamacpp_extra
 from ..engines.startup_log import FREE_ON_DEVICE, detect_engine
 
 GIB = 2**30
@@ -136,13 +137,9 @@ _LLAMACPP_CPU = re.compile(r"ggml_backend_cpu_buffer_type_alloc_buffer: failed t
 # ggml's Vulkan backend (ggml-vulkan.cpp): "ggml_vulkan: Device memory allocation of size N failed." and, where one buffer
 # passes the device's maxMemoryAllocationSize, "Requested buffer size exceeds device memory allocation limit" (sf161)
 _LLAMACPP_VULKAN = re.compile(r"ggml_vulkan: Device memory allocation of size (\d+) failed")
-_VULKAN_LIMIT = re.compile(r"exceeds device memory allocation limit")
-_UBATCH = re.compile(r"\bn_ubatch\s+=\s+(\d+)")
-# docfix15 (retrospective, batch 12's sf226): where the log does not print n_ubatch, the run's -ub/-b as the text gives them
-# (common/arg.cpp "-ub, --ubatch-size", "-b, --batch-size"); llama_context takes n_ubatch = min(n_batch, n_ubatch)
-_UBATCH_FLAG = re.compile(r"(?<![\w-])(?:-ub|--ubatch-size)[ =](\d{1,6})\b")
-_BATCH_FLAG = re.compile(r"(?<![\w-])(?:-b|--batch-size)[ =](\d{1,6})\b")
-LLAMACPP_DEFAULT_UBATCH = 512  # common/common.h n_ubatch's default (n_batch's is 2048)
+# ggml-metal (ggml_metal_buffer_init / ggml_backend_metal_buffer_type_alloc_buffer / ggml_metal_buffer_map): GGML_LOG_ERROR(
+# "%s: error: failed to allocate buffer, size = %8.2f MiB\n", __func__, size_aligned / 1024.0 / 1024.0) (docfix15)
+_LLAMACPP_METAL = re.compile(r"ggml_(?:backend_)?metal_\w{0,40}: error: failed to allocate buffer, size =\s*(\d+(?:\.\d+)?) MiB")
 # ggml-alloc.c's graph allocator (ggml_gallocr_reserve_n) allocates only a compute graph's buffers: its failure line is a
 # compute buffer's, whatever backend printed it (docfix15)
 _GALLOCR_LINE = re.compile(r"ggml_gallocr_reserve_n|ggml_gallocr_alloc_graph|compute buffer")
@@ -326,14 +323,15 @@ def _other_engines(text: str) -> StartupError | None:
     if m:
         figures = {"max_batch_prefill_tokens": int(m.group(1))} if m.group(1) else {}
         return StartupError(kind="tgi_prefill_tokens", line=_line(text, m), figures=figures)
-    m = _LLAMACPP.search(text) or _LLAMACPP_SYCL.search(text) or _LLAMACPP_VULKAN.search(text) or _LLAMACPP_CPU.search(text)
+    m = (_LLAMACPP.search(text) or _LLAMACPP_SYCL.search(text) or _LLAMACPP_VULKAN.search(text) or _LLAMACPP_METAL.search(text)
+         or _LLAMACPP_CPU.search(text))
     buf = _LLAMACPP_BUFFER.search(text)
     if m or buf:
         figures = ({"requested_bytes": float(m.group(1)) * MIB, "device": int(m.group(2))} if (m and m.re is _LLAMACPP)
                    else {"requested_bytes": float(buf.group(2)), "device": int(buf.group(1) or 0)} if buf
-                   else {"requested_bytes": float(m.group(1))})
+                   else {"requested_bytes": float(m.group(1)) * (MIB if m.re is _LLAMACPP_METAL else 1)})
         return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m or buf),
-                            figures=figures | _llamacpp_buffer(text, m or buf) | _llamacpp_extra(text, m))
+                            figures=figures | _llamacpp_buffer(text, m or buf) | llamacpp_extra(text, m, host=bool(m and m.re is _LLAMACPP_CPU), vulkan=bool(m and m.re is _LLAMACPP_VULKAN)))
     m = _LLAMACPP_BARE.search(text) or _LLAMACPP_SYCL_CUT.search(text)
     if m:
         return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m), figures=_llamacpp_buffer(text, m))
@@ -349,35 +347,6 @@ def _other_engines(text: str) -> StartupError | None:
 LLAMACPP_BUFFERS = tuple(name for name, _ in _LLAMACPP_WHICH)
 
 
-def _llamacpp_extra(text: str, m: re.Match | None) -> dict[str, float]:
-    """What else the fix needs: a host (CPU backend) buffer, a backend's per-allocation limit, the micro-batch."""
-    extra = {"host": 1.0} if (m and m.re is _LLAMACPP_CPU) else {}
-    if m and m.re is _LLAMACPP_VULKAN and _VULKAN_LIMIT.search(text, m.end(), m.end() + 400):
-        extra["allocation_limit"] = 1.0
-    if ub := _UBATCH.search(text):
-        extra["n_ubatch"] = float(ub.group(1))
-    elif (ub_flag := _UBATCH_FLAG.search(text)) or _BATCH_FLAG.search(text):
-        b_flag = _BATCH_FLAG.search(text)
-        ub_value = int(ub_flag.group(1)) if ub_flag else LLAMACPP_DEFAULT_UBATCH
-        extra["n_ubatch"] = float(min(ub_value, int(b_flag.group(1))) if b_flag else ub_value)
-    if fa := _FLASH_OFF.search(text):  # 1: "disabled" (the -fa on|off|auto builds), 0: "0" (the older boolean -fa)
-        extra["flash_attn_off"] = 1.0 if fa.group(1) == "disabled" else 0.0
-    elif _FLASH_ON.search(text):
-        extra["flash_attn_on"] = 1.0
-    for name, pattern in _LLAMACPP_SHAPE.items():  # what the compute buffer's arithmetic needs (doctor_llamacpp_compute)
-        if shape := pattern.search(text):
-            extra[name] = float(shape.group(1))
-    return extra
-
-
-# llama_context's own line (src/llama-context.cpp): "flash_attn = disabled" (on/off/auto builds) or "= 0" (older)
-_FLASH_OFF = re.compile(r"llama_context: flash_attn\s+=\s+(?:auto -> )?(disabled|0)\b")
-_FLASH_ON = re.compile(r"llama_context: flash_attn\s+=\s+(?:auto -> )?(?:enabled|1)\b")
-# the model's shapes (print_info, llm_load_print_meta in older builds) and the context per sequence (llama_context): a
-# per-layer array ("n_head = [32, 32, ...]") does not match, and the arithmetic then decides nothing
-_LLAMACPP_SHAPE = {name: re.compile(rf"(?:print_info|llm_load_print_meta): {name}\s+=\s+(\d+)\s*$", re.M)
-                   for name in ("n_head", "n_ff", "n_vocab", "n_embd")} | {
-                   "n_ctx_seq": re.compile(r"llama_context: n_ctx_seq\s+=\s+(\d+)\b")}
 # llama.cpp allocates the weights, then the KV cache ("KV buffer size", "KV self size", "llama_kv_cache: size ="), then the
 # output and compute buffers (llama_init_from_model): a failure after the KV lines is a compute buffer's (sf133, sf134)
 _LLAMACPP_KV_DONE = re.compile(r"KV buffer size =|KV self size|llama_kv_cache\w{0,40}: size =")
