@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import functools
 
-from ..model_facts.arch import read_arch
 from ..errors import ModelConfigError
 from ..model_facts.facts import ModelFacts
-from ..model_facts.unconverted import covered_share
 from .formats import dtype_bytes, weight_format
 from .rotary import rotary_cache_bytes
 from .weights import config_count, linear_bytes_per_param, mistral_format_vision, replicated_bytes, vision_tower_params
@@ -89,8 +87,14 @@ def indexer_bytes(model: ModelFacts, quantization: str, dtype: str, group_size: 
     dtype where the checkpoint's ignore list covers it; ``wk`` and ``weights_proj`` unquantized and unsplit (0.20.0
     ``wk_weights_proj`` MergedColumnParallelLinear with quant_config=None and disable_tp=True; 0.19.0 keeps ``wk`` in
     the format, 0.8 MB per layer). Layers: those that run their own indexer (Arch.indexer_layers)."""
+    config = model.config or {}
+    if "index_n_heads" not in config and "index_n_heads" not in (config.get("text_config") or {}):
+        return 0.0  # no indexer: a warm plan of any other model never reads the architecture (tests/cli/test_cold_start.py)
+    from ..model_facts.arch import read_arch
+    from ..model_facts.unconverted import covered_share
+
     try:
-        layers = read_arch(model.config or {}, where=model.name).indexer_layers()
+        layers = read_arch(config, where=model.name).indexer_layers()
     except (ModelConfigError, TypeError, ValueError):
         return 0.0
     if not layers:
