@@ -73,3 +73,19 @@ def test_session6_first_run_is_kept_and_the_retrospective_change_is_the_only_dif
     assert passes(first, "throughput_drops") == [True, True, False] and passes(now, "throughput_drops") == [True, True, True]
     assert passes(first, "startup_logs") == passes(now, "startup_logs") == [True, True, False, True, False]
     assert first["startup_logs"] == now["startup_logs"] and first["sglang_memory"] == now["sglang_memory"]
+
+
+SESSION7 = {"sglang-pr27181-qwen3-32b-lora-r64-concurrency1", "sglang-pr15912-qwen3-14b-ascend", "lorax-issue670-llama2-7b-a100-40gb",
+            "vllm-pr31941-gpt-oss-20b-lora-loading-ttft", "vllm-pr20873-qwen3-0.6b-tp2-vllm0.9.2",
+            "vllm-issue16668-llama2-7b-chat-h20-vllm0.8.5dev", "vllm-issue16961-vllm0.8.4-v1-lora-startup",
+            "vllm-issue29049-vllm0.11.1-lora-oom", "vllm-issue23796-qwen2.5-vl-vllm0.10.1.1"}
+
+
+def test_session7_batch_is_new_and_says_why_it_is_not_graded():
+    data = points()
+    entries = data["throughput_drops"] + data["startup_logs_with_lora"]
+    batch = [e for e in entries if e["id"] in SESSION7]
+    assert len(batch) == len(SESSION7)
+    assert all(not e["graded"] and e["not_graded"] and "session 7" in e["found"] and e["url"] for e in batch)
+    earlier = {e["url"] for e in entries if e["id"] not in SESSION7 and e["url"]}
+    assert not earlier & {e["url"] for e in batch}  # sources never used before
