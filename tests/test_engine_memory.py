@@ -54,6 +54,7 @@ def test_every_figure_has_a_source():
         ("0.4.2", "vLLM 0.3-0.4 (V0)", False, "max_model_len", "full"),
         ("0.6.3.post1", "vLLM 0.5-0.6.3 (V0)", False, "max_model_len", "full"),
         ("0.7.3", "vLLM 0.6.4-0.7 (V0, memory_profiling)", False, "max_model_len", "full"),
+        ("0.8.2", "vLLM 0.8.0-0.8.3 (V1, 1024 sequences by default)", False, "max_num_batched_tokens", "window"),
         ("0.8.5", "vLLM 0.8 (V1)", False, "max_num_batched_tokens", "window"),
         ("0.19.0", "vLLM 0.17-0.19 (V1)", False, "max_num_batched_tokens", "window"),
         ("0.21.0", "vLLM 0.20-0.27 (V1, CUDA graphs profiled)", True, "max_num_batched_tokens", "window"),
@@ -84,6 +85,10 @@ def test_versions_outside_the_ranges():
         ("0.33.0", "L40S", (2048, 256)),
         ("0.27.0", "B200", (8192, 1024)),  # no 160 GiB tier before 0.28
         ("0.8.5", "A100-80GB", (8192, 1024)),  # 0.8 had no A100 exception
+        ("0.8.4", "A100-40GB", (2048, 256)),  # vLLM PR 16158 (in 0.8.4): 256 sequences below 70 GiB
+        ("0.8.2", "A100-40GB", (2048, 1024)),  # 0.8.0-0.8.3: 1024 sequences on every GPU, 8192 tokens only by name
+        ("0.8.2", "A100-80GB", (2048, 1024)),
+        ("0.8.3", "H100-80GB", (8192, 1024)),
         ("0.7.3", "H100-80GB", (2048, 256)),  # V0: the floor of max(max_model_len, 2048)
     ],
 )

@@ -36,6 +36,9 @@ class BatchTier(BaseModel):
 
     min_memory_gib: float = Field(default=0.0, ge=0, description="Smallest CUDA-visible total (GiB) the row applies to.")
     exclude_names: list[str] = Field(default_factory=list, description="Lower-case name substrings that skip the row ('a100').")
+    include_names: list[str] = Field(
+        default_factory=list, description="Lower-case name substrings one of which the row needs ('h100', 'h200'; empty: any name)."
+    )
     exclude_compute_capabilities: list[float] = Field(
         default_factory=list, description="Compute capabilities that skip the row (12.1: GB10 / DGX Spark in vLLM 0.33)."
     )
@@ -386,6 +389,7 @@ def _tier(
         if (
             memory_gib >= tier.min_memory_gib
             and not any(x in name for x in tier.exclude_names)
+            and (not tier.include_names or any(x in name for x in tier.include_names))
             and compute_capability not in tier.exclude_compute_capabilities
         ):
             return tier.max_num_batched_tokens, tier.max_num_seqs, tier.graph_bs
