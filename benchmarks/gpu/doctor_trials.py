@@ -117,6 +117,17 @@ TRIAL_SETS = {
         "i-held128-ngl16-ctx-128k": (128, "-c 131072 -np 1 -fa on -ngl 16"),
         "i-held70-ctx-1.1M-q8kv-2streams": (70, "-c 1100000 -np 2 -ctk q8_0 -ctv q8_0 -fa on"),
     },
+    "j": {  # Llama-3.2-3B, written in session 7 after set i's run and after docfix15 froze (70360b8; its author did not
+        # see these commands), for main e51ab7b's doctor: a 4,096-token micro-batch with memory held, flash attention
+        # left to its default (auto) over three streams and with a 4-bit KV cache, two streams with a 1,024-token
+        # micro-batch, and q8_0 KV with 20 of 28 layers on the GPU, each with other processes' memory
+        "j-held126-ctx-64k-ub4096": (126, "-c 65536 -np 1 -fa on -ub 4096 -b 4096"),
+        "j-ctx-1.3M-3streams-fa-auto": (0, "-c 1300000 -np 3"),
+        "j-held100-ctx-1.3M-q4kv-fa-auto": (100, "-c 1300000 -np 1 -ctk q4_0 -ctv q4_0"),
+        "j-held116-ctx-200k-2streams-ub1024": (116, "-c 200000 -np 2 -fa on -ub 1024 -b 1024"),
+        "j-held122-ngl20-ctx-400k-q8kv": (122, "-c 400000 -np 1 -fa on -ngl 20 -ctk q8_0 -ctv q8_0"),
+        "j-held132-ctx-32k-2slots-unified": (132, "-c 32768 -np 2 --kv-unified -fa on"),
+    },
 }
 # "(N cells, L layers, S/T seqs)": this llama.cpp prints the cells of one of T streams (T = 1 with --kv-unified)
 KV_CELLS = re.compile(r"llama_kv_cache(?:_unified)?: +size = +[\d.]+ MiB \( *(\d+) cells(?:, +\d+ layers, +\d+/(\d+) seqs)?")
