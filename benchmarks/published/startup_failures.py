@@ -93,7 +93,7 @@ class Failure(BaseModel):
                                           "gathered before docfix11's freeze (sf167-sf196), graded prospectively; 11: "
                                           "gathered before docfix12's freeze (sf197-sf225), graded prospectively; 12: "
                                           "gathered before docfix14's freeze (sf226-sf240), graded prospectively; 13: "
-                                          "gathered before docfix15's freeze (sf241-sf263), graded prospectively.")
+                                          "gathered before docfix15's freeze (sf241-sf267), graded prospectively.")
     url: str = Field(pattern=r"^https://github\.com/")
     engine: Literal["vllm", "sglang", "tgi", "llama.cpp"]
     engine_version: str | None

@@ -105,12 +105,13 @@ def test_batch12_threads_are_new_and_state_what_they_claim():
 
 
 def test_batch13_threads_are_new_and_state_what_they_claim():
-    """Batch 13 (sf241-sf263), gathered before docfix15's doctor ran on it: no thread of an earlier entry, every stated
+    """Batch 13 (sf241-sf267), gathered before docfix15's doctor ran on it: no thread of an earlier entry, every stated
     GPU count covers the GPUs the run used, every confirmed fix quotes the thread, the held-out third follows the rule;
-    vLLM V1 and V0 (five of them vLLM's own CI on 22 GiB cards), SGLang and llama.cpp (all ollama); no TGI thread the
-    searches returned was new."""
-    b13 = _new_batch(13, range(241, 264))
+    all four engines: vLLM V1 and V0 (five of them vLLM's own CI on 22 GiB cards, two ROCm forks), SGLang, TGI (one
+    ROCm thread; every other TGI thread the searches returned was used) and llama.cpp (all ollama)."""
+    b13 = _new_batch(13, range(241, 268))
     engines = [f.engine for f in b13]
-    assert (engines.count("vllm"), engines.count("sglang"), engines.count("llama.cpp")) == (8, 3, 12)
-    assert [f.id for f in b13 if f.held_out] == ["sf243", "sf246", "sf249", "sf252", "sf255", "sf258", "sf261"]
+    assert (engines.count("vllm"), engines.count("sglang"), engines.count("tgi"), engines.count("llama.cpp")) == (11, 3, 1, 12)
+    assert [f.id for f in b13 if f.held_out] == ["sf243", "sf246", "sf249", "sf252", "sf255", "sf258", "sf261", "sf264",
+                                                  "sf267"]
     assert {f.id for f in b13 if f.fix and f.fix.confirmed} == {"sf241", "sf242", "sf254"}
