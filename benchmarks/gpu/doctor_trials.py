@@ -106,6 +106,17 @@ TRIAL_SETS = {
         "h-fa-off-ctx-900k-8slots": (0, "-c 900000 -np 8 --kv-unified -fa off"),
         "h-held120-ctx-160k-ub2048": (120, "-c 160000 -np 1 -fa on -ub 2048 -b 2048"),
     },
+    "i": {  # Llama-3.1-8B, written in session 7 before any run of it, for the doctor of main 8c34396 (docfix14's):
+        # the model's own context (-c 0) with memory held, a q4_0 K cache beside an f16 V cache, sixteen unified
+        # slots, four streams with a 4,096-token micro-batch, half the layers on the GPU with memory held, q8_0 KV
+        # over two streams with memory held
+        "i-held120-ctx0": (120, "-c 0 -np 1 -fa on"),
+        "i-held108-ctx-300k-q4k": (108, "-c 300000 -np 1 -ctk q4_0 -fa on"),
+        "i-ctx-1.6M-16slots": (0, "-c 1600000 -np 16 --kv-unified -fa on"),
+        "i-held100-ctx-256k-4streams-ub4096": (100, "-c 262144 -np 4 -fa on -ub 4096 -b 4096"),
+        "i-held128-ngl16-ctx-128k": (128, "-c 131072 -np 1 -fa on -ngl 16"),
+        "i-held70-ctx-1.1M-q8kv-2streams": (70, "-c 1100000 -np 2 -ctk q8_0 -ctv q8_0 -fa on"),
+    },
 }
 # "(N cells, L layers, S/T seqs)": this llama.cpp prints the cells of one of T streams (T = 1 with --kv-unified)
 KV_CELLS = re.compile(r"llama_kv_cache(?:_unified)?: +size = +[\d.]+ MiB \( *(\d+) cells(?:, +\d+ layers, +\d+/(\d+) seqs)?")

@@ -134,6 +134,7 @@ closed_loop() {  # name, words in, concurrency list, prompts per level
 }
 
 if [ "$PHASE" = doctor ]; then
+  [ "$BUILT_HERE" = 1 ] && pack_build  # first, so that the build comes back even if the trials are cut short
   say "doctor trials: real start-up failures, the doctor's first edit applied and started (doctor_trials.py)"
   python3 benchmarks/gpu/doctor_trials.py --gguf "$W/model-f16.gguf" --model "$MODEL" --out "$W/res/doctor" \
     --set "${TRIAL_SET:-a}" --only "${TRIALS:-}" 2>&1 | tail -20

@@ -305,3 +305,31 @@ def test_batch12_was_predicted_before_it_was_graded(ml):
         if w and "derived" not in e["kv_cache_tokens_from"]:
             assert str(w) in e["quoted"], e["id"]
     assert sum(1 for e in new if e["measured"].get("weights_gib")) >= 6
+
+
+def test_batch13_was_predicted_before_it_was_graded(ml):
+    """Batch 13 (issue 23, session 7, memlogs13), gathered as facts before memfix13's model was frozen in main: at least
+    10 logs never used before from at least 6 sources (at most 3 from any one), each a public GitHub file named by its
+    stored-index id, the token figure in its quote as written, the weights figure in the quote unless derived (and then
+    the two free-memory readings it comes from are), vLLM and SGLang, TP 1, 2 and 4, bf16 and AWQ among them, and
+    predicted by the frozen code of the session's merged main (52f5148, memfix13) before any grading."""
+    import re
+    from collections import Counter
+
+    new, data = _batch(ml, "issue-23m", 10)
+    assert ml.BATCHES["issue-23m"][1] == "52f5148" and data["code_commit"].startswith("5d88753")
+    older = [e for e in ml.entries() if e.get("collected") != "issue-23m"]
+    used = {e["source"] for e in older} | {e["quoted"] for e in older}
+    per_source = Counter(re.search(r"file ids? (\d{10,12})", e["source"])[1] for e in new)
+    assert len(per_source) >= 6 and max(per_source.values()) <= 3
+    assert {e["engine"] for e in new} == {"vllm", "sglang"} and {e["tp"] for e in new} >= {1, 2, 4}
+    assert {e["quantization"] for e in new} >= {"none", "awq"} and len({e["gpu"] for e in new}) >= 6
+    for e in new:
+        assert e["source"] not in used and e["quoted"] not in used, e["id"]
+        tokens = e["measured"]["kv_cache_tokens"]
+        assert tokens > 0 and (f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"]), e["id"]
+        w = e["measured"].get("weights_gib")
+        if w and "derived" in e["kv_cache_tokens_from"]:
+            assert all(r in e["quoted"] for r in re.findall(r"\d+\.\d+", e["kv_cache_tokens_from"].split("derived")[1])[:2]), e["id"]
+        elif w:
+            assert str(w) in e["quoted"], e["id"]

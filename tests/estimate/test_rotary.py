@@ -46,3 +46,10 @@ def test_vllm_counts_the_tables_with_the_weights_and_sglang_does_not_claim_to():
     assert est.weights_bytes_per_gpu / GiB == pytest.approx(51.45, rel=0.005)
     assert "weights_rotary" in est.figure_sources
     assert not memory_profile("sglang", "0.5.0").keeps_rotary_cache
+
+
+def test_gemma4_proportional_table_spans_the_global_head():
+    """vLLM 0.19.0 / 0.20.0 gemma4_rope.py (rotary_dim = head_size) and gemma4.py (full layers: global_head_dim):
+    gemma-4-31B keeps a 262,144 x 256 table for its sliding layers and a 262,144 x 512 one for its full layers (memfix13)."""
+    model = resolve_model("nvidia/Gemma-4-31B-IT-NVFP4", source="catalog")
+    assert rotary_cache_bytes(model, "bfloat16") == 262144 * (256 + 512) * 2  # 384 MiB

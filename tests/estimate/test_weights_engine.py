@@ -72,3 +72,17 @@ def test_marlin_keeps_block_fp8_scales_per_128_inputs_below_sm89():
     model = resolve_model("Qwen/Qwen3-8B")
     assert marlin_scale_bytes(model, "fp8-block", "bfloat16", 128, tp=2, pp=1) == pytest.approx(
         model.params.linear * (2 / 128 - 4 / 16384) / 2)
+
+
+def test_dsa_indexer_is_whole_on_every_rank_by_hand():
+    """vLLM deepseek_v2.py Indexer (0.19.0 / 0.20.0 read, memfix13): wq_b ReplicatedLinear in the format (model dtype
+    where the checkpoint ignores it), wk and weights_proj unquantized and unsplit. GLM-5.1-FP8 (78 indexer layers,
+    q_lora_rank 2048, 32 x 128 index heads, hidden 6144) at TP 8: block-FP8 wq_b, bf16 wk / weights_proj."""
+    from infer_advisor.estimate.weights import linear_bytes_per_param
+    from infer_advisor.estimate.weights_engine import indexer_bytes
+
+    model = resolve_model("zai-org/GLM-5.1-FP8", source="catalog")
+    q, k, fmt = 2048 * 32 * 128, 6144 * (128 + 32), linear_bytes_per_param("fp8-block", "bfloat16", None)
+    expected = 78 * (q * fmt + k * 2) - 78 * (q + k) * fmt / 8
+    assert indexer_bytes(model, "fp8-block", "bfloat16", None, tp=8, pp=1) == pytest.approx(expected)
+    assert indexer_bytes(resolve_model("Qwen/Qwen3-8B"), "none", "bfloat16", None, tp=8, pp=1) == 0.0

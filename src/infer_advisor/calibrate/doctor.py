@@ -137,7 +137,7 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
             gpu, gpu_source = infer_gpu(text, log.gpu_name)
         if not model:
             model, model_source = infer_model(log.model)
-    log.tp = log.tp or tp
+    tp_stated, log.tp = bool(log.tp or tp), log.tp or tp
     log.max_model_len = log.max_model_len or max_model_len
     log.gpu_memory_utilization = log.gpu_memory_utilization or gpu_memory_utilization
     version, version_source = _version(log, engine_version, error)
@@ -163,7 +163,7 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
         diag.engine_source = ("not named by any line (a bare torch out-of-memory: vLLM, SGLang or TGI); each edit names the engine "
                               "whose flag it is")
     refused = _refused_command(diag, flags, log.command) if kind == "command" else None  # docfix13: declined before allocating
-    return _finish(refused or _with_model(diag, log, flags, model=model, gpu=gpu, version=version, try_flags=try_flags), hw, log.command, text)
+    return _finish(refused or _with_model(diag, log, flags, model=model, gpu=gpu, version=version, try_flags=try_flags), hw, log.command, text, tp_stated)
 
 
 def _refused_command(diag: Diagnosis, flags: dict, command: str | None) -> Diagnosis | None:
@@ -181,18 +181,21 @@ def _refused_command(diag: Diagnosis, flags: dict, command: str | None) -> Diagn
     return diag
 
 
-def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None = None, text: str = "") -> Diagnosis:
+def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None = None, text: str = "", tp_stated: bool = False) -> Diagnosis:
     """Where nothing gave an edit, what an on-call engineer tries first (:mod:`.doctor_first_try`); every edit then says
     how sure it is and why; an edit that needs GPUs the machine lacks does not start, and one that needs more than the
     run uses goes after those that run on them where the count is not known (:mod:`.doctor_hardware`)."""
     from .doctor_first_try import first_try_edits, label_edits, larger_than_gpu, ollama_note
-    from .doctor_hardware import for_each_engine, nothing_runs_edit, place_by_hardware, shared_device_note
+    from .doctor_hardware import for_each_engine, nothing_runs_edit, place_by_hardware, shared_device_note, unnamed_engine_first
+    from .doctor_graph_room import graph_room_first
+    from .doctor_load_oom import weights_first
+    from .doctor_sglang_fraction import fraction_direction
     from .doctor_refusal_edits import HOST_KILL_NOTE, host_kill_edits, in_effect
     from .doctor_weights_fit import tp_first_when_weights_exceed
 
     diag.gpu_count, diag.gpu_count_source = hw[0], hw[2] if (hw[0] or hw[1]) else None
     if diag.error is not None and diag.error.kind == "host_oom_killed":  # docfix13: host RAM, so no GPU setting (sf191)
-        diag.edits, diag.starts, diag.binding = host_kill_edits(diag.engine), False, "host memory"
+        diag.edits, diag.starts, diag.binding = host_kill_edits(diag.engine, diag.engine_version, text, diag.tp), False, "host memory"
         diag.notes.append(HOST_KILL_NOTE)
 
     if not diag.edits and (diag.starts is not True or diag.error_logged):
@@ -206,10 +209,14 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
         diag.edits = [whole]
     elif diag.engine_source.startswith("not named"):
         diag.edits = for_each_engine(diag.edits, first_try_edits, diag.error, diag.max_model_len, diag.tp)
+        diag.edits = [e for e in [unnamed_engine_first(diag.error)] if e] + diag.edits  # docfix15 (sf221): no engine's flag first
     diag.edits, already = in_effect(text, diag.edits)
     shared = shared_device_note(text, diag.engine, diag.gpu_memory_utilization)  # docfix13 (sf171): other servers on the device
     diag.notes += already + [n for n in (shared, ollama_note(text, diag.engine)) if n]
     diag.edits = label_edits(diag.edits, diag.memory_model, diag.error)
+    weights_first(diag, text, tp_stated)  # docfix15 (sf229, sf239): a load-phase OOM gets fewer weights per GPU, never eager mode
+    graph_room_first(diag, text)  # docfix15 (sf237): at a utilization that leaves the CUDA graphs no room, KV edits go eager
+    fraction_direction(diag, text)  # docfix15 (sf138): SGLang's smaller fraction where the weights leave it no KV pool
     diag.edits, stuck = place_by_hardware(diag.edits, hw[0], hw[1], diag.tp, diag.pp, diag.error)
     if stuck:
         diag.edits.insert(0, nothing_runs_edit(diag.edits, hw[0], diag.tp))

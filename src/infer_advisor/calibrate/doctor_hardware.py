@@ -166,6 +166,25 @@ def for_each_engine(edits: list[Edit], first_try, error, max_model_len: int | No
     return firsts + [e for x in lists for e in x[1:]]
 
 
+# the CUDA runtime's own string for cudaErrorMemoryAllocation, printed by ggml-cuda's CUDA_CHECK (llama.cpp: "CUDA error: out of
+# memory" then "current device: N, in function ...") as by PyTorch ("RuntimeError: CUDA error: out of memory"); unlike
+# torch's allocator message ("CUDA out of memory. Tried to allocate") it names no engine (docfix15: batch 11's sf221)
+_RUNTIME_OOM = re.compile(r"CUDA error: out of memory")
+
+
+def unnamed_engine_first(error) -> Edit | None:
+    """Where no line names the engine and the error is the CUDA runtime's bare string, llama.cpp is as likely as a Python
+    engine: no engine's flag goes first, but the one remedy every engine has, in each one's words (not decided)."""
+    if error is None or error.kind != "cuda_oom" or not _RUNTIME_OOM.search(error.line or ""):  # a phase shown keeps its remedy
+        return None
+    return Edit(change="a shorter context in the engine's own flag (vLLM --max-model-len, SGLang --context-length, TGI --max-total-tokens, "
+                "llama.cpp -c), or fewer GPU layers for llama.cpp (-ngl)", argv=[], starts=None, kv_cache_tokens=None, max_concurrency=None,
+                max_model_len=0, cost="context (or, with -ngl, speed)", cost_rank=0.1, confidence="first_try",
+                basis="not decided: no line names the engine, and 'CUDA error: out of memory' is the CUDA runtime's own string, printed "
+                "by llama.cpp's CUDA backend as by PyTorch; the KV cache and activations shrink with the context in every engine; "
+                "paste the engine's start-up log for its own figures")
+
+
 # several servers on one device (docfix13, retrospective: batch 10's sf171 "two 7b models on 80B A100", sf184): the words
 # that say so, or two or more commands (two ports) with their utilizations in the text
 _SHARED = re.compile(r"(?i)\b(?:two|three|four|several|multiple|many|[2-9])\s+(?:\S+\s+){0,2}(?:models?|servers?|instances?|"

@@ -14,6 +14,7 @@ from .doctor_engine_flags import GIB, MIB, ROUND_TOKENS, Findings, engine_edit a
 from .doctor_llamacpp_compute import compute_bound, flash_floor
 from .doctor_refusal_edits import refusal_findings
 from .startup_errors import LLAMACPP_BUFFERS, StartupError
+from .startup_errors_llamacpp import LLAMACPP_DEFAULT_UBATCH
 from ..engines.startup_log import StartupLog
 
 Q8_0_RATIO = 34 / 64  # a q8_0 block stores 32 values in 34 bytes (32 int8 + an fp16 scale); f16 takes 64 (ggml-common.h block_q8_0)
@@ -22,7 +23,6 @@ Q8_0_RATIO = 34 / 64  # a q8_0 block stores 32 values in 34 bytes (32 int8 + an 
 # trials' logs): kept free for what llama.cpp does not reserve (the cuBLAS workspace and other runtime allocations: the
 # H200 trial b-ctx-1.3M-8slots left ~100 MiB and failed at its first matmul, docfix9). Every edit here keeps it.
 LLAMACPP_FIT_MARGIN = 1024 * MIB
-LLAMACPP_DEFAULT_UBATCH = 512  # llama.cpp's default -ub (common/common.h n_ubatch), where the log does not print n_ubatch
 _FULL_KV_TYPES = ("f16", "bf16", "f32")
 
 
@@ -70,6 +70,8 @@ def llamacpp_findings(log: StartupLog, error: StartupError | None, model_cell: f
         if "flash_attn_off" in error.figures:
             raw = room + LLAMACPP_FIT_MARGIN if room is not None else None  # the margin is a target, not a need: a floor uses none
             out.edits.append(_flash_attention(error, failed, room, raw))
+    if buffer is None and not host:  # docfix15: nothing says which buffer failed (a bare Vulkan/Metal/ROCm allocation line)
+        out.edits += _unknown_buffer(error, failed)
     if host:
         out.notes.append("The failed buffer is host RAM (ggml's CPU backend: a CPU-only run, or layers kept on the CPU), whose free "
                          "size the log does not print: a shorter context shrinks the KV cache in proportion; not decided.")
@@ -97,6 +99,21 @@ def llamacpp_findings(log: StartupLog, error: StartupError | None, model_cell: f
                                "room, llama.cpp's 1,024 MiB fit margin kept free (needs flash attention, -fa)", 0.15, tokens=cells))
     out.edits += _fewer_layers(log, free - reserve - context_bytes - LLAMACPP_FIT_MARGIN, weights, kv or 0, cells)
     return out
+
+
+def _unknown_buffer(error: StartupError, failed: int | None) -> list[Edit]:
+    """A failed allocation whose buffer no line names (docfix15, retrospective: batch 12's sf226, sf228; ggml-vulkan's
+    ggml_vk_create_buffer prints "ggml_vulkan: Device memory allocation of size N failed." for every buffer alike). Where the
+    run's micro-batch is above llama.cpp's default, the compute buffer, which grows with it (doctor_llamacpp_compute), is
+    the one that changed from a default run: the micro-batch first. Fewer layers on the GPU shrinks every buffer the GPU
+    holds (the offloaded layers' weights and their KV cells; llama.cpp keeps a CPU layer's KV on the host)."""
+    edits = [_smaller_ubatch(error, failed)] if (error.figures.get("n_ubatch") or 0) > LLAMACPP_DEFAULT_UBATCH else []
+    edits.append(Edit(change="fewer layers on the GPU (-ngl below the model's layers)", argv=[], starts=None, kv_cache_tokens=None,
+                      max_concurrency=None, max_model_len=0, cost="layers on the CPU run at the CPU's memory bandwidth (much slower); "
+                      "how many fit needs the free memory and the layer count, which the log does not print", cost_rank=0.5,
+                      confidence="engine_advice", basis="which buffer failed is not printed: each layer moved to the CPU takes its "
+                      "weights and its KV cells off the GPU, so every buffer the GPU holds shrinks"))
+    return edits
 
 
 def _kv_quantized(log: StartupLog, kv: float | None, cells: int | None, model_cell: float | None) -> bool:

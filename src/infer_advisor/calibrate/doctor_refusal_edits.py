@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 
 from .doctor_edits import Edit
+from ..engines.versions import version_key
 from .doctor_engine_flags import Findings, engine_edit
 from .startup_errors import StartupError
 from .startup_refusals import LLAMACPP_REFUSALS
@@ -87,13 +88,32 @@ def predicted_refusal(extras: dict) -> StartupError | None:
     return StartupError(kind="llamacpp_refused", line=_PREDICTED[code], figures={"refusal": code}) if code in _PREDICTED else None
 
 
-def host_kill_edits(engine: str) -> list[Edit]:
-    """The host's OOM killer ended the process: host-memory levers only, none decided (the host's memory is not printed)."""
+# vLLM's UVA offloader (vllm/model_executor/offloader/uva.py, 0.12+; models/utils.py's maybe_offload_to_cpu before it) copies
+# each offloaded parameter into pinned host memory and logs "Total CPU offloaded parameters: %s" (format_gib of the bytes,
+# per rank); --cpu-offload-gb is that budget per GPU, so the host holds it once per rank (docfix15: batch 12's sf240)
+V0_REMOVED = (0, 11)  # "the V0 engine has been completely removed form vLLM starting with version 0.11.0" (huggingface/optimum-neuron#1027)
+_OFFLOADED = re.compile(r"Total CPU offloaded parameters: (\d+(?:\.\d+)?)")
+
+
+def host_kill_edits(engine: str, version: str | None = None, text: str = "", ranks: int = 1) -> list[Edit]:
+    """The host's OOM killer ended the process: host-memory levers only, none decided (the host's memory is not printed).
+    docfix15: vLLM's --swap-space only where a V0 engine can run (V1 allocates no swap space, and 0.11.0 removed V0); where the log prints the
+    weights offloaded to host memory, offloading fewer of them is the lever of this run's own."""
     edits = [Edit(change="more host memory for the process (the container's or VM's memory limit, or fewer processes on the host)",
                   argv=[], starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=0, cost="a larger host or "
                   "container limit; GPU settings unchanged", cost_rank=0.1, confidence="engine_advice",
                   basis="exit code 137 is SIGKILL from the host's (or container's) out-of-memory killer: host RAM ran out, not GPU memory")]
-    if engine == "vllm":
+    offloaded = _OFFLOADED.search(text) if engine == "vllm" else None
+    if offloaded:
+        per_rank = float(offloaded.group(1))
+        edits.insert(0, Edit(change=f"fewer weights offloaded to host memory (a lower --cpu-offload-gb, or fewer --cpu-offload-params), "
+                             f"or more GPUs to hold them", argv=[], starts=None, kv_cache_tokens=None, max_concurrency=None,
+                             max_model_len=0, cost="the weights not offloaded need GPU memory (more GPUs, or a smaller checkpoint)",
+                             cost_rank=0.08, confidence="engine_advice",
+                             basis=f"the log prints {per_rank:g} GiB of parameters offloaded to pinned host memory per rank, {per_rank * ranks:g} "
+                             f"GiB over {ranks} rank(s) (vLLM's UVA offloader); the weights' post-load processing (a quantized "
+                             "kernel's repack) makes new copies of them beside the old, so the host needs more than that; not decided"))
+    if engine == "vllm" and not (version and version_key(version) >= V0_REMOVED):
         edits.insert(0, Edit(change="--swap-space 0", argv=["--swap-space", "0"], starts=None, kv_cache_tokens=None, max_concurrency=None,
                              max_model_len=0, cost="no CPU swap space: the V0 engine's preempted requests are recomputed instead of "
                              "swapped (the V1 engine allocates none)", cost_rank=0.05, confidence="engine_advice",

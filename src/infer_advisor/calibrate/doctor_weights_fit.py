@@ -34,7 +34,7 @@ def _bytes_per_param(text: str, model: str) -> tuple[float, str]:
     return 2.0, "16-bit"
 
 
-def _total_bytes(diag, text: str) -> float | None:
+def total_bytes(diag, text: str) -> float | None:
     m = _TOTAL.search(text[:2_000_000])
     if m:
         return float(m.group(1) or m.group(2)) * GIB
@@ -71,7 +71,7 @@ def tp_first_when_weights_exceed(diag, text: str) -> None:
         return
     if any(e.starts for e in diag.edits):  # an edit the figures decide stays first
         return
-    flag, total, weights16 = engine_flags(diag.engine).tp, _total_bytes(diag, text), _weights(diag.model)
+    flag, total, weights16 = engine_flags(diag.engine).tp, total_bytes(diag, text), _weights(diag.model)
     if not (flag and total and weights16):
         return
     per_param, fmt = _bytes_per_param(text, diag.model)

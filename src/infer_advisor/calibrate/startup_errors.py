@@ -48,6 +48,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .startup_errors_llamacpp import llamacpp_extra
 from ..engines.startup_log import FREE_ON_DEVICE, detect_engine
 
 GIB = 2**30
@@ -120,10 +121,15 @@ _TGI_MAX_TOTAL = re.compile(r"Not enough memory to handle `max_total_tokens=(\d+
 _LLAMACPP = re.compile(r"allocating ([\d.]+) MiB on device (\d+): cudaMalloc failed: out of memory")
 # ggml's words without the "allocating N MiB" part (sf109: quoted in the thread's title, "CudaMalloc failed: out of memory")
 _LLAMACPP_BARE = re.compile(r"cudaMalloc failed: out of memory", re.I)
-_LLAMACPP_BUFFER = re.compile(r"failed to allocate (?:CUDA|SYCL|Vulkan|ROCm|MUSA|CANN)(\d+) buffer of size (\d+)")  # ROCm: sf198
+# ggml-alloc.c's "failed to allocate %s buffer of size %zu" with the buffer type's name: CUDA0, ROCm0 (sf198), Vulkan0, SYCL0,
+# MUSA0, CANN0, and Metal's "Metal"/"MTL0" (no device number in the older builds; docfix15)
+_LLAMACPP_BUFFER = re.compile(r"failed to allocate (?:CUDA|SYCL|Vulkan|ROCm|MUSA|CANN|Metal|MTL)(\d*) buffer of size (\d+)")
 # docfix13 (retrospective, batch 11's sf207, sf210-sf212, sf218): a failed allocation named without its size; the buffer
 # by the message (2 the weights: llama_model_load's, or Metal's per-buffer maximum for the weights' 'data'; 1 compute)
-_LLAMACPP_NAMED = ((re.compile(r"unable to allocate (?:CUDA|ROCm|Metal|Vulkan|SYCL|MUSA|CANN)\d{0,2} buffer|error loading model: failed to "
+# docfix15 (retrospective, batch 12's sf236): the builds of 2024 (llama.cpp llm_load_tensors: "if (buf == nullptr) { ...
+# throw std::runtime_error("unable to allocate backend buffer"); }") name no backend; ollama prefixes "llama runner process
+# has terminated: error loading model: " to it. Thrown while allocating the model's tensors: the weights' buffer
+_LLAMACPP_NAMED = ((re.compile(r"unable to allocate (?:CUDA|ROCm|Metal|Vulkan|SYCL|MUSA|CANN|backend)\d{0,2} buffer|error loading model: failed to "
                                r"allocate buffer|buffer 'data' size \d+ is larger than buffer maximum"), 2),
                    (re.compile(r"failed to allocate compute (?:pp |tg )?buffers"), 1))
 # ggml's CPU backend (ggml-backend.cpp ggml_backend_cpu_buffer_type_alloc_buffer): host RAM, not a GPU (sf159, sf160; docfix9)
@@ -131,8 +137,12 @@ _LLAMACPP_CPU = re.compile(r"ggml_backend_cpu_buffer_type_alloc_buffer: failed t
 # ggml's Vulkan backend (ggml-vulkan.cpp): "ggml_vulkan: Device memory allocation of size N failed." and, where one buffer
 # passes the device's maxMemoryAllocationSize, "Requested buffer size exceeds device memory allocation limit" (sf161)
 _LLAMACPP_VULKAN = re.compile(r"ggml_vulkan: Device memory allocation of size (\d+) failed")
-_VULKAN_LIMIT = re.compile(r"exceeds device memory allocation limit")
-_UBATCH = re.compile(r"\bn_ubatch\s+=\s+(\d+)")
+# ggml-metal (ggml_metal_buffer_init / ggml_backend_metal_buffer_type_alloc_buffer / ggml_metal_buffer_map): GGML_LOG_ERROR(
+# "%s: error: failed to allocate buffer, size = %8.2f MiB\n", __func__, size_aligned / 1024.0 / 1024.0) (docfix15)
+_LLAMACPP_METAL = re.compile(r"ggml_(?:backend_)?metal_\w{0,40}: error: failed to allocate buffer, size =\s*(\d+(?:\.\d+)?) MiB")
+# ggml-alloc.c's graph allocator (ggml_gallocr_reserve_n) allocates only a compute graph's buffers: its failure line is a
+# compute buffer's, whatever backend printed it (docfix15)
+_GALLOCR_LINE = re.compile(r"ggml_gallocr_reserve_n|ggml_gallocr_alloc_graph|compute buffer")
 # ggml's SYCL backend (ggml-sycl.cpp ggml_backend_sycl_buffer_type_alloc_buffer): "can't malloc N Bytes memory on device";
 # a paste cut inside that function's name is read only where it is the log's last line (sf134, docfix8: retrospective)
 _LLAMACPP_SYCL = re.compile(r"ggml_backend_sycl_buffer_type_alloc_buffer: can't malloc (\d+) Bytes memory on device")
@@ -264,7 +274,11 @@ def _oom(text: str) -> StartupError | None:
     elif _PROFILE_PHASE.search(text) or _LOADED.search(text):
         kind = "cuda_oom_profile"
     elif re.search(r"Loading model weights|Starting to load model|load_weights|ShardCannotStart|Shard \d+ failed to start"
-                   r"|Error when initializing model", text):  # TGI server.serve_inner's get_model (docfix14: sf208)
+                   r"|Error when initializing model"  # TGI server.serve_inner's get_model (docfix14: sf208)
+                   # docfix15 (sf239): vLLM's loader and its post-load processing (base_loader.load_model ->
+                   # process_weights_after_loading, a quantization's repack for Marlin), before "Model loading took"
+                   r"|process_weights_after_loading|weight_loader|Loading weights took|Loading safetensors checkpoint shards"
+                   r"|_for_marlin\b|repack_\w{0,40}weight|_repack_marlin", text):
         # TGI's shard dies before the router's warm-up when its weights do not fit (sf127, docfix8: retrospective)
         kind = "cuda_oom_load"
     else:
@@ -309,14 +323,15 @@ def _other_engines(text: str) -> StartupError | None:
     if m:
         figures = {"max_batch_prefill_tokens": int(m.group(1))} if m.group(1) else {}
         return StartupError(kind="tgi_prefill_tokens", line=_line(text, m), figures=figures)
-    m = _LLAMACPP.search(text) or _LLAMACPP_SYCL.search(text) or _LLAMACPP_VULKAN.search(text) or _LLAMACPP_CPU.search(text)
+    m = (_LLAMACPP.search(text) or _LLAMACPP_SYCL.search(text) or _LLAMACPP_VULKAN.search(text) or _LLAMACPP_METAL.search(text)
+         or _LLAMACPP_CPU.search(text))
     buf = _LLAMACPP_BUFFER.search(text)
     if m or buf:
         figures = ({"requested_bytes": float(m.group(1)) * MIB, "device": int(m.group(2))} if (m and m.re is _LLAMACPP)
-                   else {"requested_bytes": float(buf.group(2)), "device": int(buf.group(1))} if buf
-                   else {"requested_bytes": float(m.group(1))})
+                   else {"requested_bytes": float(buf.group(2)), "device": int(buf.group(1) or 0)} if buf
+                   else {"requested_bytes": float(m.group(1)) * (MIB if m.re is _LLAMACPP_METAL else 1)})
         return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m or buf),
-                            figures=figures | _llamacpp_buffer(text, m or buf) | _llamacpp_extra(text, m))
+                            figures=figures | _llamacpp_buffer(text, m or buf) | llamacpp_extra(text, m, host=bool(m and m.re is _LLAMACPP_CPU), vulkan=bool(m and m.re is _LLAMACPP_VULKAN)))
     m = _LLAMACPP_BARE.search(text) or _LLAMACPP_SYCL_CUT.search(text)
     if m:
         return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m), figures=_llamacpp_buffer(text, m))
@@ -332,31 +347,6 @@ def _other_engines(text: str) -> StartupError | None:
 LLAMACPP_BUFFERS = tuple(name for name, _ in _LLAMACPP_WHICH)
 
 
-def _llamacpp_extra(text: str, m: re.Match | None) -> dict[str, float]:
-    """What else the fix needs: a host (CPU backend) buffer, a backend's per-allocation limit, the micro-batch."""
-    extra = {"host": 1.0} if (m and m.re is _LLAMACPP_CPU) else {}
-    if m and m.re is _LLAMACPP_VULKAN and _VULKAN_LIMIT.search(text, m.end(), m.end() + 400):
-        extra["allocation_limit"] = 1.0
-    if ub := _UBATCH.search(text):
-        extra["n_ubatch"] = float(ub.group(1))
-    if fa := _FLASH_OFF.search(text):  # 1: "disabled" (the -fa on|off|auto builds), 0: "0" (the older boolean -fa)
-        extra["flash_attn_off"] = 1.0 if fa.group(1) == "disabled" else 0.0
-    elif _FLASH_ON.search(text):
-        extra["flash_attn_on"] = 1.0
-    for name, pattern in _LLAMACPP_SHAPE.items():  # what the compute buffer's arithmetic needs (doctor_llamacpp_compute)
-        if shape := pattern.search(text):
-            extra[name] = float(shape.group(1))
-    return extra
-
-
-# llama_context's own line (src/llama-context.cpp): "flash_attn = disabled" (on/off/auto builds) or "= 0" (older)
-_FLASH_OFF = re.compile(r"llama_context: flash_attn\s+=\s+(?:auto -> )?(disabled|0)\b")
-_FLASH_ON = re.compile(r"llama_context: flash_attn\s+=\s+(?:auto -> )?(?:enabled|1)\b")
-# the model's shapes (print_info, llm_load_print_meta in older builds) and the context per sequence (llama_context): a
-# per-layer array ("n_head = [32, 32, ...]") does not match, and the arithmetic then decides nothing
-_LLAMACPP_SHAPE = {name: re.compile(rf"(?:print_info|llm_load_print_meta): {name}\s+=\s+(\d+)\s*$", re.M)
-                   for name in ("n_head", "n_ff", "n_vocab", "n_embd")} | {
-                   "n_ctx_seq": re.compile(r"llama_context: n_ctx_seq\s+=\s+(\d+)\b")}
 # llama.cpp allocates the weights, then the KV cache ("KV buffer size", "KV self size", "llama_kv_cache: size ="), then the
 # output and compute buffers (llama_init_from_model): a failure after the KV lines is a compute buffer's (sf133, sf134)
 _LLAMACPP_KV_DONE = re.compile(r"KV buffer size =|KV self size|llama_kv_cache\w{0,40}: size =")
@@ -365,6 +355,8 @@ _LLAMACPP_KV_DONE = re.compile(r"KV buffer size =|KV self size|llama_kv_cache\w{
 def _llamacpp_buffer(text: str, m: re.Match) -> dict[str, float]:
     """Which buffer failed: the nearest line after the failure that names one (a paste of several runs goes on; docfix8,
     sf131), else a compute buffer where the KV cache was already allocated before it; ``{}`` when neither says."""
+    if _GALLOCR_LINE.search(_line(text, m)):
+        return {"buffer": 1}
     after = text[m.end():]
     found = [(hit.start(), code) for code, (_, pattern) in enumerate(_LLAMACPP_WHICH) if (hit := pattern.search(after))]
     if found:

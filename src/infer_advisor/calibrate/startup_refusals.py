@@ -50,7 +50,11 @@ LLAMACPP_REFUSALS = (
 # exit code 137 = 128 + SIGKILL (9): the host's OOM killer (or a container's memory limit); the words "OOM"/"out of memory"
 # or the kernel's "Killed process" must be there too, so an operator's own kill is not read as one
 HOST_KILL = 99
-_HOST_KILL = re.compile(r"exit(?:ed)? (?:with )?(?:exit )?code 137\b|\bSIGKILL\b|Killed process \d+|oom-kill(?:er)?\b|OOMKilled")
+# docfix15 (retrospective, batch 12's sf240): the kernel's own line (mm/oom_kill.c __oom_kill_process: "%s: Killed process
+# %d (%s) total-vm:%lukB, anon-rss:%lukB, file-rss:%lukB, shmem-rss:%lukB ..." with "Out of memory" as its message) is
+# read with or without its pid (a paste that drops it: "Killed process (VLLM::Worker_TP)"), and by its rss fields alone
+_HOST_KILL = re.compile(r"exit(?:ed)? (?:with )?(?:exit )?code 137\b|\bSIGKILL\b|Killed process (?:\d+ )?\(|Killed process \d+"
+                        r"|\btotal-vm:\d+kB,? anon-rss:\d+kB|oom-kill(?:er)?\b|OOMKilled")
 _MEMORY_WORDS = re.compile(r"(?i)\bOOM\b|out of memory|oom-kill|OOMKilled|Killed process")
 
 

@@ -85,7 +85,17 @@ class ExpertPadding(BaseModel):
         description="Bytes per element the kernel keeps the experts' biases in (null: the model dtype); see bias_source.",
     )
     bias_source: str | None = Field(default=None, description="Where bias_bytes was read (required with it).")
+    outside_capability: tuple[float, float] | None = Field(
+        default=None, description="[low, high): the row applies only on GPUs whose compute capability is known and outside "
+        "this window (the MoE kernel other GPUs take, e.g. vLLM's Marlin MXFP4 where its Triton kernels run only on 9.0-11.0).")
     source: str = Field(min_length=8)
+
+    def applies_on(self, compute_capability: float | None) -> bool:
+        """Whether this layout holds on a GPU of ``compute_capability`` (None: unknown, which only unconditioned rows match)."""
+        if self.outside_capability is None:
+            return True
+        low, high = self.outside_capability
+        return compute_capability is not None and not low <= compute_capability < high
 
     @model_validator(mode="after")
     def _bias_sourced(self) -> "ExpertPadding":
@@ -249,10 +259,13 @@ class EngineMemoryProfile(BaseModel):
         a = self.mla_absorption
         return a if a is not None and (version is None or version_key(version) >= version_key(a.since)) else None
 
-    def expert_padding_for(self, fmt_names: tuple[str, ...], version: str | None) -> ExpertPadding | None:
-        """The padded layout this engine version uses for experts stored in one of ``fmt_names`` (None: as stored)."""
+    def expert_padding_for(self, fmt_names: tuple[str, ...], version: str | None,
+                           compute_capability: float | None = None) -> ExpertPadding | None:
+        """The padded layout this engine version uses for experts stored in one of ``fmt_names`` on a GPU of
+        ``compute_capability`` (None: as stored)."""
         for pad in self.expert_padding:
-            if pad.format in fmt_names and (pad.below is None or version is None or version_key(version) < version_key(pad.below)):
+            if (pad.format in fmt_names and pad.applies_on(compute_capability)
+                    and (pad.below is None or version is None or version_key(version) < version_key(pad.below))):
                 return pad
         return None
 

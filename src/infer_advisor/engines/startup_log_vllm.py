@@ -20,6 +20,8 @@ string, read from its source:
 
 from __future__ import annotations
 
+import re
+
 from .log_search import LogReader, gib, num
 from .startup_log_record import LINE_CHARS, StartupLog
 
@@ -101,8 +103,29 @@ def read_vllm_log(text: str) -> StartupLog:
     r.take("gpu_name", r"GPU 0: ([^\n]+)", lambda s: s.strip())
     # logger.info_once(f"Using Marlin backend for WNA16 MoE (group_size={group_size}, num_bits={num_bits})"); -1 (channelwise): not kept
     r.take("quantization_group_size", r"Using Marlin backend for WNA16 MoE \(group_size=(\d+), num_bits=\d+\)", int)
+    _ranks_from_workers(text, log)
     if log.kv_cache_tokens is None and log.kv_blocks is not None:
         block, _ = r.find.first(r"block_size[=:'\s]+(\d+)")
         log.kv_cache_tokens = log.kv_blocks * (int(block.group(1)) if block else 16)
         log.lines["kv_cache_tokens"] = log.lines["kv_blocks"]
     return log
+
+
+# V1's worker processes are named by their ranks (vllm/v1/executor/multiproc_executor.py WorkerProc
+# setup_proc_title_and_log_prefix: "Worker" + "_DP{r}" + "_PP{r}" (pp > 1) + "_PCP{r}" + "_TP{r}" (tp > 1) ...): where no
+# config line states the sizes, the highest rank printed + 1 is a lower bound of each (docfix15: batch 12's sf239)
+_WORKER_RANKS = re.compile(r"\bWorker(?:_DP\d{1,4})?(?:_PP(\d{1,4}))?(?:_PCP\d{1,4})?(?:_TP(\d{1,4}))?\b")
+
+
+def worker_ranks(text: str) -> tuple[int | None, int | None]:
+    """(TP, PP) lower bounds from the worker names printed (None where no name shows a rank of that kind above 0)."""
+    pps, tps = [0], [0]
+    for m in _WORKER_RANKS.finditer(text):
+        pps.append(int(m.group(1) or 0))
+        tps.append(int(m.group(2) or 0))
+    return (max(tps) + 1 if max(tps) else None), (max(pps) + 1 if max(pps) else None)
+
+
+def _ranks_from_workers(text: str, log: StartupLog) -> None:
+    tp, pp = worker_ranks(text)
+    log.tp, log.pp = log.tp or tp, log.pp or pp

@@ -273,7 +273,7 @@ def _engine_figures(model, engine, mp, version, reserve, fit, kv, pp, context, m
 def _weights(model, mp, version, quantization, dtype, group_size, checkpoint_bytes, tp, pp, cal, draft, sources, kernel=(None, None)) -> dict:
     """Whole-model and per-GPU weight bytes in the engine's layout; a calibration's measured figure wins."""
     fmt = weight_format(quantization)
-    pad = mp.expert_padding_for((quantization, fmt.expert_format or quantization), version)
+    pad = mp.expert_padding_for((quantization, fmt.expert_format or quantization), version, kernel[0])
     ratio = expert_padding_ratio(model, pad, tp)
     groups = group_bytes(model, quantization, dtype, group_size, checkpoint_bytes)
     per_gpu = weights_per_gpu(group_bytes(model, quantization, dtype, group_size, checkpoint_bytes, ratio), tp, pp)

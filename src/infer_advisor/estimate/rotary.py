@@ -29,6 +29,7 @@ class RotaryCacheFile(BaseModel):
     no_rope_model_types: list[str]
     local_table_model_types: list[str]
     float32_model_types: list[str]
+    full_width_rope_types: list[str]
 
 
 @cache
@@ -38,10 +39,11 @@ def rotary_cache_file() -> RotaryCacheFile:
 
 def _rope_settings(text: dict, local_table: bool) -> list[dict]:
     """The distinct rope settings of a text config (v4 ``rope_scaling``, plus a plain table for the sliding layers of
-    ``local_table`` models; v5 ``rope_parameters`` per layer type), each a dict with at least ``rope_type``."""
+    ``local_table`` models; v5 ``rope_parameters`` per layer type, each with its ``layer_type``), each a dict with at
+    least ``rope_type``."""
     params = text.get("rope_parameters")
     if isinstance(params, dict) and params and all(isinstance(v, dict) for v in params.values()):
-        return [dict(v) for v in params.values()]  # transformers v5: one entry per layer type
+        return [dict(v, layer_type=k) for k, v in params.items()]  # transformers v5: one entry per layer type
     scaling = text.get("rope_scaling") if isinstance(text.get("rope_scaling"), dict) else params if isinstance(params, dict) else None
     settings = [dict(scaling) if scaling else {"rope_type": "default"}]
     if local_table:  # Gemma 3: the sliding layers' plain table (rope_local_base_freq)
@@ -68,10 +70,23 @@ def rotary_cache_bytes(model: ModelFacts, dtype: str) -> float:
     no_rope = {config.get("model_type"), text.get("model_type")} & set(table.no_rope_model_types)
     if no_rope or text.get("alibi") or text.get("position_embedding_type") not in (None, "rope") or not model.max_position_embeddings:
         return 0.0
-    rotary_dim = text.get("qk_rope_head_dim") or text.get("rotary_dim")
-    if not isinstance(rotary_dim, int):
-        rotary_dim = int(model.head_dim * float(text.get("partial_rotary_factor") or 1.0))
     elem = 4.0 if config.get("model_type") in table.float32_model_types else dtype_bytes(dtype)
     local = bool({config.get("model_type"), text.get("model_type")} & set(table.local_table_model_types))
-    rows = {(_rows(s, model.max_position_embeddings), str(sorted(s.items(), key=str))) for s in _rope_settings(text, local)}
-    return float(sum(r for r, _ in rows) * rotary_dim * elem)
+    tables = {(_rows(s, model.max_position_embeddings), _width(model, text, s), str(sorted(s.items(), key=str)))
+              for s in _rope_settings(text, local)}
+    return float(sum(rows * width for rows, width, _ in tables) * elem)
+
+
+def _width(model: ModelFacts, text: dict, setting: dict) -> int:
+    """Elements per row of one table: the rotary dimension, or the whole head of the layers it serves for rope types
+    that rotate every dimension (``full_width_rope_types``: Gemma 4's proportional rope); full-attention layers of a config
+    with ``global_head_dim`` (Gemma 4) take that head size."""
+    rotary_dim = text.get("qk_rope_head_dim") or text.get("rotary_dim")
+    if isinstance(rotary_dim, int):
+        return rotary_dim
+    head = model.head_dim
+    if setting.get("layer_type") == "full_attention" and isinstance(text.get("global_head_dim"), int):
+        head = text["global_head_dim"]
+    if str(setting.get("rope_type")) in rotary_cache_file().full_width_rope_types:
+        return head
+    return int(head * float(text.get("partial_rotary_factor") or 1.0))

@@ -5,7 +5,8 @@ tensor-parallel rank, the tables and matrices it builds while loading (counted i
 
 - A multimodal checkpoint's vision encoder (unquantized; split over TP, or whole on every GPU where the engine reads a
   mistralai Pixtral repository in Mistral format).
-- MLA down-projections and the MoE router, ReplicatedLinear in vLLM (:func:`.weights.replicated_bytes`).
+- MLA down-projections and the MoE router, ReplicatedLinear in vLLM (:func:`.weights.replicated_bytes`); DSA's lightning
+  indexer, whole on every rank (:func:`indexer_bytes`).
 - The rotary cos/sin tables (:mod:`.rotary`).
 - MLA's absorbed matrices (vLLM V0 0.7.1-0.7.3, :func:`mla_absorbed_bytes`).
 - Zero points a kernel keeps in the scales' dtype (vLLM's Machete on Hopper for AWQ, :func:`expanded_zero_point_bytes`).
@@ -17,10 +18,13 @@ from __future__ import annotations
 
 import functools
 
+from ..model_facts.arch import read_arch
+from ..errors import ModelConfigError
 from ..model_facts.facts import ModelFacts
+from ..model_facts.unconverted import covered_share
 from .formats import dtype_bytes, weight_format
 from .rotary import rotary_cache_bytes
-from .weights import config_count, mistral_format_vision, replicated_bytes, vision_tower_params
+from .weights import config_count, linear_bytes_per_param, mistral_format_vision, replicated_bytes, vision_tower_params
 
 
 def mla_absorbed_bytes(model: ModelFacts, absorption, quantization: str, dtype: str, tp: int, pp: int = 1) -> float:
@@ -78,6 +82,29 @@ def expert_bias_bytes(model: ModelFacts, padding, dtype: str, tp: int, pp: int) 
     return per_rank * (padding.bias_bytes or act) - n * act / (max(tp, 1) * max(pp, 1))
 
 
+def indexer_bytes(model: ModelFacts, quantization: str, dtype: str, group_size: int | None, tp: int, pp: int) -> float:
+    """Bytes one GPU gains because vLLM keeps DeepSeek sparse attention's lightning indexer whole on every rank, over
+    the even split in the weight format that the parameter count gives it (model_executor/models/deepseek_v2.py
+    ``Indexer``, 0.19.0 and 0.20.0 read: ``wq_b`` ReplicatedLinear with the checkpoint's quant_config, in the model
+    dtype where the checkpoint's ignore list covers it; ``wk`` and ``weights_proj`` unquantized and unsplit (0.20.0
+    ``wk_weights_proj`` MergedColumnParallelLinear with quant_config=None and disable_tp=True; 0.19.0 keeps ``wk`` in
+    the format, 0.8 MB per layer). Layers: those that run their own indexer (Arch.indexer_layers)."""
+    try:
+        layers = read_arch(model.config or {}, where=model.name).indexer_layers()
+    except (ModelConfigError, TypeError, ValueError):
+        return 0.0
+    if not layers:
+        return 0.0
+    num = functools.partial(config_count, model)
+    q = num("q_lora_rank") * num("index_n_heads") * num("index_head_dim")  # wq_b
+    k = model.hidden_size * (num("index_head_dim") + num("index_n_heads"))  # wk, weights_proj
+    act, fmt = dtype_bytes(dtype), linear_bytes_per_param(quantization, dtype, group_size)
+    qc = (model.config or {}).get("quantization_config") if quantization == model.weight_format else None
+    kept = covered_share(qc, [f"model.layers.{i}.self_attn.indexer.wq_b" for i in range(model.num_layers)])
+    whole = (q * (kept * act + (1 - kept) * fmt) + k * act) * layers / max(pp, 1)
+    return whole - (q + k) * fmt * layers / (max(tp, 1) * max(pp, 1))
+
+
 def engine_layout_bytes(
     model: ModelFacts, mp, version: str | None, quantization: str, dtype: str, group_size: int | None, tp: int, pp: int,
     checkpoint_bytes: int | None, sources: dict[str, str], compute_capability: float | None = None, linear_kernel: str | None = None,
@@ -97,6 +124,10 @@ def engine_layout_bytes(
     if replicated:  # counted once in the total, held by every rank of a stage
         per_gpu += replicated / pp * (1 - 1 / tp)
         sources["weights_replicated"] = f"MLA down-projections and router {replicated / 2**30:.2f} GiB whole on every rank ({mp.label})"
+    indexer = indexer_bytes(model, quantization, dtype, group_size, tp, pp) if mp.replicates_mla_and_router else 0.0
+    if indexer:  # the lightning indexer, whole on every rank (its wk / weights_proj unquantized)
+        per_gpu += indexer
+        sources["weights_indexer"] = f"DSA indexer whole on every rank {indexer / 2**30:+.2f} GiB per GPU ({mp.label})"
     rotary = rotary_cache_bytes(model, dtype) if mp.keeps_rotary_cache else 0.0
     if rotary:  # the engine's cos/sin tables, whole on every GPU (not in the checkpoint, so not in the total)
         per_gpu += rotary

@@ -69,6 +69,14 @@ def _covers(pattern: str, module: str) -> bool:
     return any(fnmatchcase(".".join(parts[:i]), pattern) for i in range(1, len(parts) + 1))
 
 
+def covered_share(qc: dict[str, Any] | None, modules: list[str]) -> float:
+    """The share of ``modules`` (full module names) that ``qc`` leaves unquantized (0.0 without patterns or modules)."""
+    patterns = unconverted_patterns(qc)
+    if not patterns or not modules:
+        return 0.0
+    return sum(any(_covers(p, m) for p in patterns) for m in modules) / len(modules)
+
+
 def _mlp_kinds(a: Arch) -> list[str] | None:
     """Each layer's MLP kind (dense / moe) where the config says which: one kind throughout, GLM's ``mlp_layer_types``,
     or DeepSeek-style ``first_k_dense_replace`` dense layers first; None otherwise."""
