@@ -24,6 +24,7 @@ def test_committed_summaries_match_a_fresh_run():
     assert summary(rows, None, batch=10) == committed["batch10"]
     assert summary(rows, None, batch=11) == committed["batch11"]
     assert summary(rows, None, batch=12) == committed["batch12"]
+    assert summary(rows, None, batch=13) == committed["batch13"]
 
 
 def test_batch4_first_answers_are_kept_as_committed():
@@ -101,6 +102,28 @@ def test_batch12_first_answers_are_kept_as_committed():
     assert rows["sf240"]["first_edit"] == "--gpu-memory-utilization 0.85 (vLLM)"
     held = first["held_aside"]
     assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (218, 59, 0)
+
+
+def test_batch13_first_answers_are_kept_as_committed():
+    """Batch 13's first answers: main 7dbe14f's doctor (docfix15 frozen 70360b8, as merged at 0a188f8) on sf241-sf267,
+    committed before anything else (736d21e). Six start: five by the engine's printed figures (two V1 estimates, one V1
+    shortfall, two start checks) and one by the thread's confirmed TP 2; sf260's start is the start check only (a 0.06
+    budget holds no model, docs/doctor.md). The three not read are ollama's own scheduler and title lines."""
+    first = json.loads((RESULTS.parent / "doctor_grade_batch13_first.json").read_text())
+    b13 = first["batch13"]
+    assert (b13["entries"], b13["first_edit_starts"], b13["first_edit_fails"], b13["unverifiable"], b13["no_edit"],
+            b13["not_read"], b13["crash"], b13["error_named"], b13["memory_model_run"], b13["starts_by_log_figures"],
+            b13["starts_by_thread_fix"]) == (27, 6, 0, 15, 3, 3, 0, 9, 6, 5, 1)
+    rows = {r["id"]: r for r in first["rows"] if r["batch"] == 13}
+    starts = {i: r["first_edit"] for i, r in rows.items() if r["verdict"] == "starts"}
+    assert starts == {"sf241": "--max-model-len 190208", "sf242": "--tensor-parallel-size 2",
+                      "sf258": "--gpu-memory-utilization 0.93", "sf259": "--max-model-len 4864",
+                      "sf260": "--gpu-memory-utilization 0.06", "sf261": "--gpu-memory-utilization 0.75"}
+    assert rows["sf242"]["decided_by"] == "thread_fix"
+    assert [i for i, r in rows.items() if r["verdict"] == "no edit"] == ["sf251", "sf253", "sf256"]
+    assert [i for i, r in rows.items() if r["verdict"] == "not read"] == ["sf248", "sf250", "sf257"]
+    held = first["held_aside"]
+    assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (245, 66, 0)
 
 
 def test_a_budget_that_passes_the_start_check_and_holds_no_model_fails():

@@ -102,3 +102,16 @@ def test_batch12_threads_are_new_and_state_what_they_claim():
     engines = [f.engine for f in b12]
     assert (engines.count("vllm"), engines.count("llama.cpp")) == (8, 7)
     assert [f.id for f in b12 if f.held_out] == ["sf228", "sf231", "sf234", "sf237", "sf240"]
+
+
+def test_batch13_threads_are_new_and_state_what_they_claim():
+    """Batch 13 (sf241-sf267), gathered before docfix15's doctor ran on it: no thread of an earlier entry, every stated
+    GPU count covers the GPUs the run used, every confirmed fix quotes the thread, the held-out third follows the rule;
+    all four engines: vLLM V1 and V0 (five of them vLLM's own CI on 22 GiB cards, two ROCm forks), SGLang, TGI (one
+    ROCm thread; every other TGI thread the searches returned was used) and llama.cpp (all ollama)."""
+    b13 = _new_batch(13, range(241, 268))
+    engines = [f.engine for f in b13]
+    assert (engines.count("vllm"), engines.count("sglang"), engines.count("tgi"), engines.count("llama.cpp")) == (11, 3, 1, 12)
+    assert [f.id for f in b13 if f.held_out] == ["sf243", "sf246", "sf249", "sf252", "sf255", "sf258", "sf261", "sf264",
+                                                  "sf267"]
+    assert {f.id for f in b13 if f.fix and f.fix.confirmed} == {"sf241", "sf242", "sf254"}
