@@ -337,20 +337,21 @@ def test_batch13_was_predicted_before_it_was_graded(ml):
 
 def test_batch14_data_is_complete(ml):
     """Batch 14 (issue 23, session 7, memlogs14), gathered as facts before memfix14's model was frozen in main: at least
-    8 logs never used before from at least 5 sources (at most 3 from any one), each named by URL and stored-index file id,
-    the token figure in its quote as written, the weights figure in the quote wherever one is entered, vLLM and SGLang,
-    TP 1, 2 and 4, bf16 and block FP8 among them, on at least 3 GPU types."""
+    10 logs never used before from at least 7 sources (at most 3 from any one), each named by stored-index file id (and URL
+    where known), the token figure in its quote as written, the weights figure in the quote wherever one is entered,
+    vLLM and SGLang, TP 1, 2 and 4, bf16, fp16 and block FP8 among them, on at least 4 GPU types."""
     import re
     from collections import Counter
 
     new = [e for e in ml.entries() if e.get("collected") == "issue-23n"]
-    assert len(new) >= 8
+    assert len(new) >= 10
     older = [e for e in ml.entries() if e.get("collected") != "issue-23n"]
     used = {e["source"] for e in older} | {e["quoted"] for e in older}
     per_source = Counter(re.search(r"file ids? (\d{10,12})", e["source"])[1] for e in new)
-    assert len(per_source) >= 5 and max(per_source.values()) <= 3
+    assert len(per_source) >= 7 and max(per_source.values()) <= 3
     assert {e["engine"] for e in new} == {"vllm", "sglang"} and {e["tp"] for e in new} >= {1, 2, 4}
-    assert {e["quantization"] for e in new} >= {"none", "fp8-block"} and len({e["gpu"] for e in new}) >= 3
+    assert {e["quantization"] for e in new} >= {"none", "fp8-block"} and len({e["gpu"] for e in new}) >= 4
+    assert {e["dtype"] for e in new} >= {"bfloat16", "float16"}
     for e in new:
         assert e["source"] not in used and e["quoted"] not in used, e["id"]
         tokens = e["measured"]["kv_cache_tokens"]
