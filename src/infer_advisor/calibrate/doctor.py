@@ -192,6 +192,7 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     from .doctor_sglang_fraction import fraction_direction
     from .doctor_refusal_edits import HOST_KILL_NOTE, host_kill_edits, in_effect
     from .doctor_weights_fit import tp_first_when_weights_exceed
+    from .doctor_free_memory import held_memory_first
 
     diag.gpu_count, diag.gpu_count_source = hw[0], hw[2] if (hw[0] or hw[1]) else None
     if diag.error is not None and diag.error.kind == "host_oom_killed":  # docfix13: host RAM, so no GPU setting (sf191)
@@ -222,6 +223,7 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
         diag.edits.insert(0, nothing_runs_edit(diag.edits, hw[0], diag.tp))
     else:
         tp_first_when_weights_exceed(diag, text)  # docfix14 (sf225, sf224): weights alone over one GPU
+    held_memory_first(diag)  # docfix16 (sf260-sf262): V1's free-memory check, touched only by utilization or freeing memory
     first = next((e for e in diag.edits if e.starts), None)
     if diag.fixed_command and command:
         from .doctor_input import apply_edit
