@@ -186,7 +186,7 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     how sure it is and why; an edit that needs GPUs the machine lacks does not start, and one that needs more than the
     run uses goes after those that run on them where the count is not known (:mod:`.doctor_hardware`)."""
     from .doctor_first_try import first_try_edits, label_edits, larger_than_gpu, ollama_note
-    from .doctor_hardware import for_each_engine, nothing_runs_edit, place_by_hardware, shared_device_note, unnamed_engine_first
+    from .doctor_hardware import for_each_engine, nothing_runs_edit, place_by_hardware, shared_device_note, tgi_default_shards, unnamed_engine_first
     from .doctor_graph_room import graph_room_first
     from .doctor_load_oom import weights_first
     from .doctor_sglang_fraction import fraction_direction
@@ -195,6 +195,7 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     from .doctor_free_memory import held_memory_first
 
     diag.gpu_count, diag.gpu_count_source = hw[0], hw[2] if (hw[0] or hw[1]) else None
+    tgi_default_shards(diag, hw[0], tp_stated)  # docfix16 (sf265): TGI's default is one shard per visible GPU
     if diag.error is not None and diag.error.kind == "host_oom_killed":  # docfix13: host RAM, so no GPU setting (sf191)
         diag.edits, diag.starts, diag.binding = host_kill_edits(diag.engine, diag.engine_version, text, diag.tp), False, "host memory"
         diag.notes.append(HOST_KILL_NOTE)

@@ -30,6 +30,9 @@ _SMI_ROW = re.compile(r"^\|\s{1,6}(\d{1,2})\s{1,6}(?:NVIDIA|Tesla|Quadro)\b", re
 _INSTANCE = re.compile(r"\b((?:g4dn|g5|g6e?|p4de?|p5e?n?)[._-](?:\d{0,2}x?large|metal))\b", re.I)
 _DOCKER = re.compile(r"--gpus[= ][\"']?(?:count=)?(\d{1,3})\b|nvidia\.com/gpu[\"']?:\s{0,4}[\"']?(\d{1,3})\b")
 _WORLD = re.compile(r"world[_ ]size[=: ]+(\d{1,4})")
+# docfix16 (sf267): an integrated GPU sharing the host's memory (an APU) is the machine's one GPU: AMD Strix Halo (gfx1151,
+# Ryzen AI Max, the amdgpu.gttsize kernel setting that sizes its share of system memory), NVIDIA GB10 (DGX Spark), Jetson.
+_APU = re.compile(r"\b(Strix Halo|gfx1151|Ryzen AI Max|amdgpu\.gttsize|DGX Spark|GB10|Jetson (?:AGX )?Orin|GMK evo X2)\b", re.I)
 
 
 class InstanceGpus(BaseModel):
@@ -70,6 +73,9 @@ def gpu_count_from_log(text: str) -> tuple[int | None, int | None, str | None]:
         if name in _instances():
             n = _instances()[name]
             return n, None, f"the instance type {name} in the log ({n} GPU{'s' if n > 1 else ''}, data/instance_gpus.yaml)"
+    m = _APU.search(text)
+    if m:
+        return 1, None, f"the log's '{m.group(0)}' (an integrated GPU sharing the host's memory: one GPU)"
     m = _WORLD.search(text)
     if m:
         return None, int(m.group(1)), f"the log's '{m.group(0)}' (the run used {m.group(1)}; how many are present is not printed)"
@@ -215,3 +221,15 @@ def shared_device_note(text: str, engine: str, utilization: float | None) -> str
             f"at least the others' shares plus {own} (its own); in later releases each utilization is the server's share of the "
             "total, the shares must fit the memory free when each starts (V1 0.11+ refuses one above it), and the others' memory is "
             "not this server's to free." + per_server)
+
+
+def tgi_default_shards(diag, count: int | None, tp_stated: bool) -> None:
+    """docfix16 (retrospective, batch 13's sf265: --num-shard 2 offered on 4 MI300X): without --num-shard, TGI's launcher
+    shards over every visible GPU (launcher/src/main.rs ``find_num_shards``: "try to default to the number of available
+    GPUs", from CUDA_VISIBLE_DEVICES/NVIDIA_VISIBLE_DEVICES). Where the GPUs present are known, the run used all of them,
+    so a shard edit is never below that count (fewer shards put more weights on each GPU)."""
+    if diag.engine != "tgi" or tp_stated or not count or count <= max(diag.tp or 1, 1):
+        return
+    diag.tp = count
+    diag.notes.append(f"No --num-shard: TGI shards over every visible GPU by default (its launcher's find_num_shards), so the run used "
+                      f"{count} shards, one per GPU present; more shards need more GPUs.")
