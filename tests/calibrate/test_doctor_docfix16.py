@@ -1,0 +1,68 @@
+"""docfix16 (retrospective, batch 13): the doctor on the real logs of benchmarks/published/startup_failures.yaml."""
+
+from functools import cache
+
+from benchmarks.doctor_grade import run_doctor
+from benchmarks.published.startup_failures import load_failures
+from infer_advisor.engines.startup_log import parse_startup_log
+
+
+@cache
+def _by_id():
+    return {f.id: f for f in load_failures().failures}
+
+
+def _diag(i):
+    return run_doctor(_by_id()[i])
+
+
+def test_free_memory_held_by_others_is_freed_first_sf260():
+    d = _diag("sf260")
+    assert d.edits[0].argv == [] and d.edits[0].change.startswith("free the memory a previous process holds")
+    util = [e for e in d.edits if e.argv[:1] == ["--gpu-memory-utilization"]]
+    assert util and util[0].starts is None  # 1.32 GiB passes the start check only
+
+
+def test_free_memory_check_is_not_touched_by_fp8_sf262():
+    d = _diag("sf262")
+    assert d.edits[0].argv == []
+    for e in d.edits[1:]:
+        if e.argv[:1] != ["--gpu-memory-utilization"]:
+            assert e.starts is False
+    util = [e for e in d.edits if e.argv[:1] == ["--gpu-memory-utilization"]]
+    assert util and float(util[0].argv[1]) <= 4.51 / 22.05
+
+
+def test_most_of_the_gpu_free_keeps_the_utilization_first_sf261():
+    d = _diag("sf261")
+    assert d.edits[0].change == "--gpu-memory-utilization 0.75"
+    assert any(e.argv == [] for e in d.edits)
+
+
+def test_tgi_default_shards_never_lowered_sf265():
+    d = _diag("sf265")
+    shards = [e for e in d.edits if e.argv[:1] == ["--num-shard"]]
+    assert all(int(e.argv[1]) > 4 and e.starts is False for e in shards)
+
+
+def test_no_tp_above_one_apu_sf267():
+    d = _diag("sf267")
+    assert d.gpu_count == 1
+    assert not any(e.starts is not False and e.argv[:1] == ["--tensor-parallel-size"] for e in d.edits)
+
+
+def test_v1_split_message_named_and_its_estimate_used_sf241_sf258():
+    for i in ("sf241", "sf258"):
+        d = _diag(i)
+        assert d.error.kind == "kv_needed_exceeds_available"
+    d = _diag("sf258")
+    assert d.error.figures["estimated_max_model_len"] == 1968
+    ctx = [e for e in d.edits if e.argv[:1] == ["--max-model-len"]]
+    assert ctx and int(ctx[0].argv[1]) <= 1968 and int(ctx[0].argv[1]) > 1024
+
+
+def test_commented_out_enforce_eager_is_not_set_sf264():
+    log = parse_startup_log('INFO vllm serve\n  args:\n    # "--enforce-eager", # disable cuda graphs\n', engine="vllm", require_kv=False)
+    assert not log.enforce_eager
+    log = parse_startup_log("INFO vllm serve m --enforce-eager\n", engine="vllm", require_kv=False)
+    assert log.enforce_eager
