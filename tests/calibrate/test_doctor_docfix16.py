@@ -18,7 +18,7 @@ def _diag(i):
 
 def test_free_memory_held_by_others_is_freed_first_sf260():
     d = _diag("sf260")
-    assert d.edits[0].argv == [] and d.edits[0].change.startswith("free the memory a previous process holds")
+    assert d.edits[0].argv == [] and d.edits[0].change.startswith("free the GPU (20.52 GiB held by other processes): free the memory a previous process holds")
     util = [e for e in d.edits if e.argv[:1] == ["--gpu-memory-utilization"]]
     assert util and util[0].starts is None  # 1.32 GiB passes the start check only
 
@@ -37,12 +37,6 @@ def test_most_of_the_gpu_free_keeps_the_utilization_first_sf261():
     d = _diag("sf261")
     assert d.edits[0].change == "--gpu-memory-utilization 0.75"
     assert any(e.argv == [] for e in d.edits)
-
-
-def test_tgi_default_shards_never_lowered_sf265():
-    d = _diag("sf265")
-    shards = [e for e in d.edits if e.argv[:1] == ["--num-shard"]]
-    assert all(int(e.argv[1]) > 4 and e.starts is False for e in shards)
 
 
 def test_no_tp_above_one_apu_sf267():

@@ -186,7 +186,8 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     how sure it is and why; an edit that needs GPUs the machine lacks does not start, and one that needs more than the
     run uses goes after those that run on them where the count is not known (:mod:`.doctor_hardware`)."""
     from .doctor_first_try import first_try_edits, label_edits, larger_than_gpu, ollama_note
-    from .doctor_hardware import for_each_engine, nothing_runs_edit, place_by_hardware, shared_device_note, tgi_default_shards, unnamed_engine_first
+    from .doctor_hardware import for_each_engine, nothing_runs_edit, place_by_hardware, shared_device_note, unnamed_engine_first
+    from .doctor_hardware import shards_to_gpus_present
     from .doctor_graph_room import graph_room_first
     from .doctor_load_oom import weights_first
     from .doctor_sglang_fraction import fraction_direction
@@ -195,7 +196,6 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     from .doctor_free_memory import held_memory_first
 
     diag.gpu_count, diag.gpu_count_source = hw[0], hw[2] if (hw[0] or hw[1]) else None
-    tgi_default_shards(diag, hw[0], tp_stated)  # docfix16 (sf265): TGI's default is one shard per visible GPU
     if diag.error is not None and diag.error.kind == "host_oom_killed":  # docfix13: host RAM, so no GPU setting (sf191)
         diag.edits, diag.starts, diag.binding = host_kill_edits(diag.engine, diag.engine_version, text, diag.tp), False, "host memory"
         diag.notes.append(HOST_KILL_NOTE)
@@ -219,6 +219,7 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     weights_first(diag, text, tp_stated)  # docfix15 (sf229, sf239): a load-phase OOM gets fewer weights per GPU, never eager mode
     graph_room_first(diag, text)  # docfix15 (sf237): at a utilization that leaves the CUDA graphs no room, KV edits go eager
     fraction_direction(diag, text)  # docfix15 (sf138): SGLang's smaller fraction where the weights leave it no KV pool
+    shards_to_gpus_present(diag, hw[0])  # docfix16 (sf265): a TP edit for an OOM uses the GPUs present, never fewer
     diag.edits, stuck = place_by_hardware(diag.edits, hw[0], hw[1], diag.tp, diag.pp, diag.error)
     if stuck:
         diag.edits.insert(0, nothing_runs_edit(diag.edits, hw[0], diag.tp))

@@ -29,7 +29,7 @@ UTILIZATION_FLAG = "--gpu-memory-utilization"
 def free_action(error) -> Edit:
     """The action that keeps the asked budget: free what holds the device."""
     free, total = error.figures["free_bytes"], error.figures["total_bytes"]
-    return Edit(change=f"free the memory a previous process holds ({(total - free) / GIB:.2f} GiB of {total / GIB:.2f} GiB)", argv=[],
+    return Edit(change=f"free the GPU ({(total - free) / GIB:.2f} GiB held by other processes): free the memory a previous process holds", argv=[],
                 starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=0,
                 cost="stop what holds it (nvidia-smi lists it: a previous server, test or stage) or start on another GPU; keeps "
                 f"the asked budget of {error.figures['gpu_memory_utilization']:.2f} of the GPU", cost_rank=0.0, confidence="first_try",

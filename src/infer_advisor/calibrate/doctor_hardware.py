@@ -223,13 +223,30 @@ def shared_device_note(text: str, engine: str, utilization: float | None) -> str
             "not this server's to free." + per_server)
 
 
-def tgi_default_shards(diag, count: int | None, tp_stated: bool) -> None:
-    """docfix16 (retrospective, batch 13's sf265: --num-shard 2 offered on 4 MI300X): without --num-shard, TGI's launcher
-    shards over every visible GPU (launcher/src/main.rs ``find_num_shards``: "try to default to the number of available
-    GPUs", from CUDA_VISIBLE_DEVICES/NVIDIA_VISIBLE_DEVICES). Where the GPUs present are known, the run used all of them,
-    so a shard edit is never below that count (fewer shards put more weights on each GPU)."""
-    if diag.engine != "tgi" or tp_stated or not count or count <= max(diag.tp or 1, 1):
+
+def shards_to_gpus_present(diag, count: int | None) -> None:
+    """docfix16 (retrospective, batch 13's sf265: --num-shard 2 offered on 4 MI300X): where the GPUs present are known and
+    nothing decides a tensor-parallel edit for an out-of-memory, it uses the GPUs present (the largest power of two of
+    them; TGI: all of them), never fewer. TGI's launcher without --num-shard shards over the entries of
+    CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES, else 1 (launcher/src/main.rs ``find_num_shards``: ``(None, None) =>
+    num_cuda_devices().unwrap_or(1)``), so the run used 1 shard or all the GPUs listed: 2 is below what either needs
+    (sf127's confirmed fix on four V100s was --num-shard 4)."""
+    kind = diag.error.kind if diag.error is not None else ""
+    tp = max(diag.tp or 1, 1)
+    if not count or count <= tp or not kind.startswith("cuda_oom") or diag.engine not in ("vllm", "sglang", "tgi"):
         return
-    diag.tp = count
-    diag.notes.append(f"No --num-shard: TGI shards over every visible GPU by default (its launcher's find_num_shards), so the run used "
-                      f"{count} shards, one per GPU present; more shards need more GPUs.")
+    target = present_tp(diag.engine, count)
+    out = []
+    for e in diag.edits:
+        flag = e.argv[0] if e.argv else None
+        if flag in TP_FLAGS and e.starts is None and len(e.argv) == 2 and e.argv[1].isdigit() and tp < int(e.argv[1]) < target:
+            e = e.model_copy(update={"change": f"{flag} {target}", "argv": [flag, str(target)], "gpus_needed": target,
+                                     "cost": f"{target} GPUs instead of {tp}: every GPU present (fewer weights on each)"})
+        out.append(e)
+    diag.edits = out
+
+
+def present_tp(engine: str, count: int) -> int:
+    """The tensor-parallel size that uses the GPUs present: all of them for TGI (its own default where they are listed),
+    else the largest power of two of them (attention heads divide by a power of two)."""
+    return count if engine == "tgi" else 1 << (count.bit_length() - 1)

@@ -83,6 +83,10 @@ def tp_first_when_weights_exceed(diag, text: str) -> None:
         n *= 2
     if diag.gpu_count is not None and n > diag.gpu_count:
         return  # more GPUs than the machine has: the hardware ranking (nothing runs on these GPUs) stands
+    if diag.gpu_count:  # docfix16 (sf265): the GPUs present, never fewer (doctor_hardware.shards_to_gpus_present)
+        from .doctor_hardware import present_tp
+
+        n = max(n, present_tp(diag.engine, diag.gpu_count))
     edit = Edit(change=f"{flag} {n}", argv=[flag, str(n)], starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=0,
                 cost=f"{n} GPUs instead of {tp}", cost_rank=0.1, confidence="first_try", gpus_needed=n,
                 basis=(f"not decided by the log's figures: the weights ({weights / GIB:,.1f} GiB, {fmt}, from the catalog's shapes) are over "
