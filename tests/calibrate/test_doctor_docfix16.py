@@ -60,3 +60,17 @@ def test_commented_out_enforce_eager_is_not_set_sf264():
     assert not log.enforce_eager
     log = parse_startup_log("INFO vllm serve m --enforce-eager\n", engine="vllm", require_kv=False)
     assert log.enforce_eager
+
+
+def test_tgi_shards_use_the_gpus_present_sf265_sf127():
+    for i, n in (("sf265", 4), ("sf127", 4)):
+        shards = [e for e in _diag(i).edits if e.argv[:1] == ["--num-shard"]]
+        assert shards and all(int(e.argv[1]) >= n for e in shards)
+
+
+def test_sglang_load_oom_gets_fewer_weights_not_a_smaller_pool_sf244_sf252():
+    for i in ("sf244", "sf252"):
+        d = _diag(i)
+        assert not any(e.argv[:1] in (["--mem-fraction-static"], ["--chunked-prefill-size"]) for e in d.edits)
+        assert any("quantized" in e.change for e in d.edits)
+    assert not any(e.argv[:1] == ["--tp-size"] for e in _diag("sf244").edits)  # TP 2 is already both GPUs

@@ -191,6 +191,7 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     from .doctor_graph_room import graph_room_first
     from .doctor_load_oom import weights_first
     from .doctor_sglang_fraction import fraction_direction
+    from .doctor_sglang_load import sglang_weights_first
     from .doctor_refusal_edits import HOST_KILL_NOTE, host_kill_edits, in_effect
     from .doctor_weights_fit import tp_first_when_weights_exceed
     from .doctor_free_memory import held_memory_first
@@ -219,6 +220,7 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     weights_first(diag, text, tp_stated)  # docfix15 (sf229, sf239): a load-phase OOM gets fewer weights per GPU, never eager mode
     graph_room_first(diag, text)  # docfix15 (sf237): at a utilization that leaves the CUDA graphs no room, KV edits go eager
     fraction_direction(diag, text)  # docfix15 (sf138): SGLang's smaller fraction where the weights leave it no KV pool
+    sglang_weights_first(diag, text)  # docfix16 (sf244, sf252): SGLang's load-phase OOM, fewer weights per GPU
     shards_to_gpus_present(diag, hw[0])  # docfix16 (sf265): a TP edit for an OOM uses the GPUs present, never fewer
     diag.edits, stuck = place_by_hardware(diag.edits, hw[0], hw[1], diag.tp, diag.pp, diag.error)
     if stuck:

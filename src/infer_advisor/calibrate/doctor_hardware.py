@@ -240,7 +240,8 @@ def shards_to_gpus_present(diag, count: int | None) -> None:
     for e in diag.edits:
         flag = e.argv[0] if e.argv else None
         if flag in TP_FLAGS and e.starts is None and len(e.argv) == 2 and e.argv[1].isdigit() and tp < int(e.argv[1]) < target:
-            e = e.model_copy(update={"change": f"{flag} {target}", "argv": [flag, str(target)], "gpus_needed": target,
+            suffix = e.change[len(f"{flag} {e.argv[1]}"):]  # an engine's name where no line names it, " (TGI)"
+            e = e.model_copy(update={"change": f"{flag} {target}{suffix}", "argv": [flag, str(target)], "gpus_needed": target,
                                      "cost": f"{target} GPUs instead of {tp}: every GPU present (fewer weights on each)"})
         out.append(e)
     diag.edits = out

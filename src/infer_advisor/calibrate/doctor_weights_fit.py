@@ -82,6 +82,10 @@ def tp_first_when_weights_exceed(diag, text: str) -> None:
     while weights / n > BUDGET_SHARE * total and n < 64:
         n *= 2
     if diag.gpu_count is not None and n > diag.gpu_count:
+        if diag.engine == "sglang":  # docfix16 (sf244): no TP on the GPUs present holds them: a smaller checkpoint first
+            from .doctor_sglang_load import sglang_weights_first
+
+            sglang_weights_first(diag, text, over_gpu=True)
         return  # more GPUs than the machine has: the hardware ranking (nothing runs on these GPUs) stands
     if diag.gpu_count:  # docfix16 (sf265): the GPUs present, never fewer (doctor_hardware.shards_to_gpus_present)
         from .doctor_hardware import present_tp
