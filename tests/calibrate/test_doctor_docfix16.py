@@ -74,3 +74,20 @@ def test_sglang_load_oom_gets_fewer_weights_not_a_smaller_pool_sf244_sf252():
         assert not any(e.argv[:1] in (["--mem-fraction-static"], ["--chunked-prefill-size"]) for e in d.edits)
         assert any("quantized" in e.change for e in d.edits)
     assert not any(e.argv[:1] == ["--tp-size"] for e in _diag("sf244").edits)  # TP 2 is already both GPUs
+
+
+def test_ollama_own_lines_are_read_sf248_sf250_sf257():
+    d = _diag("sf250")  # llm/server.go's host-memory check on the run's own plan: 415.7 - 3.4 GiB vs 23.4 + 24.1 GiB
+    assert d.engine == "llama.cpp" and "smaller model" in d.edits[0].change and "412.3 GiB" in d.edits[0].change
+    assert not any("num_gpu" in e.change for e in d.edits)  # short of host memory: fewer GPU layers put more there
+    assert _diag("sf257").edits[0].change.startswith("OLLAMA_NUM_PARALLEL=1")  # sched.go's parallel=4
+    assert any("num_gpu" in e.change for e in _diag("sf248").edits)
+    assert all(e.starts is None for i in ("sf248", "sf250", "sf257") for e in _diag(i).edits)
+
+
+def test_llama_server_log_gets_no_ollama_knobs():
+    from infer_advisor.calibrate.doctor import diagnose
+
+    d = diagnose("llama_model_loader: loaded meta data\nllama-server --parallel 4 -m m.gguf\nprint_info: model size = 4.00 GiB\n"
+                 "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9000.00 MiB on device 0: cudaMalloc failed: out of memory\n")
+    assert not any("OLLAMA" in e.change or "PARAMETER" in e.change for e in d.edits)

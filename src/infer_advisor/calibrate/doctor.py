@@ -187,11 +187,10 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     run uses goes after those that run on them where the count is not known (:mod:`.doctor_hardware`)."""
     from .doctor_first_try import first_try_edits, label_edits, larger_than_gpu, ollama_note
     from .doctor_hardware import for_each_engine, nothing_runs_edit, place_by_hardware, shared_device_note, unnamed_engine_first
-    from .doctor_hardware import shards_to_gpus_present
+    from .doctor_passes16 import before_hardware
     from .doctor_graph_room import graph_room_first
     from .doctor_load_oom import weights_first
     from .doctor_sglang_fraction import fraction_direction
-    from .doctor_sglang_load import sglang_weights_first
     from .doctor_refusal_edits import HOST_KILL_NOTE, host_kill_edits, in_effect
     from .doctor_weights_fit import tp_first_when_weights_exceed
     from .doctor_free_memory import held_memory_first
@@ -220,8 +219,7 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     weights_first(diag, text, tp_stated)  # docfix15 (sf229, sf239): a load-phase OOM gets fewer weights per GPU, never eager mode
     graph_room_first(diag, text)  # docfix15 (sf237): at a utilization that leaves the CUDA graphs no room, KV edits go eager
     fraction_direction(diag, text)  # docfix15 (sf138): SGLang's smaller fraction where the weights leave it no KV pool
-    sglang_weights_first(diag, text)  # docfix16 (sf244, sf252): SGLang's load-phase OOM, fewer weights per GPU
-    shards_to_gpus_present(diag, hw[0])  # docfix16 (sf265): a TP edit for an OOM uses the GPUs present, never fewer
+    before_hardware(diag, text, hw[0])  # docfix16: SGLang's load OOM, ollama's own lines, TP over the GPUs present
     diag.edits, stuck = place_by_hardware(diag.edits, hw[0], hw[1], diag.tp, diag.pp, diag.error)
     if stuck:
         diag.edits.insert(0, nothing_runs_edit(diag.edits, hw[0], diag.tp))
