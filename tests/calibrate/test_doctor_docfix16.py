@@ -91,3 +91,14 @@ def test_llama_server_log_gets_no_ollama_knobs():
     d = diagnose("llama_model_loader: loaded meta data\nllama-server --parallel 4 -m m.gguf\nprint_info: model size = 4.00 GiB\n"
                  "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9000.00 MiB on device 0: cudaMalloc failed: out of memory\n")
     assert not any("OLLAMA" in e.change or "PARAMETER" in e.change for e in d.edits)
+
+
+def test_scout_bf16_weights_and_commented_flags_sf264():
+    d = _diag("sf264")
+    weights = next(line for line in d.ledger if line.term == "weights")
+    assert weights.bytes_per_gpu > 93.02 * 2**30  # 107.8 B parameters in bf16 over TP 2: about 100 GiB each, not 53.65
+    assert "checkpoint" in d.edits[0].change and d.edits[0].starts is None
+    assert not any("enforce-eager" in n for n in d.notes)  # '# "--enforce-eager",' is commented out
+    log = parse_startup_log('vllm serve m\n  # "--quantization=fp8", # weights\n  "--kv-cache-dtype=fp8"\n', engine="vllm", require_kv=False)
+    assert log.quantization is None
+    assert parse_startup_log("vllm\n# GPU blocks: 1952, # CPU blocks: 2048\n", engine="vllm", require_kv=False).kv_blocks == 1952

@@ -55,6 +55,11 @@ def detect_engine(text: str) -> Engine | None:
     return None
 
 
+# docfix16 (sf264): a commented-out flag of a pasted command or YAML list ('# "--quantization=fp8",', '# --enforce-eager') is
+# not set; a line whose '#' opens a log figure (V0's "# GPU blocks: N") is not a flag and stays
+COMMENTED_FLAG = re.compile(r"^[ \t]{0,40}#[ \t]{0,8}[\"']?--[^\n]{0,400}$", re.M)
+
+
 def parse_startup_log(text: str, engine: str | None = None, *, require_kv: bool = True) -> StartupLog:
     """Parse a start-up log of vLLM (V0 or V1 formats), SGLang or llama.cpp; ``engine`` overrides detection.
 
@@ -70,7 +75,7 @@ def parse_startup_log(text: str, engine: str | None = None, *, require_kv: bool 
         )
     read = {"vllm": read_vllm_log, "sglang": read_sglang_log, "llama.cpp": lambda t: read_past_fit_dry_run(t, read_llamacpp_log),
             "tgi": read_tgi_log}[found]
-    log = read(text)
+    log = read(COMMENTED_FLAG.sub("", text))
     if require_kv and log.kv_cache_tokens is None and log.kv_cache_bytes is None:
         raise RequestError(
             f"No KV-cache size in this {found} log (e.g. 'GPU KV cache size: N tokens', '# GPU blocks: N', "
