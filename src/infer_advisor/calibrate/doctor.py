@@ -187,7 +187,7 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     run uses goes after those that run on them where the count is not known (:mod:`.doctor_hardware`)."""
     from .doctor_first_try import first_try_edits, label_edits, larger_than_gpu, ollama_note
     from .doctor_hardware import for_each_engine, nothing_runs_edit, place_by_hardware, shared_device_note, unnamed_engine_first
-    from .doctor_passes16 import before_hardware
+    from .doctor_engine_passes import before_hardware
     from .doctor_graph_room import graph_room_first
     from .doctor_load_oom import weights_first
     from .doctor_sglang_fraction import fraction_direction

@@ -1,5 +1,5 @@
-"""docfix16's passes over the ranked edits, run just before the hardware ranking (retrospective, batch 13): SGLang's
-load-phase OOM (:mod:`.doctor_sglang_load`), ollama's own memory lines (:mod:`.doctor_ollama`), and a tensor-parallel
+"""Engine-specific passes over the ranked edits, run just before the hardware ranking (added by docfix16 after
+batch 13, retrospective): SGLang's load-phase OOM (:mod:`.doctor_sglang_load`), ollama's own memory lines (:mod:`.doctor_ollama`), and a tensor-parallel
 edit for an OOM that uses the GPUs present (:func:`.doctor_hardware.shards_to_gpus_present`)."""
 
 from __future__ import annotations
