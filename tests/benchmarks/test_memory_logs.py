@@ -333,3 +333,29 @@ def test_batch13_was_predicted_before_it_was_graded(ml):
             assert all(r in e["quoted"] for r in re.findall(r"\d+\.\d+", e["kv_cache_tokens_from"].split("derived")[1])[:2]), e["id"]
         elif w:
             assert str(w) in e["quoted"], e["id"]
+
+
+def test_batch14_was_predicted_before_it_was_graded(ml):
+    """Batch 14 (issue 23, session 7, memlogs14), gathered as facts before memfix14's model was frozen in main: at least
+    10 logs never used before from at least 7 sources (at most 3 from any one), each named by stored-index file id (and URL
+    where known), the token figure in its quote as written, the weights figure in the quote wherever one is entered,
+    vLLM and SGLang, TP 1, 2 and 4, bf16, fp16 and block FP8 among them, on at least 4 GPU types, and predicted by the
+    frozen code of the session's merged main (84961fe, memfix14) before any grading."""
+    import re
+    from collections import Counter
+
+    new, data = _batch(ml, "issue-23n", 10)
+    assert ml.BATCHES["issue-23n"][1] == "84961fe" and data["code_commit"].startswith("a3bcee9")
+    older = [e for e in ml.entries() if e.get("collected") != "issue-23n"]
+    used = {e["source"] for e in older} | {e["quoted"] for e in older}
+    per_source = Counter(re.search(r"file ids? (\d{10,12})", e["source"])[1] for e in new)
+    assert len(per_source) >= 7 and max(per_source.values()) <= 3
+    assert {e["engine"] for e in new} == {"vllm", "sglang"} and {e["tp"] for e in new} >= {1, 2, 4}
+    assert {e["quantization"] for e in new} >= {"none", "fp8-block"} and len({e["gpu"] for e in new}) >= 4
+    assert {e["dtype"] for e in new} >= {"bfloat16", "float16"}
+    for e in new:
+        assert e["source"] not in used and e["quoted"] not in used, e["id"]
+        tokens = e["measured"]["kv_cache_tokens"]
+        assert tokens > 0 and (f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"]), e["id"]
+        if e["measured"].get("weights_gib"):
+            assert str(e["measured"]["weights_gib"]) in e["quoted"], e["id"]

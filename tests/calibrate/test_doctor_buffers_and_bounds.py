@@ -109,6 +109,7 @@ def test_tgi_shard_dying_at_load_needs_more_gpus():
     one GPU, so more shards first, naming the GPUs it needs (4 present: it may run)."""
     d = diagnose(FAILURES["sf127"].log, gpus=4)
     assert d.engine == "tgi" and d.error.kind == "cuda_oom_load"
-    assert d.edits[0].argv == ["--num-shard", "2"] and d.edits[0].gpus_needed == 2
+    # docfix16: every GPU present (TGI's find_num_shards default where they are listed; the thread's confirmed fix)
+    assert d.edits[0].argv == ["--num-shard", "4"] and d.edits[0].gpus_needed == 4
     one = diagnose(FAILURES["sf127"].log, gpus=1)
     assert one.edits[0].argv[:1] != ["--num-shard"] or one.edits[0].starts is False

@@ -187,11 +187,13 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     run uses goes after those that run on them where the count is not known (:mod:`.doctor_hardware`)."""
     from .doctor_first_try import first_try_edits, label_edits, larger_than_gpu, ollama_note
     from .doctor_hardware import for_each_engine, nothing_runs_edit, place_by_hardware, shared_device_note, unnamed_engine_first
+    from .doctor_passes16 import before_hardware
     from .doctor_graph_room import graph_room_first
     from .doctor_load_oom import weights_first
     from .doctor_sglang_fraction import fraction_direction
     from .doctor_refusal_edits import HOST_KILL_NOTE, host_kill_edits, in_effect
     from .doctor_weights_fit import tp_first_when_weights_exceed
+    from .doctor_free_memory import held_memory_first
 
     diag.gpu_count, diag.gpu_count_source = hw[0], hw[2] if (hw[0] or hw[1]) else None
     if diag.error is not None and diag.error.kind == "host_oom_killed":  # docfix13: host RAM, so no GPU setting (sf191)
@@ -217,11 +219,13 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     weights_first(diag, text, tp_stated)  # docfix15 (sf229, sf239): a load-phase OOM gets fewer weights per GPU, never eager mode
     graph_room_first(diag, text)  # docfix15 (sf237): at a utilization that leaves the CUDA graphs no room, KV edits go eager
     fraction_direction(diag, text)  # docfix15 (sf138): SGLang's smaller fraction where the weights leave it no KV pool
+    before_hardware(diag, text, hw[0])  # docfix16: SGLang's load OOM, ollama's own lines, TP over the GPUs present
     diag.edits, stuck = place_by_hardware(diag.edits, hw[0], hw[1], diag.tp, diag.pp, diag.error)
     if stuck:
         diag.edits.insert(0, nothing_runs_edit(diag.edits, hw[0], diag.tp))
     else:
         tp_first_when_weights_exceed(diag, text)  # docfix14 (sf225, sf224): weights alone over one GPU
+    held_memory_first(diag)  # docfix16 (sf260-sf262): V1's free-memory check, touched only by utilization or freeing memory
     first = next((e for e in diag.edits if e.starts), None)
     if diag.fixed_command and command:
         from .doctor_input import apply_edit

@@ -137,7 +137,10 @@ def utilization_edit(sc: Scenario, base) -> Edit | None:
     kv_short = base.kv_cache_bytes_per_gpu <= 0 or base.max_concurrency < 1
     direction = 1 if kv_short else -1
     u = round(current + direction * STEP, 2)
-    while MIN_UTILIZATION <= u <= MAX_UTILIZATION:
+    lowest = MIN_UTILIZATION  # docfix16: under a free-memory ceiling (V1's start check) the search goes down to free / total
+    if sc.rule.max_budget_bytes is not None and base.gpu_memory_bytes:
+        lowest = min(lowest, int(sc.rule.max_budget_bytes / base.gpu_memory_bytes * 100) / 100)
+    while max(lowest, STEP) <= u <= MAX_UTILIZATION:
         est = _estimate(sc, {"memory_fraction": u})
         if starts(est, sc.rule):
             if direction > 0:

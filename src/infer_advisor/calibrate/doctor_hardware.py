@@ -30,6 +30,9 @@ _SMI_ROW = re.compile(r"^\|\s{1,6}(\d{1,2})\s{1,6}(?:NVIDIA|Tesla|Quadro)\b", re
 _INSTANCE = re.compile(r"\b((?:g4dn|g5|g6e?|p4de?|p5e?n?)[._-](?:\d{0,2}x?large|metal))\b", re.I)
 _DOCKER = re.compile(r"--gpus[= ][\"']?(?:count=)?(\d{1,3})\b|nvidia\.com/gpu[\"']?:\s{0,4}[\"']?(\d{1,3})\b")
 _WORLD = re.compile(r"world[_ ]size[=: ]+(\d{1,4})")
+# docfix16 (sf267): an integrated GPU sharing the host's memory (an APU) is the machine's one GPU: AMD Strix Halo (gfx1151,
+# Ryzen AI Max, the amdgpu.gttsize kernel setting that sizes its share of system memory), NVIDIA GB10 (DGX Spark), Jetson.
+_APU = re.compile(r"\b(Strix Halo|gfx1151|Ryzen AI Max|amdgpu\.gttsize|DGX Spark|GB10|Jetson (?:AGX )?Orin|GMK evo X2)\b", re.I)
 
 
 class InstanceGpus(BaseModel):
@@ -70,6 +73,9 @@ def gpu_count_from_log(text: str) -> tuple[int | None, int | None, str | None]:
         if name in _instances():
             n = _instances()[name]
             return n, None, f"the instance type {name} in the log ({n} GPU{'s' if n > 1 else ''}, data/instance_gpus.yaml)"
+    m = _APU.search(text)
+    if m:
+        return 1, None, f"the log's '{m.group(0)}' (an integrated GPU sharing the host's memory: one GPU)"
     m = _WORLD.search(text)
     if m:
         return None, int(m.group(1)), f"the log's '{m.group(0)}' (the run used {m.group(1)}; how many are present is not printed)"
@@ -215,3 +221,33 @@ def shared_device_note(text: str, engine: str, utilization: float | None) -> str
             f"at least the others' shares plus {own} (its own); in later releases each utilization is the server's share of the "
             "total, the shares must fit the memory free when each starts (V1 0.11+ refuses one above it), and the others' memory is "
             "not this server's to free." + per_server)
+
+
+
+def shards_to_gpus_present(diag, count: int | None) -> None:
+    """docfix16 (retrospective, batch 13's sf265: --num-shard 2 offered on 4 MI300X): where the GPUs present are known and
+    nothing decides a tensor-parallel edit for an out-of-memory, it uses the GPUs present (the largest power of two of
+    them; TGI: all of them), never fewer. TGI's launcher without --num-shard shards over the entries of
+    CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES, else 1 (launcher/src/main.rs ``find_num_shards``: ``(None, None) =>
+    num_cuda_devices().unwrap_or(1)``), so the run used 1 shard or all the GPUs listed: 2 is below what either needs
+    (sf127's confirmed fix on four V100s was --num-shard 4)."""
+    kind = diag.error.kind if diag.error is not None else ""
+    tp = max(diag.tp or 1, 1)
+    if not count or count <= tp or not kind.startswith("cuda_oom") or diag.engine not in ("vllm", "sglang", "tgi"):
+        return
+    target = present_tp(diag.engine, count)
+    out = []
+    for e in diag.edits:
+        flag = e.argv[0] if e.argv else None
+        if flag in TP_FLAGS and e.starts is None and len(e.argv) == 2 and e.argv[1].isdigit() and tp < int(e.argv[1]) < target:
+            suffix = e.change[len(f"{flag} {e.argv[1]}"):]  # an engine's name where no line names it, " (TGI)"
+            e = e.model_copy(update={"change": f"{flag} {target}{suffix}", "argv": [flag, str(target)], "gpus_needed": target,
+                                     "cost": f"{target} GPUs instead of {tp}: every GPU present (fewer weights on each)"})
+        out.append(e)
+    diag.edits = out
+
+
+def present_tp(engine: str, count: int) -> int:
+    """The tensor-parallel size that uses the GPUs present: all of them for TGI (its own default where they are listed),
+    else the largest power of two of them (attention heads divide by a power of two)."""
+    return count if engine == "tgi" else 1 << (count.bit_length() - 1)

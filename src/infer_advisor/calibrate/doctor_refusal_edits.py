@@ -135,12 +135,18 @@ def in_effect(text: str, edits: list[Edit]) -> tuple[list[Edit], list[str]]:
     keep, notes = [], []
     for e in edits:
         pattern = _IN_EFFECT.get(e.argv[0]) if len(e.argv) == 1 else _same_value(e.argv)
-        hit = next((m for m in pattern.finditer(text) if not _ADVICE.search(text[max(0, m.start() - 40): m.start()])), None) if pattern else None
+        hit = next((m for m in pattern.finditer(text) if not _ADVICE.search(text[max(0, m.start() - 40): m.start()])
+                    and not _commented(text, m.start())), None) if pattern else None
         if hit is None:
             keep.append(_below_stated(text, e))
         else:
             notes.append(f"{e.change} is not offered: the run already had it ('{hit.group(0).strip()}').")
     return keep, notes
+
+
+def _commented(text: str, at: int) -> bool:
+    """docfix16 (sf264): the flag sits after a '#' on its line (a commented-out line of a pasted command or YAML)."""
+    return "#" in text[text.rfind("\n", 0, at) + 1: at]
 
 
 _LOWER_ONLY = ("--max-batch-prefill-tokens", "--chunked-prefill-size", "--max-num-seqs", "--cuda-graph-max-bs")

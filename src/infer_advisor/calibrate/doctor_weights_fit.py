@@ -25,8 +25,14 @@ _EIGHT_BIT = re.compile(r"(?i)\bbitsandbytes\b|\b(?:fp8|int8|w8a8|w8a16|eetq|q8_
 _TOTAL = re.compile(r"([\d.]+) GiB total capacity|total capac(?:i)?ty of ([\d.]+) GiB")
 
 
+# docfix16 (sf264): the KV cache's dtype ("--kv-cache-dtype=fp8") and a commented-out flag say nothing of the weights' format
+_NOT_WEIGHTS = re.compile(r"(?:--kv-cache-dtype|kv_cache_dtype|--cache-type-[kv]|OLLAMA_KV_CACHE_TYPE)[=\s:'\"]{1,4}\w+")
+
+
 def _bytes_per_param(text: str, model: str) -> tuple[float, str]:
-    for source in (text[:200_000], model):
+    from ..engines.startup_log import COMMENTED_FLAG
+
+    for source in (_NOT_WEIGHTS.sub("", COMMENTED_FLAG.sub("", text[:200_000])), model):
         if _FOUR_BIT.search(source):
             return 0.5, "4-bit (stated)"
         if _EIGHT_BIT.search(source):
@@ -81,8 +87,13 @@ def tp_first_when_weights_exceed(diag, text: str) -> None:
     n = tp * 2
     while weights / n > BUDGET_SHARE * total and n < 64:
         n *= 2
-    if diag.gpu_count is not None and n > diag.gpu_count:
-        return  # more GPUs than the machine has: the hardware ranking (nothing runs on these GPUs) stands
+    if diag.gpu_count is not None and n > diag.gpu_count:  # more GPUs than the machine has
+        _checkpoint_first(diag, text, weights, fmt, total)
+        return
+    if diag.gpu_count:  # docfix16 (sf265): the GPUs present, never fewer (doctor_hardware.shards_to_gpus_present)
+        from .doctor_hardware import present_tp
+
+        n = max(n, present_tp(diag.engine, diag.gpu_count))
     edit = Edit(change=f"{flag} {n}", argv=[flag, str(n)], starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=0,
                 cost=f"{n} GPUs instead of {tp}", cost_rank=0.1, confidence="first_try", gpus_needed=n,
                 basis=(f"not decided by the log's figures: the weights ({weights / GIB:,.1f} GiB, {fmt}, from the catalog's shapes) are over "
@@ -91,3 +102,23 @@ def tp_first_when_weights_exceed(diag, text: str) -> None:
     diag.edits = [edit] + [e for e in diag.edits if not (e.argv and e.argv[0] == flag)]
     diag.notes.append(f"The weights alone ({weights / GIB:,.1f} GiB in {fmt}) are over one GPU's {total / GIB:,.2f} GiB at the run's "
                       f"{tp} GPU(s): no memory fraction, context, KV type or eager mode frees them, so {flag} {n} is ranked first.")
+
+
+def _checkpoint_first(diag, text: str, weights: float, fmt: str, total: float) -> None:
+    """docfix16 (retrospective, batch 13's sf244 on SGLang, sf264 on vLLM: Llama-4-Scout in bf16, 100 GiB per GPU at TP 2 on
+    two 93 GiB H100 NVL): no TP on the GPUs present holds the weights, so a smaller (pre-quantized) checkpoint goes first.
+    Online ``--quantization fp8`` is not it: vLLM's Fp8LinearMethod creates the weights in the model's dtype and quantizes
+    them in ``process_weights_after_loading`` (model_executor/layers/quantization/fp8.py), so the load still holds 16-bit
+    weights (sf264's reporter tried it: the same error)."""
+    from .doctor_sglang_load import checkpoint_edit, sglang_weights_first
+
+    if diag.engine == "sglang":
+        sglang_weights_first(diag, text, over_gpu=True)
+        return
+    per_gpu = weights / max(diag.gpu_count or 1, 1)
+    why = (f"the weights ({weights / GIB:,.1f} GiB, {fmt}) are {per_gpu / GIB:,.1f} GiB per GPU even over all {diag.gpu_count} GPUs "
+           f"present, over {BUDGET_SHARE:.2f} x {total / GIB:,.2f} GiB; a pre-quantized checkpoint (FP8, 4-bit) has fewer bytes per "
+           "GPU (online --quantization fp8 loads the 16-bit weights first)")
+    diag.edits = [checkpoint_edit(why)] + [e for e in diag.edits if e.argv or "checkpoint" not in e.change]
+    diag.notes.append(f"The weights alone ({weights / GIB:,.1f} GiB in {fmt}) are over the {diag.gpu_count} GPUs present "
+                      f"({total / GIB:,.2f} GiB each): no setting of this checkpoint starts here, so a smaller checkpoint is ranked first.")

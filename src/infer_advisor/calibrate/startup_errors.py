@@ -79,6 +79,7 @@ _V1_NEEDED = re.compile(
     r"To serve at least one request with the models?'s max seq len \((\d+)\),\s*\(?([\d.]+) GiB KV cache is needed, "
     r"which is larger than the available KV cache memory \(([\d.]+) GiB\)"
 )
+_QUOTE_MARK = re.compile(r"^\s{0,8}(?:[>|\u258e\u2502]\s?){1,4}")  # a quoted or bar-marked line's prefix (docfix16)
 _V1_ESTIMATED = re.compile(r"estimated maximum model length is (\d+)")
 _V0_MAX_LEN = re.compile(  # "The " optional: a thread's title often quotes the message from "model's"; a title cut after
     # the length still names the error (the capacity is then not known)
@@ -216,11 +217,18 @@ def _unwrapped(text: str) -> str:
     return text.replace("\r", "").replace("\n", "")
 
 
+def _rejoined(text: str) -> str:
+    """docfix16 (sf241, sf258): the V1 message broken at word boundaries, each line behind a quote mark ("▎ ", "> "): the
+    lines joined by one space, their quote marks taken out."""
+    return " ".join(_QUOTE_MARK.sub("", line).strip() for line in text.replace("\r", "").split("\n"))
+
+
 def _vllm_kv(text: str) -> StartupError | None:
     m = _V1_NEEDED.search(text)
-    if m is None and "To serve at least one request" in text:
-        text = _unwrapped(text)
-        m = _V1_NEEDED.search(text)
+    for join in (_unwrapped, _rejoined):
+        if m is None and "To serve at least one request" in text:
+            m = _V1_NEEDED.search(join(text))
+            text = join(text) if m else text
     if m:
         figures = {"max_model_len": int(m.group(1)), "kv_needed_bytes": _gib(m.group(2)), "kv_available_bytes": _gib(m.group(3))}
         est = _V1_ESTIMATED.search(text, m.end())

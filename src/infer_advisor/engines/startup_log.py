@@ -39,7 +39,8 @@ def detect_engine(text: str) -> Engine | None:
            "--mem-fraction-static", "Capture cuda graph failed", "sglang is using nccl"):  # CudaGraphRunner (sf122); nccl (sf154)
         return "sglang"
     if has("llama_kv_cache", "llama_model_loader", "load_tensors:", "llama_context:", "llama_new_context_with_model", "llama_model_load:",
-           "ggml_cuda_init:", "ggml_backend_sycl_"):
+           "ggml_cuda_init:", "ggml_backend_sycl_", "llm_load_print_meta:", "llm_load_tensors:", "source=memory.go",
+           "source=sched.go", 'msg="offload to', 'msg="system memory"'):  # docfix16: ollama's own lines (llm/memory.go, server)
         return "llama.cpp"
     if has("text_generation_launcher", "text_generation_router", "text_generation_server", "text-generation-inference",
            "text-generation-launcher", "shard-manager", "Starting shard", "Waiting for shard") or _TGI_SHARD.search(text[:2_000_000]):
@@ -52,6 +53,11 @@ def detect_engine(text: str) -> Engine | None:
         if has(*names):
             return engine
     return None
+
+
+# docfix16 (sf264): a commented-out flag of a pasted command or YAML list ('# "--quantization=fp8",', '# --enforce-eager') is
+# not set; a line whose '#' opens a log figure (V0's "# GPU blocks: N") is not a flag and stays
+COMMENTED_FLAG = re.compile(r"^[ \t]{0,40}#[ \t]{0,8}[\"']?--[^\n]{0,400}$", re.M)
 
 
 def parse_startup_log(text: str, engine: str | None = None, *, require_kv: bool = True) -> StartupLog:
@@ -69,7 +75,7 @@ def parse_startup_log(text: str, engine: str | None = None, *, require_kv: bool 
         )
     read = {"vllm": read_vllm_log, "sglang": read_sglang_log, "llama.cpp": lambda t: read_past_fit_dry_run(t, read_llamacpp_log),
             "tgi": read_tgi_log}[found]
-    log = read(text)
+    log = read(COMMENTED_FLAG.sub("", text))
     if require_kv and log.kv_cache_tokens is None and log.kv_cache_bytes is None:
         raise RequestError(
             f"No KV-cache size in this {found} log (e.g. 'GPU KV cache size: N tokens', '# GPU blocks: N', "

@@ -92,10 +92,11 @@ def read_vllm_log(text: str) -> StartupLog:
     r.take("prefix_caching", r"--(no-)?enable-prefix-caching\b", lambda v: v != "no-")
     r.take("language_model_only", r"'language_model_only': (True|False)", lambda v: v == "True")
     r.take("language_model_only", r"--language-model-only\b()", lambda v: True)
-    # not V0's hint "set 'enforce_eager=True' or use '--enforce-eager'" (quoted): the setting or the command only
+    # not V0's hint "set 'enforce_eager=True' or use '--enforce-eager'" (quoted): the setting or the command only;
+    # docfix16 (sf264): nor a commented-out "# --enforce-eager" in a pasted command
     r.take("enforce_eager", r"(?<!')enforce_eager=(True|False)(?!')", lambda v: v == "True", anchor="enforce_eager=")
     r.take("enforce_eager", r"'enforce_eager': (True|False)", lambda v: v == "True")
-    r.take("enforce_eager", r"(?<!')--enforce-eager\b(?!')()", lambda v: True, anchor="--enforce-eager")
+    r.take("enforce_eager", r"(?<!')(?<!#)(?<!# )(?<!# \")(?<!#\")--enforce-eager\b(?!')()", lambda v: True, anchor="--enforce-eager")
     r.take("sampler", r"Using FlashInfer for top-p & top-k sampling()", lambda v: "flashinfer")
     r.take("sampler", r"Falling back to the PyTorch-native implementation of top-p & top-k sampling()", lambda v: "pytorch")
     r.take("sampler", r"FlashInfer top-p/top-k sampling is available but disabled()", lambda v: "pytorch")

@@ -1,0 +1,131 @@
+"""ollama's own memory lines: its plan, its host-memory check and its scheduler (docfix16, retrospective: batch 13's sf248,
+sf250, sf257, which the doctor did not read).
+
+    >>> ollama_plan('... msg="system memory" total="31.7 GiB" free="23.4 GiB" free_swap="24.1 GiB" ...')["host_free"] / GIB
+    23.4
+
+Read at ollama's source: llm/memory.go logs its estimate as ``msg="offload to <library>" layers.requested=..
+layers.model=.. layers.offload=.. memory.available="[..]" memory.required.full=".." memory.required.partial=".."
+memory.required.kv=".." memory.weights.total=".."``; llm/server.go logs ``msg="system memory" total=".." free=".."
+free_swap=".."`` and refuses a model whose part kept in host memory (``estimate.TotalSize - estimate.VRAMSize``) is over
+``free + free swap``: "model requires more system memory (%s) than is available (%s)"; server/sched.go logs
+``msg="new model will fit in available VRAM, loading" ... parallel=N required=".."`` and multiplies the context by the
+parallel requests (``opts.NumCtx = opts.NumCtx * numParallel``), so each parallel slot holds a context's KV. A load that
+then dies ("llama runner exited, you may not have enough available memory to run this model", "llama runner process has
+terminated") names no figure. ollama's knobs are its own (PARAMETER num_ctx / num_gpu, OLLAMA_NUM_PARALLEL), not
+llama-server's flags; every edit here is an action (``argv`` empty) and none is decided (``starts`` None).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .doctor_edits import Edit
+
+GIB = 2**30
+_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
+_SIZE = r"([\d.]+ (?:[KMGT]i?B|B))"
+_SYSTEM = re.compile(rf'msg="system memory" total="{_SIZE}" free="{_SIZE}"(?: free_swap="{_SIZE}")?')
+_OFFLOAD = re.compile(r'msg="offload to (\w+)" layers\.requested=(-?\d+) layers\.model=(\d+) layers\.offload=(\d+)')
+_FIELD = {key: re.compile(rf'{re.escape(key)}="{_SIZE}"') for key in (
+    "memory.required.full", "memory.required.partial", "memory.required.kv", "memory.weights.total", "memory.graph.full")}
+_AVAILABLE = re.compile(r'memory\.available="\[([^\]]{0,200})\]"')
+_PARALLEL = re.compile(r'(?:\bparallel=|--parallel )(\d{1,3})\b')
+_REFUSED = re.compile(rf"model requires more system memory \({_SIZE}\) than is available")
+_EXITED = re.compile(r'llama runner (?:exited, you may not have enough available memory[^\n]{0,40}|process has terminated[^\n"]{0,60})')
+_MODEL_SIZE = re.compile(r"model size\s+=\s+([\d.]+) GiB")
+
+
+def _bytes(size: str) -> float:
+    value, unit = size.split()
+    return float(value) * _UNITS[unit]
+
+
+def ollama_plan(text: str) -> dict:
+    """The figures ollama's own lines print (empty: none)."""
+    text, out = text[:2_000_000], {}
+    if m := _SYSTEM.search(text):
+        out |= {"host_total": _bytes(m.group(1)), "host_free": _bytes(m.group(2))} | ({"swap_free": _bytes(m.group(3))} if m.group(3) else {})
+    if m := _OFFLOAD.search(text):
+        out |= {"layers_model": int(m.group(3)), "layers_offload": int(m.group(4))}
+    for key, pattern in _FIELD.items():
+        if m := pattern.search(text):
+            out[key.split(".", 1)[1]] = _bytes(m.group(1))
+    if m := _AVAILABLE.search(text):
+        out["gpu_available"] = sum(_bytes(s.strip()) for s in re.findall(r"[\d.]+ (?:[KMGT]i?B|B)", m.group(1)))
+    if m := _PARALLEL.search(text):
+        out["parallel"] = int(m.group(1))
+    if m := _REFUSED.search(text):
+        out["refused_required"] = _bytes(m.group(1))
+    if m := _MODEL_SIZE.search(text):
+        out["model_size"] = float(m.group(1)) * GIB
+    return out
+
+
+def _action(change: str, cost: str, rank: float, basis: str) -> Edit:
+    return Edit(change=change, argv=[], starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=0, cost=cost,
+                cost_rank=rank, confidence="first_try", basis=f"not decided by the log's figures: {basis}")
+
+
+def _host_short(p: dict) -> tuple[float, float] | None:
+    """(host memory ollama's check needs, host memory + swap free) where its check fails by the printed figures."""
+    if "host_free" not in p:
+        return None
+    need = None  # this run's own plan first (a quoted message may be another machine's), then the message's figure
+    if "required.full" in p and "required.partial" in p and p.get("layers_offload", 0) < p.get("layers_model", 0):
+        need = p["required.full"] - p["required.partial"]  # the layers not offloaded stay in host memory
+    need = need or p.get("refused_required")
+    avail = p["host_free"] + p.get("swap_free", 0.0)
+    return (need, avail) if need and need > avail else None
+
+
+def ollama_edits(text: str) -> tuple[list[Edit], list[str]]:
+    """The edits and notes ollama's own lines give (both empty where the text has none of them)."""
+    p, exited = ollama_plan(text), _EXITED.search(text[:2_000_000])
+    if not p and not exited:
+        return [], []
+    edits, notes = [], []
+    short = _host_short(p)
+    if short:
+        need, avail = short
+        reach = avail + p.get("gpu_available", 0.0)
+        edits.append(_action(f"a smaller model or quantization (ollama's host-memory check: {need / GIB:,.1f} GiB needed in host memory, "
+                             f"{avail / GIB:,.1f} GiB free with swap)", "another model or quantization", 0.1,
+                             f"ollama's llm/server.go refuses a model whose part kept in host memory is over free memory + free swap; "
+                             f"RAM, swap and GPUs here reach {reach / GIB:,.1f} GiB"))
+        edits.append(_action("more host memory or swap", "a larger machine or swap file (swap makes the layers on the CPU slow)", 0.3,
+                             "the same check counts free swap"))
+        notes.append(f"ollama's own check failed: the model's part kept in host memory ({need / GIB:,.1f} GiB) is over the free host "
+                     f"memory and swap ({avail / GIB:,.1f} GiB; llm/server.go \"model requires more system memory\").")
+    if p.get("parallel", 1) > 1:
+        n = p["parallel"]
+        kv = f" (memory.required.kv {p['required.kv'] / GIB:,.1f} GiB -> about {p['required.kv'] / n / GIB:,.1f})" if "required.kv" in p else ""
+        edits.append(_action(f"OLLAMA_NUM_PARALLEL=1 (ollama's environment){kv}", f"1 request at a time instead of {n}", 0.2,
+                             f"ollama's scheduler multiplies the context by the parallel requests (server/sched.go, parallel={n} "
+                             "printed): one slot holds a 1/{n} of the KV cache and a smaller compute graph".replace("{n}", str(n))))
+    if (exited or p.get("layers_offload")) and not short:  # short of host memory: fewer GPU layers would put more there
+        layers = p.get("layers_offload")
+        edits.append(_action("PARAMETER num_gpu lower than ollama's own choice" + (f" ({layers} layers offloaded of {p['layers_model']})"
+                             if layers else ""), "layers on the CPU decode slower", 0.4,
+                             "fewer layers on the GPU leave room for the KV cache and compute buffers that ollama's estimate "
+                             "under-counts; the layer count that fits is not printed"))
+        edits.append(_action("PARAMETER num_ctx smaller (or OLLAMA_CONTEXT_LENGTH)", "shorter context", 0.5,
+                             "the KV cache and compute graph shrink with the context"))
+    if exited:
+        notes.append(f"ollama's runner died while loading ('{exited.group(0)[:90]}'): ollama names no figure; its plan lines "
+                     "(msg=\"offload to ...\", msg=\"system memory\") say what it expected to fit.")
+    return sorted(edits, key=lambda e: e.cost_rank), notes
+
+
+def ollama_first(diag, text: str) -> None:
+    """Where the doctor found no edit of its own for an ollama run (llama.cpp under ollama), ollama's own lines give them."""
+    from .doctor_first_try import ollama_note
+
+    if diag.engine != "llama.cpp" or any(e.starts for e in diag.edits):
+        return
+    if not (ollama_note(text, diag.engine) or _SYSTEM.search(text[:2_000_000]) or _OFFLOAD.search(text[:2_000_000])):
+        return  # llama-server's own log: its flags, not ollama's knobs
+    edits, notes = ollama_edits(text)
+    if edits and (not diag.edits or _host_short(ollama_plan(text))):
+        diag.edits = edits + [e for e in diag.edits if e.argv]
+    diag.notes += notes

@@ -1,0 +1,15 @@
+"""docfix16's passes over the ranked edits, run just before the hardware ranking (retrospective, batch 13): SGLang's
+load-phase OOM (:mod:`.doctor_sglang_load`), ollama's own memory lines (:mod:`.doctor_ollama`), and a tensor-parallel
+edit for an OOM that uses the GPUs present (:func:`.doctor_hardware.shards_to_gpus_present`)."""
+
+from __future__ import annotations
+
+
+def before_hardware(diag, text: str, count: int | None) -> None:
+    from .doctor_hardware import shards_to_gpus_present
+    from .doctor_ollama import ollama_first
+    from .doctor_sglang_load import sglang_weights_first
+
+    sglang_weights_first(diag, text)  # sf244, sf252
+    ollama_first(diag, text)  # sf248, sf250, sf257
+    shards_to_gpus_present(diag, count)  # sf265, sf127
