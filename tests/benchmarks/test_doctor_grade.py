@@ -25,6 +25,7 @@ def test_committed_summaries_match_a_fresh_run():
     assert summary(rows, None, batch=11) == committed["batch11"]
     assert summary(rows, None, batch=12) == committed["batch12"]
     assert summary(rows, None, batch=13) == committed["batch13"]
+    assert summary(rows, None, batch=14) == committed["batch14"]
 
 
 def test_batch4_first_answers_are_kept_as_committed():
@@ -124,6 +125,24 @@ def test_batch13_first_answers_are_kept_as_committed():
     assert [i for i, r in rows.items() if r["verdict"] == "not read"] == ["sf248", "sf250", "sf257"]
     held = first["held_aside"]
     assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (245, 66, 0)
+
+
+def test_batch14_first_answers_are_kept_as_committed():
+    """Batch 14's first answers: main 6c4d8bc's doctor (docfix16 frozen 1d0e2bd) on sf268-sf287, committed before
+    anything else (e2a0435). None decided: the threads print torch OOM lines or words; the two not read are an entry
+    whose log is two environment lines (sf274) and one whose engine version is the build's commit hash (sf283)."""
+    first = json.loads((RESULTS.parent / "doctor_grade_batch14_first.json").read_text())
+    b14 = first["batch14"]
+    assert (b14["entries"], b14["first_edit_starts"], b14["first_edit_fails"], b14["unverifiable"], b14["no_edit"],
+            b14["not_read"], b14["crash"], b14["error_named"], b14["memory_model_run"], b14["gpu_inferred"]) == (
+        20, 0, 0, 16, 2, 2, 0, 5, 5, 1)
+    rows = {r["id"]: r for r in first["rows"] if r["batch"] == 14}
+    assert [i for i, r in rows.items() if r["verdict"] == "no edit"] == ["sf280", "sf284"]
+    assert [i for i, r in rows.items() if r["verdict"] == "not read"] == ["sf274", "sf283"]
+    assert rows["sf286"]["first_edit"] == "--gpu-memory-utilization 0.55"
+    assert rows["sf275"]["first_edit"].endswith("(TGI)") and rows["sf287"]["first_edit"].endswith("(vLLM)")
+    held = first["held_aside"]
+    assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (265, 65, 0)
 
 
 def test_a_budget_that_passes_the_start_check_and_holds_no_model_fails():

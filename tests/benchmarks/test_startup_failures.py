@@ -115,3 +115,15 @@ def test_batch13_threads_are_new_and_state_what_they_claim():
     assert [f.id for f in b13 if f.held_out] == ["sf243", "sf246", "sf249", "sf252", "sf255", "sf258", "sf261", "sf264",
                                                   "sf267"]
     assert {f.id for f in b13 if f.fix and f.fix.confirmed} == {"sf241", "sf242", "sf254"}
+
+
+def test_batch14_threads_are_new_and_state_what_they_claim():
+    """Batch 14 (sf268-sf287), gathered before docfix16's doctor ran on it: no thread of an earlier entry, every stated
+    GPU count covers the GPUs the run used, every confirmed fix quotes the thread, the held-out third follows the rule;
+    all four engines: vLLM V0 and V1 (one vllm-ascend thread, two in other projects' trackers), SGLang, TGI and
+    llama.cpp (two ollama threads, one of them in Open WebUI's tracker)."""
+    b14 = _new_batch(14, range(268, 288))
+    engines = [f.engine for f in b14]
+    assert (engines.count("vllm"), engines.count("sglang"), engines.count("tgi"), engines.count("llama.cpp")) == (13, 2, 1, 4)
+    assert [f.id for f in b14 if f.held_out] == ["sf270", "sf273", "sf276", "sf279", "sf282", "sf285"]
+    assert {f.id for f in b14 if f.fix and f.fix.confirmed} == {"sf268", "sf272", "sf273", "sf283"}
