@@ -127,3 +127,15 @@ def test_batch14_threads_are_new_and_state_what_they_claim():
     assert (engines.count("vllm"), engines.count("sglang"), engines.count("tgi"), engines.count("llama.cpp")) == (13, 2, 1, 4)
     assert [f.id for f in b14 if f.held_out] == ["sf270", "sf273", "sf276", "sf279", "sf282", "sf285"]
     assert {f.id for f in b14 if f.fix and f.fix.confirmed} == {"sf268", "sf272", "sf273", "sf283"}
+
+
+def test_batch15_threads_are_new_and_state_what_they_claim():
+    """Batch 15 (sf288-sf303), gathered before docfix17's doctor ran on it: no thread of an earlier entry, every stated
+    GPU count covers the GPUs the run used, every confirmed fix quotes the thread, the held-out third follows the rule;
+    all four engines: vLLM V0 and V1 (two vllm-omni threads, one in GPTQModel's tracker), SGLang, TGI and llama.cpp
+    (four ollama threads, one inference snap, one llama-cpp-python inside khoj)."""
+    b15 = _new_batch(15, range(288, 304))
+    engines = [f.engine for f in b15]
+    assert (engines.count("vllm"), engines.count("sglang"), engines.count("tgi"), engines.count("llama.cpp")) == (6, 1, 1, 8)
+    assert [f.id for f in b15 if f.held_out] == ["sf288", "sf291", "sf294", "sf297", "sf300", "sf303"]
+    assert {f.id for f in b15 if f.fix and f.fix.confirmed} == {"sf288", "sf289", "sf290", "sf301"}
