@@ -188,9 +188,3 @@ def test_sglang_04_default_fraction_is_by_tp_alone(tp, expected):
         assert default_memory_fraction(p, driver_memory_bytes=total, tp=tp) == expected
     assert memory_profile("sglang", "0.5.9").label == "SGLang 0.5"
 
-
-def test_sglang_versions_between_ranges_are_refused_with_the_ranges():
-    with pytest.raises(RequestError, match="falls between the memory profiles here"):
-        memory_profile("sglang", "0.4.9")
-    with pytest.raises(RequestError, match="older than the memory profiles"):
-        memory_profile("sglang", "0.2.0")
