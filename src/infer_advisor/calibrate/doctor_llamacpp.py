@@ -79,8 +79,9 @@ def llamacpp_findings(log: StartupLog, error: StartupError | None, model_cell: f
     if not (free and weights is not None and per_token):
         out.notes.append("The log lacks the free memory, the model buffer or the KV size: the engine's own remedies, not decided.")
         bounded = context_within_figures(log, cells, per_token, buffer)  # docfix17 (sf281-sf283): not a fixed halving
+        raised_ubatch = buffer is None and error.figures.get("n_ubatch", 0) > LLAMACPP_DEFAULT_UBATCH  # sf226: the micro-batch first
         if bounded is not None:
-            out.edits.insert(0, bounded)
+            out.edits.insert(0, bounded.model_copy(update={"cost_rank": 0.5}) if raised_ubatch else bounded)
         else:
             out.edits.append(_edit([flags.context, str(max((cells or 8192) // 2, ROUND_TOKENS))], None, "half the context (the compute "
                                    "buffer's attention scores and the KV cache both scale with it)" if buffer == "compute" else "half the context",

@@ -40,7 +40,8 @@ _PROCESS_MEMORY = re.compile(r"\((EngineCore(?:_DP\d+)?) pid=(\d+)\)[^\n]{0,120}
 _WORDS = re.compile(r"(?i)\b(?:two|three|four|several|multiple|many|[2-9])\s+(?:\S+\s+){0,2}(?:workers?|LLM classes|engines?|"
                     r"containers?|services?|LLM instances)\b[^\n]{0,60}?\b(?:on|in)\s+(?:one|a single|the same|a|an)\s+(?:\S+\s+)?"
                     r"(?:GPUs?|cards?|devices?)\b")
-_KINDS = ("no_cache_blocks", "kv_cache_check", "max_len_exceeds_kv", "free_memory_below_utilization", "cuda_oom", "cuda_oom_profile")
+# (V1's free-memory start check is worked on its own printed figures: doctor_free_memory.held_memory_first)
+_KINDS = ("no_cache_blocks", "kv_cache_check", "max_len_exceeds_kv", "cuda_oom", "cuda_oom_profile")
 
 
 def shares_device(text: str) -> int:

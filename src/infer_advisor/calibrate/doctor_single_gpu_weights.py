@@ -24,19 +24,19 @@ OFFLOAD_FIRST = (0, 5, 3)  # vLLM's first release with --cpu-offload-gb (PR #649
 ON_GPU_SHARE = 0.5  # of the budget, left for the weights after offloading (the rest for activations, graphs and KV)
 
 
-def single_gpu_first(diag, tp_edit: Edit, rest: list[Edit], weights: float, fmt: str, total: float) -> list[Edit]:
+def single_gpu_first(diag, tp_edit: Edit, rest: list[Edit], weights: float, fmt: str, total: float, budget_share: float) -> list[Edit]:
+    """``budget_share``: vLLM's default utilization (doctor_weights_fit.BUDGET_SHARE), which the weights are over."""
     from .doctor_sglang_load import checkpoint_edit
-    from .doctor_weights_fit import BUDGET_SHARE
 
     n = tp_edit.gpus_needed or 2
     tp_edit = tp_edit.model_copy(update={"cost": f"{tp_edit.cost}; needs {n} GPUs: the text states no GPU count (pass --gpus N)"})
     per_gpu = weights / max(diag.tp or 1, 1)
     if diag.engine == "vllm" and _has_offload(diag.engine_version):
-        gib = math.ceil((per_gpu - ON_GPU_SHARE * BUDGET_SHARE * total) / GIB)
+        gib = math.ceil((per_gpu - ON_GPU_SHARE * budget_share * total) / GIB)
         first = Edit(change=f"--cpu-offload-gb {gib}", argv=["--cpu-offload-gb", str(gib)], starts=None, kv_cache_tokens=None,
                      max_concurrency=None, max_model_len=0, cost=f"{gib} GiB of weights in host memory, streamed every step (much "
                      "slower)", cost_rank=0.1, confidence="first_try",
-                     basis=(f"not decided by the log's figures: the weights ({weights / GIB:,.1f} GiB, {fmt}) are over {BUDGET_SHARE:.2f} x "
+                     basis=(f"not decided by the log's figures: the weights ({weights / GIB:,.1f} GiB, {fmt}) are over {budget_share:.2f} x "
                             f"{total / GIB:,.2f} GiB; {gib} GiB off the GPU leaves {(per_gpu - gib * GIB) / GIB:,.1f} GiB of them on it"))
     else:
         first = checkpoint_edit(f"the weights ({weights / GIB:,.1f} GiB, {fmt}) are over one GPU's {total / GIB:,.2f} GiB and no second "

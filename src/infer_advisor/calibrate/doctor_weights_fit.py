@@ -104,7 +104,7 @@ def tp_first_when_weights_exceed(diag, text: str) -> None:
         # docfix17 (sf271): no GPU count stated or logged, and the weights within the card's whole memory: one-GPU edits first
         from .doctor_single_gpu_weights import single_gpu_first
 
-        diag.edits = single_gpu_first(diag, edit, rest, weights, fmt, total)
+        diag.edits = single_gpu_first(diag, edit, rest, weights, fmt, total, BUDGET_SHARE)
         return
     diag.edits = [edit] + rest
     diag.notes.append(f"The weights alone ({weights / GIB:,.1f} GiB in {fmt}) are over one GPU's {total / GIB:,.2f} GiB at the run's "
