@@ -8,7 +8,7 @@ Where the text shows several engines on one device (its words, two or more comma
 processes each sizing its cache) and the start failed on memory, the memory another engine holds is counted by how
 the release profiles:
 
-* V0 since 0.3.2 (vLLM PR #2863, "considering the other processes' GPU memory usage at the engine initialization
+* V0 since vLLM PR #2863 (merged 2024-02, "considering the other processes' GPU memory usage at the engine initialization
   time": worker ``init_gpu_memory`` = the free memory when the worker starts; ``determine_num_available_blocks``'s
   peak = that - the free memory after ``profile_run``): memory held before this engine started is not its own, memory
   another engine allocates during its profile is. Started together, each counts the other's load as its own peak
