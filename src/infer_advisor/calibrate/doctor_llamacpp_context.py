@@ -10,9 +10,10 @@ The context goes to the largest the printed figures allow, never a fixed fractio
 * the model's trained context where the log prints it (``llm_load_print_meta: n_ctx_train = N`` / ``print_info:
   n_ctx_train = N``, llama.cpp's model loader) and the run asked for more: llama.cpp itself warns that a context above
   n_ctx_train is beyond what the model was trained on (llama-context.cpp ``n_ctx_per_seq > n_ctx_train``);
-* otherwise llama.cpp's own default context, 4096 cells (common/common.h ``int32_t n_ctx = 4096``, since PR #10136,
-  which replaced "n_ctx 0 = n_ctx_train" after sf283's thread: DeepSeek-V2's 163,840 trained cells did not fit), where
-  the KV buffer at that context is what the printed bytes per cell give.
+* otherwise 4096 cells, the context llama.cpp's own memory fit goes down to (common/common.h ``int32_t
+  fit_params_min_ctx = 4096; // minimum context size to set when trying to reduce memory use`` in the source vendored
+  by llama-cpp-python 0.3.36; its default ``n_ctx`` there is 0, the trained context, as before PR #10136 made it 4096
+  for a while), where the KV buffer at that context is what the printed bytes per cell give.
 
 It goes first among the engine's remedies. Not decided (``starts`` None): the log prints no free memory for the buffer (host RAM, or a GPU it does not name).
 """
@@ -25,7 +26,7 @@ from .doctor_edits import Edit
 from .doctor_engine_flags import GIB, MIB, engine_edit, engine_flags
 from ..engines.startup_log import StartupLog
 
-LLAMACPP_DEFAULT_CONTEXT = 4096  # common/common.h common_params.n_ctx (llama.cpp PR #10136; 0 = n_ctx_train before it)
+LLAMACPP_DEFAULT_CONTEXT = 4096  # common/common.h fit_params_min_ctx: the floor of llama.cpp's own memory fit (0.3.36 source)
 _N_CTX_TRAIN = re.compile(r"n_ctx_train\s*=\s*(\d+)")
 
 
