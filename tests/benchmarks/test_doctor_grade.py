@@ -26,6 +26,7 @@ def test_committed_summaries_match_a_fresh_run():
     assert summary(rows, None, batch=12) == committed["batch12"]
     assert summary(rows, None, batch=13) == committed["batch13"]
     assert summary(rows, None, batch=14) == committed["batch14"]
+    assert summary(rows, None, batch=15) == committed["batch15"]
 
 
 def test_batch4_first_answers_are_kept_as_committed():
@@ -143,6 +144,24 @@ def test_batch14_first_answers_are_kept_as_committed():
     assert rows["sf275"]["first_edit"].endswith("(TGI)") and rows["sf287"]["first_edit"].endswith("(vLLM)")
     held = first["held_aside"]
     assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (265, 65, 0)
+
+
+def test_batch15_first_answers_are_kept_as_committed():
+    """Batch 15's first answers: main 79481a1's doctor (docfix17 frozen 0c9f9c6, merged at d5ab209, one comment changed
+    after) on sf288-sf303, committed before anything else (991bbaf). None decided: the threads' failing lines are cut or
+    in words; the four with no edit name no failing line (sf292 title only; sf297, sf300, sf302 cut before it)."""
+    first = json.loads((RESULTS.parent / "doctor_grade_batch15_first.json").read_text())
+    b15 = first["batch15"]
+    assert (b15["entries"], b15["first_edit_starts"], b15["first_edit_fails"], b15["unverifiable"], b15["no_edit"],
+            b15["not_read"], b15["crash"], b15["error_named"], b15["memory_model_run"], b15["gpu_inferred"]) == (
+        16, 0, 0, 12, 4, 0, 0, 4, 3, 1)
+    rows = {r["id"]: r for r in first["rows"] if r["batch"] == 15}
+    assert [i for i, r in rows.items() if r["verdict"] == "no edit"] == ["sf292", "sf297", "sf300", "sf302"]
+    assert rows["sf288"]["first_edit"] == "--gpu-memory-utilization 0.95"
+    assert rows["sf294"]["engine"] == "sglang" and rows["sf294"]["first_edit"] == "--gpu-memory-utilization 0.85"
+    assert rows["sf298"]["first_edit"] == "--ctx-size 4096"
+    held = first["held_aside"]
+    assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (281, 66, 0)
 
 
 def test_a_budget_that_passes_the_start_check_and_holds_no_model_fails():
