@@ -368,3 +368,28 @@ def test_sglang_stand_in_profiles_give_way_to_a_covering_range(ml):
     assert ml.version_for(by_id["sglang14-h100-llama31-8b-fa3-v044"]) == "0.4.4"
     assert ml.version_for(by_id["sglang21348-qwen3-235b-fp8-4xh100"]) == "0.4.9"
     assert ml.version_for(by_id["llmdb-llama31-8b-h100-v011"]) == "0.13.0"
+
+
+def test_batch16_data_is_complete(ml):
+    """Batch 16 (issue 23, session 7, memlogs16), gathered as facts before the merged main's model predicted it: at least
+    5 logs never used before from at least 4 sources (at most 3 from any one), each named by stored-index file id, the
+    token figure in its quote as written, the weights figure in the quote wherever one is entered, vLLM and SGLang,
+    TP 1 and 2, unquantized, FP8 and AWQ weights, bf16 and fp16, on at least 4 GPU types."""
+    import re
+    from collections import Counter
+
+    new = [e for e in ml.entries() if e.get("collected") == "issue-23p"]
+    assert len(new) >= 5
+    older = [e for e in ml.entries() if e.get("collected") != "issue-23p"]
+    used = {e["source"] for e in older} | {e["quoted"] for e in older}
+    per_source = Counter(re.search(r"file ids? (\d{10,12})", e["source"])[1] for e in new)
+    assert len(per_source) >= 4 and max(per_source.values()) <= 3
+    assert {e["engine"] for e in new} == {"vllm", "sglang"} and {e["tp"] for e in new} >= {1, 2}
+    assert {e["quantization"] for e in new} >= {"none", "fp8", "awq"} and len({e["gpu"] for e in new}) >= 4
+    assert {e["dtype"] for e in new} >= {"bfloat16", "float16"}
+    for e in new:
+        assert e["source"] not in used and e["quoted"] not in used, e["id"]
+        tokens = e["measured"]["kv_cache_tokens"]
+        assert tokens > 0 and (f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"]), e["id"]
+        if e["measured"].get("weights_gib"):
+            assert str(e["measured"]["weights_gib"]) in e["quoted"], e["id"]
