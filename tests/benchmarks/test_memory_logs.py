@@ -363,20 +363,21 @@ def test_batch14_was_predicted_before_it_was_graded(ml):
 
 def test_batch15_data_is_complete(ml):
     """Batch 15 (issue 23, session 7, memlogs15), gathered as facts before memfix15's model was frozen in main: at least
-    3 logs never used before (short of the 8 asked: the index's start-up logs on catalog models and GPUs are almost all
+    6 logs never used before (short of the 8 asked: the index's start-up logs on catalog models and GPUs are almost all
     used), each from its own source named by stored-index file id, the token figure in its quote as written, the weights
-    figure in the quote wherever one is entered, vLLM and SGLang, bf16 and NVFP4 among them, on 3 GPU types, every
-    version that is not printed marked inferred."""
+    figure in the quote wherever one is entered, vLLM and SGLang, bf16, NVFP4 and INT4-experts among them, on 6 GPU
+    types with TP 1 and 8, every version that is not printed marked inferred."""
     import re
 
     new = [e for e in ml.entries() if e.get("collected") == "issue-23o"]
-    assert len(new) >= 3
+    assert len(new) >= 6
     older = [e for e in ml.entries() if e.get("collected") != "issue-23o"]
     used = {e["source"] for e in older} | {e["quoted"] for e in older}
     file_ids = [re.search(r"file ids? (\d{9,12})", e["source"])[1] for e in new]
     assert len(set(file_ids)) == len(new)
-    assert {e["engine"] for e in new} == {"vllm", "sglang"} and len({e["gpu"] for e in new}) >= 3
-    assert {e["quantization"] for e in new} >= {"none", "nvfp4"}
+    assert {e["engine"] for e in new} == {"vllm", "sglang"} and len({e["gpu"] for e in new}) >= 6
+    assert {e["tp"] for e in new} == {1, 8}
+    assert {e["quantization"] for e in new} >= {"none", "nvfp4", "compressed-tensors-w4a16-experts"}
     for e in new:
         assert e["source"] not in used and e["quoted"] not in used, e["id"]
         tokens = e["measured"]["kv_cache_tokens"]
