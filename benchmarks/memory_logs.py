@@ -118,8 +118,18 @@ def _calibration_module():
 
 
 def version_for(entry: dict) -> str:
-    """The engine version whose memory profile predicts the entry (`profile_version` where none covers its own)."""
-    return entry.get("profile_version") or entry["engine_version"]
+    """The engine version whose memory profile predicts the entry (`profile_version` where none covers its own).
+
+    An entry whose note says its `profile_version` stands in because no profile covered its version ("there is no
+    SGLang memory profile before 0.5 here") takes its own version once a range covers it (memfix15: SGLang 0.3-0.4.5).
+    """
+    pinned, own = entry.get("profile_version"), entry["engine_version"]
+    if pinned and "memory profile before" in str(entry.get("version_note", "")):
+        from infer_advisor.engines.memory import memory_profiles
+
+        if any(p.covers(str(own)) for p in memory_profiles().get(entry["engine"], ())):
+            return str(own)
+    return pinned or own
 
 
 def estimate(entry: dict, model: str, calibration=None):

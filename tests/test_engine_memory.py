@@ -177,3 +177,14 @@ def test_sglang_fraction_on_amd_uses_the_hip_total_without_a_cuda_reserve():
     assert mi300x.driver_memory_bytes is None and mi300x.budget_memory_bytes == int(191.98 * GIB)
     s = engine_settings("sglang", None, mi300x)
     assert s.memory_fraction == default_memory_fraction(memory_profile("sglang"), driver_memory_bytes=mi300x.budget_memory_bytes)
+
+
+@pytest.mark.parametrize("tp,expected", [(1, 0.88), (2, 0.87), (4, 0.85), (8, 0.81), (16, 0.79)])
+def test_sglang_04_default_fraction_is_by_tp_alone(tp, expected):
+    """memfix15 (retrospective): SGLang 0.4.2-0.4.5 server_args.__post_init__ sets mem_fraction_static by tp_size only."""
+    p = memory_profile("sglang", "0.4.4")
+    assert p.label == "SGLang 0.3-0.4.5" and p.fraction_by_ranks_source
+    for total in (24 * 2**30, 80 * 2**30, 141 * 2**30):
+        assert default_memory_fraction(p, driver_memory_bytes=total, tp=tp) == expected
+    assert memory_profile("sglang", "0.5.9").label == "SGLang 0.5"
+

@@ -385,3 +385,12 @@ def test_batch15_data_is_complete(ml):
             assert str(e["measured"]["weights_gib"]) in e["quoted"], e["id"]
         if e["engine_version"] not in e["quoted"]:
             assert e["version_note"].startswith("inferred"), e["id"]
+
+
+def test_sglang_stand_in_profiles_give_way_to_a_covering_range(ml):
+    """memfix15 (retrospective): an old SGLang entry whose note says the 0.5 profile stands in takes its own version's range
+    (0.4.4: 0.3-0.4.5; 0.4.9: the 0.5 range, which starts at 0.4.6); pinned vLLM stand-ins (0.11.0 graded with 0.13.0) stay."""
+    by_id = {e["id"]: e for e in ml.entries()}
+    assert ml.version_for(by_id["sglang14-h100-llama31-8b-fa3-v044"]) == "0.4.4"
+    assert ml.version_for(by_id["sglang21348-qwen3-235b-fp8-4xh100"]) == "0.4.9"
+    assert ml.version_for(by_id["llmdb-llama31-8b-h100-v011"]) == "0.13.0"

@@ -48,7 +48,8 @@ def test_cpu_backend_kv_failure_read_sf159():
     assert error.kind == "llamacpp_alloc_failed"
     assert error.figures["requested_bytes"] == 137438953504 and error.figures["host"] == 1.0 and error.figures["buffer"] == 0
     diag = diagnose(text, gpu="H200")  # a GPU named by mistake must not size a host buffer
-    assert diag.edits[0].argv == ["--ctx-size", "524288"] and diag.edits[0].starts is None
+    # docfix17 (retrospective): llama.cpp's own default context (PR #10136), no longer half of the 1,048,576 that failed
+    assert diag.edits[0].argv == ["--ctx-size", "4096"] and diag.edits[0].starts is None
 
 
 def test_vulkan_compute_failure_read_sf161():

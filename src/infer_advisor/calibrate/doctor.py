@@ -30,7 +30,7 @@ from .doctor_edits import (Edit, LedgerLine, Scenario, StartRule, graph_pool_byt
 from .doctor_figures import engine_figure_edits, free_memory_note, printed_v0_check, within_engine_figures
 from .doctor_command import any_kv, engine_try_flags, min_slots, model_setup, setup_notes, tried_command
 from .doctor_ledger import binding, ledger, logged_only, predicted_error
-from .doctor_version import generation_of as _generation, version_of as _version
+from .doctor_version import generation_of as _generation, release_or_none, version_of as _version
 from .startup_errors import StartupError, find_startup_error
 from ..engines.startup_log import StartupLog
 
@@ -261,12 +261,12 @@ def _other_engine(text: str, engine: str, error: StartupError | None, *, gpu, mo
     model_source = None
     if not model:
         model, model_source = infer_model(log.model)
-    version = engine_version or log.engine_version
+    version = release_or_none(engine_version or log.engine_version, notes := [])
     diag = Diagnosis(input_kind="log", engine=engine, engine_version=version, version_source="given" if engine_version else
                      ("log" if log.engine_version else "unknown"), model=model or log.model, gpu=gpu, gpu_source=gpu_source,
                      tp=(log.tp or 1) * (log.pp or 1), pp=log.pp or 1, max_model_len=log.max_model_len,
                      gpu_memory_utilization=log.gpu_memory_utilization,
-                     error=error, error_logged=error is not None)
+                     error=error, error_logged=error is not None, notes=notes)
     cell, total = _model_cell(log, model or log.model, gpu, version, diag.notes)
     diag.memory_model = cell is not None
     found = engine_findings(log, error, kv_bytes_per_token=cell, gpu_memory_bytes=total)

@@ -1,6 +1,7 @@
 """Engine-specific passes over the ranked edits, run just before the hardware ranking (added by docfix16 after
 batch 13, retrospective): SGLang's load-phase OOM (:mod:`.doctor_sglang_load`), ollama's own memory lines (:mod:`.doctor_ollama`), and a tensor-parallel
-edit for an OOM that uses the GPUs present (:func:`.doctor_hardware.shards_to_gpus_present`)."""
+edit for an OOM that uses the GPUs present (:func:`.doctor_hardware.shards_to_gpus_present`); docfix17: engines sharing one
+device (:mod:`.doctor_shared_device_start`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ def before_hardware(diag, text: str, count: int | None) -> None:
     from .doctor_hardware import shards_to_gpus_present
     from .doctor_ollama import ollama_first
     from .doctor_sglang_load import sglang_weights_first
+    from .doctor_shared_device_start import shared_device_first
 
     sglang_weights_first(diag, text)  # sf244, sf252
     ollama_first(diag, text)  # sf248, sf250, sf257
     shards_to_gpus_present(diag, count)  # sf265, sf127
+    shared_device_first(diag, text)  # docfix17: sf272, sf273, sf276

@@ -12,6 +12,7 @@ from __future__ import annotations
 from .doctor_edits import Edit, LedgerLine
 from .doctor_engine_flags import GIB, MIB, ROUND_TOKENS, Findings, engine_edit as _edit, engine_flags
 from .doctor_llamacpp_compute import compute_bound, flash_floor
+from .doctor_llamacpp_context import context_within_figures
 from .doctor_refusal_edits import refusal_findings
 from .startup_errors import LLAMACPP_BUFFERS, StartupError
 from .startup_errors_llamacpp import LLAMACPP_DEFAULT_UBATCH
@@ -77,9 +78,14 @@ def llamacpp_findings(log: StartupLog, error: StartupError | None, model_cell: f
                          "size the log does not print: a shorter context shrinks the KV cache in proportion; not decided.")
     if not (free and weights is not None and per_token):
         out.notes.append("The log lacks the free memory, the model buffer or the KV size: the engine's own remedies, not decided.")
-        out.edits.append(_edit([flags.context, str(max((cells or 8192) // 2, ROUND_TOKENS))], None, "half the context (the compute "
-                               "buffer's attention scores and the KV cache both scale with it)" if buffer == "compute" else "half the context",
-                               0.1 if (buffer == "compute" or host) else 0.5))
+        bounded = context_within_figures(log, cells, per_token, buffer)  # docfix17 (sf281-sf283): not a fixed halving
+        raised_ubatch = buffer is None and error.figures.get("n_ubatch", 0) > LLAMACPP_DEFAULT_UBATCH  # sf226: the micro-batch first
+        if bounded is not None:
+            out.edits.insert(0, bounded.model_copy(update={"cost_rank": 0.5}) if raised_ubatch else bounded)
+        else:
+            out.edits.append(_edit([flags.context, str(max((cells or 8192) // 2, ROUND_TOKENS))], None, "half the context (the compute "
+                                   "buffer's attention scores and the KV cache both scale with it)" if buffer == "compute" else "half the context",
+                                   0.1 if (buffer == "compute" or host) else 0.5))
         if buffer != "compute" and not quantized:  # q8_0 KV shrinks the KV cache, not a compute buffer (sf162, docfix9)
             out.edits.append(_edit(list(flags.kv_8bit), None, "KV cache in q8_0 (needs flash attention, -fa)", 0.15))
         return out

@@ -14,10 +14,35 @@ from ..engines.versions import version_key
 _SCM_PLACEHOLDER = re.compile(r"0\.1\.dev\d+")
 
 
+def is_release(version: str | None) -> bool:
+    """A version the data files' ranges can compare (0.8.5, b7200); a commit hash or a build's name is not one."""
+    from ..errors import RequestError
+
+    try:
+        return bool(version) and bool(version_key(version))
+    except RequestError:
+        return False
+
+
+def release_or_none(version: str | None, notes: list[str]) -> str | None:
+    """docfix17 (retrospective, batch 14's sf283: llama.cpp 'build on master branch: c8a0090...'): a version that is not
+    a release number (a build's commit hash) is read as an unknown version, said in a note, never a refusal to read the log."""
+    if version and not is_release(version):
+        notes.append(f"Engine version '{version[:40]}' is not a release number (a build's commit hash or name): read as an unknown "
+                     "version; pass --engine-version with the release (e.g. b4500) for its version's rules.")
+        return None
+    return version
+
+
 def version_of(log: StartupLog, given: str | None, error: StartupError | None = None) -> tuple[str | None, str]:
     from ..engines.profiles import engine_profile
     from .startup_errors import V0_ONLY_KINDS
 
+    unknown = [v for v in (given, log.engine_version) if v and not is_release(v)]
+    if unknown:  # docfix17 (sf283): a commit hash is no release: read as if none were given
+        version, how = version_of(log.model_copy(update={"engine_version": None if log.engine_version in unknown else log.engine_version}),
+                                  None if given in unknown else given, error)
+        return version, f"{how}; '{unknown[0][:40]}' is not a release number (a build's commit hash or name): an unknown version"
     placeholder = next((v for v in (given, log.engine_version) if v and _SCM_PLACEHOLDER.match(v)), None)
     if given and not placeholder:
         return given, "given"

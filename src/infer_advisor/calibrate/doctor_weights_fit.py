@@ -99,7 +99,14 @@ def tp_first_when_weights_exceed(diag, text: str) -> None:
                 basis=(f"not decided by the log's figures: the weights ({weights / GIB:,.1f} GiB, {fmt}, from the catalog's shapes) are over "
                        f"{BUDGET_SHARE:.2f} x the GPU's {total / GIB:,.2f} GiB at {tp} GPU(s); {n} bring them to {weights / n / GIB:,.1f} GiB "
                        "each; whether the KV cache and activations then fit is not printed"))
-    diag.edits = [edit] + [e for e in diag.edits if not (e.argv and e.argv[0] == flag)]
+    rest = [e for e in diag.edits if not (e.argv and e.argv[0] == flag)]
+    if diag.gpu_count is None and weights / tp <= total and not diag.engine_source.startswith("not named"):
+        # docfix17 (sf271): no GPU count stated or logged, and the weights within the card's whole memory: one-GPU edits first
+        from .doctor_single_gpu_weights import single_gpu_first
+
+        diag.edits = single_gpu_first(diag, edit, rest, weights, fmt, total, BUDGET_SHARE)
+        return
+    diag.edits = [edit] + rest
     diag.notes.append(f"The weights alone ({weights / GIB:,.1f} GiB in {fmt}) are over one GPU's {total / GIB:,.2f} GiB at the run's "
                       f"{tp} GPU(s): no memory fraction, context, KV type or eager mode frees them, so {flag} {n} is ranked first.")
 

@@ -166,7 +166,8 @@ _GRAPH_PHASE = re.compile(
 # allocates after that, before it serves, is the CUDA-graph pool (V1 compile_or_warm_up_model, V0 _warm_up_model)
 _KV_SIZED = re.compile(r"GPU KV cache size: [\d,]+ tokens|# (?:GPU|cuda) blocks: [1-9]")
 _EAGER = re.compile(r"enforce_eager=True|--enforce-eager")
-_PROFILE_PHASE = re.compile(r"profile_run|determine_num_available_blocks|determine_available_memory|Memory profiling")
+_PROFILE_PHASE = re.compile(r"profile_run|determine_num_available_blocks|determine_available_memory|Memory profiling"
+                            r"|\b_dummy_run\b(?![\s\S]{0,3000}capture_model)")  # docfix17: V1's dummy forward, not capture_model's
 # the weights loaded (V0 "Loading model weights took", V1 "Model loading took"): an OOM after it is in the profile run
 _LOADED = re.compile(r"Loading model weights took|Model loading took")
 # vLLM V1 gpu_model_runner._dummy_sampler_run / _dummy_pooler_run (profile_run): "CUDA out of memory occurred when
@@ -414,12 +415,21 @@ _LOG_LEVEL = re.compile(r"\b(?:INFO|WARNING|WARN|DEBUG)\b|^\d+\.\d+\.\d+\.\d+ [I
 _HEDGE = re.compile(r"(?i)\b(?:avoid|prevent|risk|may|might|could|can|would|cause|causes|potential)\W+(?:\w+\W+){0,2}$")
 
 
+def _logged_phase(text: str) -> str:
+    """docfix17 (sf270, sf277): words that say "OOM" beside the engine's own lines take the phase those lines show, as
+    :func:`_oom` reads it: V0's profile (llm_engine._initialize_kv_caches -> determine_num_available_blocks ->
+    profile_run) or V1's (determine_available_memory -> profile_run -> _dummy_run) after the weights loaded."""
+    if _GRAPH_PHASE.search(text) or (_KV_SIZED.search(text) and not _EAGER.search(text)):
+        return "cuda_oom_graph_capture"
+    return "cuda_oom_profile" if (_PROFILE_PHASE.search(text) or _LOADED.search(text)) else "cuda_oom"
+
+
 def _reported_oom(text: str) -> StartupError | None:
     m = next((m for _, m in zip(range(50), _REPORTED_OOM.finditer(text)) if not _LOG_LEVEL.search(_line(text, m))
               and not _HEDGE.search(text[max(text.rfind("\n", 0, m.start()) + 1, m.start() - 60): m.start()])), None)
     if m is None:
         return None
-    kind = "cuda_oom_graph_capture" if _REPORTED_GRAPH.search(_line(text, m)) else "cuda_oom"
+    kind = "cuda_oom_graph_capture" if _REPORTED_GRAPH.search(_line(text, m)) else _logged_phase(text)
     if kind == "cuda_oom" and _REPORTED_KV.search(text):
         kind = _KV_KIND.get(detect_engine(text) or "", kind)
     return StartupError(kind=kind, line=(REPORTED + _line(text, m))[:LINE_CHARS], figures=_kv_fit(text) | _llamacpp_phase(text))

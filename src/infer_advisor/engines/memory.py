@@ -171,6 +171,10 @@ class EngineMemoryProfile(BaseModel):
     memory_fraction: float = Field(gt=0, le=1)
     memory_fraction_source: str = Field(min_length=8)
     sglang_fraction: SGLangFraction | None = None
+    fraction_by_ranks: list[tuple[int, float]] = Field(
+        default_factory=list, description="[min ranks, fraction] rows, largest first: SGLang 0.3-0.4.5's default "
+        "mem_fraction_static by tensor-parallel size alone (server_args.__post_init__); empty: memory_fraction or sglang_fraction.")
+    fraction_by_ranks_source: str | None = None
     budget_base: Literal["total", "free_at_start"]
     activation_in_budget: bool
     activation_tokens: Literal["max_num_batched_tokens", "max_model_len"]
@@ -345,6 +349,12 @@ def memory_profile(engine: str, version: str | None = None) -> EngineMemoryProfi
     if key >= version_key(newest.first):
         return newest
     oldest = min(ranges, key=lambda p: version_key(p.first))
+    if key >= version_key(oldest.first):  # between two ranges (SGLang 0.4.6-0.4.9: a fraction rule not read here)
+        spans = ", ".join(f"{p.first}-{p.below}" if p.below else f"{p.first} and later" for p in sorted(ranges, key=lambda p: version_key(p.first)))
+        raise RequestError(
+            f"{base.display} {wanted} falls between the memory profiles here ({spans}); use --engine-version with one of them, "
+            "or calibrate from its start-up log (infer-advisor calibrate --from-log FILE)."
+        )
     raise RequestError(
         f"{base.display} {wanted} is older than the memory profiles here ({oldest.first} and later); "
         f"use --engine-version {oldest.first} or newer, or calibrate from its start-up log (infer-advisor calibrate --from-log FILE)."
@@ -402,6 +412,9 @@ def default_memory_fraction(
 ) -> float:
     """The engine's default fraction: fixed, or SGLang's mem_fraction_static computed from the GPU's total."""
     rule = prof.sglang_fraction
+    for ranks, fraction in prof.fraction_by_ranks:
+        if tp * pp >= ranks:
+            return fraction
     if rule is None or not driver_memory_bytes:
         return prof.memory_fraction
     gpu_mib = driver_memory_bytes / MIB

@@ -27,14 +27,29 @@ _VLLM_V1_PREFIX = re.compile(r"\((?:EngineCore(?:_DP\d+)?|Worker(?:_[TDP]P\d+)*|
 # names that say which engine a pasted text came from when none of its memory lines is there (docfix14: batch 11's
 # sf204 ollama's runner, sf217 llama-box, sf212 llama-cpp-python, sf222 the lmsysorg/sglang image); after every log line
 _PRODUCT_NAMES = (("llama.cpp", ("llama runner process", "ollama run ", "ollama serve", "ollama/ollama", "llama-box", "llama_cpp",
-                                 "llama-cpp-python", "llama-server")), ("sglang", ("lmsysorg/sglang", "sglang.launch_server")))
+                                 "llama-cpp-python", "llama-server", "llama-cli")), ("sglang", ("lmsysorg/sglang", "sglang.launch_server")))
 _TGI_SHARD = re.compile(r"\bShard \d{1,3}\b|\bshard=\d{1,3}\b")  # TGI's Rust launcher: "Shard 0 ready", "... shard=0"
+# docfix17 (retrospective, batch 14's sf275/sf287): each engine's own log-line format decides over words in the text.
+# vLLM's logger (vllm/logger.py _FORMAT "%(levelname)s %(asctime)s [%(filename)s:%(lineno)d] %(message)s", datefmt
+# "%m-%d %H:%M:%S"; V0 releases without the brackets) and V0's worker processes "(VllmWorkerProcess pid=N)";
+# SGLang's scheduler processes (srt/utils.py configure_logger: "[%(asctime)s{prefix}] %(message)s", prefix " TP{rank}")
+_ENGINE_LINES = (("vllm", re.compile(r"\b(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?\w+\.py:\d+\]"
+                                     r"|\(VllmWorker(?:Process)?\b")),
+                 ("sglang", re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: [DPE]P\d+)* TP\d+(?: [DPE]P\d+)*\]")))
+# an engine's own identifiers in a pasted call or message, where no line of any engine is there: SGLang's ServerArgs
+# field and ModelRunner attribute, vLLM's EngineArgs keyword (SGLang and TGI spell the share mem_fraction_static and
+# cuda_memory_fraction)
+_IDENTIFIERS = (("sglang", re.compile(r"\bmem_fraction_static\b|\bmax_total_num_tokens\b")),
+                ("vllm", re.compile(r"\bgpu_memory_utilization\s*=")))
 
 
 def detect_engine(text: str) -> Engine | None:
     def has(*literals: str) -> bool:
         return any(lit in text for lit in literals)
 
+    by_lines = {engine for engine, pattern in _ENGINE_LINES if pattern.search(text[:2_000_000])}
+    if len(by_lines) == 1 and not _other_engine_lines(text):
+        return by_lines.pop()
     if has("KV Cache is allocated. #tokens", "sglang.launch_server", "ServerArgs(", "Load weight end.", "/sglang/srt/", "sglang serve",
            "--mem-fraction-static", "Capture cuda graph failed", "sglang is using nccl"):  # CudaGraphRunner (sf122); nccl (sf154)
         return "sglang"
@@ -52,7 +67,13 @@ def detect_engine(text: str) -> Engine | None:
     for engine, names in _PRODUCT_NAMES:
         if has(*names):
             return engine
-    return None
+    found = {engine for engine, pattern in _IDENTIFIERS if pattern.search(text[:2_000_000])}
+    return found.pop() if len(found) == 1 else None
+
+
+def _other_engine_lines(text: str) -> bool:
+    """llama.cpp's or TGI's own lines, which no vLLM or SGLang log prints (a wrapper around them may print both)."""
+    return any(lit in text for lit in ("llama_model_loader", "llama_new_context_with_model", "text_generation_launcher", "source=server.go"))
 
 
 # docfix16 (sf264): a commented-out flag of a pasted command or YAML list ('# "--quantization=fp8",', '# --enforce-eager') is

@@ -1,0 +1,53 @@
+"""Weights over one GPU where no GPU count is stated or logged (docfix17, retrospective: batch 14's sf271, Llama-3.1-8B in
+bf16 on one 16 GB card, was offered --tensor-parallel-size 2 first though the thread names one GPU and no second).
+
+    >>> single_gpu_first(diag, tp_edit, rest, weights, fmt, total)   # [single-GPU weights edit, rest..., tp_edit]
+
+Only where the weights are over vLLM's default budget but within the card's whole memory (just over: a part of them
+off the GPU is a workable first try; weights several times a GPU, sf225's and sf242's, keep tensor parallelism first,
+since such a run is not a one-GPU job), and the engine is named. A tensor-parallel edit needs GPUs nobody said are there, so it is marked "needs N GPUs" and ranked after the edits that
+run on the one GPU: first the one that moves weights off it, vLLM's ``--cpu-offload-gb`` (vllm/config.py
+``CacheConfig.cpu_offload_gb``, "the space in GiB to offload to CPU, per GPU"; the offloaded weights are streamed each
+forward, vLLM's docs: "a virtual way to increase GPU memory size"), sized so the weights left on the GPU are at most half of
+vLLM's default budget (the other half for activations, CUDA graphs and the KV cache: not decided, a first try), or a
+smaller (pre-quantized) checkpoint where the engine has no offload flag. Passing ``--gpus N`` ranks the TP edit by it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .doctor_edits import Edit
+
+GIB = 2**30
+OFFLOAD_FIRST = (0, 5, 3)  # vLLM's first release with --cpu-offload-gb (PR #6496, merged 2024-07; the release is inferred)
+ON_GPU_SHARE = 0.5  # of the budget, left for the weights after offloading (the rest for activations, graphs and KV)
+
+
+def single_gpu_first(diag, tp_edit: Edit, rest: list[Edit], weights: float, fmt: str, total: float, budget_share: float) -> list[Edit]:
+    """``budget_share``: vLLM's default utilization (doctor_weights_fit.BUDGET_SHARE), which the weights are over."""
+    from .doctor_sglang_load import checkpoint_edit
+
+    n = tp_edit.gpus_needed or 2
+    tp_edit = tp_edit.model_copy(update={"cost": f"{tp_edit.cost}; needs {n} GPUs: the text states no GPU count (pass --gpus N)"})
+    per_gpu = weights / max(diag.tp or 1, 1)
+    if diag.engine == "vllm" and _has_offload(diag.engine_version):
+        gib = math.ceil((per_gpu - ON_GPU_SHARE * budget_share * total) / GIB)
+        first = Edit(change=f"--cpu-offload-gb {gib}", argv=["--cpu-offload-gb", str(gib)], starts=None, kv_cache_tokens=None,
+                     max_concurrency=None, max_model_len=0, cost=f"{gib} GiB of weights in host memory, streamed every step (much "
+                     "slower)", cost_rank=0.1, confidence="first_try",
+                     basis=(f"not decided by the log's figures: the weights ({weights / GIB:,.1f} GiB, {fmt}) are over {budget_share:.2f} x "
+                            f"{total / GIB:,.2f} GiB; {gib} GiB off the GPU leaves {(per_gpu - gib * GIB) / GIB:,.1f} GiB of them on it"))
+    else:
+        first = checkpoint_edit(f"the weights ({weights / GIB:,.1f} GiB, {fmt}) are over one GPU's {total / GIB:,.2f} GiB and no second "
+                                "GPU is stated")
+    diag.notes.append(f"The weights alone ({weights / GIB:,.1f} GiB in {fmt}) are over one GPU's {total / GIB:,.2f} GiB; no GPU count "
+                      f"is stated, so the edits on one GPU go first and {tp_edit.change} (needs {n} GPUs) after them.")
+    return [first] + [e for e in rest if e.change != first.change] + [tp_edit]
+
+
+def _has_offload(version: str | None) -> bool:
+    from ..engines.versions import version_key
+    from .doctor_version import is_release
+
+    return not is_release(version) or version_key(version) >= OFFLOAD_FIRST
