@@ -361,6 +361,34 @@ def test_batch14_was_predicted_before_it_was_graded(ml):
             assert str(e["measured"]["weights_gib"]) in e["quoted"], e["id"]
 
 
+def test_batch15_was_predicted_before_it_was_graded(ml):
+    """Batch 15 (issue 23, session 7, memlogs15), gathered as facts before memfix15's model was frozen in main: at least
+    8 logs never used before, each from its own source file named by stored-index file id (and URL where known), the
+    token figure in its quote as written, the weights figure in the quote wherever one is entered, vLLM and SGLang, TP 1
+    and 8, bf16, NVFP4, block FP8 and INT4 experts among them, on at least 7 GPU types, every version that is not printed
+    marked inferred, and predicted by the frozen code of the session's merged main (21208f9, memfix15) before any
+    grading."""
+    import re
+
+    new, data = _batch(ml, "issue-23o", 8)
+    assert ml.BATCHES["issue-23o"][1] == "21208f9" and data["code_commit"].startswith("5308047")
+    older = [e for e in ml.entries() if e.get("collected") != "issue-23o"]
+    used = {e["source"] for e in older} | {e["quoted"] for e in older}
+    file_ids = [re.search(r"file ids? (\d{9,12})", e["source"])[1] for e in new]
+    assert len(set(file_ids)) == len(new)
+    assert {e["engine"] for e in new} == {"vllm", "sglang"} and len({e["gpu"] for e in new}) >= 7
+    assert {e["tp"] for e in new} == {1, 8}
+    assert {e["quantization"] for e in new} >= {"none", "nvfp4", "fp8-block", "compressed-tensors-w4a16-experts"}
+    for e in new:
+        assert e["source"] not in used and e["quoted"] not in used, e["id"]
+        tokens = e["measured"]["kv_cache_tokens"]
+        assert tokens > 0 and (f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"]), e["id"]
+        if e["measured"].get("weights_gib"):
+            assert str(e["measured"]["weights_gib"]) in e["quoted"], e["id"]
+        if e["engine_version"] not in e["quoted"]:
+            assert e["version_note"].startswith("inferred"), e["id"]
+
+
 def test_sglang_stand_in_profiles_give_way_to_a_covering_range(ml):
     """memfix15 (retrospective): an old SGLang entry whose note says the 0.5 profile stands in takes its own version's range
     (0.4.4: 0.3-0.4.5; 0.4.9: the 0.5 range, which starts at 0.4.6); pinned vLLM stand-ins (0.11.0 graded with 0.13.0) stay."""
