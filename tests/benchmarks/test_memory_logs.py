@@ -398,16 +398,17 @@ def test_sglang_stand_in_profiles_give_way_to_a_covering_range(ml):
     assert ml.version_for(by_id["llmdb-llama31-8b-h100-v011"]) == "0.13.0"
 
 
-def test_batch16_data_is_complete(ml):
+def test_batch16_was_predicted_before_it_was_graded(ml):
     """Batch 16 (issue 23, session 7, memlogs16), gathered as facts before the merged main's model predicted it: at least
     5 logs never used before from at least 4 sources (at most 3 from any one), each named by stored-index file id, the
     token figure in its quote as written, the weights figure in the quote wherever one is entered, vLLM and SGLang,
-    TP 1 and 2, unquantized, FP8 and AWQ weights, bf16 and fp16, on at least 4 GPU types."""
+    TP 1 and 2, unquantized, FP8 and AWQ weights, bf16 and fp16, on at least 4 GPU types, and predicted by main's code as
+    merged after memlogs15 (eda7ca3, memfix15's model) before any grading."""
     import re
     from collections import Counter
 
-    new = [e for e in ml.entries() if e.get("collected") == "issue-23p"]
-    assert len(new) >= 5
+    new, data = _batch(ml, "issue-23p", 5)
+    assert ml.BATCHES["issue-23p"][1] == "eda7ca3" and data["code_commit"].startswith("6f4a33c")
     older = [e for e in ml.entries() if e.get("collected") != "issue-23p"]
     used = {e["source"] for e in older} | {e["quoted"] for e in older}
     per_source = Counter(re.search(r"file ids? (\d{10,12})", e["source"])[1] for e in new)
@@ -421,3 +422,5 @@ def test_batch16_data_is_complete(ml):
         assert tokens > 0 and (f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"]), e["id"]
         if e["measured"].get("weights_gib"):
             assert str(e["measured"]["weights_gib"]) in e["quoted"], e["id"]
+        if e["engine_version"] not in e["quoted"]:
+            assert e["version_note"].startswith("inferred"), e["id"]
