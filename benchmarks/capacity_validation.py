@@ -229,23 +229,30 @@ def _run(cmd: list[str], log) -> None:
     subprocess.run(cmd, check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"})
 
 
-def probe_steps(url: str, repeats: int = 3) -> dict:
-    """llama-server's own timings of its steps: decode with 1-4 slots busy (8-word prompts, started together; the
-    server's predicted_per_token_ms is the step time a slot sees) and the prefill of a short and a benchmark-sized
-    prompt (prompt_ms). Medians of ``repeats``."""
+async def _concurrent_timings(url: str, n: int, words: int, tokens: int, seed: int) -> list[dict]:
+    """llama-server's own ``timings`` of ``n`` completions sent at once (``words``-word prompts, ``tokens`` each)."""
     import asyncio
 
     import httpx
 
     from infer_advisor.bench.workload import synthetic_text
 
-    async def one(client, words: int, tokens: int, seed: int) -> dict:
-        body = {"prompt": synthetic_text(words, seed), "max_tokens": tokens, "temperature": 0.0, "ignore_eos": True}
+    async def one(client, i: int) -> dict:
+        body = {"prompt": synthetic_text(words, seed + i), "max_tokens": tokens, "temperature": 0.0, "ignore_eos": True}
         return (await client.post("/v1/completions", json=body)).json()["timings"]
 
-    async def run(n: int, words: int, tokens: int, seed: int) -> list[dict]:
-        async with httpx.AsyncClient(base_url=url, timeout=120) as client:
-            return await asyncio.gather(*(one(client, words, tokens, seed + i) for i in range(n)))
+    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+        return await asyncio.gather(*(one(client, i) for i in range(n)))
+
+
+def probe_steps(url: str, repeats: int = 3) -> dict:
+    """llama-server's own timings of its steps: decode with 1-4 slots busy (8-word prompts, started together; the
+    server's predicted_per_token_ms is the step time a slot sees) and the prefill of a short and a benchmark-sized
+    prompt (prompt_ms). Medians of ``repeats``."""
+    import asyncio
+
+    def run(n: int, words: int, tokens: int, seed: int):
+        return _concurrent_timings(url, n, words, tokens, seed)
 
     decode = {}
     for n in range(1, SLOTS + 1):

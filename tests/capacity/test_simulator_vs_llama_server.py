@@ -69,13 +69,41 @@ def measured(served, tmp_path_factory):
     return out, model_dir, report, probe_steps(url, repeats=2)
 
 
-def test_the_server_batches_continuously(measured):
-    """Four slots decode together: at concurrency 4 each token takes less than 4x its time alone."""
+def _decode_counts(url: str) -> tuple[float, float]:
+    """(llama_decode() calls, busy slots summed over them) from llama-server's /metrics (``n_decode_total`` and the
+    ``n_busy_slots_per_decode`` average, tools/server/server-task.cpp)."""
+    import httpx
+
+    values = dict(line.split()[:2] for line in httpx.get(f"{url}/metrics", timeout=30).text.splitlines()
+                  if line.startswith("llamacpp:"))
+    calls = float(values["llamacpp:n_decode_total"])
+    return calls, calls * float(values["llamacpp:n_busy_slots_per_decode"])
+
+
+def test_the_server_batches_continuously(measured, served, tmp_path):
+    """Four slots decode together: while four requests run at once, each llama_decode() call of the same server
+    command (started apart with --metrics, so the measured server runs exactly as before) carries about four busy
+    slots by its own counters, and a slot's time per token on the measured server is its four-sequence step.
+    Whether that step costs less than four steps alone depends on the CPU: a tiny model in cache is compute-bound
+    (3.6x on the AVX-512 AMD EPYC of 2026-12-04, under 3x on the machine before), so no speed-up is asserted."""
+    import asyncio
+
+    from benchmarks.capacity_validation import _concurrent_timings
+
+    _, model_dir = served
     out, _, _, probe = measured
+    gguf = next(model_dir.glob("*.gguf"))  # the measured server's own model file
+    with llama_server(build_llama_server(), gguf, parallel=SLOTS, ctx_per_slot=CTX_PER_SLOT, batch=BATCH,
+                      threads=THREADS, alias=str(model_dir), log_file=tmp_path / "metrics-server.log",
+                      extra=["--metrics"]) as url:
+        calls0, busy0 = _decode_counts(url)
+        asyncio.run(_concurrent_timings(url, SLOTS, 8, OUTPUT_TOKENS, seed=900))
+        calls1, busy1 = _decode_counts(url)
+    assert calls1 - calls0 >= OUTPUT_TOKENS
+    assert (busy1 - busy0) / (calls1 - calls0) > 0.8 * SLOTS  # one pass per token for all four, not one per slot
     tpot = {p["batch"]: p["tpot_s"] for p in closed_points(out / "closed" / "bench.json")}
-    assert tpot[4] < 3.5 * tpot[1]
     step_ms = probe["decode_step_ms_by_sequences"]  # the server's own timing of its decode steps
-    assert step_ms[4] < 3 * step_ms[1]
+    assert tpot[SLOTS] * 1e3 == pytest.approx(step_ms[SLOTS], rel=0.5)
 
 
 @pytest.mark.xfail(strict=False, reason=(
