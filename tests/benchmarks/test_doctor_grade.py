@@ -48,19 +48,22 @@ def test_batch6_first_answers_are_kept_as_committed():
     assert (first["entries"], first["first_edit_starts"], first["unverifiable"], first["no_edit"], first["error_named"]) == (4, 2, 1, 1, 3)
 
 
+def _first_run(batch: int) -> tuple[dict, dict, dict]:
+    """Batch ``batch``'s committed first answers: its summary, its rows by id, and the held-aside summary of that run."""
+    first = json.loads((RESULTS.parent / f"doctor_grade_batch{batch}_first.json").read_text())
+    return first[f"batch{batch}"], {r["id"]: r for r in first["rows"] if r["batch"] == batch}, first["held_aside"]
+
+
 def test_batch10_first_answers_are_kept_as_committed():
     """Batch 10's first answers: main f57fca7's doctor (docfix11 frozen ccc54c3) on sf167-sf196, committed before anything
     else (1521d4e). Every start is decided by the log's own figures; the three no-edit entries are the ones docs/doctor.md
     names (sf175's V0 blocks line without its message, sf176's prose, sf177's Mamba message without its head)."""
-    first = json.loads((RESULTS.parent / "doctor_grade_batch10_first.json").read_text())
-    b10 = first["batch10"]
+    b10, rows, held = _first_run(10)
     assert (b10["entries"], b10["first_edit_starts"], b10["first_edit_fails"], b10["unverifiable"], b10["no_edit"],
             b10["not_read"], b10["error_named"], b10["starts_by_log_figures"]) == (30, 9, 0, 18, 3, 0, 10, 9)
-    rows = {r["id"]: r for r in first["rows"] if r["batch"] == 10}
     assert sorted(i for i, r in rows.items() if r["verdict"] == "starts") == [
         "sf168", "sf173", "sf178", "sf183", "sf186", "sf192", "sf193", "sf194", "sf195"]
     assert sorted(i for i, r in rows.items() if r["verdict"] == "no edit") == ["sf175", "sf176", "sf177"]
-    held = first["held_aside"]
     assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (174, 49, 0)
 
 
@@ -69,17 +72,14 @@ def test_batch11_first_answers_are_kept_as_committed():
     else (fd55544). None is decided: no thread prints a figure that decides the first edit or confirms a fix on its knob.
     The no-edit and not-read entries are the ones docs/doctor.md names (llama.cpp's compute-buffer lines without the
     cudaMalloc line, errors only in titles, ollama's and vllm-ascend's own lines, Metal's buffer limit)."""
-    first = json.loads((RESULTS.parent / "doctor_grade_batch11_first.json").read_text())
-    b11 = first["batch11"]
+    b11, rows, held = _first_run(11)
     assert (b11["entries"], b11["first_edit_starts"], b11["first_edit_fails"], b11["unverifiable"], b11["no_edit"],
             b11["not_read"], b11["crash"], b11["error_named"], b11["memory_model_run"]) == (29, 0, 0, 20, 6, 3, 0, 8, 1)
-    rows = {r["id"]: r for r in first["rows"] if r["batch"] == 11}
     assert sorted(i for i, r in rows.items() if r["verdict"] == "no edit") == [
         "sf198", "sf206", "sf207", "sf210", "sf211", "sf224"]
     assert sorted(i for i, r in rows.items() if r["verdict"] == "not read") == ["sf212", "sf215", "sf218"]
     # another engine's flag first: the engine was not told apart (the '(vLLM)' label) on an SGLang, a llama.cpp run
     assert rows["sf221"]["first_edit"] == rows["sf222"]["first_edit"] == rows["sf223"]["first_edit"] == "--enforce-eager (vLLM)"
-    held = first["held_aside"]
     assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (203, 55, 0)
 
 
@@ -89,12 +89,10 @@ def test_batch12_first_answers_are_kept_as_committed():
     is the KV check only (its thread's next run at the same utilization fails CUDA-graph capture, docs/doctor.md). The
     no-edit and not-read entries are ollama's one prefixed line (sf236) and ik_llama.cpp's log without an error line
     (sf232); the host kill printed without a pid (sf240) still gets a GPU knob first."""
-    first = json.loads((RESULTS.parent / "doctor_grade_batch12_first.json").read_text())
-    b12 = first["batch12"]
+    b12, rows, held = _first_run(12)
     assert (b12["entries"], b12["first_edit_starts"], b12["first_edit_fails"], b12["unverifiable"], b12["no_edit"],
             b12["not_read"], b12["crash"], b12["error_named"], b12["memory_model_run"], b12["starts_by_log_figures"]) == (
         15, 4, 0, 9, 1, 1, 0, 7, 3, 4)
-    rows = {r["id"]: r for r in first["rows"] if r["batch"] == 12}
     starts = {i: r["first_edit"] for i, r in rows.items() if r["verdict"] == "starts"}
     assert starts == {"sf231": "--max-model-len 50944", "sf233": "--max-model-len 720", "sf234": "--max-model-len 62976",
                       "sf237": "--max-model-len 3584"}
@@ -102,7 +100,6 @@ def test_batch12_first_answers_are_kept_as_committed():
     assert [i for i, r in rows.items() if r["verdict"] == "no edit"] == ["sf236"]
     assert [i for i, r in rows.items() if r["verdict"] == "not read"] == ["sf232"]
     assert rows["sf240"]["first_edit"] == "--gpu-memory-utilization 0.85 (vLLM)"
-    held = first["held_aside"]
     assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (218, 59, 0)
 
 
@@ -111,12 +108,10 @@ def test_batch13_first_answers_are_kept_as_committed():
     committed before anything else (736d21e). Six start: five by the engine's printed figures (two V1 estimates, one V1
     shortfall, two start checks) and one by the thread's confirmed TP 2; sf260's start is the start check only (a 0.06
     budget holds no model, docs/doctor.md). The three not read are ollama's own scheduler and title lines."""
-    first = json.loads((RESULTS.parent / "doctor_grade_batch13_first.json").read_text())
-    b13 = first["batch13"]
+    b13, rows, held = _first_run(13)
     assert (b13["entries"], b13["first_edit_starts"], b13["first_edit_fails"], b13["unverifiable"], b13["no_edit"],
             b13["not_read"], b13["crash"], b13["error_named"], b13["memory_model_run"], b13["starts_by_log_figures"],
             b13["starts_by_thread_fix"]) == (27, 6, 0, 15, 3, 3, 0, 9, 6, 5, 1)
-    rows = {r["id"]: r for r in first["rows"] if r["batch"] == 13}
     starts = {i: r["first_edit"] for i, r in rows.items() if r["verdict"] == "starts"}
     assert starts == {"sf241": "--max-model-len 190208", "sf242": "--tensor-parallel-size 2",
                       "sf258": "--gpu-memory-utilization 0.93", "sf259": "--max-model-len 4864",
@@ -124,7 +119,6 @@ def test_batch13_first_answers_are_kept_as_committed():
     assert rows["sf242"]["decided_by"] == "thread_fix"
     assert [i for i, r in rows.items() if r["verdict"] == "no edit"] == ["sf251", "sf253", "sf256"]
     assert [i for i, r in rows.items() if r["verdict"] == "not read"] == ["sf248", "sf250", "sf257"]
-    held = first["held_aside"]
     assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (245, 66, 0)
 
 
@@ -132,17 +126,14 @@ def test_batch14_first_answers_are_kept_as_committed():
     """Batch 14's first answers: main 6c4d8bc's doctor (docfix16 frozen 1d0e2bd) on sf268-sf287, committed before
     anything else (e2a0435). None decided: the threads print torch OOM lines or words; the two not read are an entry
     whose log is two environment lines (sf274) and one whose engine version is the build's commit hash (sf283)."""
-    first = json.loads((RESULTS.parent / "doctor_grade_batch14_first.json").read_text())
-    b14 = first["batch14"]
+    b14, rows, held = _first_run(14)
     assert (b14["entries"], b14["first_edit_starts"], b14["first_edit_fails"], b14["unverifiable"], b14["no_edit"],
             b14["not_read"], b14["crash"], b14["error_named"], b14["memory_model_run"], b14["gpu_inferred"]) == (
         20, 0, 0, 16, 2, 2, 0, 5, 5, 1)
-    rows = {r["id"]: r for r in first["rows"] if r["batch"] == 14}
     assert [i for i, r in rows.items() if r["verdict"] == "no edit"] == ["sf280", "sf284"]
     assert [i for i, r in rows.items() if r["verdict"] == "not read"] == ["sf274", "sf283"]
     assert rows["sf286"]["first_edit"] == "--gpu-memory-utilization 0.55"
     assert rows["sf275"]["first_edit"].endswith("(TGI)") and rows["sf287"]["first_edit"].endswith("(vLLM)")
-    held = first["held_aside"]
     assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (265, 65, 0)
 
 
@@ -150,17 +141,14 @@ def test_batch15_first_answers_are_kept_as_committed():
     """Batch 15's first answers: main 79481a1's doctor (docfix17 frozen 0c9f9c6, merged at d5ab209, one comment changed
     after) on sf288-sf303, committed before anything else (991bbaf). None decided: the threads' failing lines are cut or
     in words; the four with no edit name no failing line (sf292 title only; sf297, sf300, sf302 cut before it)."""
-    first = json.loads((RESULTS.parent / "doctor_grade_batch15_first.json").read_text())
-    b15 = first["batch15"]
+    b15, rows, held = _first_run(15)
     assert (b15["entries"], b15["first_edit_starts"], b15["first_edit_fails"], b15["unverifiable"], b15["no_edit"],
             b15["not_read"], b15["crash"], b15["error_named"], b15["memory_model_run"], b15["gpu_inferred"]) == (
         16, 0, 0, 12, 4, 0, 0, 4, 3, 1)
-    rows = {r["id"]: r for r in first["rows"] if r["batch"] == 15}
     assert [i for i, r in rows.items() if r["verdict"] == "no edit"] == ["sf292", "sf297", "sf300", "sf302"]
     assert rows["sf288"]["first_edit"] == "--gpu-memory-utilization 0.95"
     assert rows["sf294"]["engine"] == "sglang" and rows["sf294"]["first_edit"] == "--gpu-memory-utilization 0.85"
     assert rows["sf298"]["first_edit"] == "--ctx-size 4096"
-    held = first["held_aside"]
     assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (281, 66, 0)
 
 

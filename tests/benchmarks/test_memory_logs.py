@@ -202,6 +202,36 @@ def _printed_figures(new: list[dict], min_weights: int) -> None:
     assert sum(1 for e in new if e["measured"].get("weights_gib")) >= min_weights
 
 
+def _unused_quotes(ml, batch: str, new: list[dict]) -> None:
+    """No new entry's source or quote is one an earlier batch already used."""
+    older = [e for e in ml.entries() if e.get("collected") != batch]
+    used = {e["source"] for e in older} | {e["quoted"] for e in older}
+    for e in new:
+        assert e["source"] not in used and e["quoted"] not in used, e["id"]
+
+
+def _file_id_sources(new: list[dict], min_sources: int, max_per_source: int = 3, id_digits: str = "10,12") -> None:
+    """At least ``min_sources`` stored-index files among the new entries, at most ``max_per_source`` logs from one."""
+    import re
+    from collections import Counter
+
+    per_source = Counter(re.search(rf"file ids? (\d{{{id_digits}}})", e["source"])[1] for e in new)
+    assert len(per_source) >= min_sources and max(per_source.values()) <= max_per_source
+
+
+def _tokens_quoted(e: dict) -> None:
+    """The printed token figure, positive and in the quote as written (with or without thousands separators)."""
+    tokens = e["measured"]["kv_cache_tokens"]
+    assert tokens > 0 and (f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"]), e["id"]
+
+
+def _tokens_and_weights_quoted(e: dict) -> None:
+    """The token figure as written, and the weights figure in the quote wherever one is entered."""
+    _tokens_quoted(e)
+    if e["measured"].get("weights_gib"):
+        assert str(e["measured"]["weights_gib"]) in e["quoted"], e["id"]
+
+
 def test_batch6_was_predicted_before_it_was_graded(ml):
     """Batch 6 (issue 23, session 5, memlogs6): at least 20 logs never used before, each sourced and quoted (a URL, or a
     public GitHub file named by its stored-index id), the printed token figure in its quote, every one with a
@@ -314,20 +344,15 @@ def test_batch13_was_predicted_before_it_was_graded(ml):
     the two free-memory readings it comes from are), vLLM and SGLang, TP 1, 2 and 4, bf16 and AWQ among them, and
     predicted by the frozen code of the session's merged main (52f5148, memfix13) before any grading."""
     import re
-    from collections import Counter
 
     new, data = _batch(ml, "issue-23m", 10)
     assert ml.BATCHES["issue-23m"][1] == "52f5148" and data["code_commit"].startswith("5d88753")
-    older = [e for e in ml.entries() if e.get("collected") != "issue-23m"]
-    used = {e["source"] for e in older} | {e["quoted"] for e in older}
-    per_source = Counter(re.search(r"file ids? (\d{10,12})", e["source"])[1] for e in new)
-    assert len(per_source) >= 6 and max(per_source.values()) <= 3
+    _unused_quotes(ml, "issue-23m", new)
+    _file_id_sources(new, min_sources=6)
     assert {e["engine"] for e in new} == {"vllm", "sglang"} and {e["tp"] for e in new} >= {1, 2, 4}
     assert {e["quantization"] for e in new} >= {"none", "awq"} and len({e["gpu"] for e in new}) >= 6
     for e in new:
-        assert e["source"] not in used and e["quoted"] not in used, e["id"]
-        tokens = e["measured"]["kv_cache_tokens"]
-        assert tokens > 0 and (f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"]), e["id"]
+        _tokens_quoted(e)
         w = e["measured"].get("weights_gib")
         if w and "derived" in e["kv_cache_tokens_from"]:
             assert all(r in e["quoted"] for r in re.findall(r"\d+\.\d+", e["kv_cache_tokens_from"].split("derived")[1])[:2]), e["id"]
@@ -341,24 +366,15 @@ def test_batch14_was_predicted_before_it_was_graded(ml):
     where known), the token figure in its quote as written, the weights figure in the quote wherever one is entered,
     vLLM and SGLang, TP 1, 2 and 4, bf16, fp16 and block FP8 among them, on at least 4 GPU types, and predicted by the
     frozen code of the session's merged main (84961fe, memfix14) before any grading."""
-    import re
-    from collections import Counter
-
     new, data = _batch(ml, "issue-23n", 10)
     assert ml.BATCHES["issue-23n"][1] == "84961fe" and data["code_commit"].startswith("a3bcee9")
-    older = [e for e in ml.entries() if e.get("collected") != "issue-23n"]
-    used = {e["source"] for e in older} | {e["quoted"] for e in older}
-    per_source = Counter(re.search(r"file ids? (\d{10,12})", e["source"])[1] for e in new)
-    assert len(per_source) >= 7 and max(per_source.values()) <= 3
+    _unused_quotes(ml, "issue-23n", new)
+    _file_id_sources(new, min_sources=7)
     assert {e["engine"] for e in new} == {"vllm", "sglang"} and {e["tp"] for e in new} >= {1, 2, 4}
     assert {e["quantization"] for e in new} >= {"none", "fp8-block"} and len({e["gpu"] for e in new}) >= 4
     assert {e["dtype"] for e in new} >= {"bfloat16", "float16"}
     for e in new:
-        assert e["source"] not in used and e["quoted"] not in used, e["id"]
-        tokens = e["measured"]["kv_cache_tokens"]
-        assert tokens > 0 and (f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"]), e["id"]
-        if e["measured"].get("weights_gib"):
-            assert str(e["measured"]["weights_gib"]) in e["quoted"], e["id"]
+        _tokens_and_weights_quoted(e)
 
 
 def test_batch15_was_predicted_before_it_was_graded(ml):
@@ -368,23 +384,15 @@ def test_batch15_was_predicted_before_it_was_graded(ml):
     and 8, bf16, NVFP4, block FP8 and INT4 experts among them, on at least 7 GPU types, every version that is not printed
     marked inferred, and predicted by the frozen code of the session's merged main (21208f9, memfix15) before any
     grading."""
-    import re
-
     new, data = _batch(ml, "issue-23o", 8)
     assert ml.BATCHES["issue-23o"][1] == "21208f9" and data["code_commit"].startswith("5308047")
-    older = [e for e in ml.entries() if e.get("collected") != "issue-23o"]
-    used = {e["source"] for e in older} | {e["quoted"] for e in older}
-    file_ids = [re.search(r"file ids? (\d{9,12})", e["source"])[1] for e in new]
-    assert len(set(file_ids)) == len(new)
+    _unused_quotes(ml, "issue-23o", new)
+    _file_id_sources(new, min_sources=len(new), max_per_source=1, id_digits="9,12")  # each log from its own file
     assert {e["engine"] for e in new} == {"vllm", "sglang"} and len({e["gpu"] for e in new}) >= 7
     assert {e["tp"] for e in new} == {1, 8}
     assert {e["quantization"] for e in new} >= {"none", "nvfp4", "fp8-block", "compressed-tensors-w4a16-experts"}
     for e in new:
-        assert e["source"] not in used and e["quoted"] not in used, e["id"]
-        tokens = e["measured"]["kv_cache_tokens"]
-        assert tokens > 0 and (f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"]), e["id"]
-        if e["measured"].get("weights_gib"):
-            assert str(e["measured"]["weights_gib"]) in e["quoted"], e["id"]
+        _tokens_and_weights_quoted(e)
         if e["engine_version"] not in e["quoted"]:
             assert e["version_note"].startswith("inferred"), e["id"]
 
@@ -404,23 +412,14 @@ def test_batch16_was_predicted_before_it_was_graded(ml):
     token figure in its quote as written, the weights figure in the quote wherever one is entered, vLLM and SGLang,
     TP 1 and 2, unquantized, FP8 and AWQ weights, bf16 and fp16, on at least 4 GPU types, and predicted by main's code as
     merged after memlogs15 (eda7ca3, memfix15's model) before any grading."""
-    import re
-    from collections import Counter
-
     new, data = _batch(ml, "issue-23p", 5)
     assert ml.BATCHES["issue-23p"][1] == "eda7ca3" and data["code_commit"].startswith("6f4a33c")
-    older = [e for e in ml.entries() if e.get("collected") != "issue-23p"]
-    used = {e["source"] for e in older} | {e["quoted"] for e in older}
-    per_source = Counter(re.search(r"file ids? (\d{10,12})", e["source"])[1] for e in new)
-    assert len(per_source) >= 4 and max(per_source.values()) <= 3
+    _unused_quotes(ml, "issue-23p", new)
+    _file_id_sources(new, min_sources=4)
     assert {e["engine"] for e in new} == {"vllm", "sglang"} and {e["tp"] for e in new} >= {1, 2}
     assert {e["quantization"] for e in new} >= {"none", "fp8", "awq"} and len({e["gpu"] for e in new}) >= 4
     assert {e["dtype"] for e in new} >= {"bfloat16", "float16"}
     for e in new:
-        assert e["source"] not in used and e["quoted"] not in used, e["id"]
-        tokens = e["measured"]["kv_cache_tokens"]
-        assert tokens > 0 and (f"{tokens:,}" in e["quoted"] or str(tokens) in e["quoted"]), e["id"]
-        if e["measured"].get("weights_gib"):
-            assert str(e["measured"]["weights_gib"]) in e["quoted"], e["id"]
+        _tokens_and_weights_quoted(e)
         if e["engine_version"] not in e["quoted"]:
             assert e["version_note"].startswith("inferred"), e["id"]
