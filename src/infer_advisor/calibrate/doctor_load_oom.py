@@ -27,14 +27,6 @@ GIB = 2**30
 _TP = "--tensor-parallel-size"
 
 
-def _largest_tp(count: int, pp: int) -> int:
-    """The largest power of two whose TP x PP fits ``count`` GPUs (a power of two divides every model's head count)."""
-    n = 1
-    while 2 * n * pp <= count:
-        n *= 2
-    return n
-
-
 def _tp_edit(n: int, tp: int, pp: int, count: int, why: str) -> Edit:
     return Edit(change=f"{_TP} {n}", argv=[_TP, str(n)], starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=0,
                 cost=f"{n * pp} of the {count} GPUs present instead of {tp * pp}", cost_rank=0.1, confidence="first_try",
@@ -52,19 +44,14 @@ def _offload_edit(error) -> Edit:
                 f"{(asked or GIB) / GIB:,.2f} GiB); how much more the rest of the load needs is not printed")
 
 
-def _checkpoint_edit() -> Edit:
-    return Edit(change="a smaller checkpoint (a quantized one: fewer bytes of weights per GPU)", argv=[], starts=None,
-                kv_cache_tokens=None, max_concurrency=None, max_model_len=0, cost="another checkpoint; a small accuracy cost",
-                cost_rank=0.5, confidence="first_try", basis="not decided: the weights (and their post-load processing) are what "
-                "ran out; no memory fraction, context, KV type or eager mode frees them")
-
-
 def weights_first(diag, text: str, tp_stated: bool = False) -> None:
     """vLLM only (its flags): a load-phase OOM gets the weight edits alone; an unknown-phase OOM with idle GPUs gets the
     larger TP first. ``diag.tp`` is the run's GPUs (TP x PP), ``diag.gpu_count`` the machine's where known; the spare GPUs
     count only where the run's TP is stated (``tp_stated``: the log, --tp or a command) or its worker names show it: an
     unstated one may already be every GPU."""
     from .doctor_first_try import after_budget
+    from .doctor_hardware import present_tp
+    from .doctor_sglang_load import checkpoint_edit
     from ..engines.startup_log_vllm import worker_ranks
 
     error, count = diag.error, diag.gpu_count
@@ -72,7 +59,7 @@ def weights_first(diag, text: str, tp_stated: bool = False) -> None:
         return
     pp = max(diag.pp or 1, 1)
     tp = max((diag.tp or 1) // pp, 1)
-    bigger = _largest_tp(count, pp) if count else None
+    bigger = present_tp("vllm", max(count // pp, 1)) if count else None  # the largest power-of-two TP whose TP x PP fits
     # sizes read from worker names are lower bounds (a "Worker_PP1_TP2" run may be TP 4): spare GPUs only at twice them
     shown = any(worker_ranks(text))
     spare = bigger is not None and (tp_stated or shown) and (bigger >= 2 * tp if shown else bigger > tp)
@@ -82,7 +69,9 @@ def weights_first(diag, text: str, tp_stated: bool = False) -> None:
         if count is None or not (tp_stated or shown):  # GPUs present or the run's TP not known: twice the run's, after the rest
             edits.append(_tp_edit(2 * tp, tp, pp, 2 * tp * pp, "the weights ran out while loading; whether the machine has the GPUs "
                                   "is not known (pass --gpus)").model_copy(update={"cost_rank": 0.6}))
-        diag.edits = edits + [_offload_edit(error), _checkpoint_edit()]
+        diag.edits = edits + [_offload_edit(error), checkpoint_edit(
+            "the weights (and their post-load processing) are what ran out; no memory fraction, context, KV type or eager mode "
+            "frees them", decided="not decided")]
         diag.notes.append("The out of memory is in the weights' load (before the KV cache, the profile run and CUDA graphs): eager "
                           "mode, a utilization, a context or a KV type free nothing there; only fewer bytes of weights per GPU do.")
     elif error.kind == "cuda_oom" and spare and not after_budget(error):

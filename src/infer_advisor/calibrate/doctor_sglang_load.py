@@ -37,9 +37,12 @@ def _edit(change: str, argv: list[str], cost: str, rank: float, basis: str, gpus
                 cost_rank=rank, confidence="first_try", basis=f"not decided by the log's figures: {basis}", gpus_needed=gpus)
 
 
-def checkpoint_edit(why: str) -> Edit:
-    return _edit("a smaller checkpoint (a quantized one: fewer bytes of weights per GPU)", [], "another checkpoint; a small accuracy "
-                 "cost", 0.5, why)
+def checkpoint_edit(why: str, decided: str = "not decided by the log's figures") -> Edit:
+    """A smaller (quantized) checkpoint: the remedy every weights-bound failure shares (SGLang's and vLLM's load phase,
+    weights over every GPU present); ``decided`` opens its basis."""
+    return Edit(change="a smaller checkpoint (a quantized one: fewer bytes of weights per GPU)", argv=[], starts=None,
+                kv_cache_tokens=None, max_concurrency=None, max_model_len=0, cost="another checkpoint; a small accuracy cost",
+                cost_rank=0.5, confidence="first_try", basis=f"{decided}: {why}")
 
 
 def sglang_weights_first(diag, text: str, over_gpu: bool = False) -> None:
