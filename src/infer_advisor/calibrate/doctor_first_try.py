@@ -32,7 +32,7 @@ def first_try_edits(error: StartupError | None, engine: str, max_model_len: int 
     if error is None:
         return []
     if error.kind == "free_memory_below_utilization" and free_note:
-        return [_free_gpu(error)]
+        return [free_gpu(error)]
     if error.kind == "nccl_error":
         return [_nccl(max_model_len)]
     if engine == "sglang" and error.kind.startswith("cuda_oom"):
@@ -168,7 +168,7 @@ def _tp(tp: int | None, why: str, flag: str = "--tensor-parallel-size") -> Edit:
     return _edit(f"{flag} {n}", [flag, str(n)], f"{n} GPUs instead of {tp or 1}", 0.6, why)
 
 
-def _free_gpu(error: StartupError) -> Edit:
+def free_gpu(error: StartupError) -> Edit:
     held = (error.figures["total_bytes"] - error.figures["free_bytes"]) / GIB
     return Edit(change=f"free the GPU ({held:.2f} GiB held by other processes)", argv=[], starts=None, kv_cache_tokens=None,
                 max_concurrency=None, max_model_len=0, cost="stop what holds it (nvidia-smi lists it) or start on another GPU",

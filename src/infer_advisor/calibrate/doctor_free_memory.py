@@ -27,14 +27,17 @@ UTILIZATION_FLAG = "--gpu-memory-utilization"
 
 
 def free_action(error) -> Edit:
-    """The action that keeps the asked budget: free what holds the device."""
-    free, total = error.figures["free_bytes"], error.figures["total_bytes"]
-    return Edit(change=f"free the GPU ({(total - free) / GIB:.2f} GiB held by other processes): free the memory a previous process holds", argv=[],
-                starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=0,
-                cost="stop what holds it (nvidia-smi lists it: a previous server, test or stage) or start on another GPU; keeps "
-                f"the asked budget of {error.figures['gpu_memory_utilization']:.2f} of the GPU", cost_rank=0.0, confidence="first_try",
-                basis="vLLM V1's start check is utilization x total <= free at start (gpu_worker.init_device): freeing the "
-                "memory other processes hold passes it at the asked utilization")
+    """The action that keeps the asked budget: free what holds the device (the doctor's one free-the-GPU edit, ranked
+    first and said against V1's start check)."""
+    from .doctor_first_try import free_gpu
+
+    base = free_gpu(error)
+    return base.model_copy(update={
+        "change": f"{base.change}: free the memory a previous process holds", "cost_rank": 0.0,
+        "cost": "stop what holds it (nvidia-smi lists it: a previous server, test or stage) or start on another GPU; keeps "
+                f"the asked budget of {error.figures['gpu_memory_utilization']:.2f} of the GPU",
+        "basis": "vLLM V1's start check is utilization x total <= free at start (gpu_worker.init_device): freeing the "
+                 "memory other processes hold passes it at the asked utilization"})
 
 
 def _touches_check(e: Edit, free_share: float) -> bool:

@@ -30,9 +30,6 @@ import re
 from .doctor_edits import Edit
 
 V1_OTHERS_FIXED = "0.9.1"  # the first release with PR #18974 (merged 2025-06; inferred from the merge date, not read from a tag)
-V1_DEFAULT = "0.8.0"  # V1 the default engine (VLLM_USE_V1=1); V0 removed in 0.11 (startup_errors.V1_FIRST dates V1 logs)
-V0_REMOVED = "0.11.0"
-MAX_SHARE = 0.95  # the highest utilization the doctor offers (doctor_first_try.MAX_FIRST_TRY_UTILIZATION)
 # two engines each sizing its cache: the same engine-core process name ("(EngineCore_DP0 pid=N)") with two pids, each
 # printing "Available memory" / "GPU KV cache size" (one engine's workers, Worker_TP0..7, are one engine: sf215)
 _PROCESS_MEMORY = re.compile(r"\((EngineCore(?:_DP\d+)?) pid=(\d+)\)[^\n]{0,120}?(?:Available memory|"
@@ -67,7 +64,10 @@ def _edit(change: str, argv: list[str], cost: str, rank: float, basis: str) -> E
 def shared_device_first(diag, text: str) -> None:
     """vLLM only: the named edits for engines sharing one device go first; the rest keep their order after them."""
     from ..engines.versions import version_key
+    from .doctor_first_try import MAX_FIRST_TRY_UTILIZATION
+    from .doctor_refusal_edits import V0_REMOVED
     from .doctor_version import is_release
+    from .startup_errors import V1_FIRST  # V1 the default engine from 0.8.0
 
     if diag.engine != "vllm" or diag.error is None or diag.error.kind not in _KINDS:
         return
@@ -76,17 +76,17 @@ def shared_device_first(diag, text: str) -> None:
         return
     u = diag.gpu_memory_utilization or 0.90
     version = diag.engine_version if is_release(diag.engine_version) else None
-    v1 = diag.generation == "V1" if diag.generation else bool(version and version_key(version) >= version_key(V1_DEFAULT))
+    v1 = diag.generation == "V1" if diag.generation else bool(version and version_key(version) >= version_key(V1_FIRST))
     old_v1 = v1 and version is not None and version_key(version) < version_key(V1_OTHERS_FIXED)
     sequential = _edit("start the engines one after the other (each once the previous one has allocated its KV cache)", [],
                        "a slower start; no memory given up", 0.0,
                        "an engine's profile counts what another allocates while it profiles (V0 since PR #2863 counts only that)")
     if old_v1:
-        total = round(min(n * u, MAX_SHARE), 2)
+        total = round(min(n * u, MAX_FIRST_TRY_UTILIZATION), 2)
         edits = [_edit(f"--gpu-memory-utilization {total:.2f}", ["--gpu-memory-utilization", f"{total:.2f}"],
                        f"for the engine started last: {n} x {u:.2f} (every engine's share; its own KV budget stays {u:.2f} of the GPU)",
                        0.0, f"V1 before {V1_OTHERS_FIXED} (PR #18974) counts the other engines' memory as its own non-torch memory")]
-        if version_key(version) < version_key(V0_REMOVED):
+        if version_key(version) < V0_REMOVED:
             edits.append(_edit("VLLM_USE_V1=0 (the V0 engine)", [], "the V0 engine's scheduler and speed", 0.05,
                                "V0's profile does not count memory held before it started (PR #2863)"))
         edits.append(sequential)
