@@ -80,6 +80,14 @@ def calibrated_step(calibration: Path, model_dir: Path):
                             cpu_simd=hw.cpu.simd if hw.cpu else None)
 
 
+def _between(points: dict[int, float], n: int) -> float:
+    """``points`` at ``n``: the value itself, or the straight line between the nearest measured counts around it."""
+    if n in points:
+        return points[n]
+    lo, hi = max(k for k in points if k < n), min(k for k in points if k > n)
+    return points[lo] + (points[hi] - points[lo]) * (n - lo) / (hi - lo)
+
+
 @dataclass
 class ServerStep:
     """llama-server's own step times as the simulator's step model: a decode-only step of n sequences lasts what the
@@ -97,10 +105,16 @@ class ServerStep:
     request_overhead_s: float = 0.0  # host time per request before it is queued: none (the server timings alone)
 
     @classmethod
-    def from_probe(cls, probe: dict) -> ServerStep:
+    def from_probe(cls, probe: dict, streamed_tpot_s: dict[int, float] | None = None) -> ServerStep:
+        """Decode steps from the server's own timings, or, with ``streamed_tpot_s`` (closed-loop TPOT p50 by
+        concurrency), as a streaming client saw them on the same machine (the server's timings leave out the cost of
+        sending each token, which depends on the host); counts between two measured ones are interpolated."""
         (n0, ms0), (n1, ms1) = sorted(probe["prefill_points"])
         per_row = (ms1 - ms0) / (n1 - n0) / 1e3
-        return cls({int(n): ms / 1e3 for n, ms in probe["decode_step_ms_by_sequences"].items()}, ms0 / 1e3 - n0 * per_row, per_row)
+        decode = {int(n): ms / 1e3 for n, ms in probe["decode_step_ms_by_sequences"].items()}
+        if streamed_tpot_s:
+            decode = {n: _between(streamed_tpot_s, n) for n in decode}
+        return cls(decode, ms0 / 1e3 - n0 * per_row, per_row)
 
     def step_seconds(self, decode, decode_context, prefill_tokens=0, prefill_pairs=0.0, chunks=0, completes=0,
                      window_context=None) -> float:
