@@ -34,7 +34,6 @@ from .doctor_version import generation_of as _generation, release_or_none, versi
 from .startup_errors import StartupError, find_startup_error
 from ..engines.startup_log import StartupLog
 
-GIB = 2**30
 SCHEMA_VERSION = 5  # 4 (docfix8): the error kind mamba_cache_blocks; 5 (docfix13): llamacpp_refused, host_oom_killed
 
 class Diagnosis(BaseModel):

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 
-from .doctor_edits import Edit
+from .doctor_edits import Edit, undecided_edit
+from ..hardware.catalog import GIB
 
-GIB = 2**30
 _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
 _SIZE = r"([\d.]+ (?:[KMGT]i?B|B))"
 _SYSTEM = re.compile(rf'msg="system memory" total="{_SIZE}" free="{_SIZE}"(?: free_swap="{_SIZE}")?')
@@ -63,8 +63,7 @@ def ollama_plan(text: str) -> dict:
 
 
 def _action(change: str, cost: str, rank: float, basis: str) -> Edit:
-    return Edit(change=change, argv=[], starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=0, cost=cost,
-                cost_rank=rank, confidence="first_try", basis=f"not decided by the log's figures: {basis}")
+    return undecided_edit(change, [], cost, rank, basis)
 
 
 def _host_short(p: dict) -> tuple[float, float] | None:
