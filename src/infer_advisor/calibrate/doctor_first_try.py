@@ -193,7 +193,7 @@ def label_edits(edits: list[Edit], memory_model: bool, error: StartupError | Non
 
 OLLAMA_NOTE = ("ollama runs llama.cpp with its own settings, not llama-server's flags: the context is the model's PARAMETER num_ctx "
                "(or OLLAMA_CONTEXT_LENGTH), the GPU layers num_gpu, a q8_0 KV cache OLLAMA_KV_CACHE_TYPE=q8_0 with "
-               "OLLAMA_FLASH_ATTENTION=1; the edits below are llama-server's spelling of the same knobs.")
+               "OLLAMA_FLASH_ATTENTION=1; the edits below are in ollama's knobs (each argv is the runner's flag ollama passes).")
 
 
 def ollama_note(text: str, engine: str) -> str | None:

@@ -128,3 +128,60 @@ def ollama_first(diag, text: str) -> None:
     if edits and (not diag.edits or _host_short(ollama_plan(text))):
         diag.edits = edits + [e for e in diag.edits if e.argv]
     diag.notes += notes
+    if ollama_note(text, diag.engine):
+        diag.edits = in_ollama_knobs(diag.edits, diag.error, text)
+
+
+# docfix18 (retrospective, batch 15's sf298): ollama's knobs, read at ollama's source (v0.1.40, v0.1.48, v0.4.5 tags):
+# llm/server.go passes the runner "--ctx-size" opts.NumCtx, "--batch-size" opts.NumBatch and "--n-gpu-layers" opts.NumGPU,
+# where NumGPU -1 (api/types.go DefaultOptions: "set dynamically") becomes its own estimate's layers (estimate.Layers);
+# server/sched.go multiplies NumCtx by the parallel requests (defaultParallel 4); NumCtx defaults to 2048 (api/types.go
+# at v0.1.40-v0.4.5; envconfig OLLAMA_CONTEXT_LENGTH, from v0.5.13, 2048 at v0.5.13 and v0.6.4, 4096 at v0.9.0 and v0.12.0,
+# by VRAM at the snapshot read); OLLAMA_KV_CACHE_TYPE exists from v0.5.0.
+_RUNNER_CTX = re.compile(r"\bn_ctx\s*=\s*(\d{3,8})\b")
+_GPU_BUFFER = re.compile(r"cudaMalloc|hipMalloc|\b(?:CUDA|ROCm|Vulkan|SYCL)\d|CUBLAS_STATUS_ALLOC|on device \d|Metal")
+
+
+def _ollama_spelling(e: Edit, printed_ctx: int | None) -> Edit | None:
+    """One llama-server flag edit in ollama's knob (None: said by num_gpu, or a context not known to be above the number)."""
+    flag = e.argv[0] if e.argv else None
+    if flag == "--ctx-size":
+        n = int(e.argv[1])
+        if printed_ctx is None or n >= printed_ctx:  # the runner's context not printed: ollama's default may be under n
+            return None
+        return e.model_copy(update={"change": f"PARAMETER num_ctx x OLLAMA_NUM_PARALLEL at most {n} (OLLAMA_CONTEXT_LENGTH from ollama "
+                                              f"0.5.13; the runner's --ctx-size {n})"})
+    if flag == "--cache-type-k":
+        return e.model_copy(update={"change": "OLLAMA_KV_CACHE_TYPE=q8_0 with OLLAMA_FLASH_ATTENTION=1 (ollama 0.5.0+; the runner's "
+                                              "--cache-type-k/-v q8_0)"})
+    if flag in ("--batch-size", "--ubatch-size"):
+        return e.model_copy(update={"change": f"PARAMETER num_batch {e.argv[1]} (the runner's --batch-size; its micro-batch is at most it)"})
+    if flag == "--n-gpu-layers" or e.change.startswith("fewer layers on the GPU"):
+        return None
+    return e
+
+
+_NUM_CTX = "PARAMETER num_ctx smaller (or OLLAMA_CONTEXT_LENGTH)"
+
+
+def in_ollama_knobs(edits: list[Edit], error, text: str) -> list[Edit]:
+    """Under ollama, llama-server's flags in ollama's knobs, each in its place: fewer GPU layers is ollama's num_gpu, and a
+    context number the runner's printed context does not show to be smaller gives way to num_gpu where a GPU buffer failed
+    (ollama placed its own estimate's layers there), else to num_ctx without a number."""
+    printed = [int(m) for m in _RUNNER_CTX.findall(text[:2_000_000])]
+    gpu_failed = error is not None and bool(_GPU_BUFFER.search(error.line or ""))
+    num_gpu = next((e for e in edits if e.change.startswith("PARAMETER num_gpu")), None) or _action(
+        "PARAMETER num_gpu lower than ollama's own choice", "layers on the CPU decode slower", 0.4,
+        "ollama puts its own estimate's layers on the GPU (llm/server.go, num_gpu unset) and a buffer failed after them; fewer "
+        "layers leave room for it; the layer count that fits is not printed")
+    num_ctx = next((e for e in edits if e.change.startswith(_NUM_CTX)), None) or _action(
+        _NUM_CTX, "shorter context", 0.5, "the runner's context is not printed (ollama's default: 2048 up to 0.6, 4096 at 0.9-0.12, "
+        "by VRAM later, times the parallel requests); the KV cache and compute graph shrink with it")
+    out = []
+    for e in edits:
+        said = _ollama_spelling(e, max(printed) if printed else None)
+        if said is None:
+            said = num_gpu if (gpu_failed or e.argv[:1] != ["--ctx-size"]) else num_ctx
+        if all(said.change != x.change for x in out):
+            out.append(said)
+    return out
