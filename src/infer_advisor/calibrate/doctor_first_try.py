@@ -12,6 +12,8 @@ entries sf05, sf06, sf18, sf23, sf27, sf33, sf65, sf72 prompted it; docs/doctor.
 
 from __future__ import annotations
 
+import re
+
 from .doctor_edits import Edit, edit_order, undecided_edit
 from .startup_errors import StartupError
 from ..hardware.catalog import GIB
@@ -177,7 +179,8 @@ _BASIS = {
 def label_edits(edits: list[Edit], memory_model: bool, error: StartupError | None = None) -> list[Edit]:
     """Every edit says how sure it is and why (schema 2): an edit made without a label is decided by the memory model
     where it ran, else by the engine's own arithmetic on the printed figures (SGLang, TGI, llama.cpp), or is advice.
-    Where the failure is only reported in words (docfix11), no edit is decided: what failed is the reporter's reading."""
+    Where the failure is only reported in words (docfix11), no edit is decided: what failed is the reporter's reading, and
+    (docfix18) the edits of the flags the failing sentence itself names go first, by the reporter's own account of them."""
     from .startup_errors import REPORTED
 
     reported = error is not None and error.line.startswith(REPORTED)
@@ -188,7 +191,13 @@ def label_edits(edits: list[Edit], memory_model: bool, error: StartupError | Non
         if reported and e.starts is not None:
             update |= {"starts": None, "basis": f"not decided: the failure is reported in words, not by an engine line; {update['basis']}"}
         out.append(e.model_copy(update=update))
-    return sorted(out, key=edit_order) if reported else out
+    if not reported:
+        return out
+    named = {f.replace("_", "-") for f in _FLAG.findall(error.line)}  # docfix18 (sf290): the flags the failing sentence names
+    return sorted(out, key=lambda e: (not (e.argv[:1] and e.argv[0] in named), *edit_order(e)))
+
+
+_FLAG = re.compile(r"--[a-z][a-z_-]{2,40}")
 
 
 OLLAMA_NOTE = ("ollama runs llama.cpp with its own settings, not llama-server's flags: the context is the model's PARAMETER num_ctx "
