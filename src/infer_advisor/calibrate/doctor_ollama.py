@@ -62,10 +62,6 @@ def ollama_plan(text: str) -> dict:
     return out
 
 
-def _action(change: str, cost: str, rank: float, basis: str) -> Edit:
-    return undecided_edit(change, [], cost, rank, basis)
-
-
 def _host_short(p: dict) -> tuple[float, float] | None:
     """(host memory ollama's check needs, host memory + swap free) where its check fails by the printed figures."""
     if "host_free" not in p:
@@ -88,27 +84,27 @@ def ollama_edits(text: str) -> tuple[list[Edit], list[str]]:
     if short:
         need, avail = short
         reach = avail + p.get("gpu_available", 0.0)
-        edits.append(_action(f"a smaller model or quantization (ollama's host-memory check: {need / GIB:,.1f} GiB needed in host memory, "
-                             f"{avail / GIB:,.1f} GiB free with swap)", "another model or quantization", 0.1,
+        edits.append(undecided_edit(f"a smaller model or quantization (ollama's host-memory check: {need / GIB:,.1f} GiB needed in host memory, "
+                             f"{avail / GIB:,.1f} GiB free with swap)", [], "another model or quantization", 0.1,
                              f"ollama's llm/server.go refuses a model whose part kept in host memory is over free memory + free swap; "
                              f"RAM, swap and GPUs here reach {reach / GIB:,.1f} GiB"))
-        edits.append(_action("more host memory or swap", "a larger machine or swap file (swap makes the layers on the CPU slow)", 0.3,
+        edits.append(undecided_edit("more host memory or swap", [], "a larger machine or swap file (swap makes the layers on the CPU slow)", 0.3,
                              "the same check counts free swap"))
         notes.append(f"ollama's own check failed: the model's part kept in host memory ({need / GIB:,.1f} GiB) is over the free host "
                      f"memory and swap ({avail / GIB:,.1f} GiB; llm/server.go \"model requires more system memory\").")
     if p.get("parallel", 1) > 1:
         n = p["parallel"]
         kv = f" (memory.required.kv {p['required.kv'] / GIB:,.1f} GiB -> about {p['required.kv'] / n / GIB:,.1f})" if "required.kv" in p else ""
-        edits.append(_action(f"OLLAMA_NUM_PARALLEL=1 (ollama's environment){kv}", f"1 request at a time instead of {n}", 0.2,
+        edits.append(undecided_edit(f"OLLAMA_NUM_PARALLEL=1 (ollama's environment){kv}", [], f"1 request at a time instead of {n}", 0.2,
                              f"ollama's scheduler multiplies the context by the parallel requests (server/sched.go, parallel={n} "
                              "printed): one slot holds a 1/{n} of the KV cache and a smaller compute graph".replace("{n}", str(n))))
     if (exited or p.get("layers_offload")) and not short:  # short of host memory: fewer GPU layers would put more there
         layers = p.get("layers_offload")
-        edits.append(_action("PARAMETER num_gpu lower than ollama's own choice" + (f" ({layers} layers offloaded of {p['layers_model']})"
-                             if layers else ""), "layers on the CPU decode slower", 0.4,
+        edits.append(undecided_edit("PARAMETER num_gpu lower than ollama's own choice" + (f" ({layers} layers offloaded of {p['layers_model']})"
+                             if layers else ""), [], "layers on the CPU decode slower", 0.4,
                              "fewer layers on the GPU leave room for the KV cache and compute buffers that ollama's estimate "
                              "under-counts; the layer count that fits is not printed"))
-        edits.append(_action("PARAMETER num_ctx smaller (or OLLAMA_CONTEXT_LENGTH)", "shorter context", 0.5,
+        edits.append(undecided_edit("PARAMETER num_ctx smaller (or OLLAMA_CONTEXT_LENGTH)", [], "shorter context", 0.5,
                              "the KV cache and compute graph shrink with the context"))
     if exited:
         notes.append(f"ollama's runner died while loading ('{exited.group(0)[:90]}'): ollama names no figure; its plan lines "
@@ -170,12 +166,12 @@ def in_ollama_knobs(edits: list[Edit], error, text: str) -> list[Edit]:
     (ollama placed its own estimate's layers there), else to num_ctx without a number."""
     printed = [int(m) for m in _RUNNER_CTX.findall(text[:2_000_000])]
     gpu_failed = error is not None and bool(_GPU_BUFFER.search(error.line or ""))
-    num_gpu = next((e for e in edits if e.change.startswith("PARAMETER num_gpu")), None) or _action(
-        "PARAMETER num_gpu lower than ollama's own choice", "layers on the CPU decode slower", 0.4,
+    num_gpu = next((e for e in edits if e.change.startswith("PARAMETER num_gpu")), None) or undecided_edit(
+        "PARAMETER num_gpu lower than ollama's own choice", [], "layers on the CPU decode slower", 0.4,
         "ollama puts its own estimate's layers on the GPU (llm/server.go, num_gpu unset) and a buffer failed after them; fewer "
         "layers leave room for it; the layer count that fits is not printed")
-    num_ctx = next((e for e in edits if e.change.startswith(_NUM_CTX)), None) or _action(
-        _NUM_CTX, "shorter context", 0.5, "the runner's context is not printed (ollama's default: 2048 up to 0.6, 4096 at 0.9-0.12, "
+    num_ctx = next((e for e in edits if e.change.startswith(_NUM_CTX)), None) or undecided_edit(
+        _NUM_CTX, [], "shorter context", 0.5, "the runner's context is not printed (ollama's default: 2048 up to 0.6, 4096 at 0.9-0.12, "
         "by VRAM later, times the parallel requests); the KV cache and compute graph shrink with it")
     out = []
     for e in edits:
