@@ -86,3 +86,22 @@ def test_dsa_indexer_is_whole_on_every_rank_by_hand():
     expected = 78 * (q * fmt + k * 2) - 78 * (q + k) * fmt / 8
     assert indexer_bytes(model, "fp8-block", "bfloat16", None, tp=8, pp=1) == pytest.approx(expected)
     assert indexer_bytes(resolve_model("Qwen/Qwen3-8B"), "none", "bfloat16", None, tp=8, pp=1) == 0.0
+
+
+def test_mla_down_projections_in_the_model_dtype_where_the_checkpoint_ignores_self_attn():
+    """memfix16 (retrospective): the engines' ReplicatedLinear takes the quant_config, whose ignore list gives
+    q_a_proj / kv_a_proj_with_mqa the unquantized method. Kimi-K2.5's compressed-tensors config ignores
+    're:.*self_attn.*' (61 layers, hidden 7168, q_lora_rank 1536, kv_lora_rank 512 + rope 64, 384 experts, 60 MoE
+    layers): the down-projections in bf16, not int4; the router unquantized as before."""
+    from infer_advisor.estimate.weights import replicated_bytes
+
+    model = resolve_model("moonshotai/Kimi-K2.5", source="catalog")
+    expected = 61 * 7168 * (1536 + 512 + 64) * 2 + 7168 * 384 * 60 * 2
+    assert replicated_bytes(model, model.weight_format, "bfloat16", None) == pytest.approx(expected)
+
+
+def test_sglang_keeps_mla_down_projections_and_router_whole_from_046():
+    """SGLang deepseek_v2.py (0.4.6.post5, 0.5.8.post1, 0.5.12 read, memfix16): fused_qkv_a_proj_with_mqa and
+    kv_a_proj_with_mqa are ReplicatedLinear, MoEGate's weight a full Parameter."""
+    assert memory_profile("sglang", "0.5.8").replicates_mla_and_router
+    assert memory_profile("sglang", "0.4.6").replicates_mla_and_router

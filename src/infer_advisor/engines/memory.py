@@ -225,7 +225,7 @@ class EngineMemoryProfile(BaseModel):
     )
     replicates_mla_and_router: bool = Field(
         default=False, description="MLA down-projections and the MoE router are whole on every tensor-parallel rank "
-        "(vLLM deepseek_v2.py ReplicatedLinear; estimate/weights.py replicated_bytes).")
+        "(vLLM and SGLang deepseek_v2.py ReplicatedLinear; estimate/weights.py replicated_bytes).")
     replicates_mistral_vision: bool = Field(
         default=False, description="A mistralai Pixtral-based repository is read in Mistral format (consolidated*.safetensors) and "
         "its vision encoder and adapter, plain nn.Linear layers, are whole on every GPU (vLLM 0.17-0.19 pixtral.py).")

@@ -156,19 +156,36 @@ def config_count(model: ModelFacts, key: str) -> int:
 
 
 def replicated_bytes(model: ModelFacts, fmt_name: str, dtype: str, group_size: int | None) -> float:
-    """Bytes vLLM keeps whole on every tensor-parallel rank (model_executor/models/deepseek_v2.py, read in 0.10.1 and
-    0.19.0): MLA's down-projections (``kv_a_proj_with_mqa``, fused with ``q_a_proj`` where ``q_lora_rank`` is set:
-    ReplicatedLinear / MergedReplicatedLinear, in the weight format) and the MoE router (``gate``: ReplicatedLinear,
-    unquantized) of every MoE layer. The whole-model total counts them once; one GPU at TP n holds them n times over."""
+    """Bytes vLLM and SGLang keep whole on every tensor-parallel rank (models/deepseek_v2.py, vLLM 0.10.1 / 0.19.0 and
+    SGLang 0.4.6.post5 / 0.5.8.post1 / 0.5.12 read): MLA's down-projections (``kv_a_proj_with_mqa``, fused with
+    ``q_a_proj`` where ``q_lora_rank`` is set: ReplicatedLinear / MergedReplicatedLinear, in the weight format) and the
+    MoE router (``gate``: ReplicatedLinear, unquantized) of every MoE layer. The whole-model total counts them once; one GPU at TP n holds them n times over.
+    Where the checkpoint's own quantization_config leaves the down-projections unquantized (its ignore list covers
+    ``self_attn``: Moonshot's Kimi-K2.5 INT4, NVIDIA's GLM-5 NVFP4), that share is in the model dtype: the engine's
+    ReplicatedLinear takes the quant_config and its ignore list gives it the unquantized method."""
     num = functools.partial(config_count, model)
     out = 0.0
     if model.attention == "mla":
-        down = model.hidden_size * (num("kv_lora_rank") + num("qk_rope_head_dim") + num("q_lora_rank"))
-        out += down * model.num_layers * linear_bytes_per_param(fmt_name, dtype, group_size)
+        fmt, act = linear_bytes_per_param(fmt_name, dtype, group_size), dtype_bytes(dtype)
+        widths = {"kv_a_proj_with_mqa": num("kv_lora_rank") + num("qk_rope_head_dim"), "q_a_proj": num("q_lora_rank")}
+        for module, width in widths.items():
+            kept = _kept_share(model, fmt_name, module) if width else 0.0
+            out += model.hidden_size * width * model.num_layers * (kept * act + (1 - kept) * fmt)
     if model.num_experts:
         moe_layers = max(model.num_layers - num("first_k_dense_replace"), 0)
         out += model.hidden_size * model.num_experts * moe_layers * dtype_bytes(dtype)
     return out
+
+
+def _kept_share(model: ModelFacts, fmt_name: str, module: str) -> float:
+    """The share of the layers' ``self_attn.<module>`` that the checkpoint's own quantization_config leaves
+    unquantized (0.0 for another format or a config without an ignore list)."""
+    qc = (model.config or {}).get("quantization_config") or text_config(model).get("quantization_config")
+    if fmt_name != model.weight_format or not isinstance(qc, dict):
+        return 0.0
+    from ..model_facts.unconverted import covered_share  # only for a quantized MLA checkpoint (cold-start imports)
+
+    return covered_share(qc, [f"model.layers.{i}.self_attn.{module}" for i in range(model.num_layers)])
 
 
 def mistral_format_vision(model: ModelFacts, quantization: str) -> bool:

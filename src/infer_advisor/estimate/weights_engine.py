@@ -5,7 +5,7 @@ tensor-parallel rank, the tables and matrices it builds while loading (counted i
 
 - A multimodal checkpoint's vision encoder (unquantized; split over TP, or whole on every GPU where the engine reads a
   mistralai Pixtral repository in Mistral format).
-- MLA down-projections and the MoE router, ReplicatedLinear in vLLM (:func:`.weights.replicated_bytes`); DSA's lightning
+- MLA down-projections and the MoE router, ReplicatedLinear in vLLM and SGLang (:func:`.weights.replicated_bytes`); DSA's lightning
   indexer, whole on every rank (:func:`indexer_bytes`).
 - The rotary cos/sin tables (:mod:`.rotary`).
 - MLA's absorbed matrices (vLLM V0 0.7.1-0.7.3, :func:`mla_absorbed_bytes`).
