@@ -105,3 +105,17 @@ def test_sglang_keeps_mla_down_projections_and_router_whole_from_046():
     kv_a_proj_with_mqa are ReplicatedLinear, MoEGate's weight a full Parameter."""
     assert memory_profile("sglang", "0.5.8").replicates_mla_and_router
     assert memory_profile("sglang", "0.4.6").replicates_mla_and_router
+
+
+def test_sglang_w_kc_w_vc_copies_of_kv_b_proj_by_hand():
+    """SGLang post_load_weights (0.5.8.post1 / 0.5.12 read, memfix16): w_kc / w_vc copies of kv_b_proj beside it, bf16
+    on CUDA (block-FP8 dequantized), one byte off CUDA (per-tensor FP8). GLM-5-FP8 (78 layers, 64 heads, qk_nope 192,
+    v 256, kv_lora_rank 512) at TP 8."""
+    from infer_advisor.estimate.weights_engine import split_kv_b_bytes
+
+    model = resolve_model("zai-org/GLM-5-FP8", source="catalog")
+    per_rank = 78 * 8 * (192 + 256) * 512
+    assert split_kv_b_bytes(model, "fp8-block", "bfloat16", tp=8, pp=1, compute_capability=0.0) == pytest.approx(per_rank)
+    assert split_kv_b_bytes(model, "fp8-block", "bfloat16", tp=8, pp=1, compute_capability=9.0) == pytest.approx(2 * per_rank)
+    assert split_kv_b_bytes(resolve_model("Qwen/Qwen3-8B"), "none", "bfloat16", tp=1, pp=1, compute_capability=9.0) == 0.0
+    assert memory_profile("sglang", "0.5.8").splits_mla_kv_b and not memory_profile("vllm", "0.19.0").splits_mla_kv_b

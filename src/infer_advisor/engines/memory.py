@@ -232,6 +232,9 @@ class EngineMemoryProfile(BaseModel):
     keeps_rotary_cache: bool = Field(
         default=False, description="The engine keeps the rotary embedding's cos/sin table on every GPU, counted with the weights."
     )
+    splits_mla_kv_b: bool = Field(
+        default=False, description="MLA's kv_b_proj is copied into w_kc / w_vc kept beside it (SGLang post_load_weights; "
+        "estimate/weights_engine.py split_kv_b_bytes).")
     expert_padding: list[ExpertPadding] = Field(
         default_factory=list, description="Padded expert layouts by weight format; the first whose `below` is above the version applies."
     )

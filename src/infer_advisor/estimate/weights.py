@@ -169,7 +169,7 @@ def replicated_bytes(model: ModelFacts, fmt_name: str, dtype: str, group_size: i
         fmt, act = linear_bytes_per_param(fmt_name, dtype, group_size), dtype_bytes(dtype)
         widths = {"kv_a_proj_with_mqa": num("kv_lora_rank") + num("qk_rope_head_dim"), "q_a_proj": num("q_lora_rank")}
         for module, width in widths.items():
-            kept = _kept_share(model, fmt_name, module) if width else 0.0
+            kept = kept_share(model, fmt_name, module) if width else 0.0
             out += model.hidden_size * width * model.num_layers * (kept * act + (1 - kept) * fmt)
     if model.num_experts:
         moe_layers = max(model.num_layers - num("first_k_dense_replace"), 0)
@@ -177,7 +177,7 @@ def replicated_bytes(model: ModelFacts, fmt_name: str, dtype: str, group_size: i
     return out
 
 
-def _kept_share(model: ModelFacts, fmt_name: str, module: str) -> float:
+def kept_share(model: ModelFacts, fmt_name: str, module: str) -> float:
     """The share of the layers' ``self_attn.<module>`` that the checkpoint's own quantization_config leaves
     unquantized (0.0 for another format or a config without an ignore list)."""
     qc = (model.config or {}).get("quantization_config") or text_config(model).get("quantization_config")
