@@ -121,6 +121,7 @@ def vision_tower_params(model: ModelFacts) -> int:
     v = (model.config or {}).get("vision_config") if model.multimodal else None
     if not isinstance(v, dict):
         return 0
+    v = _moonvit_keys(v)
     h = v.get("hidden_size") or v.get("embed_dim")
     layers = v.get("num_hidden_layers") or v.get("depth")
     if not isinstance(h, int) or not isinstance(layers, int) or h <= 0 or layers <= 0:
@@ -141,6 +142,22 @@ def vision_tower_params(model: ModelFacts) -> int:
     deepstack = v.get("deepstack_visual_indexes")  # Qwen3-VL: one more merger per tapped layer, LayerNorm over the merged width
     extra_mergers = len(deepstack) * (projector + merged + out + 2 * merged) if isinstance(deepstack, list) else 0
     return int(layers * per_layer + channels * temporal * patch * patch * h + h + positions + 2 * h + projector + extra_mergers)
+
+
+def _moonvit_keys(v: dict) -> dict:
+    """Kimi-K2.5's MoonViT ``vision_config`` in the common keys: ``vt_hidden_size`` / ``vt_num_hidden_layers`` /
+    ``vt_intermediate_size``, ``merge_kernel_size`` [2, 2] as the spatial merge, ``text_hidden_size`` as the projector's
+    output, and the learned (``init_pos_emb_height`` x ``init_pos_emb_width``) position table (SGLang 0.5.12
+    models/kimi_k25.py: MoonViT3dPretrainedModel, Learnable2DInterpPosEmbDivided_fixed, K2VLMultiModalProjector; the
+    time table is a fixed sin-cos buffer). Other configs unchanged."""
+    if "vt_hidden_size" not in v:
+        return v
+    merge = v.get("merge_kernel_size")
+    rows, cols = v.get("init_pos_emb_height"), v.get("init_pos_emb_width")
+    return {**v, "hidden_size": v.get("vt_hidden_size"), "num_hidden_layers": v.get("vt_num_hidden_layers"),
+            "intermediate_size": v.get("vt_intermediate_size"), "out_hidden_size": v.get("text_hidden_size"),
+            "spatial_merge_size": merge[0] if isinstance(merge, list) and merge else None,
+            "num_position_embeddings": rows * cols if isinstance(rows, int) and isinstance(cols, int) else None}
 
 
 def text_config(model: ModelFacts) -> dict:
