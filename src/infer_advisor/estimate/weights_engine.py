@@ -116,16 +116,16 @@ def split_kv_b_bytes(model: ModelFacts, quantization: str, dtype: str, tp: int, 
     """Bytes one GPU holds in the ``w_kc`` / ``w_vc`` copies SGLang makes of MLA's ``kv_b_proj`` and keeps beside it
     (models/deepseek_common/deepseek_weight_loader.py ``post_load_weights``, 0.5.8.post1 and 0.5.12; deepseek_v2.py in
     0.4.6.post5): the rank's heads x (qk_nope_head_dim + v_head_dim) x kv_lora_rank per layer, in the model dtype
-    (``block_quant_dequant`` of a 128x128 block-FP8 ``kv_b_proj`` on CUDA; a bf16 one as it is) or one byte where a
-    block-FP8 one is requantized per tensor off CUDA (``block_quant_to_tensor_quant``; compute capability 0.0: not
-    NVIDIA). 0 for a model without MLA."""
+    (``block_quant_dequant`` of a 128x128 block-FP8 ``kv_b_proj`` on CUDA; a bf16 one as it is) or one byte where an
+    FP8 one is requantized per tensor: block-FP8 off CUDA (``block_quant_to_tensor_quant``; compute capability 0.0: not
+    NVIDIA), per-channel FP8 anywhere (``channel_quant_to_tensor_quant``). 0 for a model without MLA."""
     if model.attention != "mla":
         return 0.0
     num = functools.partial(config_count, model)
     heads = max(model.num_attention_heads // max(tp, 1), 1)
     per_layer = heads * (num("qk_nope_head_dim") + num("v_head_dim")) * num("kv_lora_rank")
     kept = _kept_kv_b(model, quantization)
-    fp8 = quantization.startswith("fp8") and compute_capability == 0.0
+    fp8 = quantization.startswith("fp8") and (compute_capability == 0.0 or not quantization.startswith("fp8-block"))
     per_param = kept * dtype_bytes(dtype) + (1 - kept) * (1.0 if fp8 else dtype_bytes(dtype))
     return per_layer * per_param * model.num_layers / max(pp, 1)
 
