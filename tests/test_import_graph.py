@@ -25,7 +25,7 @@ _DOTTED = re.compile(r"^infer_advisor(\.[a-z_]+)+$")
 # Lowest first. Each entry: a stage and the module prefixes (relative to infer_advisor) in it.
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     # shared infrastructure: errors, environment, data-file loading, output files, the request, formatting
-    ("base", ("errors", "constants", "_data", "_snapshot", "_cache_files", "_paths", "_callable", "_version", "_output", "_output_folders", "formatting", "_field_defaults",
+    ("base", ("errors", "constants", "units", "_data", "_snapshot", "_cache_files", "_paths", "_callable", "_version", "_output", "_output_folders", "formatting", "_field_defaults",
               "request", "untrusted", "bounded_read")),
     ("model_facts", ("model_facts",)),
     ("hardware", ("hardware",)),

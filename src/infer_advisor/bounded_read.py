@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .errors import DataFileError
+from .units import MIB
 
-MIB = 2**20
 # Largest input of each kind. data: rule files, GPU descriptions, catalog entries, calibrations (the shipped
 # catalog is < 1 MiB). trace: a JSONL of 1,000,000 requests (simulate.workload.MAX_TRACE_ROWS) at ~100 bytes a
 # line. log: an engine start-up log (vLLM's with debug logging is a few MiB). config: a model's config.json or an

@@ -1,6 +1,13 @@
-"""Small formatting helpers shared by stages (bytes for people); no project imports, so any stage may use them."""
+"""Small formatting helpers shared by stages (bytes for people); only base imports, so any stage may use them."""
 
 from __future__ import annotations
+
+from .units import GIB
+
+
+def gib(n: float) -> str:
+    """``15 * 2**30`` -> ``"15.0 GiB"``: bytes in GiB, one decimal."""
+    return f"{n / GIB:.1f} GiB"
 
 
 def human_bytes(n: int) -> str:

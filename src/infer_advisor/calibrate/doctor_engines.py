@@ -31,7 +31,7 @@ from .doctor_engine_flags import ROUND_TOKENS, EngineFlags, Findings, engine_edi
 from .doctor_llamacpp import llamacpp_findings
 from .startup_errors import StartupError
 from ..engines.startup_log import StartupLog
-from ..hardware.catalog import GIB, MIB
+from ..units import GIB, MIB
 
 __all__ = ["EngineFlags", "Findings", "engine_findings", "engine_flags", "in_engine_flags"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from .doctor_edits import Edit, edit_order, undecided_edit
 from .startup_errors import StartupError
 from ..engines.startup_log import StartupLog
-from ..hardware.catalog import GIB
+from ..units import GIB
 
 # A budget under 1 GiB holds no model the catalog knows: its smallest, Qwen2.5-0.5B (data/models/Qwen--Qwen2.5-0.5B.json,
 # 494M parameters), takes 0.92 GiB in bf16 before activations, CUDA graphs and one KV block. Under it the start check's

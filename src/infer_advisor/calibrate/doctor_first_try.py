@@ -16,7 +16,7 @@ import re
 
 from .doctor_edits import Edit, edit_order, undecided_edit
 from .startup_errors import StartupError
-from ..hardware.catalog import GIB
+from ..units import GIB
 
 DEFAULT_UTILIZATION = 0.90  # vLLM's --gpu-memory-utilization default (EngineArgs, every release 0.2-0.33)
 UTILIZATION_STEP = 0.05  # the step the engine's own "No available memory ..." advice is taken by elsewhere (doctor_figures)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 from .doctor_edits import Edit, undecided_edit
-from ..hardware.catalog import GIB
+from ..units import GIB
 
 _KV_KINDS = ("max_len_exceeds_kv", "kv_needed_exceeds_available", "no_cache_blocks", "kv_cache_check")
 _KEEPS_GRAPHS = ("--gpu-memory-utilization", "--enforce-eager", "--tensor-parallel-size", "--pipeline-parallel-size")

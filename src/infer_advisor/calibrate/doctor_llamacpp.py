@@ -17,7 +17,7 @@ from .doctor_refusal_edits import refusal_findings
 from .startup_errors import LLAMACPP_BUFFERS, StartupError
 from .startup_errors_llamacpp import LLAMACPP_DEFAULT_UBATCH
 from ..engines.startup_log import StartupLog
-from ..hardware.catalog import GIB, MIB
+from ..units import GIB, MIB
 
 Q8_0_RATIO = 34 / 64  # a q8_0 block stores 32 values in 34 bytes (32 int8 + an fp16 scale); f16 takes 64 (ggml-common.h block_q8_0)
 # llama.cpp's own margin when it fits layers and context to free memory (common/common.h: fit_params_target defaults to

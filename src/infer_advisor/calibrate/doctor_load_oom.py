@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 from .doctor_edits import Edit, undecided_edit
-from ..hardware.catalog import GIB
+from ..units import GIB
 
 _TP = "--tensor-parallel-size"
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 from .doctor_edits import Edit, undecided_edit
-from ..hardware.catalog import GIB
+from ..units import GIB
 
 _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
 _SIZE = r"([\d.]+ (?:[KMGT]i?B|B))"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from .doctor_edits import undecided_edit
-from ..hardware.catalog import GB, GIB
+from ..units import GB, GIB
 
 STEP, CEILING = 0.05, 0.95  # doctor_first_try's one step; the highest first-try fraction (room for graphs and context)
 _WEIGHTS = re.compile(r"Load weight end\.[^\n]{0,200}?mem usage=(\d+(?:\.\d+)?) GB|(\d+(?:\.\d+)?)\s*GB (?:of )?weights\b"

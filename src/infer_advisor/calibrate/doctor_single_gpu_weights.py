@@ -20,7 +20,7 @@ from __future__ import annotations
 from .doctor_edits import Edit
 from .doctor_engine_flags import rule_of_thumb
 from .doctor_load_oom import offload_edit, offload_gib
-from ..hardware.catalog import GIB
+from ..units import GIB
 
 OFFLOAD_FIRST = (0, 5, 3)  # vLLM's first release with --cpu-offload-gb (PR #6496, merged 2024-07; the release is inferred)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from .doctor_edits import undecided_edit
-from ..hardware.catalog import GIB
+from ..units import GIB
 
 BUDGET_SHARE = 0.90  # vLLM's default gpu_memory_utilization; the weights must leave room for more than themselves
 _FOUR_BIT = re.compile(r"(?i)bitsandbytes[-_ ]?(?:fp4|nf4)|\b(?:awq|gptq|int4|nf4|fp4|w4a16|q4_\w+|4bit|4-bit)\b")

@@ -17,10 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..errors import RequestError
 from ..hardware.facts import GPUInfo, HardwareFacts
 from ..hardware.probe import ProbeResult
+from ..units import GIB
 
 HELP = "List the GPUs probed on this machine and the GPU catalog."
 
-GIB = 2**30  # bytes per GiB, for display
 TB = 10**12  # bytes per TB, for display (bandwidths are decimal)
 GB = 10**9  # bytes per GB, for display
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-GiB = 2**30
+from ..formatting import gib
+
 MAX_WARNINGS = 3  # issue 25: at most three warnings that change a decision in the default answer
 
 # Warnings that change what the user deploys or can serve, first; the rest are in --explain.
@@ -27,10 +28,6 @@ class Row:
     text: str
     command: bool = False  # printed on one line, never wrapped, so a copy-paste runs as it is
     one_line: bool = False  # cut with '…' at the terminal's width (the whole text is in --explain and the JSON)
-
-
-def _gib(n: float) -> str:
-    return f"{n / GiB:.1f} GiB"
 
 
 def _plural(n: int, word: str) -> str:
@@ -104,9 +101,9 @@ def _layout_text(plan) -> str:
 def _memory_text(plan) -> str:
     mem, eng = plan.memory, plan.engine
     unit = "GPU" if plan.hardware.kind == "gpu" else "socket"
-    return (f"weights {_gib(mem.weights_bytes_per_gpu)} per {unit}; KV cache {mem.kv_cache_tokens:,} tokens = "
+    return (f"weights {gib(mem.weights_bytes_per_gpu)} per {unit}; KV cache {mem.kv_cache_tokens:,} tokens = "
             f"{_plural(mem.max_concurrency, 'request')} of {eng.max_model_len:,} tokens at once; "
-            f"{_gib(mem.total_bytes_per_gpu)} of {_gib(mem.gpu_memory_bytes)} per {unit} ({mem.source})")
+            f"{gib(mem.total_bytes_per_gpu)} of {gib(mem.gpu_memory_bytes)} per {unit} ({mem.source})")
 
 
 def _ms(seconds: float) -> str:

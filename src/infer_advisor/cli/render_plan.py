@@ -10,11 +10,7 @@ from __future__ import annotations
 
 import sys
 
-GiB = 2**30
-
-
-def _gib(n: float) -> str:
-    return f"{n / GiB:.1f} GiB"
+from ..formatting import gib
 
 
 def _hardware(plan) -> tuple[str, str, str]:
@@ -22,11 +18,11 @@ def _hardware(plan) -> tuple[str, str, str]:
     if hw.kind == "gpu":
         g = hw.gpus[0]
         text = f"{hw.gpus_per_node}x {g.name}" + (f" x {hw.nodes} nodes" if hw.nodes > 1 else "")
-        usable = f" ({_gib(g.usable_memory_bytes)} usable)" if g.usable_memory_bytes else ""
+        usable = f" ({gib(g.usable_memory_bytes)} usable)" if g.usable_memory_bytes else ""
         arch = f"{g.gfx_arch or 'AMD'} (ROCm)" if g.vendor == "amd" else f"CC {g.compute_capability}"
-        detail = f"{_gib(g.memory_bytes)}{usable}, {g.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, {arch}, {g.interconnect}"
+        detail = f"{gib(g.memory_bytes)}{usable}, {g.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, {arch}, {g.interconnect}"
         return text, detail, g.source
-    return "CPU", f"{hw.cpu_cores} cores, {_gib(hw.cpu_memory_bytes or 0)} RAM", hw.source
+    return "CPU", f"{hw.cpu_cores} cores, {gib(hw.cpu_memory_bytes or 0)} RAM", hw.source
 
 
 def _requests(n: int) -> str:
@@ -59,8 +55,8 @@ def summary_rows(plan) -> list[tuple[str, str, str]]:
     src = mem.figure_sources
     amd = plan.hardware.kind == "gpu" and plan.hardware.gpus[0].vendor == "amd"
     word = (lambda k: k.replace("cuda_", "hip_")) if amd else (lambda k: k)  # ROCm's HIP runtime, not CUDA
-    overheads = ", ".join(f"{word(k)} {_gib(v)}" for k, v in mem.overhead_bytes_per_gpu.items() if v)
-    outside = ", ".join(f"{word(k)} {_gib(v)}" for k, v in mem.outside_budget_bytes_per_gpu.items() if v)
+    overheads = ", ".join(f"{word(k)} {gib(v)}" for k, v in mem.overhead_bytes_per_gpu.items() if v)
+    outside = ", ".join(f"{word(k)} {gib(v)}" for k, v in mem.outside_budget_bytes_per_gpu.items() if v)
     calibrated = sorted({k for k, v in src.items() if v == "calibrated (log)"})
     overhead_src = (
         f"calibrated (log): {', '.join(calibrated)}" if calibrated
@@ -81,7 +77,7 @@ def summary_rows(plan) -> list[tuple[str, str, str]]:
         ("max_model_len / max_num_seqs", f"{eng.max_model_len:,} / {eng.max_num_seqs}", "memory fit"),
         (
             "weights",
-            f"{_gib(mem.weights_bytes)} total, {_gib(mem.weights_bytes_per_gpu)} per {unit}",
+            f"{gib(mem.weights_bytes)} total, {gib(mem.weights_bytes_per_gpu)} per {unit}",
             src.get("weights", "estimated"),
         ),
         (
@@ -91,19 +87,19 @@ def summary_rows(plan) -> list[tuple[str, str, str]]:
         ),
         (
             "activations / overheads",
-            f"{_gib(mem.activation_bytes_per_gpu)} / {overheads or 'none'}" + (f"; outside the KV budget: {outside}" if outside else ""),
+            f"{gib(mem.activation_bytes_per_gpu)} / {overheads or 'none'}" + (f"; outside the KV budget: {outside}" if outside else ""),
             overhead_src,
         ),
         (
             "KV cache",
-            f"{_gib(mem.kv_cache_bytes_per_gpu)} per {unit} = {mem.kv_cache_tokens:,} tokens; "
+            f"{gib(mem.kv_cache_bytes_per_gpu)} per {unit} = {mem.kv_cache_tokens:,} tokens; "
             f"{_requests(mem.max_concurrency)} of {eng.max_model_len:,} tokens",
             mem.source,
         ),
         *_engine_kv_rows(eng, mem),
         (
             f"reserved per {unit}" if mem.accounting != "peak" else f"peak per {unit}",
-            f"{_gib(mem.total_bytes_per_gpu)} of {_gib(mem.gpu_memory_bytes)}",
+            f"{gib(mem.total_bytes_per_gpu)} of {gib(mem.gpu_memory_bytes)}",
             mem.source,
         ),
     ]
@@ -112,7 +108,7 @@ def summary_rows(plan) -> list[tuple[str, str, str]]:
         rows.append((
             "speculative decoding",
             f"{sp.method} with {sp.draft_model}, {sp.num_speculative_tokens} draft tokens "
-            f"({_gib(mem.draft_weights_bytes_per_gpu)} per {unit} of draft weights)",
+            f"({gib(mem.draft_weights_bytes_per_gpu)} per {unit} of draft weights)",
             "data/speculative.yaml",
         ))  # fmt: skip
     if plan.prefix_caching is not None:

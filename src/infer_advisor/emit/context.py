@@ -25,8 +25,8 @@ from ..engines.prepare import PrepareStep
 from .quote import sh_join, sh_quote
 from ..engines.launch_facts import download_args
 from .startup import served_repo, startup_budget, stored_bytes
+from ..units import GIB
 
-_GIB = 2**30
 # Label values and resource names are DNS-1123 labels: at most 63 characters (Kubernetes object names docs).
 _K8S_NAME_LIMIT = 63
 # Default request for the README's first completion (tokens); small so the check is quick.
@@ -154,7 +154,7 @@ class EmitContext(BaseModel):
 
 
 def _storage(num_bytes: float) -> str:
-    return f"{max(math.ceil(num_bytes * emit_facts().cache_headroom / _GIB), 1)}Gi"
+    return f"{max(math.ceil(num_bytes * emit_facts().cache_headroom / GIB), 1)}Gi"
 
 
 def _app_name(plan: DeploymentPlan) -> str:
@@ -331,7 +331,7 @@ def build_context(plan: DeploymentPlan) -> EmitContext:
         download_env=dict(ef.download.env),
         prepare_host=prepare_steps(plan, ref, "host"), prepare_container=prepare_container, config_files=_config_files(plan, ref),
         k8s_cpu_request=str(max(facts.k8s_cpu_per_gpu * max(per_replica, 1), 1)),
-        k8s_memory_request=f"{math.ceil(resident / max(A.local_replicas(plan), 1) / _GIB) + facts.k8s_memory_base_gib}Gi",
+        k8s_memory_request=f"{math.ceil(resident / max(A.local_replicas(plan), 1) / GIB) + facts.k8s_memory_base_gib}Gi",
         quantize_lines=[sh_join(s) for s in ref.quantize_steps], request_path=request_path, request_line=request_line,
         ports=ports, unlimited_memlock=bool(server and server.unlimited_memlock),
         model_repository=server.model_repository if server else None,
@@ -400,8 +400,8 @@ def _summary(plan: DeploymentPlan, gpus_per_node: int, startup_words: str) -> li
         f"layout: tensor parallel {p.tensor_parallel_size}, pipeline parallel {p.pipeline_parallel_size}, nodes {p.nodes}, "
         f"replicas {p.replicas}",
         f"context: max_model_len {plan.engine.max_model_len}, {plan.engine.max_num_seqs} sequences at once",
-        f"memory per {unit} ({m.source}): {m.total_bytes_per_gpu / _GIB:.1f} GiB of {m.gpu_memory_bytes / _GIB:.1f} GiB, "
-        f"weights {m.weights_bytes_per_gpu / _GIB:.1f} GiB, KV cache {m.kv_cache_tokens} tokens",
+        f"memory per {unit} ({m.source}): {m.total_bytes_per_gpu / GIB:.1f} GiB of {m.gpu_memory_bytes / GIB:.1f} GiB, "
+        f"weights {m.weights_bytes_per_gpu / GIB:.1f} GiB, KV cache {m.kv_cache_tokens} tokens",
     ]
     if plan.prefix_caching is not None:
         lines.append(f"prefix caching: {plan.prefix_caching.how}")

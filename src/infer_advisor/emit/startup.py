@@ -19,8 +19,7 @@ from ..estimate.formats import dtype_bytes
 from ..plan.models import DeploymentPlan
 from ..engines.launch_facts import download_args, emit_facts
 from ..engines.profiles import engine_profile
-
-_GIB = 2**30
+from ..units import GIB
 
 
 class StartupBudget(BaseModel):
@@ -75,13 +74,13 @@ def startup_budget(plan: DeploymentPlan, *, downloads: bool) -> StartupBudget:
     seconds = max(math.ceil(total), facts.startup_floor_seconds)
     words = (
         f"start-up allowance {seconds} s = {facts.startup_seconds_base} s to start, compile and capture graphs + "
-        f"{size / _GIB:.1f} GiB read at {facts.load_speed_mb_s:g} MB/s ({load:.0f} s)"
+        f"{size / GIB:.1f} GiB read at {facts.load_speed_mb_s:g} MB/s ({load:.0f} s)"
     )
     if downloads:
         speed_words = f"{speed:g} MB/s (--download-speed)" if r.download_speed else (
             f"an assumed {speed:g} MB/s (not measured; set --download-speed or --startup-timeout)"
         )
-        words += f" + the {fetched / _GIB:.1f} GiB download at {speed_words} ({download:.0f} s)"
+        words += f" + the {fetched / GIB:.1f} GiB download at {speed_words} ({download:.0f} s)"
     if seconds > math.ceil(total):
         words += f"; raised to the {facts.startup_floor_seconds} s floor"
     return StartupBudget(seconds=seconds, words=words, load_seconds=load, download_seconds=download)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .._data import load_validated
 from .._paths import shipped
+from ..units import GIB
 
 PrintedTokens = Literal["all_layers", "layer_slots", "concurrency", "pool_tokens"]
 
@@ -54,7 +55,7 @@ class KVReport(BaseModel):
 
     def gib(self, nbytes: float) -> str:
         """Bytes as the engine prints GiB in its messages (``%.2f`` or ``round(x, 2)``)."""
-        value = nbytes / 2**30
+        value = nbytes / GIB
         return f"{value:.2f}" if self.gib_format == "%.2f" else f"{round(value, 2)}"
 
 

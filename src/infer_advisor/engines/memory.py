@@ -24,9 +24,7 @@ from .._paths import shipped
 from .cuda_graphs import CudaGraphScaling
 from .profiles import EngineProfile, engine_profile
 from .versions import version_key
-
-GIB = 2**30
-MIB = 2**20
+from ..units import GIB, MIB
 
 
 class BatchTier(BaseModel):

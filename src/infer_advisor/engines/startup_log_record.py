@@ -7,8 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-GIB = 2**30
-MIB = 2**20
+from ..units import GIB, MIB
 
 Engine = Literal["vllm", "sglang", "llama.cpp", "tgi"]
 # The figures whose log line is kept in a calibration file (settings such as the model name are not quoted).

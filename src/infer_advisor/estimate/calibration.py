@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
+from ..units import GIB
 from .calibration_file import CalibrationHeader, calibration_kind
 
 SCHEMA_VERSION = 2
@@ -115,7 +116,6 @@ def load_calibration(path: Path) -> Calibration:
     return validate(path, Calibration)
 
 
-GIB = 2**30
 TIB = 2**40
 
 

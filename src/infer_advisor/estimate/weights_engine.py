@@ -26,6 +26,7 @@ from .rotary import rotary_cache_bytes
 from .weights import (
     config_count, kept_share, linear_bytes_per_param, mistral_format_vision, replicated_bytes, vision_tower_params,
 )
+from ..units import GIB
 
 
 def mla_absorbed_bytes(model: ModelFacts, absorption, quantization: str, dtype: str, tp: int, pp: int = 1) -> float:
@@ -151,15 +152,15 @@ def engine_layout_bytes(
         whole = mp.replicates_mistral_vision and mistral_format_vision(model, quantization)  # plain nn.Linear: on every GPU
         whole_model += vision
         per_gpu += vision if whole else vision / tp
-        sources["weights_vision"] = f"vision encoder {vision / 2**30:.2f} GiB from config.json vision_config ({mp.label})"
+        sources["weights_vision"] = f"vision encoder {vision / GIB:.2f} GiB from config.json vision_config ({mp.label})"
     replicated = replicated_bytes(model, quantization, dtype, group_size) if (mp.replicates_mla_and_router and tp > 1) else 0.0
     if replicated:  # counted once in the total, held by every rank of a stage
         per_gpu += replicated / pp * (1 - 1 / tp)
-        sources["weights_replicated"] = f"MLA down-projections and router {replicated / 2**30:.2f} GiB whole on every rank ({mp.label})"
+        sources["weights_replicated"] = f"MLA down-projections and router {replicated / GIB:.2f} GiB whole on every rank ({mp.label})"
     indexer = indexer_bytes(model, quantization, dtype, group_size, tp, pp) if mp.replicates_mla_and_router else 0.0
     if indexer:  # the lightning indexer, whole on every rank (its wk / weights_proj unquantized)
         per_gpu += indexer
-        sources["weights_indexer"] = f"DSA indexer whole on every rank {indexer / 2**30:+.2f} GiB per GPU ({mp.label})"
+        sources["weights_indexer"] = f"DSA indexer whole on every rank {indexer / GIB:+.2f} GiB per GPU ({mp.label})"
     rotary = rotary_cache_bytes(model, dtype) if mp.keeps_rotary_cache else 0.0
     if rotary:  # the engine's cos/sin tables, whole on every GPU (not in the checkpoint, so not in the total)
         per_gpu += rotary
@@ -167,18 +168,18 @@ def engine_layout_bytes(
     split = split_kv_b_bytes(model, quantization, dtype, tp, pp, compute_capability) if mp.splits_mla_kv_b else 0.0
     if split:  # SGLang's w_kc / w_vc, copies of kv_b_proj built after loading (in no checkpoint)
         per_gpu += split
-        sources["weights_mla_kv_b_split"] = f"MLA w_kc / w_vc copies of kv_b_proj {split / 2**30:.2f} GiB per GPU ({mp.label})"
+        sources["weights_mla_kv_b_split"] = f"MLA w_kc / w_vc copies of kv_b_proj {split / GIB:.2f} GiB per GPU ({mp.label})"
     absorbed = mla_absorbed_bytes(model, mp.absorbs_mla(version), quantization, dtype, tp, pp)
     if absorbed:  # built after loading beside the raw projections (in no checkpoint)
         per_gpu += absorbed
-        sources["weights_mla_absorbed"] = f"MLA absorbed matrices {absorbed / 2**30:.2f} GiB per GPU (data/engine_memory.yaml, {mp.label})"
+        sources["weights_mla_absorbed"] = f"MLA absorbed matrices {absorbed / GIB:.2f} GiB per GPU (data/engine_memory.yaml, {mp.label})"
     if mp.expands_zero_points(quantization, version, compute_capability, linear_kernel):
         zeros = expanded_zero_point_bytes(model, quantization, dtype, group_size, tp, pp)
         per_gpu += zeros
-        sources["weights_zero_points"] = f"zero points in the scales' dtype +{zeros / 2**30:.2f} GiB per GPU (data/engine_memory.yaml, {mp.label})"
+        sources["weights_zero_points"] = f"zero points in the scales' dtype +{zeros / GIB:.2f} GiB per GPU (data/engine_memory.yaml, {mp.label})"
     marlin = mp.marlin_fp8_for(quantization, compute_capability)
     if marlin is not None:
         scales = marlin_scale_bytes(model, quantization, dtype, marlin.group_k, tp, pp)
         per_gpu += scales
-        sources["weights_marlin_scales"] = f"Marlin FP8 scales +{scales / 2**30:.2f} GiB per GPU (data/engine_memory.yaml, {mp.label})"
+        sources["weights_marlin_scales"] = f"Marlin FP8 scales +{scales / GIB:.2f} GiB per GPU (data/engine_memory.yaml, {mp.label})"
     return per_gpu, whole_model

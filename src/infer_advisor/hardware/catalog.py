@@ -18,15 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationErro
 
 from .._paths import shipped
 from ..errors import DataFileError, UnknownGPUError, close_matches
+from ..units import GB, GIB, MIB  # noqa: F401  (read from here by the doctor)
 from .facts import GPUInfo
 
 CATALOG_FILE = "gpus.yaml"
 TFLOPS_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
 Dtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4"]
 
-GIB = 2**30  # bytes in a GiB: DRAM capacities on datasheets are binary
-MIB = 2**20  # nvidia-smi / NVML print totals in MiB
-GB = 10**9  # bytes in a GB: bandwidths on datasheets are decimal
 # Prefixes NVML puts before the product name ("NVIDIA GeForce RTX 4090", "Tesla T4").
 _VENDOR_WORDS = ("nvidia", "geforce", "tesla", "quadro", "amd", "instinct", "radeon")
 

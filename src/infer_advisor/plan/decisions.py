@@ -8,6 +8,7 @@ from ..model_facts.facts import ModelFacts
 from ..request import PlanRequest
 from .options import Choice
 from .models import Decision
+from ..units import GIB
 
 
 def plural(n: int, noun: str) -> str:
@@ -56,8 +57,8 @@ def plan_decisions(c: Choice, result, request: PlanRequest, unit: str = "GPU") -
         Decision(
             rule_id="memory.fit", decides="layout", value=str(c.layout), effect="set",
             reason=f"the first allowed layout (by rule score, then fewest GPUs) for {_weights_words(c.quantization.value)} "
-            f"whose memory fits: {c.memory.total_bytes_per_gpu / 2**30:.1f} GiB per {unit} of "
-            f"{c.memory.gpu_memory_bytes / 2**30:.1f} GiB, KV cache {c.memory.kv_cache_tokens:,} tokens",
+            f"whose memory fits: {c.memory.total_bytes_per_gpu / GIB:.1f} GiB per {unit} of "
+            f"{c.memory.gpu_memory_bytes / GIB:.1f} GiB, KV cache {c.memory.kv_cache_tokens:,} tokens",
             source="estimate.memory (estimated)",
         )
     )
@@ -121,9 +122,9 @@ def why_not(model: ModelFacts, hw: HardwareFacts, request: PlanRequest, result) 
         m = be.memory
         device = "the CPU memory" if hw.kind == "cpu" else f"each {hw.gpu.name}"
         parts.append(
-            f"{model.name} in {be.quantization.value} at {be.layout} needs {m.needed_bytes_per_gpu / 2**30:.1f} GiB per device "
-            f"(weights {m.weights_bytes_per_gpu / 2**30:.1f}, KV for {m.required_kv_tokens} tokens, activations and overheads) "
-            f"but {device} offers {m.budget_bytes_per_gpu / 2**30:.1f} GiB"
+            f"{model.name} in {be.quantization.value} at {be.layout} needs {m.needed_bytes_per_gpu / GIB:.1f} GiB per device "
+            f"(weights {m.weights_bytes_per_gpu / GIB:.1f}, KV for {m.required_kv_tokens} tokens, activations and overheads) "
+            f"but {device} offers {m.budget_bytes_per_gpu / GIB:.1f} GiB"
         )
         refused = {f"{v.value} refused by rule {v.blocked_by.id}: {v.blocked_by.reason}" for v in result.best_effort_layouts_refused}
         parts.extend(sorted(refused)[:3])  # why the larger layouts were not tried

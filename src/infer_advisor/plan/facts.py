@@ -6,6 +6,7 @@ from typing import Any
 
 from ..hardware.facts import HardwareFacts
 from ..model_facts.facts import ModelFacts
+from ..units import GIB
 
 # Candidate facts start unknown (None) so a rule that reads them before they are decided never matches.
 CANDIDATE_FACTS = ("engine", "dtype", "kv_cache_dtype", "quantization", "tp", "pp", "nodes", "gpus_used", "ep", "quant.group_size", "quant.bits")
@@ -40,7 +41,7 @@ def base_facts(model: ModelFacts, hw: HardwareFacts, request: Any, concurrency: 
         "gpu.name": gpu.name if gpu else None,
         "gpu.vendor": gpu.vendor if gpu else None,
         "gpu.compute_capability": gpu.compute_capability if gpu else 0.0,
-        "gpu.memory_gib": gpu.memory_bytes / 2**30 if gpu else 0.0,
+        "gpu.memory_gib": gpu.memory_bytes / GIB if gpu else 0.0,
         "gpu.interconnect": gpu.interconnect if gpu else None,
         "gpu.has_fp8_compute": bool(gpu and gpu.tflops.get("fp8")),
         "request.goal": request.goal,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..request import PlanRequest
+from ..units import GIB
 
 
 class StartupOutcome(BaseModel):
@@ -71,8 +72,8 @@ def startup_outcome(request: PlanRequest) -> StartupOutcome:
     return StartupOutcome(
         engine=engine, engine_version=settings.version, settings=used, starts=bool(est.engine_starts),
         kv_cache_tokens=est.engine_kv_cache_tokens or 0, max_concurrency=est.engine_max_concurrency or 0.0,
-        effective_kv_cache_tokens=est.kv_cache_tokens, kv_cache_gib_per_gpu=round(est.kv_cache_bytes_per_gpu / 2**30, 2),
-        weights_gib_per_gpu=round(est.weights_bytes_per_gpu / 2**30, 2), refusal=est.engine_refusal,
+        effective_kv_cache_tokens=est.kv_cache_tokens, kv_cache_gib_per_gpu=round(est.kv_cache_bytes_per_gpu / GIB, 2),
+        weights_gib_per_gpu=round(est.weights_bytes_per_gpu / GIB, 2), refusal=est.engine_refusal,
     )
 
 

@@ -16,7 +16,7 @@ import json
 import time
 from dataclasses import dataclass, field
 
-MIB = 2**20
+from ...units import MIB
 
 
 class RequestFailed(Exception):
