@@ -96,7 +96,7 @@ class Failure(BaseModel):
                                           "gathered before docfix15's freeze (sf241-sf267), graded prospectively; 14: "
                                           "gathered before docfix16's freeze (sf268-sf287), graded prospectively; 15: "
                                           "gathered before docfix17's freeze (sf288-sf303), graded prospectively; 16: "
-                                          "gathered before docfix18's freeze (sf304-sf316), graded prospectively.")
+                                          "gathered before docfix18's freeze (sf304-sf320), graded prospectively.")
     url: str = Field(pattern=r"^https://github\.com/")
     engine: Literal["vllm", "sglang", "tgi", "llama.cpp"]
     engine_version: str | None
