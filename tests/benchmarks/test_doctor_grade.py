@@ -152,6 +152,26 @@ def test_batch15_first_answers_are_kept_as_committed():
     assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (281, 66, 0)
 
 
+def test_batch16_first_answers_are_kept_as_committed():
+    """Batch 16's first answers: main ca91216's doctor (docfix18 frozen ebcf351) on sf304-sf320, committed before anything
+    else (7f60188). Its threads were selected beforehand for a confirmed fix or a deciding engine figure: all 11 starts are
+    by the log's own figures (ten --max-model-len at or under V0's printed capacity, one utilization under V1's free
+    memory); the first edits docs/doctor.md reads as failing by an operator's eye (sf305, sf306, sf316) stay undecided."""
+    b16, rows, held = _first_run(16)
+    assert (b16["entries"], b16["first_edit_starts"], b16["first_edit_fails"], b16["unverifiable"], b16["no_edit"],
+            b16["not_read"], b16["crash"], b16["error_named"], b16["memory_model_run"], b16["gpu_inferred"],
+            b16["starts_by_log_figures"]) == (17, 11, 0, 4, 1, 1, 0, 14, 2, 0, 11)
+    assert sorted(i for i, r in rows.items() if r["verdict"] == "starts") == [
+        "sf304", "sf307", "sf308", "sf309", "sf310", "sf312", "sf315", "sf317", "sf318", "sf319", "sf320"]
+    assert all(rows[i]["decided_by"] == "log_figures" for i, r in rows.items() if r["verdict"] == "starts")
+    assert [i for i, r in rows.items() if r["verdict"] == "no edit"] == ["sf311"]
+    assert [i for i, r in rows.items() if r["verdict"] == "not read"] == ["sf313"]
+    assert (rows["sf305"]["first_edit"], rows["sf306"]["first_edit"], rows["sf316"]["first_edit"]) == (
+        "--kv-cache-dtype fp8", "--gpu-memory-utilization 0.85", "--max-batch-prefill-tokens 2048")
+    assert rows["sf315"]["first_edit"] == "--gpu-memory-utilization 0.80"
+    assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (298, 79, 0)
+
+
 def test_a_budget_that_passes_the_start_check_and_holds_no_model_fails():
     """sf65 (batch 5): 0.49 of 79.32 GiB free; the first run's 0.00 passed V1's start check and would load nothing."""
     f = next(x for x in load_failures().failures if x.id == "sf65")

@@ -139,3 +139,38 @@ def test_batch15_threads_are_new_and_state_what_they_claim():
     assert (engines.count("vllm"), engines.count("sglang"), engines.count("tgi"), engines.count("llama.cpp")) == (6, 1, 1, 8)
     assert [f.id for f in b15 if f.held_out] == ["sf288", "sf291", "sf294", "sf297", "sf300", "sf303"]
     assert {f.id for f in b15 if f.fix and f.fix.confirmed} == {"sf288", "sf289", "sf290", "sf301"}
+
+
+def test_batch16_threads_are_new_state_what_they_claim_and_can_decide():
+    """Batch 16 (sf304-sf320), gathered before docfix18's doctor ran on it, selected by a rule written before any doctor
+    run (the data file's batch-16 comment and startup_failures_batch16_candidates.md): every entry either states what
+    made it start (a confirmed fix) or prints the figures that decide an edit (V0's KV capacity, V1's free and total
+    memory). Also: no thread of an earlier entry, the held-out third by the rule, and the candidates file lists every
+    thread looked at and not taken, none of them a taken one, and each one marked 'used' is a URL of an earlier entry."""
+    from benchmarks.published.startup_failures import DATA_FILE
+
+    b16 = _new_batch(16, range(304, 321))
+    engines = [f.engine for f in b16]
+    assert (engines.count("vllm"), engines.count("sglang"), engines.count("tgi"), engines.count("llama.cpp")) == (16, 0, 1, 0)
+    assert [f.id for f in b16 if f.held_out] == ["sf306", "sf309", "sf312", "sf315", "sf318"]
+    assert {f.id for f in b16 if f.fix and f.fix.confirmed} == {"sf305", "sf306", "sf307", "sf310", "sf311", "sf316", "sf317"}
+    for f in b16:  # the selection rule: (a) a confirmed fix, or (b) figures that decide the check the error names
+        printed = (f.error == "max_len_exceeds_kv" and f.figures.get("kv_cache_tokens", 0) > 0) or (
+            f.error == "free_memory_below_utilization" and {"free_memory_gib", "total_gpu_memory_gib"} <= f.figures.keys())
+        assert (f.fix and f.fix.confirmed) or printed, f.id
+        if f.error == "max_len_exceeds_kv" and "kv_cache_tokens" in f.figures:  # the figure is the error's own number
+            assert f"({f.figures['kv_cache_tokens']:.0f})" in f.error_line, f.id
+        if f.error == "free_memory_below_utilization":
+            assert f"({f.figures['free_memory_gib']:g}/{f.figures['total_gpu_memory_gib']:g}" in f.error_line, f.id
+    rejects = DATA_FILE.with_name("startup_failures_batch16_candidates.md").read_text(encoding="utf-8")
+    listed = {line for line in rejects.splitlines() if line.startswith("- ")}
+    refs = {ref for line in listed for ref in re.findall(r"[\w.-]+/[\w.-]+#\d+", line.split("|")[0])}
+    assert len(refs) >= 250
+    taken = {re.sub(r"https://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/(\d+)", r"\1#\2", f.url) for f in b16}
+    assert not taken & refs
+    earlier = DATA_FILE.read_text(encoding="utf-8").split("Batch 16 (sf304-sf320)")[0]
+    for line in listed:
+        if line.rstrip().endswith("| used"):
+            for ref in re.findall(r"[\w.-]+/[\w.-]+#\d+", line.split("|")[0]):
+                repo, number = ref.split("#")
+                assert re.search(rf"{re.escape(repo)}/(issues|pull|discussions)/{number}(?!\d)", earlier), ref
