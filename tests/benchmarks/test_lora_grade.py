@@ -103,3 +103,43 @@ def test_session7_batch_is_new_and_says_why_it_is_not_graded():
     assert all(not e["graded"] and e["not_graded"] and "session 7" in e["found"] and e["url"] for e in batch)
     earlier = {e["url"] for e in entries if e["id"] not in SESSION7 and e["url"]}
     assert not earlier & {e["url"] for e in batch}  # sources never used before
+
+
+SESSION8 = {"sglang-pr22809-qwen3-30b-a3b-tp4-lora-vs-nolora-requests", "vllm-pr10957-v1-lora-vs-v0-lora-llama2-7b-a100",
+            "sglang-pr4115-lora-cuda-graph-llama2-7b-h100", "serana-qwen3-8b-l4-lora-vs-merged",
+            "multi-lora-glen-chen-merged-vs-unmerged-decode", "multi-lora-vllm-cynthiazhuyun-tinyllama-a100-modal",
+            "multi-lora-glen-chen-llama3.1-8b-vllm0.13-two-nodes", "serana-qwen3-8b-l4-lora-server-kv",
+            "vllm-issue30872-sm100-lora-triton-failure", "vllm-issue17539-gptq-turing-lora-r64",
+            "vllm-issue9133-phi2-enable-lora-docker-v0.6.2", "vllm-issue20944-llama3.1-70b-tp8-fully-sharded-loras"}
+SESSION8_SGLANG = "sglang-docs-lora-notebook-llama3.1-8b-2026-05-28"
+
+
+def test_session8_batch_is_new_and_says_why_it_is_not_graded():
+    """Session 8 (lora9): facts only, none gradeable under the standing rule; sources never used before, each drop's
+    percentage is the arithmetic of its own two figures."""
+    data = points()
+    entries = data["throughput_drops"] + data["startup_logs_with_lora"]
+    batch = [e for e in entries if e["id"] in SESSION8]
+    assert len(batch) == len(SESSION8)
+    assert all(not e["graded"] and e["not_graded"] and "session 8" in e["found"] and e["url"] and e["quote"] and e["engine"]
+               for e in batch)
+    earlier = {e["url"] for e in entries if e["id"] not in SESSION8 and e["url"]}
+    assert not earlier & {e["url"] for e in batch}  # sources never used before
+    for e in batch:
+        if "base_output_tokens_per_s" in e and "lora_output_tokens_per_s" in e:
+            assert round((1 - e["lora_output_tokens_per_s"] / e["base_output_tokens_per_s"]) * 100, 1) == e["drop_pct"]
+        if "measured" in e:
+            assert e["engine_version"] and e["settings"]["max_model_len"] and e["settings"]["gpu_memory_utilization"]
+
+
+def test_session8_sglang_notebook_run_is_its_own_run_with_what_the_pool_check_reads():
+    """The 2026-05-28 notebook run (file id 56672355346, read in session 6 as a copy of the 2026-05-23 run): its own
+    dated lines, and every field sglang_pool() reads."""
+    runs = {e["id"]: e for e in points()["sglang_memory_logs"]}
+    run = runs[SESSION8_SGLANG]
+    assert "session 8" in run["found"] and "56672355346" in run["found"]
+    assert "[2026-05-28" in run["quote"] and not any("[2026-05-28" in e["quote"] for k, e in runs.items() if k != SESSION8_SGLANG)
+    assert {"max_loras_per_batch", "max_lora_rank"} <= set(run["settings"])
+    assert {"avail_after_weights_gb", "avail_after_memory_pool_gb", "kv_k_gb", "kv_v_gb"} <= set(run["measured"])
+    for key in ("avail_after_weights_gb", "avail_after_memory_pool_gb"):
+        assert f"avail mem={run['measured'][key]:.2f} GB" in run["quote"]
