@@ -10,6 +10,20 @@
 # sdist (Llama 3's tokenizer); .whl/ holds pydantic's wheels for the machine's Python 3.12 (the project itself
 # travels as the working tree). Everything measured lands in $OUT (results.tar.gz, log.txt) with the commands.
 #
+# Rebuilding the carry on a fresh machine (PyPI only; `/.gpu/` is in .git/info/exclude, .whl/ is ignored):
+#   pip download llama-cpp-python==0.3.36 --no-binary :all: --no-deps   # the sdist; unpack it, then from vendor/:
+#   tar czf .gpu/llama.cpp-src.tar.gz --exclude=llama.cpp/{docs,models,tests,benches,media} llama.cpp
+#   xz -c llama.cpp/models/ggml-vocab-llama-bpe.gguf > .gpu/ggml-vocab-llama-bpe.gguf.xz
+#   pip download --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
+#     --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 --implementation cp -d .whl \
+#     pydantic pydantic-core annotated-types typing-extensions typing-inspection rich markdown-it-py mdurl pygments \
+#     psutil nvidia-ml-py PyYAML Jinja2 MarkupSafe
+# The first call of a session builds llama-server (~280 s; the doctor phase packs the build into $OUT as
+# lcbin.part-* before its trials); for later calls replace .gpu/llama.cpp-src.tar.gz by a tar of llama.cpp/gguf-py
+# (llama.cpp-gguf-py.tar.gz) and the parts by `cat lcbin.part-* | gunzip | xz > .gpu/lcbin.tar.xz`, which keeps the
+# carry under the device's 64 MiB (59.7 MiB on 2026-12-04): `python benchmarks/gpu/carry_size.py .gpu .whl
+# --without benchmarks/results`. Move benchmarks/results/ aside for each call (it would count against the carry).
+#
 # steps:    llama-batched-bench over prompt lengths x parallel sequences (prefill and decode step times at each batch),
 #           f16 and Q4_K_M; the plan's own emitted serve.sh started on the GGUF and the project's `bench` closed loop
 #           at concurrency 1 and 4 (batch-1 TTFT, the per-request cost, batch-1 decode); grouped MoE GEMMs in torch.

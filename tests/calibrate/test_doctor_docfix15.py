@@ -35,7 +35,8 @@ def test_the_swap_space_lever_stays_where_a_v0_engine_can_run():
 def test_sf236_ollamas_prefixed_backend_buffer_line_is_the_weights_buffer():
     d = run_doctor(FAILURES["sf236"])
     assert d.error.kind == "llamacpp_alloc_failed" and d.error.figures["buffer"] == 2 and d.binding == "weights"
-    assert "fewer layers" in d.edits[0].change and not any("--cache-type" in " ".join(e.argv) for e in d.edits)
+    # docfix18: ollama's run, so fewer layers in ollama's own knob (num_gpu)
+    assert "PARAMETER num_gpu" in d.edits[0].change and not any("--cache-type" in " ".join(e.argv) for e in d.edits)
 
 
 def test_sf226_a_vulkan_allocation_at_a_raised_micro_batch_gets_the_micro_batch_first():

@@ -72,3 +72,15 @@ def test_qwen3_vl_vision_tower_matches_transformers_meta_build():
             encoder = qwen3_vl.Qwen3VLVisionModel._from_config(config)
         built = sum(p.numel() for p in encoder.parameters())
         assert vision_tower_params(model) == pytest.approx(built, rel=1e-4)
+
+
+def test_kimi_k25_moonvit_vision_config_by_hand():
+    """memfix16: Kimi-K2.5's vision_config names its sizes vt_* (27 layers of 1152, MLP 4304, gelu), merges 2x2 into a
+    4608-wide projector to the 7168 text width, and learns a 64 x 64 position table (SGLang 0.5.12 models/kimi_k25.py)."""
+    from infer_advisor.estimate.weights import vision_tower_params
+    from infer_advisor.model_facts import resolve_model
+
+    h, inter, merged, out = 1152, 4304, 4 * 1152, 7168
+    per_layer = 4 * h * h + 4 * h + 2 * h * inter + inter + 5 * h
+    expected = 27 * per_layer + 3 * 14 * 14 * h + h + 64 * 64 * h + 2 * h + merged * merged + merged * out
+    assert vision_tower_params(resolve_model("moonshotai/Kimi-K2.5", source="catalog")) == expected

@@ -86,3 +86,36 @@ def test_dsa_indexer_is_whole_on_every_rank_by_hand():
     expected = 78 * (q * fmt + k * 2) - 78 * (q + k) * fmt / 8
     assert indexer_bytes(model, "fp8-block", "bfloat16", None, tp=8, pp=1) == pytest.approx(expected)
     assert indexer_bytes(resolve_model("Qwen/Qwen3-8B"), "none", "bfloat16", None, tp=8, pp=1) == 0.0
+
+
+def test_mla_down_projections_in_the_model_dtype_where_the_checkpoint_ignores_self_attn():
+    """memfix16 (retrospective): the engines' ReplicatedLinear takes the quant_config, whose ignore list gives
+    q_a_proj / kv_a_proj_with_mqa the unquantized method. Kimi-K2.5's compressed-tensors config ignores
+    're:.*self_attn.*' (61 layers, hidden 7168, q_lora_rank 1536, kv_lora_rank 512 + rope 64, 384 experts, 60 MoE
+    layers): the down-projections in bf16, not int4; the router unquantized as before."""
+    from infer_advisor.estimate.weights import replicated_bytes
+
+    model = resolve_model("moonshotai/Kimi-K2.5", source="catalog")
+    expected = 61 * 7168 * (1536 + 512 + 64) * 2 + 7168 * 384 * 60 * 2
+    assert replicated_bytes(model, model.weight_format, "bfloat16", None) == pytest.approx(expected)
+
+
+def test_sglang_keeps_mla_down_projections_and_router_whole_from_046():
+    """SGLang deepseek_v2.py (0.4.6.post5, 0.5.8.post1, 0.5.12 read, memfix16): fused_qkv_a_proj_with_mqa and
+    kv_a_proj_with_mqa are ReplicatedLinear, MoEGate's weight a full Parameter."""
+    assert memory_profile("sglang", "0.5.8").replicates_mla_and_router
+    assert memory_profile("sglang", "0.4.6").replicates_mla_and_router
+
+
+def test_sglang_w_kc_w_vc_copies_of_kv_b_proj_by_hand():
+    """SGLang post_load_weights (0.5.8.post1 / 0.5.12 read, memfix16): w_kc / w_vc copies of kv_b_proj beside it, bf16
+    on CUDA (block-FP8 dequantized), one byte off CUDA (per-tensor FP8). GLM-5-FP8 (78 layers, 64 heads, qk_nope 192,
+    v 256, kv_lora_rank 512) at TP 8."""
+    from infer_advisor.estimate.weights_engine import split_kv_b_bytes
+
+    model = resolve_model("zai-org/GLM-5-FP8", source="catalog")
+    per_rank = 78 * 8 * (192 + 256) * 512
+    assert split_kv_b_bytes(model, "fp8-block", "bfloat16", tp=8, pp=1, compute_capability=0.0) == pytest.approx(per_rank)
+    assert split_kv_b_bytes(model, "fp8-block", "bfloat16", tp=8, pp=1, compute_capability=9.0) == pytest.approx(2 * per_rank)
+    assert split_kv_b_bytes(resolve_model("Qwen/Qwen3-8B"), "none", "bfloat16", tp=1, pp=1, compute_capability=9.0) == 0.0
+    assert memory_profile("sglang", "0.5.8").splits_mla_kv_b and not memory_profile("vllm", "0.19.0").splits_mla_kv_b

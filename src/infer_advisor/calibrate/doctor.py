@@ -34,7 +34,6 @@ from .doctor_version import generation_of as _generation, release_or_none, versi
 from .startup_errors import StartupError, find_startup_error
 from ..engines.startup_log import StartupLog
 
-GIB = 2**30
 SCHEMA_VERSION = 5  # 4 (docfix8): the error kind mamba_cache_blocks; 5 (docfix13): llamacpp_refused, host_oom_killed
 
 class Diagnosis(BaseModel):
@@ -91,12 +90,12 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
     own figures win where it printed them)."""
     from .doctor_gpu import infer_gpu
     from .doctor_hardware import gpu_count_from_log
+    from .doctor_engine_words import engines_in_words, unnamed_source
     from .doctor_input import extras_from_log, log_from_command, looks_like_command
     from .doctor_model import infer_model
     from ..engines.startup_log import detect_engine, parse_startup_log
 
-    gpu_source = "given" if gpu else None
-    model_source = None
+    gpu_source, model_source = ("given" if gpu else None), None
     if gpu:  # a GPU or model the user named must resolve: one line and exit 2 otherwise
         from ..hardware import resolve_hardware
 
@@ -106,7 +105,7 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
 
         resolve_model(model, source="auto")
     hw = (gpus, None, "given") if gpus else gpu_count_from_log(text)
-    unnamed = False
+    unnamed, words = False, []
     if looks_like_command(text):
         log, flags = log_from_command(text)
         error, kind = None, "command"
@@ -114,7 +113,8 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
             engine_try_flags(log.engine, try_flags)  # checked before the model is resolved: a bad flag is one line, exit 2
     else:
         error = find_startup_error(text)
-        unnamed = detect_engine(text) is None and error is not None and error.kind.startswith("cuda_oom")
+        words = engines_in_words(text)  # docfix18 (sf294): several engines named, no engine's line
+        unnamed = (detect_engine(text) is None or bool(words)) and error is not None and error.kind.startswith("cuda_oom")
         engine = detect_engine(text) or (_OTHER_ENGINES.get(error.kind.split("_")[0]) if error is not None else None)
         if engine is None and error is None:
             from ..errors import RequestError
@@ -160,8 +160,7 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
     if kind == "command":
         diag.engine_source = "command"
     elif unnamed:
-        diag.engine_source = ("not named by any line (a bare torch out-of-memory: vLLM, SGLang or TGI); each edit names the engine "
-                              "whose flag it is")
+        diag.engine_source = unnamed_source(words)
     refused = _refused_command(diag, flags, log.command) if kind == "command" else None  # docfix13: declined before allocating
     return _finish(refused or _with_model(diag, log, flags, model=model, gpu=gpu, version=version, try_flags=try_flags), hw, log.command, text, tp_stated)
 
@@ -185,8 +184,9 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     """Where nothing gave an edit, what an on-call engineer tries first (:mod:`.doctor_first_try`); every edit then says
     how sure it is and why; an edit that needs GPUs the machine lacks does not start, and one that needs more than the
     run uses goes after those that run on them where the count is not known (:mod:`.doctor_hardware`)."""
+    from .doctor_engine_words import unnamed_edits
     from .doctor_first_try import first_try_edits, label_edits, larger_than_gpu, ollama_note
-    from .doctor_hardware import for_each_engine, nothing_runs_edit, place_by_hardware, shared_device_note, unnamed_engine_first
+    from .doctor_hardware import nothing_runs_edit, place_by_hardware, shared_device_note
     from .doctor_engine_passes import before_hardware
     from .doctor_graph_room import graph_room_first
     from .doctor_load_oom import weights_first
@@ -209,9 +209,8 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     whole = larger_than_gpu(diag.error)
     if whole is not None:  # docfix12: one allocation larger than the whole GPU, which no memory setting frees
         diag.edits = [whole]
-    elif diag.engine_source.startswith("not named"):
-        diag.edits = for_each_engine(diag.edits, first_try_edits, diag.error, diag.max_model_len, diag.tp)
-        diag.edits = [e for e in [unnamed_engine_first(diag.error)] if e] + diag.edits  # docfix15 (sf221): no engine's flag first
+    elif diag.engine_source.startswith("not named"):  # docfix15 (sf221), docfix18 (sf294): no engine's flag first
+        diag.edits = unnamed_edits(diag, text, first_try_edits)
     diag.edits, already = in_effect(text, diag.edits)
     shared = shared_device_note(text, diag.engine, diag.gpu_memory_utilization)  # docfix13 (sf171): other servers on the device
     diag.notes += already + [n for n in (shared, ollama_note(text, diag.engine)) if n]

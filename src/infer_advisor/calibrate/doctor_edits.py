@@ -72,6 +72,18 @@ class Edit(BaseModel):
                                     "None: it needs no more than the run used).")
 
 
+NOT_DECIDED = "not decided by the log's figures"
+
+
+def undecided_edit(change: str, argv: list[str], cost: str, rank: float, why: str | None = None, *, basis: str | None = None,
+                   confidence: str | None = "first_try", max_model_len: int | None = 0, gpus_needed: int | None = None) -> Edit:
+    """An edit the log's figures do not decide: ``starts``, KV tokens and concurrency unknown (None). ``why`` is the basis
+    after "not decided by the log's figures: "; ``basis`` is taken as written."""
+    return Edit(change=change, argv=list(argv), starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=max_model_len or 0,
+                cost=cost, cost_rank=rank, confidence=confidence, basis=f"{NOT_DECIDED}: {why}" if why is not None else basis,
+                gpus_needed=gpus_needed)
+
+
 @dataclass
 class StartRule:
     """Extra conditions a logged failure imposes: room outside the budget, a ceiling on the budget (free memory)."""

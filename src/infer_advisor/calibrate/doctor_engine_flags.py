@@ -14,8 +14,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .doctor_edits import Edit, LedgerLine
 
-GIB = 2**30
-MIB = 2**20
 ROUND_TOKENS = 256
 
 class EngineFlags(BaseModel):
@@ -37,18 +35,37 @@ class EngineFlags(BaseModel):
     source: str = Field(min_length=8)
 
 
+class RuleOfThumb(BaseModel):
+    """A figure the doctor sizes a first try by that no engine defines (data/doctor_flags.yaml rules_of_thumb)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: float
+    source: str = Field(min_length=8)
+
+
 class FlagsFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     engines: dict[str, EngineFlags]
+    rules_of_thumb: dict[str, RuleOfThumb] = Field(default_factory=dict)
 
 
 @cache
-def engine_flags(engine: str) -> EngineFlags:
+def _flags_file() -> FlagsFile:
     from .._data import load_validated
     from .._paths import shipped
 
-    return load_validated(shipped("data") / "doctor_flags.yaml", FlagsFile).engines[engine]
+    return load_validated(shipped("data") / "doctor_flags.yaml", FlagsFile)
+
+
+def engine_flags(engine: str) -> EngineFlags:
+    return _flags_file().engines[engine]
+
+
+def rule_of_thumb(name: str) -> float:
+    """A rule-of-thumb figure of data/doctor_flags.yaml (its source says why; not the engine's)."""
+    return _flags_file().rules_of_thumb[name].value
 
 
 class Findings(BaseModel):

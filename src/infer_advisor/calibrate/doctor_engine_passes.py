@@ -1,14 +1,17 @@
 """Engine-specific passes over the ranked edits, run just before the hardware ranking (added by docfix16 after
 batch 13, retrospective): SGLang's load-phase OOM (:mod:`.doctor_sglang_load`), ollama's own memory lines (:mod:`.doctor_ollama`), and a tensor-parallel
 edit for an OOM that uses the GPUs present (:func:`.doctor_hardware.shards_to_gpus_present`); docfix17: engines sharing one
-device (:mod:`.doctor_shared_device_start`)."""
+device (:mod:`.doctor_shared_device_start`); docfix18: llama-cpp-python's keywords (:mod:`.doctor_llamacpp_python`),
+ranks printing different KV sizes (:mod:`.doctor_rank_kv`)."""
 
 from __future__ import annotations
 
 
 def before_hardware(diag, text: str, count: int | None) -> None:
     from .doctor_hardware import shards_to_gpus_present
+    from .doctor_llamacpp_python import in_python_knobs
     from .doctor_ollama import ollama_first
+    from .doctor_rank_kv import rank_gap_first
     from .doctor_sglang_load import sglang_weights_first
     from .doctor_shared_device_start import shared_device_first
 
@@ -16,3 +19,5 @@ def before_hardware(diag, text: str, count: int | None) -> None:
     ollama_first(diag, text)  # sf248, sf250, sf257
     shards_to_gpus_present(diag, count)  # sf265, sf127
     shared_device_first(diag, text)  # docfix17: sf272, sf273, sf276
+    in_python_knobs(diag, text)  # docfix18: sf303 (llama-cpp-python's keywords)
+    rank_gap_first(diag, text)  # docfix18: sf288 (ranks of one engine printing different KV sizes)

@@ -27,10 +27,11 @@ from __future__ import annotations
 import math
 
 from .doctor_edits import Edit, LedgerLine, edit_order
-from .doctor_engine_flags import GIB, MIB, ROUND_TOKENS, EngineFlags, Findings, engine_edit as _edit, engine_flags
+from .doctor_engine_flags import ROUND_TOKENS, EngineFlags, Findings, engine_edit as _edit, engine_flags
 from .doctor_llamacpp import llamacpp_findings
 from .startup_errors import StartupError
 from ..engines.startup_log import StartupLog
+from ..hardware.catalog import GIB, MIB
 
 __all__ = ["EngineFlags", "Findings", "engine_findings", "engine_flags", "in_engine_flags"]
 

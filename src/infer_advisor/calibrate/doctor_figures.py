@@ -10,11 +10,11 @@ Each edit says whether the engine's own check then passes by those figures (``st
 
 from __future__ import annotations
 
-from .doctor_edits import Edit, edit_order
+from .doctor_edits import Edit, edit_order, undecided_edit
 from .startup_errors import StartupError
 from ..engines.startup_log import StartupLog
+from ..hardware.catalog import GIB
 
-GIB = 2**30
 # A budget under 1 GiB holds no model the catalog knows: its smallest, Qwen2.5-0.5B (data/models/Qwen--Qwen2.5-0.5B.json,
 # 494M parameters), takes 0.92 GiB in bf16 before activations, CUDA graphs and one KV block. Under it the start check's
 # own arithmetic would pass a utilization (vllm-omni#276: 0.49 of 79.32 GiB free -> 0.00) that cannot load anything.
@@ -122,10 +122,9 @@ def _utilization_advice(utilization: float | None, max_model_len: int | None, lo
     util = round(min(util, 0.95 if not total else 0.98), 2)
     if util <= current:
         return []
-    return [Edit(change=f"--gpu-memory-utilization {util:.2f}", argv=["--gpu-memory-utilization", f"{util:.2f}"], starts=None,
-                 kv_cache_tokens=None, max_concurrency=None, max_model_len=max_model_len or 0,
-                 cost=f"{current:.2f} -> {util:.2f}: {why}; less room for CUDA graphs and other processes above 0.90", cost_rank=0.05,
-                 confidence="engine_advice", basis=why)]
+    return [undecided_edit(f"--gpu-memory-utilization {util:.2f}", ["--gpu-memory-utilization", f"{util:.2f}"],
+                           f"{current:.2f} -> {util:.2f}: {why}; less room for CUDA graphs and other processes above 0.90", 0.05,
+                           basis=why, confidence="engine_advice", max_model_len=max_model_len)]
 
 
 def within_engine_figures(edits: list[Edit], error: StartupError | None, max_model_len: int | None) -> list[Edit]:

@@ -12,10 +12,12 @@ entries sf05, sf06, sf18, sf23, sf27, sf33, sf65, sf72 prompted it; docs/doctor.
 
 from __future__ import annotations
 
-from .doctor_edits import Edit, edit_order
-from .startup_errors import StartupError
+import re
 
-GIB = 2**30
+from .doctor_edits import Edit, edit_order, undecided_edit
+from .startup_errors import StartupError
+from ..hardware.catalog import GIB
+
 DEFAULT_UTILIZATION = 0.90  # vLLM's --gpu-memory-utilization default (EngineArgs, every release 0.2-0.33)
 UTILIZATION_STEP = 0.05  # the step the engine's own "No available memory ..." advice is taken by elsewhere (doctor_figures)
 MAX_FIRST_TRY_UTILIZATION = 0.95  # above it the room for CUDA graphs and the CUDA context is under 5% of the GPU
@@ -41,7 +43,7 @@ def first_try_edits(error: StartupError | None, engine: str, max_model_len: int 
         return [_tp(tp, "the shard ran out of memory loading its weights, before TGI's warm-up: more shards split them (or a "
                     "quantized checkpoint, --quantize)", "--num-shard")]
     if engine == "tgi" and error.kind.startswith("cuda_oom"):
-        return [_edit("--max-batch-prefill-tokens 2048", ["--max-batch-prefill-tokens", "2048"], "half of TGI's default 4096 prefill "
+        return [undecided_edit("--max-batch-prefill-tokens 2048", ["--max-batch-prefill-tokens", "2048"], "half of TGI's default 4096 prefill "
                       "tokens per batch (longer prompts are split or refused)", 0.3, "TGI's warm-up is a batch of max_batch_prefill_tokens, "
                       "and its own message says to decrease it"), _tp(tp, "weights per GPU halve", "--num-shard")]
     if engine != "vllm":
@@ -56,9 +58,9 @@ def first_try_edits(error: StartupError | None, engine: str, max_model_len: int 
                        "outside the budget for what is allocated after the KV cache"), *_shorter(max_model_len, "fewer KV blocks")]
     if kind == "cuda_oom_profile" and "max_num_seqs" in error.figures:  # the engine's message names the batch it tried
         seqs = max(int(error.figures["max_num_seqs"]) // 2, 1)
-        return [_edit(f"--max-num-seqs {seqs}", ["--max-num-seqs", str(seqs)], f"{int(error.figures['max_num_seqs'])} -> {seqs} "
+        return [undecided_edit(f"--max-num-seqs {seqs}", ["--max-num-seqs", str(seqs)], f"{int(error.figures['max_num_seqs'])} -> {seqs} "
                       "sequences at once (throughput)", 0.2, "the engine's own advice in its sampler warm-up message (lower "
-                      "max_num_seqs); halved, how far is not decided", max_model_len, "engine_advice"),
+                      "max_num_seqs); halved, how far is not decided", max_model_len=max_model_len, confidence="engine_advice"),
                 _utilization(u, -1, "the engine's message names gpu_memory_utilization as its second remedy")]
     if kind == "cuda_oom_profile":
         return [*_shorter(max_model_len, "vLLM's profile run is a batch of max_num_batched_tokens, max_model_len without "
@@ -86,11 +88,10 @@ def larger_than_gpu(error: StartupError | None) -> Edit | None:
     if not ({"requested_bytes", "total_bytes"} <= f.keys() and f["requested_bytes"] > f["total_bytes"]):
         return None
     asked, total = f["requested_bytes"] / GIB, f["total_bytes"] / GIB
-    return Edit(change=f"no memory setting frees it: one allocation of {asked:,.2f} GiB is larger than the whole GPU ({total:,.2f} GiB)",
-                argv=[], starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=0,
-                cost="find what asks for it: an operation sized by the input or a setting (attention without a fused kernel over a "
+    return undecided_edit(f"no memory setting frees it: one allocation of {asked:,.2f} GiB is larger than the whole GPU ({total:,.2f} GiB)",
+                [], cost="find what asks for it: an operation sized by the input or a setting (attention without a fused kernel over a "
                 "long or image-heavy sequence, a batch of max_num_batched_tokens or chunked-prefill tokens, a wrong dtype or shape)",
-                cost_rank=1.0, confidence="first_try", basis="the figures the message printed: a single request larger than the GPU's "
+                rank=1.0, basis="the figures the message printed: a single request larger than the GPU's "
                 "total capacity fits under no memory fraction, context or KV type; what to change instead is not in them")
 
 
@@ -101,16 +102,15 @@ def _engine_kv_fit(error: StartupError) -> list[Edit]:
     if not ({"kv_fit_bytes", "kv_in_use_bytes"} <= f.keys() and f["kv_in_use_bytes"] > f["kv_fit_bytes"]):
         return []
     n = int(f["kv_fit_bytes"])
-    return [_edit(f"--kv-cache-memory-bytes {n}", ["--kv-cache-memory-bytes", str(n)], f"KV cache {f['kv_in_use_bytes'] / GIB:.2f} -> "
+    return [undecided_edit(f"--kv-cache-memory-bytes {n}", ["--kv-cache-memory-bytes", str(n)], f"KV cache {f['kv_in_use_bytes'] / GIB:.2f} -> "
                   f"{n / GIB:.2f} GiB (fewer tokens at once)", 0.04, "the engine's own figure in its log (\"to fit into requested "
                   "memory\"): its KV cache overran the requested budget, which left the warm-up short; whether what remains suffices "
                   "is not printed")]
 
 
 def _nccl(max_model_len: int | None) -> Edit:
-    return Edit(change="NCCL_P2P_DISABLE=1 (environment)", argv=["NCCL_P2P_DISABLE=1"], starts=None, kv_cache_tokens=None,
-                max_concurrency=None, max_model_len=max_model_len or 0, cost="all-reduce through host memory instead of "
-                "peer-to-peer (slower at TP > 1)", cost_rank=0.4, confidence="first_try",
+    return undecided_edit("NCCL_P2P_DISABLE=1 (environment)", ["NCCL_P2P_DISABLE=1"], max_model_len=max_model_len,
+                cost="all-reduce through host memory instead of peer-to-peer (slower at TP > 1)", rank=0.4,
                 basis="NCCL names no cause; peer-to-peer transport between the GPUs is the usual one at start-up (a "
                 "container without --ipc=host, IOMMU, a driver without P2P); run with NCCL_DEBUG=INFO to see which")
 
@@ -119,10 +119,10 @@ def _sglang_oom(fraction: float | None) -> list[Edit]:
     """SGLang's own advice for an out of memory (docs/references/faq: "decrease --mem-fraction-static to a smaller value,
     such as 0.8 or 0.7"; "if OOM occurs during prefill, try reducing --chunked-prefill-size to 4096 or 2048")."""
     value = round(fraction - UTILIZATION_STEP, 2) if fraction else SGLANG_FAQ_FRACTION
-    out = [_edit(f"--mem-fraction-static {value:.2f}", ["--mem-fraction-static", f"{value:.2f}"], "a smaller KV pool (fewer "
+    out = [undecided_edit(f"--mem-fraction-static {value:.2f}", ["--mem-fraction-static", f"{value:.2f}"], "a smaller KV pool (fewer "
                  "requests at once)", 0.1, "SGLang's FAQ for an out of memory: a smaller static fraction leaves more for "
                  "activations and CUDA graphs" + ("; one step of 0.05 below the log's value" if fraction else "; the FAQ's 0.8"))]
-    return out + [_edit("--chunked-prefill-size 2048", ["--chunked-prefill-size", "2048"], "prefill in chunks of 2,048 tokens "
+    return out + [undecided_edit("--chunked-prefill-size 2048", ["--chunked-prefill-size", "2048"], "prefill in chunks of 2,048 tokens "
                         "(slower long prompts)", 0.3, "SGLang's FAQ for an out of memory during prefill (its 2048)")]
 
 
@@ -132,20 +132,14 @@ def after_budget(error: StartupError) -> bool:
         and f["requested_bytes"] < FULL_GPU_SHARE * f["total_bytes"]
 
 
-def _edit(change: str, argv: list[str], cost: str, rank: float, basis: str, max_model_len: int | None = None,
-          confidence: str = "first_try") -> Edit:
-    return Edit(change=change, argv=argv, starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=max_model_len or 0,
-                cost=cost, cost_rank=rank, confidence=confidence, basis=f"not decided by the log's figures: {basis}")
-
-
 def _eager(why: str) -> Edit:
-    return _edit("--enforce-eager", ["--enforce-eager"], "decode steps without CUDA graphs (slower at small batches)", 0.3, why)
+    return undecided_edit("--enforce-eager", ["--enforce-eager"], "decode steps without CUDA graphs (slower at small batches)", 0.3, why)
 
 
 def _utilization(u: float, sign: int, why: str) -> Edit:
     value = round(min(max(u + sign * UTILIZATION_STEP, 0.05), MAX_FIRST_TRY_UTILIZATION), 2)
     cost = "less memory for the KV cache" if sign < 0 else "less room outside the budget (CUDA graphs, other processes)"
-    return _edit(f"--gpu-memory-utilization {value:.2f}", ["--gpu-memory-utilization", f"{value:.2f}"], f"{u:.2f} -> {value:.2f}: {cost}",
+    return undecided_edit(f"--gpu-memory-utilization {value:.2f}", ["--gpu-memory-utilization", f"{value:.2f}"], f"{u:.2f} -> {value:.2f}: {cost}",
                  0.05, f"{why}; one step of {UTILIZATION_STEP}, how far is not decided")
 
 
@@ -154,25 +148,24 @@ def _shorter(max_model_len: int | None, why: str) -> list[Edit]:
     if not max_model_len or max_model_len < 2048:
         return []
     half = max_model_len // 2
-    return [_edit(f"--max-model-len {half}", ["--max-model-len", str(half)], f"context {max_model_len:,} -> {half:,} tokens (50% shorter)",
-                  0.5, f"{why}; halved, how far is not decided", half)]
+    return [undecided_edit(f"--max-model-len {half}", ["--max-model-len", str(half)], f"context {max_model_len:,} -> {half:,} tokens (50% shorter)",
+                  0.5, f"{why}; halved, how far is not decided", max_model_len=half)]
 
 
 def _max_num_seqs() -> Edit:
-    return _edit("--max-num-seqs 128", ["--max-num-seqs", "128"], "half of vLLM's default 256 sequences at once (throughput)", 0.6,
+    return undecided_edit("--max-num-seqs 128", ["--max-num-seqs", "128"], "half of vLLM's default 256 sequences at once (throughput)", 0.6,
                  "the profile run's sampler warm-up is a batch of max_num_seqs sequences; half of the default 256")
 
 
 def _tp(tp: int | None, why: str, flag: str = "--tensor-parallel-size") -> Edit:
     n = 2 * (tp or 1)
-    return _edit(f"{flag} {n}", [flag, str(n)], f"{n} GPUs instead of {tp or 1}", 0.6, why)
+    return undecided_edit(f"{flag} {n}", [flag, str(n)], f"{n} GPUs instead of {tp or 1}", 0.6, why)
 
 
 def free_gpu(error: StartupError) -> Edit:
     held = (error.figures["total_bytes"] - error.figures["free_bytes"]) / GIB
-    return Edit(change=f"free the GPU ({held:.2f} GiB held by other processes)", argv=[], starts=None, kv_cache_tokens=None,
-                max_concurrency=None, max_model_len=0, cost="stop what holds it (nvidia-smi lists it) or start on another GPU",
-                cost_rank=1.0, confidence="first_try",
+    return undecided_edit(f"free the GPU ({held:.2f} GiB held by other processes)", [],
+                cost="stop what holds it (nvidia-smi lists it) or start on another GPU", rank=1.0,
                 basis="no flag starts: the free memory the engine printed holds no model; whether it then starts needs the model")
 
 
@@ -186,7 +179,8 @@ _BASIS = {
 def label_edits(edits: list[Edit], memory_model: bool, error: StartupError | None = None) -> list[Edit]:
     """Every edit says how sure it is and why (schema 2): an edit made without a label is decided by the memory model
     where it ran, else by the engine's own arithmetic on the printed figures (SGLang, TGI, llama.cpp), or is advice.
-    Where the failure is only reported in words (docfix11), no edit is decided: what failed is the reporter's reading."""
+    Where the failure is only reported in words (docfix11), no edit is decided: what failed is the reporter's reading, and
+    (docfix18) the edits of the flags the failing sentence itself names go first, by the reporter's own account of them."""
     from .startup_errors import REPORTED
 
     reported = error is not None and error.line.startswith(REPORTED)
@@ -197,12 +191,18 @@ def label_edits(edits: list[Edit], memory_model: bool, error: StartupError | Non
         if reported and e.starts is not None:
             update |= {"starts": None, "basis": f"not decided: the failure is reported in words, not by an engine line; {update['basis']}"}
         out.append(e.model_copy(update=update))
-    return sorted(out, key=edit_order) if reported else out
+    if not reported:
+        return out
+    named = {f.replace("_", "-") for f in _FLAG.findall(error.line)}  # docfix18 (sf290): the flags the failing sentence names
+    return sorted(out, key=lambda e: (not (e.argv[:1] and e.argv[0] in named), *edit_order(e)))
+
+
+_FLAG = re.compile(r"--[a-z][a-z_-]{2,40}")
 
 
 OLLAMA_NOTE = ("ollama runs llama.cpp with its own settings, not llama-server's flags: the context is the model's PARAMETER num_ctx "
                "(or OLLAMA_CONTEXT_LENGTH), the GPU layers num_gpu, a q8_0 KV cache OLLAMA_KV_CACHE_TYPE=q8_0 with "
-               "OLLAMA_FLASH_ATTENTION=1; the edits below are llama-server's spelling of the same knobs.")
+               "OLLAMA_FLASH_ATTENTION=1; the edits below are in ollama's knobs (each argv is the runner's flag ollama passes).")
 
 
 def ollama_note(text: str, engine: str) -> str | None:

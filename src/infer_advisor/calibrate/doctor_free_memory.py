@@ -18,8 +18,8 @@ the utilization under the free memory passes the start check only: whether its b
 from __future__ import annotations
 
 from .doctor_edits import Edit
+from ..hardware.catalog import GIB
 
-GIB = 2**30
 # "free << total": other processes hold more than half the GPU, so the utilization that passes the check keeps less than
 # half of the device for the engine (the rule's reading of "most of the memory is someone else's"; not fitted to a row).
 HELD_MAJORITY = 0.5

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 
 from ..engines.startup_log import FREE_ON_DEVICE
+from ..hardware.catalog import GIB
 
-GIB = 2**30
 TOTAL_MATCH = 0.01  # a printed total within 1% of the catalog's CUDA-visible total names that GPU's memory
 _NAMES = (
     re.compile(r"Device \d+: ([^,()\n|]{3,60}), compute capability"),

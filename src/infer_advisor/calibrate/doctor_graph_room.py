@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import math
 
-from .doctor_edits import Edit
+from .doctor_edits import Edit, undecided_edit
+from ..hardware.catalog import GIB
 
-GIB = 2**30
 _KV_KINDS = ("max_len_exceeds_kv", "kv_needed_exceeds_available", "no_cache_blocks", "kv_cache_check")
 _KEEPS_GRAPHS = ("--gpu-memory-utilization", "--enforce-eager", "--tensor-parallel-size", "--pipeline-parallel-size")
 
@@ -73,10 +73,9 @@ def graph_room_first(diag, text: str) -> None:
     later = [e.model_copy(update={"starts": None, "basis": f"{e.basis or ''}; the KV check passes, but the CUDA-graph capture after it "
                                   f"may not: {why}".lstrip("; ")}) if e.starts and not any(a in _KEEPS_GRAPHS for a in e.argv) else e
              for e in diag.edits]
-    util = [Edit(change=f"--gpu-memory-utilization {lower:.2f} (with a shorter context)", argv=["--gpu-memory-utilization", f"{lower:.2f}"],
-                 starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=0, cost=f"{u:.2f} -> {lower:.2f}: "
-                 f"{(u - lower) * total / GIB:.2f} GiB less for the KV cache, so a context shorter than the first edit's (how much "
-                 "shorter is not printed)", cost_rank=0.2, confidence="engine_advice",
+    util = [undecided_edit(f"--gpu-memory-utilization {lower:.2f} (with a shorter context)", ["--gpu-memory-utilization", f"{lower:.2f}"],
+                 f"{u:.2f} -> {lower:.2f}: {(u - lower) * total / GIB:.2f} GiB less for the KV cache, so a context shorter than the "
+                 "first edit's (how much shorter is not printed)", 0.2, confidence="engine_advice",
                  basis=f"leaves {pool / GIB:.2f} GiB (the version's typical pool) for the CUDA graphs: {why}")] if 0 < lower < u else []
     diag.edits = eager + util + later
     diag.notes.append(f"CUDA graphs: {why}; an edit that passes the KV check at {u:.2f} would fail next at the capture, so it is "
@@ -84,5 +83,4 @@ def graph_room_first(diag, text: str) -> None:
 
 
 def _eager_probe() -> Edit:
-    return Edit(change="--enforce-eager", argv=["--enforce-eager"], starts=None, kv_cache_tokens=None, max_concurrency=None,
-                max_model_len=0, cost="", cost_rank=0)
+    return undecided_edit("--enforce-eager", ["--enforce-eager"], "", 0, confidence=None)

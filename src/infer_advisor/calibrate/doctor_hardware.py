@@ -19,7 +19,7 @@ from functools import cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .doctor_edits import Edit
+from .doctor_edits import Edit, undecided_edit
 
 TP_FLAGS = ("--tensor-parallel-size", "-tp", "--tp-size", "--tp", "--num-shard")
 PP_FLAGS = ("--pipeline-parallel-size", "-pp", "--pp-size")
@@ -152,9 +152,9 @@ def nothing_runs_edit(edits: list[Edit], count: int | None, tp_total: int) -> Ed
     """The first line where no flag starts on the GPUs present: what would (fewer bytes per GPU, or more GPUs)."""
     need = min((e.gpus_needed for e in edits if e.gpus_needed), default=2 * max(tp_total, 1))
     have = f"{count} GPU{'s' if count != 1 else ''}" if count else f"the {tp_total} GPU{'s' if tp_total != 1 else ''} in use"
-    return Edit(change=f"no flag starts on {have}: a quantized checkpoint (fewer bytes per GPU) or {need} GPUs", argv=[],
-                starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=max((e.max_model_len for e in edits), default=0),
-                cost="another checkpoint or another machine", cost_rank=1.0, confidence="memory_model",
+    return undecided_edit(f"no flag starts on {have}: a quantized checkpoint (fewer bytes per GPU) or {need} GPUs", [],
+                "another checkpoint or another machine", 1.0, max_model_len=max((e.max_model_len for e in edits), default=0),
+                confidence="memory_model",
                 basis="every flag edit below fails by the memory model on the GPUs present, or needs GPUs that are not there")
 
 
@@ -183,9 +183,8 @@ def unnamed_engine_first(error) -> Edit | None:
     engine: no engine's flag goes first, but the one remedy every engine has, in each one's words (not decided)."""
     if error is None or error.kind != "cuda_oom" or not _RUNTIME_OOM.search(error.line or ""):  # a phase shown keeps its remedy
         return None
-    return Edit(change="a shorter context in the engine's own flag (vLLM --max-model-len, SGLang --context-length, TGI --max-total-tokens, "
-                "llama.cpp -c), or fewer GPU layers for llama.cpp (-ngl)", argv=[], starts=None, kv_cache_tokens=None, max_concurrency=None,
-                max_model_len=0, cost="context (or, with -ngl, speed)", cost_rank=0.1, confidence="first_try",
+    return undecided_edit("a shorter context in the engine's own flag (vLLM --max-model-len, SGLang --context-length, TGI --max-total-tokens, "
+                "llama.cpp -c), or fewer GPU layers for llama.cpp (-ngl)", [], "context (or, with -ngl, speed)", 0.1,
                 basis="not decided: no line names the engine, and 'CUDA error: out of memory' is the CUDA runtime's own string, printed "
                 "by llama.cpp's CUDA backend as by PyTorch; the KV cache and activations shrink with the context in every engine; "
                 "paste the engine's start-up log for its own figures")

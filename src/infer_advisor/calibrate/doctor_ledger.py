@@ -14,8 +14,8 @@ from __future__ import annotations
 from .doctor_edits import LedgerLine, StartRule, room_outside_budget
 from .startup_errors import StartupError
 from ..engines.startup_log import StartupLog
+from ..hardware.catalog import GIB
 
-GIB = 2**30
 MIB = 2**20
 # vLLM's own messages, filled with the memory model's figures when the error is predicted rather than logged
 # (V0: worker.py / llm_engine.py; V1: v1/core/kv_cache_utils.py; see startup_errors for the versions read)

@@ -9,14 +9,15 @@ reserve (the cuBLAS workspace and other runtime allocations).
 
 from __future__ import annotations
 
-from .doctor_edits import Edit, LedgerLine
-from .doctor_engine_flags import GIB, MIB, ROUND_TOKENS, Findings, engine_edit as _edit, engine_flags
+from .doctor_edits import Edit, LedgerLine, undecided_edit
+from .doctor_engine_flags import ROUND_TOKENS, Findings, engine_edit as _edit, engine_flags
 from .doctor_llamacpp_compute import compute_bound, flash_floor
 from .doctor_llamacpp_context import context_within_figures
 from .doctor_refusal_edits import refusal_findings
 from .startup_errors import LLAMACPP_BUFFERS, StartupError
 from .startup_errors_llamacpp import LLAMACPP_DEFAULT_UBATCH
 from ..engines.startup_log import StartupLog
+from ..hardware.catalog import GIB, MIB
 
 Q8_0_RATIO = 34 / 64  # a q8_0 block stores 32 values in 34 bytes (32 int8 + an fp16 scale); f16 takes 64 (ggml-common.h block_q8_0)
 # llama.cpp's own margin when it fits layers and context to free memory (common/common.h: fit_params_target defaults to
@@ -25,6 +26,8 @@ Q8_0_RATIO = 34 / 64  # a q8_0 block stores 32 values in 34 bytes (32 int8 + an 
 # H200 trial b-ctx-1.3M-8slots left ~100 MiB and failed at its first matmul, docfix9). Every edit here keeps it.
 LLAMACPP_FIT_MARGIN = 1024 * MIB
 _FULL_KV_TYPES = ("f16", "bf16", "f32")
+_FEWER_LAYERS_COST = ("layers on the CPU run at the CPU's memory bandwidth (much slower); how many fit needs the free memory and "
+                      "the layer count, which the log does not print")
 
 
 def llamacpp_findings(log: StartupLog, error: StartupError | None, model_cell: float | None, total: int | None) -> Findings:
@@ -114,9 +117,7 @@ def _unknown_buffer(error: StartupError, failed: int | None) -> list[Edit]:
     the one that changed from a default run: the micro-batch first. Fewer layers on the GPU shrinks every buffer the GPU
     holds (the offloaded layers' weights and their KV cells; llama.cpp keeps a CPU layer's KV on the host)."""
     edits = [_smaller_ubatch(error, failed)] if (error.figures.get("n_ubatch") or 0) > LLAMACPP_DEFAULT_UBATCH else []
-    edits.append(Edit(change="fewer layers on the GPU (-ngl below the model's layers)", argv=[], starts=None, kv_cache_tokens=None,
-                      max_concurrency=None, max_model_len=0, cost="layers on the CPU run at the CPU's memory bandwidth (much slower); "
-                      "how many fit needs the free memory and the layer count, which the log does not print", cost_rank=0.5,
+    edits.append(undecided_edit("fewer layers on the GPU (-ngl below the model's layers)", [], _FEWER_LAYERS_COST, 0.5,
                       confidence="engine_advice", basis="which buffer failed is not printed: each layer moved to the CPU takes its "
                       "weights and its KV cells off the GPU, so every buffer the GPU holds shrinks"))
     return edits
@@ -196,12 +197,9 @@ def _weights_failed(out: Findings, log: StartupLog, free: float | None, weights:
                                      source="logged" if log.free_at_start_bytes else "GPU catalog (inferred)"))
     edits = _fewer_layers(log, (free or 0) - reserve - LLAMACPP_FIT_MARGIN, weights or 0, kv, cells) if (free and weights) else []
     if not edits:
-        edits.append(Edit(change="fewer layers on the GPU (-ngl below the model's layers)", argv=[], starts=None, kv_cache_tokens=None,
-                          max_concurrency=None, max_model_len=0, cost="layers on the CPU run at the CPU's memory bandwidth (much "
-                          "slower); how many fit needs the free memory and the layer count, which the log does not print", cost_rank=0.5))
-    edits.append(Edit(change="a smaller quantized GGUF (Q8_0 about 53% of f16's bytes, Q4_K_M about 30%)", argv=[], starts=None,
-                      kv_cache_tokens=None, max_concurrency=None, max_model_len=0, cost="a small accuracy cost; every layer "
-                      "stays on the GPU", cost_rank=0.7))
+        edits.append(undecided_edit("fewer layers on the GPU (-ngl below the model's layers)", [], _FEWER_LAYERS_COST, 0.5, confidence=None))
+    edits.append(undecided_edit("a smaller quantized GGUF (Q8_0 about 53% of f16's bytes, Q4_K_M about 30%)", [],
+                                "a small accuracy cost; every layer stays on the GPU", 0.7, confidence=None))
     out.edits += edits
     return out
 

@@ -23,8 +23,9 @@ from __future__ import annotations
 import re
 
 from .doctor_edits import Edit
-from .doctor_engine_flags import GIB, MIB, engine_edit, engine_flags
+from .doctor_engine_flags import engine_edit, engine_flags
 from ..engines.startup_log import StartupLog
+from ..hardware.catalog import GIB, MIB
 
 LLAMACPP_DEFAULT_CONTEXT = 4096  # common/common.h fit_params_min_ctx: the floor of llama.cpp's own memory fit (0.3.36 source)
 _N_CTX_TRAIN = re.compile(r"n_ctx_train\s*=\s*(\d+)")

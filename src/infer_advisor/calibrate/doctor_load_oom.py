@@ -21,27 +21,34 @@ from __future__ import annotations
 
 import math
 
-from .doctor_edits import Edit
+from .doctor_edits import Edit, undecided_edit
+from ..hardware.catalog import GIB
 
-GIB = 2**30
 _TP = "--tensor-parallel-size"
 
 
 def _tp_edit(n: int, tp: int, pp: int, count: int, why: str) -> Edit:
-    return Edit(change=f"{_TP} {n}", argv=[_TP, str(n)], starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=0,
-                cost=f"{n * pp} of the {count} GPUs present instead of {tp * pp}", cost_rank=0.1, confidence="first_try",
-                gpus_needed=n * pp, basis=f"not decided by the log's figures: {why}; each GPU then holds 1/{n} of the weights instead of 1/{tp}")
+    return undecided_edit(f"{_TP} {n}", [_TP, str(n)], f"{n * pp} of the {count} GPUs present instead of {tp * pp}", 0.1,
+                          f"{why}; each GPU then holds 1/{n} of the weights instead of 1/{tp}", gpus_needed=n * pp)
+
+
+def offload_gib(excess_bytes: float) -> int:
+    """vLLM's --cpu-offload-gb (whole GiB per GPU, at least 1) that moves ``excess_bytes`` of weights off each GPU."""
+    return max(math.ceil(excess_bytes / GIB), 1)
+
+
+def offload_edit(n: int, rank: float, why: str) -> Edit:
+    """The one --cpu-offload-gb edit (vllm/config.py ``CacheConfig.cpu_offload_gb``: "the space in GiB to offload to CPU,
+    per GPU"), sized by the caller with :func:`offload_gib`; not decided."""
+    return undecided_edit(f"--cpu-offload-gb {n}", ["--cpu-offload-gb", str(n)], f"{n} GiB of weights per GPU read from host memory "
+                          "over PCIe at every step (much slower decoding)", rank, why)
 
 
 def _offload_edit(error) -> Edit:
     asked = error.figures.get("requested_bytes") if error is not None else None
-    n = max(math.ceil(asked / GIB), 1) if asked else 1
-    return Edit(change=f"--cpu-offload-gb {n}", argv=["--cpu-offload-gb", str(n)], starts=None, kv_cache_tokens=None,
-                max_concurrency=None, max_model_len=0, cost=f"{n} GiB of weights per GPU read from host memory over PCIe at every "
-                "step (much slower decoding)", cost_rank=0.3, confidence="first_try",
-                basis="not decided by the log's figures: vLLM keeps that many GiB of each GPU's weights in pinned host memory (UVA "
-                "offload), so the GPU holds that much less while loading; at least the failed allocation ("
-                f"{(asked or GIB) / GIB:,.2f} GiB); how much more the rest of the load needs is not printed")
+    return offload_edit(offload_gib(asked or 0), 0.3, "vLLM keeps that many GiB of each GPU's weights in pinned host memory (UVA "
+                        "offload), so the GPU holds that much less while loading; at least the failed allocation ("
+                        f"{(asked or GIB) / GIB:,.2f} GiB); how much more the rest of the load needs is not printed")
 
 
 def weights_first(diag, text: str, tp_stated: bool = False) -> None:

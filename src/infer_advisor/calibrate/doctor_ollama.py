@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 
-from .doctor_edits import Edit
+from .doctor_edits import Edit, undecided_edit
+from ..hardware.catalog import GIB
 
-GIB = 2**30
 _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
 _SIZE = r"([\d.]+ (?:[KMGT]i?B|B))"
 _SYSTEM = re.compile(rf'msg="system memory" total="{_SIZE}" free="{_SIZE}"(?: free_swap="{_SIZE}")?')
@@ -62,11 +62,6 @@ def ollama_plan(text: str) -> dict:
     return out
 
 
-def _action(change: str, cost: str, rank: float, basis: str) -> Edit:
-    return Edit(change=change, argv=[], starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=0, cost=cost,
-                cost_rank=rank, confidence="first_try", basis=f"not decided by the log's figures: {basis}")
-
-
 def _host_short(p: dict) -> tuple[float, float] | None:
     """(host memory ollama's check needs, host memory + swap free) where its check fails by the printed figures."""
     if "host_free" not in p:
@@ -89,27 +84,27 @@ def ollama_edits(text: str) -> tuple[list[Edit], list[str]]:
     if short:
         need, avail = short
         reach = avail + p.get("gpu_available", 0.0)
-        edits.append(_action(f"a smaller model or quantization (ollama's host-memory check: {need / GIB:,.1f} GiB needed in host memory, "
-                             f"{avail / GIB:,.1f} GiB free with swap)", "another model or quantization", 0.1,
+        edits.append(undecided_edit(f"a smaller model or quantization (ollama's host-memory check: {need / GIB:,.1f} GiB needed in host memory, "
+                             f"{avail / GIB:,.1f} GiB free with swap)", [], "another model or quantization", 0.1,
                              f"ollama's llm/server.go refuses a model whose part kept in host memory is over free memory + free swap; "
                              f"RAM, swap and GPUs here reach {reach / GIB:,.1f} GiB"))
-        edits.append(_action("more host memory or swap", "a larger machine or swap file (swap makes the layers on the CPU slow)", 0.3,
+        edits.append(undecided_edit("more host memory or swap", [], "a larger machine or swap file (swap makes the layers on the CPU slow)", 0.3,
                              "the same check counts free swap"))
         notes.append(f"ollama's own check failed: the model's part kept in host memory ({need / GIB:,.1f} GiB) is over the free host "
                      f"memory and swap ({avail / GIB:,.1f} GiB; llm/server.go \"model requires more system memory\").")
     if p.get("parallel", 1) > 1:
         n = p["parallel"]
         kv = f" (memory.required.kv {p['required.kv'] / GIB:,.1f} GiB -> about {p['required.kv'] / n / GIB:,.1f})" if "required.kv" in p else ""
-        edits.append(_action(f"OLLAMA_NUM_PARALLEL=1 (ollama's environment){kv}", f"1 request at a time instead of {n}", 0.2,
+        edits.append(undecided_edit(f"OLLAMA_NUM_PARALLEL=1 (ollama's environment){kv}", [], f"1 request at a time instead of {n}", 0.2,
                              f"ollama's scheduler multiplies the context by the parallel requests (server/sched.go, parallel={n} "
                              "printed): one slot holds a 1/{n} of the KV cache and a smaller compute graph".replace("{n}", str(n))))
     if (exited or p.get("layers_offload")) and not short:  # short of host memory: fewer GPU layers would put more there
         layers = p.get("layers_offload")
-        edits.append(_action("PARAMETER num_gpu lower than ollama's own choice" + (f" ({layers} layers offloaded of {p['layers_model']})"
-                             if layers else ""), "layers on the CPU decode slower", 0.4,
+        edits.append(undecided_edit("PARAMETER num_gpu lower than ollama's own choice" + (f" ({layers} layers offloaded of {p['layers_model']})"
+                             if layers else ""), [], "layers on the CPU decode slower", 0.4,
                              "fewer layers on the GPU leave room for the KV cache and compute buffers that ollama's estimate "
                              "under-counts; the layer count that fits is not printed"))
-        edits.append(_action("PARAMETER num_ctx smaller (or OLLAMA_CONTEXT_LENGTH)", "shorter context", 0.5,
+        edits.append(undecided_edit("PARAMETER num_ctx smaller (or OLLAMA_CONTEXT_LENGTH)", [], "shorter context", 0.5,
                              "the KV cache and compute graph shrink with the context"))
     if exited:
         notes.append(f"ollama's runner died while loading ('{exited.group(0)[:90]}'): ollama names no figure; its plan lines "
@@ -129,3 +124,60 @@ def ollama_first(diag, text: str) -> None:
     if edits and (not diag.edits or _host_short(ollama_plan(text))):
         diag.edits = edits + [e for e in diag.edits if e.argv]
     diag.notes += notes
+    if ollama_note(text, diag.engine):
+        diag.edits = in_ollama_knobs(diag.edits, diag.error, text)
+
+
+# docfix18 (retrospective, batch 15's sf298): ollama's knobs, read at ollama's source (v0.1.40, v0.1.48, v0.4.5 tags):
+# llm/server.go passes the runner "--ctx-size" opts.NumCtx, "--batch-size" opts.NumBatch and "--n-gpu-layers" opts.NumGPU,
+# where NumGPU -1 (api/types.go DefaultOptions: "set dynamically") becomes its own estimate's layers (estimate.Layers);
+# server/sched.go multiplies NumCtx by the parallel requests (defaultParallel 4); NumCtx defaults to 2048 (api/types.go
+# at v0.1.40-v0.4.5; envconfig OLLAMA_CONTEXT_LENGTH, from v0.5.13, 2048 at v0.5.13 and v0.6.4, 4096 at v0.9.0 and v0.12.0,
+# by VRAM at the snapshot read); OLLAMA_KV_CACHE_TYPE exists from v0.5.0.
+_RUNNER_CTX = re.compile(r"\bn_ctx\s*=\s*(\d{3,8})\b")
+_GPU_BUFFER = re.compile(r"cudaMalloc|hipMalloc|\b(?:CUDA|ROCm|Vulkan|SYCL)\d|CUBLAS_STATUS_ALLOC|on device \d|Metal")
+
+
+def _ollama_spelling(e: Edit, printed_ctx: int | None) -> Edit | None:
+    """One llama-server flag edit in ollama's knob (None: said by num_gpu, or a context not known to be above the number)."""
+    flag = e.argv[0] if e.argv else None
+    if flag == "--ctx-size":
+        n = int(e.argv[1])
+        if printed_ctx is None or n >= printed_ctx:  # the runner's context not printed: ollama's default may be under n
+            return None
+        return e.model_copy(update={"change": f"PARAMETER num_ctx x OLLAMA_NUM_PARALLEL at most {n} (OLLAMA_CONTEXT_LENGTH from ollama "
+                                              f"0.5.13; the runner's --ctx-size {n})"})
+    if flag == "--cache-type-k":
+        return e.model_copy(update={"change": "OLLAMA_KV_CACHE_TYPE=q8_0 with OLLAMA_FLASH_ATTENTION=1 (ollama 0.5.0+; the runner's "
+                                              "--cache-type-k/-v q8_0)"})
+    if flag in ("--batch-size", "--ubatch-size"):
+        return e.model_copy(update={"change": f"PARAMETER num_batch {e.argv[1]} (the runner's --batch-size; its micro-batch is at most it)"})
+    if flag == "--n-gpu-layers" or e.change.startswith("fewer layers on the GPU"):
+        return None
+    return e
+
+
+_NUM_CTX = "PARAMETER num_ctx smaller (or OLLAMA_CONTEXT_LENGTH)"
+
+
+def in_ollama_knobs(edits: list[Edit], error, text: str) -> list[Edit]:
+    """Under ollama, llama-server's flags in ollama's knobs, each in its place: fewer GPU layers is ollama's num_gpu, and a
+    context number the runner's printed context does not show to be smaller gives way to num_gpu where a GPU buffer failed
+    (ollama placed its own estimate's layers there), else to num_ctx without a number."""
+    printed = [int(m) for m in _RUNNER_CTX.findall(text[:2_000_000])]
+    gpu_failed = error is not None and bool(_GPU_BUFFER.search(error.line or ""))
+    num_gpu = next((e for e in edits if e.change.startswith("PARAMETER num_gpu")), None) or undecided_edit(
+        "PARAMETER num_gpu lower than ollama's own choice", [], "layers on the CPU decode slower", 0.4,
+        "ollama puts its own estimate's layers on the GPU (llm/server.go, num_gpu unset) and a buffer failed after them; fewer "
+        "layers leave room for it; the layer count that fits is not printed")
+    num_ctx = next((e for e in edits if e.change.startswith(_NUM_CTX)), None) or undecided_edit(
+        _NUM_CTX, [], "shorter context", 0.5, "the runner's context is not printed (ollama's default: 2048 up to 0.6, 4096 at 0.9-0.12, "
+        "by VRAM later, times the parallel requests); the KV cache and compute graph shrink with it")
+    out = []
+    for e in edits:
+        said = _ollama_spelling(e, max(printed) if printed else None)
+        if said is None:
+            said = num_gpu if (gpu_failed or e.argv[:1] != ["--ctx-size"]) else num_ctx
+        if all(said.change != x.change for x in out):
+            out.append(said)
+    return out

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from .doctor_edits import Edit
+from .doctor_edits import Edit, undecided_edit
 from ..engines.versions import version_key
 from .doctor_engine_flags import Findings, engine_edit
 from .startup_errors import StartupError
@@ -99,24 +99,21 @@ def host_kill_edits(engine: str, version: str | None = None, text: str = "", ran
     """The host's OOM killer ended the process: host-memory levers only, none decided (the host's memory is not printed).
     docfix15: vLLM's --swap-space only where a V0 engine can run (V1 allocates no swap space, and 0.11.0 removed V0); where the log prints the
     weights offloaded to host memory, offloading fewer of them is the lever of this run's own."""
-    edits = [Edit(change="more host memory for the process (the container's or VM's memory limit, or fewer processes on the host)",
-                  argv=[], starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=0, cost="a larger host or "
-                  "container limit; GPU settings unchanged", cost_rank=0.1, confidence="engine_advice",
+    edits = [undecided_edit("more host memory for the process (the container's or VM's memory limit, or fewer processes on the host)",
+                  [], "a larger host or container limit; GPU settings unchanged", 0.1, confidence="engine_advice",
                   basis="exit code 137 is SIGKILL from the host's (or container's) out-of-memory killer: host RAM ran out, not GPU memory")]
     offloaded = _OFFLOADED.search(text) if engine == "vllm" else None
     if offloaded:
         per_rank = float(offloaded.group(1))
-        edits.insert(0, Edit(change=f"fewer weights offloaded to host memory (a lower --cpu-offload-gb, or fewer --cpu-offload-params), "
-                             f"or more GPUs to hold them", argv=[], starts=None, kv_cache_tokens=None, max_concurrency=None,
-                             max_model_len=0, cost="the weights not offloaded need GPU memory (more GPUs, or a smaller checkpoint)",
-                             cost_rank=0.08, confidence="engine_advice",
+        edits.insert(0, undecided_edit("fewer weights offloaded to host memory (a lower --cpu-offload-gb, or fewer --cpu-offload-params), "
+                             "or more GPUs to hold them", [], "the weights not offloaded need GPU memory (more GPUs, or a smaller checkpoint)",
+                             0.08, confidence="engine_advice",
                              basis=f"the log prints {per_rank:g} GiB of parameters offloaded to pinned host memory per rank, {per_rank * ranks:g} "
                              f"GiB over {ranks} rank(s) (vLLM's UVA offloader); the weights' post-load processing (a quantized "
                              "kernel's repack) makes new copies of them beside the old, so the host needs more than that; not decided"))
     if engine == "vllm" and not (version and version_key(version) >= V0_REMOVED):
-        edits.insert(0, Edit(change="--swap-space 0", argv=["--swap-space", "0"], starts=None, kv_cache_tokens=None, max_concurrency=None,
-                             max_model_len=0, cost="no CPU swap space: the V0 engine's preempted requests are recomputed instead of "
-                             "swapped (the V1 engine allocates none)", cost_rank=0.05, confidence="engine_advice",
+        edits.insert(0, undecided_edit("--swap-space 0", ["--swap-space", "0"], "no CPU swap space: the V0 engine's preempted requests are "
+                             "recomputed instead of swapped (the V1 engine allocates none)", 0.05, confidence="engine_advice",
                              basis="vLLM's V0 engine pins --swap-space GiB (default 4) of host memory per GPU at start; how much host "
                              "memory the load needs is not printed, so not decided"))
     return edits

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import re
 
-from .doctor_edits import Edit
+from .doctor_edits import undecided_edit
+from ..hardware.catalog import GB, GIB
 
-GB, GIB = 10**9, 2**30
 STEP, CEILING = 0.05, 0.95  # doctor_first_try's one step; the highest first-try fraction (room for graphs and context)
 _WEIGHTS = re.compile(r"Load weight end\.[^\n]{0,200}?mem usage=(\d+(?:\.\d+)?) GB|(\d+(?:\.\d+)?)\s*GB (?:of )?weights\b"
                       r"|weights (?:of|take|are|is) (?:about )?(\d+(?:\.\d+)?)\s*GB")
@@ -48,9 +48,8 @@ def fraction_direction(diag, text: str) -> None:
         return
     up = round(min(default + STEP, CEILING), 2)
     up_pool = total * up - weights - context
-    raise_edit = Edit(change=f"{_FLAG} {up:.2f}", argv=[_FLAG, f"{up:.2f}"], starts=None, kv_cache_tokens=None, max_concurrency=None,
-                      max_model_len=0, cost="less room outside the static pool (activations, CUDA graphs)", cost_rank=0.05,
-                      confidence="engine_advice", basis=f"not decided: the weights ({weights / GIB:.1f} GiB, stated) leave "
+    raise_edit = undecided_edit(f"{_FLAG} {up:.2f}", [_FLAG, f"{up:.2f}"], "less room outside the static pool (activations, CUDA graphs)",
+                                0.05, confidence="engine_advice", basis=f"not decided: the weights ({weights / GIB:.1f} GiB, stated) leave "
                       f"{pool / GIB:.1f} GiB of KV pool at {frac:.2f} of {total / GIB:.1f} GiB (SGLang: total x fraction - weights - context), "
                       f"less than the {outside / GIB:.1f} GiB it leaves outside the pool, and {up_pool / GIB:.1f} GiB at {up:.2f}; SGLang's own "
                       "message for a pool that holds too little says to increase it")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from .doctor_edits import Edit
+from .doctor_edits import NOT_DECIDED, Edit, undecided_edit
 
 _LOAD_FRAME = re.compile(r"\bin (?:load_model|get_model|load_weights)\b|\bself\.load_model\(\)|model = get_model\(")
 _FLAG = "--tp-size"
@@ -32,17 +32,11 @@ def load_phase(text: str) -> bool:
     return bool(_LOAD_FRAME.search(text)) and "init_memory_pool" not in text and "Load weight end" not in text
 
 
-def _edit(change: str, argv: list[str], cost: str, rank: float, basis: str, gpus: int | None = None) -> Edit:
-    return Edit(change=change, argv=argv, starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=0, cost=cost,
-                cost_rank=rank, confidence="first_try", basis=f"not decided by the log's figures: {basis}", gpus_needed=gpus)
-
-
-def checkpoint_edit(why: str, decided: str = "not decided by the log's figures") -> Edit:
+def checkpoint_edit(why: str, decided: str = NOT_DECIDED) -> Edit:
     """A smaller (quantized) checkpoint: the remedy every weights-bound failure shares (SGLang's and vLLM's load phase,
     weights over every GPU present); ``decided`` opens its basis."""
-    return Edit(change="a smaller checkpoint (a quantized one: fewer bytes of weights per GPU)", argv=[], starts=None,
-                kv_cache_tokens=None, max_concurrency=None, max_model_len=0, cost="another checkpoint; a small accuracy cost",
-                cost_rank=0.5, confidence="first_try", basis=f"{decided}: {why}")
+    return undecided_edit("a smaller checkpoint (a quantized one: fewer bytes of weights per GPU)", [],
+                          "another checkpoint; a small accuracy cost", 0.5, basis=f"{decided}: {why}")
 
 
 def sglang_weights_first(diag, text: str, over_gpu: bool = False) -> None:
@@ -59,11 +53,11 @@ def sglang_weights_first(diag, text: str, over_gpu: bool = False) -> None:
     edits = []
     if count and present_tp("sglang", count) > tp:
         n = present_tp("sglang", count)
-        edits.append(_edit(f"{_FLAG} {n}", [_FLAG, str(n)], f"{n} of the {count} GPUs present instead of {tp}", 0.1,
-                           f"{why}; each GPU then holds 1/{n} of the weights", n))
+        edits.append(undecided_edit(f"{_FLAG} {n}", [_FLAG, str(n)], f"{n} of the {count} GPUs present instead of {tp}", 0.1,
+                           f"{why}; each GPU then holds 1/{n} of the weights", gpus_needed=n))
     elif count is None:
-        edits.append(_edit(f"{_FLAG} {2 * tp}", [_FLAG, str(2 * tp)], f"{2 * tp} GPUs instead of {tp}; whether the machine has them "
-                           "is not known (pass --gpus)", 0.6, f"{why}; each GPU then holds half the weights", 2 * tp))
+        edits.append(undecided_edit(f"{_FLAG} {2 * tp}", [_FLAG, str(2 * tp)], f"{2 * tp} GPUs instead of {tp}; whether the machine has them "
+                           "is not known (pass --gpus)", 0.6, f"{why}; each GPU then holds half the weights", gpus_needed=2 * tp))
     checkpoint = checkpoint_edit(f"{why}; a quantized checkpoint has fewer bytes per GPU")
     diag.edits = sorted(edits + [checkpoint], key=lambda e: e.cost_rank)
     diag.notes = [n for n in diag.notes if not n.startswith("The log does not print SGLang's 'Load weight")]

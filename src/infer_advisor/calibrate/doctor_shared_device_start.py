@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from .doctor_edits import Edit
+from .doctor_edits import undecided_edit
 
 V1_OTHERS_FIXED = "0.9.1"  # the first release with PR #18974 (merged 2025-06; inferred from the merge date, not read from a tag)
 # two engines each sizing its cache: the same engine-core process name ("(EngineCore_DP0 pid=N)") with two pids, each
@@ -56,11 +56,6 @@ def shares_device(text: str) -> int:
     return 2 if (_SHARED.search(text) or _WORDS.search(text)) else 0
 
 
-def _edit(change: str, argv: list[str], cost: str, rank: float, basis: str) -> Edit:
-    return Edit(change=change, argv=argv, starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=0, cost=cost,
-                cost_rank=rank, confidence="engine_advice", basis=basis)
-
-
 def shared_device_first(diag, text: str) -> None:
     """vLLM only: the named edits for engines sharing one device go first; the rest keep their order after them."""
     from ..engines.versions import version_key
@@ -78,25 +73,25 @@ def shared_device_first(diag, text: str) -> None:
     version = diag.engine_version if is_release(diag.engine_version) else None
     v1 = diag.generation == "V1" if diag.generation else bool(version and version_key(version) >= version_key(V1_FIRST))
     old_v1 = v1 and version is not None and version_key(version) < version_key(V1_OTHERS_FIXED)
-    sequential = _edit("start the engines one after the other (each once the previous one has allocated its KV cache)", [],
-                       "a slower start; no memory given up", 0.0,
-                       "an engine's profile counts what another allocates while it profiles (V0 since PR #2863 counts only that)")
+    sequential = undecided_edit("start the engines one after the other (each once the previous one has allocated its KV cache)", [],
+                       "a slower start; no memory given up", 0.0, confidence="engine_advice",
+                       basis="an engine's profile counts what another allocates while it profiles (V0 since PR #2863 counts only that)")
     if old_v1:
         total = round(min(n * u, MAX_FIRST_TRY_UTILIZATION), 2)
-        edits = [_edit(f"--gpu-memory-utilization {total:.2f}", ["--gpu-memory-utilization", f"{total:.2f}"],
+        edits = [undecided_edit(f"--gpu-memory-utilization {total:.2f}", ["--gpu-memory-utilization", f"{total:.2f}"],
                        f"for the engine started last: {n} x {u:.2f} (every engine's share; its own KV budget stays {u:.2f} of the GPU)",
-                       0.0, f"V1 before {V1_OTHERS_FIXED} (PR #18974) counts the other engines' memory as its own non-torch memory")]
+                       0.0, confidence="engine_advice", basis=f"V1 before {V1_OTHERS_FIXED} (PR #18974) counts the other engines' memory as its own non-torch memory")]
         if version_key(version) < V0_REMOVED:
-            edits.append(_edit("VLLM_USE_V1=0 (the V0 engine)", [], "the V0 engine's scheduler and speed", 0.05,
-                               "V0's profile does not count memory held before it started (PR #2863)"))
+            edits.append(undecided_edit("VLLM_USE_V1=0 (the V0 engine)", [], "the V0 engine's scheduler and speed", 0.05, confidence="engine_advice",
+                               basis="V0's profile does not count memory held before it started (PR #2863)"))
         edits.append(sequential)
     else:
         edits = [sequential]
         share = round(1 / n - 0.005, 2)  # the shares of n engines sum to at most the whole GPU (less what others hold)
         if v1 and share < u:
-            edits.append(_edit(f"--gpu-memory-utilization {share:.2f}", ["--gpu-memory-utilization", f"{share:.2f}"],
+            edits.append(undecided_edit(f"--gpu-memory-utilization {share:.2f}", ["--gpu-memory-utilization", f"{share:.2f}"],
                                f"each of the {n} engines: their shares sum to at most 1 minus what other processes hold", 0.05,
-                               "V1 refuses a share above the memory free when it starts, and each share is of the total"))
+                               confidence="engine_advice", basis="V1 refuses a share above the memory free when it starts, and each share is of the total"))
     diag.edits = edits + [e for e in diag.edits if e.change not in {x.change for x in edits}]
     diag.notes.append(f"The text shows {n} engines on one device: the named edits (sequential start, shares that fit them all) go "
                       "first; a utilization step alone does not change what the other engine holds.")

@@ -9,19 +9,20 @@ since such a run is not a one-GPU job), and the engine is named. A tensor-parall
 run on the one GPU: first the one that moves weights off it, vLLM's ``--cpu-offload-gb`` (vllm/config.py
 ``CacheConfig.cpu_offload_gb``, "the space in GiB to offload to CPU, per GPU"; the offloaded weights are streamed each
 forward, vLLM's docs: "a virtual way to increase GPU memory size"), sized so the weights left on the GPU are at most half of
-vLLM's default budget (the other half for activations, CUDA graphs and the KV cache: not decided, a first try), or a
+vLLM's default budget (the other half for activations, CUDA graphs and the KV cache: not decided, a first try; the half is
+data/doctor_flags.yaml ``rules_of_thumb.on_gpu_share``, a rule of thumb, not the engine's; the edit is doctor_load_oom's one
+``offload_edit``), or a
 smaller (pre-quantized) checkpoint where the engine has no offload flag. Passing ``--gpus N`` ranks the TP edit by it.
 """
 
 from __future__ import annotations
 
-import math
-
 from .doctor_edits import Edit
+from .doctor_engine_flags import rule_of_thumb
+from .doctor_load_oom import offload_edit, offload_gib
+from ..hardware.catalog import GIB
 
-GIB = 2**30
 OFFLOAD_FIRST = (0, 5, 3)  # vLLM's first release with --cpu-offload-gb (PR #6496, merged 2024-07; the release is inferred)
-ON_GPU_SHARE = 0.5  # of the budget, left for the weights after offloading (the rest for activations, graphs and KV)
 
 
 def single_gpu_first(diag, tp_edit: Edit, rest: list[Edit], weights: float, fmt: str, total: float, budget_share: float) -> list[Edit]:
@@ -32,12 +33,9 @@ def single_gpu_first(diag, tp_edit: Edit, rest: list[Edit], weights: float, fmt:
     tp_edit = tp_edit.model_copy(update={"cost": f"{tp_edit.cost}; needs {n} GPUs: the text states no GPU count (pass --gpus N)"})
     per_gpu = weights / max(diag.tp or 1, 1)
     if diag.engine == "vllm" and _has_offload(diag.engine_version):
-        gib = math.ceil((per_gpu - ON_GPU_SHARE * budget_share * total) / GIB)
-        first = Edit(change=f"--cpu-offload-gb {gib}", argv=["--cpu-offload-gb", str(gib)], starts=None, kv_cache_tokens=None,
-                     max_concurrency=None, max_model_len=0, cost=f"{gib} GiB of weights in host memory, streamed every step (much "
-                     "slower)", cost_rank=0.1, confidence="first_try",
-                     basis=(f"not decided by the log's figures: the weights ({weights / GIB:,.1f} GiB, {fmt}) are over {budget_share:.2f} x "
-                            f"{total / GIB:,.2f} GiB; {gib} GiB off the GPU leaves {(per_gpu - gib * GIB) / GIB:,.1f} GiB of them on it"))
+        gib = offload_gib(per_gpu - rule_of_thumb("on_gpu_share") * budget_share * total)
+        first = offload_edit(gib, 0.1, f"the weights ({weights / GIB:,.1f} GiB, {fmt}) are over {budget_share:.2f} x {total / GIB:,.2f} "
+                             f"GiB; {gib} GiB off the GPU leaves {(per_gpu - gib * GIB) / GIB:,.1f} GiB of them on it")
     else:
         first = checkpoint_edit(f"the weights ({weights / GIB:,.1f} GiB, {fmt}) are over one GPU's {total / GIB:,.2f} GiB and no second "
                                 "GPU is stated")

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import re
 
-from .doctor_edits import Edit
+from .doctor_edits import undecided_edit
+from ..hardware.catalog import GIB
 
-GIB = 2**30
 BUDGET_SHARE = 0.90  # vLLM's default gpu_memory_utilization; the weights must leave room for more than themselves
 _FOUR_BIT = re.compile(r"(?i)bitsandbytes[-_ ]?(?:fp4|nf4)|\b(?:awq|gptq|int4|nf4|fp4|w4a16|q4_\w+|4bit|4-bit)\b")
 _EIGHT_BIT = re.compile(r"(?i)\bbitsandbytes\b|\b(?:fp8|int8|w8a8|w8a16|eetq|q8_0|8bit|8-bit)\b")
@@ -94,9 +94,8 @@ def tp_first_when_weights_exceed(diag, text: str) -> None:
         from .doctor_hardware import present_tp
 
         n = max(n, present_tp(diag.engine, diag.gpu_count))
-    edit = Edit(change=f"{flag} {n}", argv=[flag, str(n)], starts=None, kv_cache_tokens=None, max_concurrency=None, max_model_len=0,
-                cost=f"{n} GPUs instead of {tp}", cost_rank=0.1, confidence="first_try", gpus_needed=n,
-                basis=(f"not decided by the log's figures: the weights ({weights / GIB:,.1f} GiB, {fmt}, from the catalog's shapes) are over "
+    edit = undecided_edit(f"{flag} {n}", [flag, str(n)], f"{n} GPUs instead of {tp}", 0.1, gpus_needed=n,
+                          why=(f"the weights ({weights / GIB:,.1f} GiB, {fmt}, from the catalog's shapes) are over "
                        f"{BUDGET_SHARE:.2f} x the GPU's {total / GIB:,.2f} GiB at {tp} GPU(s); {n} bring them to {weights / n / GIB:,.1f} GiB "
                        "each; whether the KV cache and activations then fit is not printed"))
     rest = [e for e in diag.edits if not (e.argv and e.argv[0] == flag)]

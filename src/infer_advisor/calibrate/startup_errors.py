@@ -50,8 +50,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .startup_errors_llamacpp import llamacpp_extra
 from ..engines.startup_log import FREE_ON_DEVICE, detect_engine
+from ..hardware.catalog import GIB
 
-GIB = 2**30
 MIB = 2**20
 LINE_CHARS = 400
 

@@ -225,13 +225,16 @@ class EngineMemoryProfile(BaseModel):
     )
     replicates_mla_and_router: bool = Field(
         default=False, description="MLA down-projections and the MoE router are whole on every tensor-parallel rank "
-        "(vLLM deepseek_v2.py ReplicatedLinear; estimate/weights.py replicated_bytes).")
+        "(vLLM and SGLang deepseek_v2.py ReplicatedLinear; estimate/weights.py replicated_bytes).")
     replicates_mistral_vision: bool = Field(
         default=False, description="A mistralai Pixtral-based repository is read in Mistral format (consolidated*.safetensors) and "
         "its vision encoder and adapter, plain nn.Linear layers, are whole on every GPU (vLLM 0.17-0.19 pixtral.py).")
     keeps_rotary_cache: bool = Field(
         default=False, description="The engine keeps the rotary embedding's cos/sin table on every GPU, counted with the weights."
     )
+    splits_mla_kv_b: bool = Field(
+        default=False, description="MLA's kv_b_proj is copied into w_kc / w_vc kept beside it (SGLang post_load_weights; "
+        "estimate/weights_engine.py split_kv_b_bytes).")
     expert_padding: list[ExpertPadding] = Field(
         default_factory=list, description="Padded expert layouts by weight format; the first whose `below` is above the version applies."
     )

@@ -121,6 +121,7 @@ def vision_tower_params(model: ModelFacts) -> int:
     v = (model.config or {}).get("vision_config") if model.multimodal else None
     if not isinstance(v, dict):
         return 0
+    v = _moonvit_keys(v)
     h = v.get("hidden_size") or v.get("embed_dim")
     layers = v.get("num_hidden_layers") or v.get("depth")
     if not isinstance(h, int) or not isinstance(layers, int) or h <= 0 or layers <= 0:
@@ -143,6 +144,22 @@ def vision_tower_params(model: ModelFacts) -> int:
     return int(layers * per_layer + channels * temporal * patch * patch * h + h + positions + 2 * h + projector + extra_mergers)
 
 
+def _moonvit_keys(v: dict) -> dict:
+    """Kimi-K2.5's MoonViT ``vision_config`` in the common keys: ``vt_hidden_size`` / ``vt_num_hidden_layers`` /
+    ``vt_intermediate_size``, ``merge_kernel_size`` [2, 2] as the spatial merge, ``text_hidden_size`` as the projector's
+    output, and the learned (``init_pos_emb_height`` x ``init_pos_emb_width``) position table (SGLang 0.5.12
+    models/kimi_k25.py: MoonViT3dPretrainedModel, Learnable2DInterpPosEmbDivided_fixed, K2VLMultiModalProjector; the
+    time table is a fixed sin-cos buffer). Other configs unchanged."""
+    if "vt_hidden_size" not in v:
+        return v
+    merge = v.get("merge_kernel_size")
+    rows, cols = v.get("init_pos_emb_height"), v.get("init_pos_emb_width")
+    return {**v, "hidden_size": v.get("vt_hidden_size"), "num_hidden_layers": v.get("vt_num_hidden_layers"),
+            "intermediate_size": v.get("vt_intermediate_size"), "out_hidden_size": v.get("text_hidden_size"),
+            "spatial_merge_size": merge[0] if isinstance(merge, list) and merge else None,
+            "num_position_embeddings": rows * cols if isinstance(rows, int) and isinstance(cols, int) else None}
+
+
 def text_config(model: ModelFacts) -> dict:
     """The language model's part of ``model``'s config.json: a multimodal checkpoint's ``text_config``, else the whole."""
     cfg = model.config or {}
@@ -156,19 +173,36 @@ def config_count(model: ModelFacts, key: str) -> int:
 
 
 def replicated_bytes(model: ModelFacts, fmt_name: str, dtype: str, group_size: int | None) -> float:
-    """Bytes vLLM keeps whole on every tensor-parallel rank (model_executor/models/deepseek_v2.py, read in 0.10.1 and
-    0.19.0): MLA's down-projections (``kv_a_proj_with_mqa``, fused with ``q_a_proj`` where ``q_lora_rank`` is set:
-    ReplicatedLinear / MergedReplicatedLinear, in the weight format) and the MoE router (``gate``: ReplicatedLinear,
-    unquantized) of every MoE layer. The whole-model total counts them once; one GPU at TP n holds them n times over."""
+    """Bytes vLLM and SGLang keep whole on every tensor-parallel rank (models/deepseek_v2.py, vLLM 0.10.1 / 0.19.0 and
+    SGLang 0.4.6.post5 / 0.5.8.post1 / 0.5.12 read): MLA's down-projections (``kv_a_proj_with_mqa``, fused with
+    ``q_a_proj`` where ``q_lora_rank`` is set: ReplicatedLinear / MergedReplicatedLinear, in the weight format) and the
+    MoE router (``gate``: ReplicatedLinear, unquantized) of every MoE layer. The whole-model total counts them once; one GPU at TP n holds them n times over.
+    Where the checkpoint's own quantization_config leaves the down-projections unquantized (its ignore list covers
+    ``self_attn``: Moonshot's Kimi-K2.5 INT4, NVIDIA's GLM-5 NVFP4), that share is in the model dtype: the engine's
+    ReplicatedLinear takes the quant_config and its ignore list gives it the unquantized method."""
     num = functools.partial(config_count, model)
     out = 0.0
     if model.attention == "mla":
-        down = model.hidden_size * (num("kv_lora_rank") + num("qk_rope_head_dim") + num("q_lora_rank"))
-        out += down * model.num_layers * linear_bytes_per_param(fmt_name, dtype, group_size)
+        fmt, act = linear_bytes_per_param(fmt_name, dtype, group_size), dtype_bytes(dtype)
+        widths = {"kv_a_proj_with_mqa": num("kv_lora_rank") + num("qk_rope_head_dim"), "q_a_proj": num("q_lora_rank")}
+        for module, width in widths.items():
+            kept = kept_share(model, fmt_name, module) if width else 0.0
+            out += model.hidden_size * width * model.num_layers * (kept * act + (1 - kept) * fmt)
     if model.num_experts:
         moe_layers = max(model.num_layers - num("first_k_dense_replace"), 0)
         out += model.hidden_size * model.num_experts * moe_layers * dtype_bytes(dtype)
     return out
+
+
+def kept_share(model: ModelFacts, fmt_name: str, module: str) -> float:
+    """The share of the layers' ``self_attn.<module>`` that the checkpoint's own quantization_config leaves
+    unquantized (0.0 for another format or a config without an ignore list)."""
+    qc = (model.config or {}).get("quantization_config") or text_config(model).get("quantization_config")
+    if fmt_name != model.weight_format or not isinstance(qc, dict):
+        return 0.0
+    from ..model_facts.unconverted import covered_share  # only for a quantized MLA checkpoint (cold-start imports)
+
+    return covered_share(qc, [f"model.layers.{i}.self_attn.{module}" for i in range(model.num_layers)])
 
 
 def mistral_format_vision(model: ModelFacts, quantization: str) -> bool:

@@ -5,10 +5,11 @@ tensor-parallel rank, the tables and matrices it builds while loading (counted i
 
 - A multimodal checkpoint's vision encoder (unquantized; split over TP, or whole on every GPU where the engine reads a
   mistralai Pixtral repository in Mistral format).
-- MLA down-projections and the MoE router, ReplicatedLinear in vLLM (:func:`.weights.replicated_bytes`); DSA's lightning
+- MLA down-projections and the MoE router, ReplicatedLinear in vLLM and SGLang (:func:`.weights.replicated_bytes`); DSA's lightning
   indexer, whole on every rank (:func:`indexer_bytes`).
 - The rotary cos/sin tables (:mod:`.rotary`).
 - MLA's absorbed matrices (vLLM V0 0.7.1-0.7.3, :func:`mla_absorbed_bytes`).
+- SGLang's w_kc / w_vc copies of MLA's kv_b_proj (:func:`split_kv_b_bytes`).
 - Zero points a kernel keeps in the scales' dtype (vLLM's Machete on Hopper for AWQ, :func:`expanded_zero_point_bytes`).
 - Block-FP8 scales as Marlin keeps them on GPUs without FP8 units (:func:`marlin_scale_bytes`).
 - Routed experts' biases as the MoE kernel keeps them (gpt-oss under vLLM's MXFP4 kernels, :func:`expert_bias_bytes`).
@@ -22,7 +23,9 @@ from ..errors import ModelConfigError
 from ..model_facts.facts import ModelFacts
 from .formats import dtype_bytes, weight_format
 from .rotary import rotary_cache_bytes
-from .weights import config_count, linear_bytes_per_param, mistral_format_vision, replicated_bytes, vision_tower_params
+from .weights import (
+    config_count, kept_share, linear_bytes_per_param, mistral_format_vision, replicated_bytes, vision_tower_params,
+)
 
 
 def mla_absorbed_bytes(model: ModelFacts, absorption, quantization: str, dtype: str, tp: int, pp: int = 1) -> float:
@@ -109,6 +112,31 @@ def indexer_bytes(model: ModelFacts, quantization: str, dtype: str, group_size: 
     return whole - (q + k) * fmt * layers / (max(tp, 1) * max(pp, 1))
 
 
+def split_kv_b_bytes(model: ModelFacts, quantization: str, dtype: str, tp: int, pp: int, compute_capability: float | None) -> float:
+    """Bytes one GPU holds in the ``w_kc`` / ``w_vc`` copies SGLang makes of MLA's ``kv_b_proj`` and keeps beside it
+    (models/deepseek_common/deepseek_weight_loader.py ``post_load_weights``, 0.5.8.post1 and 0.5.12; deepseek_v2.py in
+    0.4.6.post5): the rank's heads x (qk_nope_head_dim + v_head_dim) x kv_lora_rank per layer, in the model dtype
+    (``block_quant_dequant`` of a 128x128 block-FP8 ``kv_b_proj`` on CUDA; a bf16 one as it is) or one byte where an
+    FP8 one is requantized per tensor: block-FP8 off CUDA (``block_quant_to_tensor_quant``; compute capability 0.0: not
+    NVIDIA), per-channel FP8 anywhere (``channel_quant_to_tensor_quant``). 0 for a model without MLA."""
+    if model.attention != "mla":
+        return 0.0
+    num = functools.partial(config_count, model)
+    heads = max(model.num_attention_heads // max(tp, 1), 1)
+    per_layer = heads * (num("qk_nope_head_dim") + num("v_head_dim")) * num("kv_lora_rank")
+    kept = _kept_kv_b(model, quantization)
+    fp8 = quantization.startswith("fp8") and (compute_capability == 0.0 or not quantization.startswith("fp8-block"))
+    per_param = kept * dtype_bytes(dtype) + (1 - kept) * (1.0 if fp8 else dtype_bytes(dtype))
+    return per_layer * per_param * model.num_layers / max(pp, 1)
+
+
+def _kept_kv_b(model: ModelFacts, quantization: str) -> float:
+    """The share of the layers' ``kv_b_proj`` the checkpoint leaves in the model dtype (1.0 for an unquantized one)."""
+    if quantization in ("none", None) or not quantization.startswith("fp8"):
+        return 1.0
+    return kept_share(model, quantization, "kv_b_proj")
+
+
 def engine_layout_bytes(
     model: ModelFacts, mp, version: str | None, quantization: str, dtype: str, group_size: int | None, tp: int, pp: int,
     checkpoint_bytes: int | None, sources: dict[str, str], compute_capability: float | None = None, linear_kernel: str | None = None,
@@ -136,6 +164,10 @@ def engine_layout_bytes(
     if rotary:  # the engine's cos/sin tables, whole on every GPU (not in the checkpoint, so not in the total)
         per_gpu += rotary
         sources["weights_rotary"] = f"rotary cos/sin tables {rotary / 2**20:.0f} MiB per GPU (data/rotary_cache.yaml, {mp.label})"
+    split = split_kv_b_bytes(model, quantization, dtype, tp, pp, compute_capability) if mp.splits_mla_kv_b else 0.0
+    if split:  # SGLang's w_kc / w_vc, copies of kv_b_proj built after loading (in no checkpoint)
+        per_gpu += split
+        sources["weights_mla_kv_b_split"] = f"MLA w_kc / w_vc copies of kv_b_proj {split / 2**30:.2f} GiB per GPU ({mp.label})"
     absorbed = mla_absorbed_bytes(model, mp.absorbs_mla(version), quantization, dtype, tp, pp)
     if absorbed:  # built after loading beside the raw projections (in no checkpoint)
         per_gpu += absorbed
