@@ -50,6 +50,7 @@ BATCHES = {
     "issue-23n": (HERE / "published" / "startup_logs_prospective_n.json", "84961fe"),  # main with memfix14's frozen model (84961fe)
     "issue-23o": (HERE / "published" / "startup_logs_prospective_o.json", "21208f9"),  # main with memfix15's frozen model (d0335dd)
     "issue-23p": (HERE / "published" / "startup_logs_prospective_p.json", "eda7ca3"),  # main's code as merged (memfix15's model)
+    "issue-23q": (HERE / "published" / "startup_logs_prospective_q.json", "25dc7a8"),  # main with memfix16's frozen model (cc289cc)
 }
 # The label each later batch's rows carry in the new-logs table and the prefix of its own summary lines.
 BATCH_LABELS = {"issue-23b": ("batch 2", "batch2_"), "issue-23c": ("batch 3", "batch3_"), "issue-23d": ("batch 4", "batch4_"),
@@ -58,7 +59,8 @@ BATCH_LABELS = {"issue-23b": ("batch 2", "batch2_"), "issue-23c": ("batch 3", "b
                 "issue-23i": ("batch 9", "batch9_"), "issue-23j": ("batch 10", "batch10_"),
                 "issue-23k": ("batch 11", "batch11_"), "issue-23l": ("batch 12", "batch12_"),
                 "issue-23m": ("batch 13", "batch13_"), "issue-23n": ("batch 14", "batch14_"),
-                "issue-23o": ("batch 15", "batch15_"), "issue-23p": ("batch 16", "batch16_")}
+                "issue-23o": ("batch 15", "batch15_"), "issue-23p": ("batch 16", "batch16_"),
+                "issue-23q": ("batch 17", "batch17_")}
 GIB = 2**30
 
 

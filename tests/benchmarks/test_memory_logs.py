@@ -423,3 +423,30 @@ def test_batch16_was_predicted_before_it_was_graded(ml):
         _tokens_and_weights_quoted(e)
         if e["engine_version"] not in e["quoted"]:
             assert e["version_note"].startswith("inferred"), e["id"]
+
+
+
+def test_batch17_was_predicted_before_it_was_graded(ml):
+    """Batch 17 (issue 23, session 8, memlogs17), gathered as facts before the merged main's model predicted it: at least
+    5 logs never used before (source and quote new) from at least 3 sources (at most 3 from any one, a source being its
+    stored-index file id or its URL), the token figure in its quote as written, every inferred GPU, model or version said
+    so in its note, vLLM 0.17-0.28 on CUDA and ROCm, TP 1 and 2, BF16 and FP8 weights, BF16 and FP8 KV, on at least 3 GPU
+    types, and predicted by main 25dc7a8 (memfix16's frozen model cc289cc as merged) before any grading."""
+    import re
+    from collections import Counter
+
+    new, data = _batch(ml, "issue-23q", 5)
+    assert ml.BATCHES["issue-23q"][1] == "25dc7a8" and data["code_commit"].startswith("c9b5329")
+    _unused_quotes(ml, "issue-23q", new)
+    found = [re.search(r"file ids? (\d{9,12})", e["source"]) for e in new]
+    per_source = Counter(m[1] if m else e["source"] for m, e in zip(found, new))
+    assert len(per_source) >= 3 and max(per_source.values()) <= 3
+    for e in new:
+        _tokens_quoted(e)
+        assert e["kv_cache_tokens_from"].startswith(("printed", "stated")), e["id"]
+        if e["engine_version"] not in e["quoted"]:
+            assert e["version_note"].startswith(("stated", "inferred")), e["id"]
+    assert {e["engine"] for e in new} == {"vllm"} and {e["tp"] for e in new} >= {1, 2}
+    assert {e["quantization"] for e in new} >= {"none", "fp8"} and {e["kv_cache_dtype"] for e in new} >= {"auto", "fp8"}
+    assert len({e["gpu"] for e in new}) >= 3 and len({e["engine_version"] for e in new}) >= 3
+    assert all("inferred" in e["gpu_note"] for e in new if e["gpu"] == "RTX-PRO-6000-Blackwell")
