@@ -22,7 +22,7 @@ def test_budget_under_the_weights_is_never_proposed():
     d = _diag("sf305")  # AWQ 7B at gpu_memory_utilization=0.1 of a T4: 1.46 GiB budget, 3.4 GiB of weights
     assert d.edits[0].argv == ["--gpu-memory-utilization", "0.90"]
     assert not any(e.argv[:1] in (["--kv-cache-dtype"], ["--max-model-len"], ["--enforce-eager"]) for e in d.edits)
-    assert any("under the weights alone" in n for n in d.notes)
+    assert any("is under the weights (3.4 GiB per GPU in 4-bit" in n for n in d.notes)
 
 
 def test_tgi_prefill_batch_carries_an_input_length_within_it():

@@ -9,7 +9,8 @@
   context or eager mode. So an undecided edit that leaves the budget under the weights (a utilization at that value, or
   any other knob at the run's own utilization) is never proposed; where the run's own budget is under them, vLLM's
   default utilization (0.90, EngineArgs) is proposed first when it holds them. The weights are the catalog's shapes at
-  the stated format (:mod:`.doctor_weights_fit`): a lower bound, since activations and one KV block come on top.
+  the stated format (:mod:`.doctor_weights_fit`), plus the memory model's activation-peak and non-torch terms where it
+  ran: a lower bound (one KV block comes on top; a TP edit is held to its weights alone).
 - **TGI's prefill batch and input length** (sf316: ``--max-batch-prefill-tokens 2048`` offered with
   ``max_input_length: 16000`` left). TGI's launcher refuses ``max_input_length > max_batch_prefill_tokens`` and
   ``max_input_length >= max_total_tokens`` (launcher/src/main.rs ``main``, "Validate args": "`max_batch_prefill_tokens`
@@ -71,29 +72,36 @@ def _budget_after(edit, u: float, tp: int, weights: float) -> tuple[float, float
     return (u, weights) if argv and set(argv[::2]) <= set(_NEITHER) else (u, 0.0)
 
 
+def _in_budget_extra(diag) -> float:
+    """The memory model's in-budget terms besides the weights and the KV cache (activation peak, non-torch), 0 without it."""
+    return sum(line.bytes_per_gpu for line in diag.ledger if line.in_budget and line.term != "weights"
+               and not line.term.startswith("KV"))
+
+
 def _utilization_floor(diag, text: str) -> None:
     weights, total, fmt = _weights_per_gpu(diag, text)
     if weights is None:
         return
-    u, tp = diag.gpu_memory_utilization or DEFAULT_UTILIZATION, max(diag.tp or 1, 1)
+    u, tp, extra = diag.gpu_memory_utilization or DEFAULT_UTILIZATION, max(diag.tp or 1, 1), _in_budget_extra(diag)
+    need = weights + extra  # at the run's TP; a TP edit is held to its weights alone (activations per GPU change with it)
     kept = []
     for e in diag.edits:
         share, w = _budget_after(e, u, tp, weights) if e.argv else (u, 0.0)
-        if e.starts is True or share * total >= w:
+        if e.starts is True or share * total >= (w + extra if w == weights else w):
             kept.append(e)
-    if u * total < weights and DEFAULT_UTILIZATION * total >= weights and not any(
-            e.argv[:1] == [_UTIL] and float(e.argv[1]) * total >= weights for e in kept[:1] if len(e.argv) > 1):
+    what = f"the weights ({weights / GIB:,.1f} GiB per GPU in {fmt}, from the catalog's shapes)" + (
+        f" with the memory model's activation and non-torch terms ({extra / GIB:,.2f} GiB)" if extra else "")
+    if u * total < need and DEFAULT_UTILIZATION * total >= need and not any(
+            e.argv[:1] == [_UTIL] and float(e.argv[1]) * total >= need for e in kept[:1] if len(e.argv) > 1):
         value = f"{DEFAULT_UTILIZATION:.2f}"
         kept.insert(0, undecided_edit(f"{_UTIL} {value}", [_UTIL, value], f"{u:.2f} -> {value} (vLLM's default): the budget "
                                       "holds the weights again", 0.05, f"the budget {u:.2f} x {total / GIB:,.2f} GiB = "
-                                      f"{u * total / GIB:,.2f} GiB is under the weights alone ({weights / GIB:,.1f} GiB per GPU, "
-                                      f"{fmt}, from the catalog's shapes), which vLLM loads inside it; whether activations and "
-                                      "the KV cache then fit is not printed"))
-    if len(kept) != len(diag.edits) or u * total < weights:
-        diag.notes.append(f"The budget {u:.2f} x {total / GIB:,.2f} GiB = {u * total / GIB:,.2f} GiB is under the weights alone "
-                          f"({weights / GIB:,.1f} GiB per GPU in {fmt})" if u * total < weights else
-                          f"Edits whose budget is under the weights alone ({weights / GIB:,.1f} GiB per GPU in {fmt}) are left out")
-        diag.notes[-1] += ": no KV dtype, context or eager mode starts there (vLLM loads the weights inside the budget)."
+                                      f"{u * total / GIB:,.2f} GiB is under {what}, which vLLM holds inside it; whether the KV "
+                                      "cache then fits is not printed"))
+    if len(kept) != len(diag.edits) or u * total < need:
+        diag.notes.append((f"The budget {u:.2f} x {total / GIB:,.2f} GiB = {u * total / GIB:,.2f} GiB is under {what}"
+                           if u * total < need else f"Edits whose budget is under {what} are left out")
+                          + ": no KV dtype, context or eager mode starts there (vLLM loads the weights inside the budget).")
     diag.edits = kept
 
 
