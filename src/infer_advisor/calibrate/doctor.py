@@ -194,6 +194,7 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     from .doctor_refusal_edits import HOST_KILL_NOTE, host_kill_edits, in_effect
     from .doctor_weights_fit import tp_first_when_weights_exceed
     from .doctor_free_memory import held_memory_first
+    from .doctor_budget_floor import budget_floor
 
     diag.gpu_count, diag.gpu_count_source = hw[0], hw[2] if (hw[0] or hw[1]) else None
     if diag.error is not None and diag.error.kind == "host_oom_killed":  # docfix13: host RAM, so no GPU setting (sf191)
@@ -225,6 +226,7 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     else:
         tp_first_when_weights_exceed(diag, text)  # docfix14 (sf225, sf224): weights alone over one GPU
     held_memory_first(diag)  # docfix16 (sf260-sf262): V1's free-memory check, touched only by utilization or freeing memory
+    budget_floor(diag, text)  # docfix19 (sf305, sf316): no budget under the weights; TGI's input length within its prefill batch
     first = next((e for e in diag.edits if e.starts), None)
     if diag.fixed_command and command:
         from .doctor_input import apply_edit

@@ -72,6 +72,9 @@ def first_try_edits(error: StartupError | None, engine: str, max_model_len: int 
                        "skips (the log does not show the phase)"), _utilization(u, -1, "leaves more of the GPU outside the "
                        "budget for what is allocated after the KV cache"), *_shorter(max_model_len, "a smaller profile run and "
                        "fewer KV blocks"), _tp(tp, "if the weights do not fit one GPU, each of twice the GPUs loads half")]
+    if kind == "max_len_exceeds_kv":  # docfix19 (sf311): V0's message retyped without its capacity figure (else doctor_figures decides)
+        return _shorter(max_model_len or int(error.figures.get("max_model_len", 0)), "the remedy V0's own message names "
+                        "(\"decreasing `max_model_len`\", worker.raise_if_cache_size_invalid); the capacity it printed is not in the text")
     if kind in ("kv_cache_check", "no_cache_blocks"):
         out = [_utilization(u, +1, "the advice of both of vLLM's KV-cache check messages (\"Try increasing "
                             "`gpu_memory_utilization`\")")] if u + UTILIZATION_STEP <= MAX_FIRST_TRY_UTILIZATION + 1e-9 else []

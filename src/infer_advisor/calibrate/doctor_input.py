@@ -26,7 +26,7 @@ _INT_EXTRAS = {"max-loras", "max-lora-rank"}
 
 
 # vLLM 0.11+ gpu_worker: "Free memory on device (%s/%s GiB) on startup. ..." (info line and error alike)
-_FREE_AT_START = re.compile(FREE_ON_DEVICE + r"([\d.]+)/([\d.]+) GiB\) on startup")
+_FREE_AT_START = re.compile(FREE_ON_DEVICE + r"([\d.]+)/([\d.]+) ?GiB\) on startup")  # docfix19 (sf313): " ?GiB"
 
 
 def extras_from_log(text: str) -> dict[str, float | bool]:

@@ -84,8 +84,9 @@ _V0_MAX_LEN = re.compile(  # "The " optional: a thread's title often quotes the 
     # the length still names the error (the capacity is then not known)
     r"(?:The )?model's max seq len \((\d+)\)(?: is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\))?"
 )
+# docfix19 (sf313, vllm/v1/worker/utils.py request_memory's f-string): a paste inside other text may drop its spaces
 _FREE = re.compile(
-    FREE_ON_DEVICE + r"([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU memory utilization \(([\d.]+), ([\d.]+) GiB\)"
+    FREE_ON_DEVICE + r"([\d.]+)/([\d.]+) ?GiB\) on startup is less than desired GPU memory utilization ?\(([\d.]+), ?([\d.]+) ?GiB\)"
 )
 _NO_BLOCKS = re.compile(r"No available memory for the cache blocks")
 # V0 0.6.5-0.7: "... the rest of the memory reserved for KV Cache is -X GiB"; V1 gpu_worker: "Available KV cache memory: -X GiB"
@@ -166,7 +167,8 @@ _GRAPH_PHASE = re.compile(
 _KV_SIZED = re.compile(r"GPU KV cache size: [\d,]+ tokens|# (?:GPU|cuda) blocks: [1-9]")
 _EAGER = re.compile(r"enforce_eager=True|--enforce-eager")
 _PROFILE_PHASE = re.compile(r"profile_run|determine_num_available_blocks|determine_available_memory|Memory profiling"
-                            r"|\b_dummy_run\b(?![\s\S]{0,3000}capture_model)")  # docfix17: V1's dummy forward, not capture_model's
+                            r"|\b_dummy_run\b(?![\s\S]{0,3000}capture_model)"  # docfix17: V1's dummy forward, not capture_model's
+                            r"|\b(?:\w*vision\w*|visual)\(\s*pixel_values\b")  # docfix19 (sf306): see doctor_budget_floor
 # the weights loaded (V0 "Loading model weights took", V1 "Model loading took"): an OOM after it is in the profile run
 _LOADED = re.compile(r"Loading model weights took|Model loading took")
 # vLLM V1 gpu_model_runner._dummy_sampler_run / _dummy_pooler_run (profile_run): "CUDA out of memory occurred when
