@@ -7,7 +7,7 @@ Batch 1 (sf01-sf33) was gathered before the doctor existed, a third held out by 
 SGLang/TGI/llama.cpp doctor was written and is graded prospectively as a whole (its first answers are committed in
 benchmarks/results/doctor_grade_batch2_first.json before any change they prompted).
 
-Each entry runs through exactly what a user runs (:func:`infer_advisor.calibrate.doctor.diagnose`, the function behind
+Each entry runs through exactly what a user runs (:func:`infer_advisor.doctor.diagnosis.diagnose`, the function behind
 `infer-advisor doctor`), with the log lines the thread quotes (plus the thread's error line when the quoted lines lack
 it) and what the thread states of the setup as options (--gpu, --model as the catalog entry with the same shapes,
 --engine-version, --tp, --max-model-len, --gpu-memory-utilization). Graded:
@@ -101,7 +101,7 @@ def doctor_input(f) -> str:
 
 
 def run_doctor(f, try_flags=None):
-    from infer_advisor.calibrate.doctor import diagnose
+    from infer_advisor.doctor.diagnosis import diagnose
 
     s = f.settings
     return diagnose(doctor_input(f), gpu=f.gpu, model=f.catalog_model, engine_version=f.engine_version, tp=f.tp,
@@ -159,7 +159,7 @@ def engine_check(f, diag, edit) -> tuple[bool | None, str]:
             got = avail + (float(value) - u0) * total
             return got >= need, f"{avail / GIB:.2f} + ({value} - {u0}) x {total / GIB:.2f} = {got / GIB:.2f} GiB vs {need / GIB:.2f} needed{note}"
     if f.error == "free_memory_below_utilization" and flag == "--gpu-memory-utilization" and {"free_memory_gib", "total_gpu_memory_gib"} <= fig.keys():
-        from infer_advisor.calibrate.doctor_figures import SMALLEST_USEFUL_BUDGET_BYTES
+        from infer_advisor.doctor.figures import SMALLEST_USEFUL_BUDGET_BYTES
 
         need = float(value) * fig["total_gpu_memory_gib"]  # vLLM V1 gpu_worker.init_device: utilization x total <= free at start
         if need * GIB < SMALLEST_USEFUL_BUDGET_BYTES:  # passes the check and loads nothing (sf65's first run: 0.00)
