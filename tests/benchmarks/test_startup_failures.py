@@ -227,3 +227,47 @@ def test_batch17_threads_are_new_state_what_they_claim_and_can_decide():
             for ref in re.findall(r"[\w.-]+/[\w.-]+#\d+", line.split("|")[0]):
                 repo, number = ref.split("#")
                 assert re.search(rf"{re.escape(repo)}/(issues|pull|discussions)/{number}(?!\d)", earlier), ref
+
+
+def test_batch18_threads_are_new_state_what_they_claim_and_can_decide():
+    """Batch 18 (sf333-sf337), gathered before docfix20's doctor ran on it, selected by batches 16-17's rule written
+    before any doctor run (the data file's batch-18 comment and startup_failures_batch18_candidates.md): every entry
+    states what made it start (a confirmed fix quoting the thread) or prints the deciding figures (sf333 also prints
+    V0's KV capacity). Also: no thread of an earlier entry nor one listed in the batch-16 or batch-17 candidates files,
+    the held-out third by the rule, and the candidates file lists every thread looked at and not taken, none of them a
+    taken one, each one marked 'used' being a thread of an earlier entry."""
+    from benchmarks.published.startup_failures import DATA_FILE
+
+    b18 = _new_batch(18, range(333, 338))
+    engines = [f.engine for f in b18]
+    assert (engines.count("vllm"), engines.count("llama.cpp")) == (2, 3)
+    assert [f.id for f in b18 if f.held_out] == ["sf333", "sf336"]
+    assert {f.id for f in b18 if f.fix and f.fix.confirmed} == {"sf333", "sf334", "sf335", "sf336", "sf337"}
+    for f in b18:  # the selection rule (a): the confirmed fix's quote is the thread's words, among the log or the notes
+        assert f.fix.quote in f.log or f.fix.quote in (f.notes or "") or f.fix.quote in f.url, f.id
+    sf333 = next(f for f in b18 if f.id == "sf333")  # rule (b) as well: V0's printed capacity
+    assert f"({sf333.figures['kv_cache_tokens']:.0f})" in sf333.error_line
+    sf335 = next(f for f in b18 if f.id == "sf335")  # the failed ROCm0 buffer is the log's own number
+    assert f"{sf335.figures['compute_buffer_bytes']:.0f}" in sf335.log
+    folder = DATA_FILE.parent
+    rejects = folder.joinpath("startup_failures_batch18_candidates.md").read_text(encoding="utf-8")
+    listed = {line for line in rejects.splitlines() if line.startswith("- ")}
+    refs = {ref for line in listed for ref in re.findall(r"[\w.-]+/[\w.-]+#\d+", line.split("|")[0])}
+    assert len(refs) >= 250
+    taken = {re.sub(r"https://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/(\d+)", r"\1#\2", f.url) for f in b18}
+    assert not taken & refs
+    for name in ("startup_failures_batch16_candidates.md", "startup_failures_batch17_candidates.md"):
+        earlier_rejects = folder.joinpath(name).read_text(encoding="utf-8")
+        for ref in taken:  # not rejected (nor used) in batch 16 or 17
+            assert not re.search(rf"{re.escape(ref)}(?!\d)", earlier_rejects), (name, ref)
+    earlier = DATA_FILE.read_text(encoding="utf-8").split("Batch 18 (sf333-sf337)")[0]
+    for ref in taken:  # new: neither URL nor repo#N in an earlier entry
+        repo, number = ref.split("#")
+        assert not re.search(rf"{re.escape(repo)}/(issues|pull|discussions)/{number}(?!\d)", earlier), ref
+        assert not re.search(rf"{re.escape(ref)}(?!\d)", earlier), ref
+    for line in listed:
+        if line.rstrip().endswith("| used"):
+            for ref in re.findall(r"[\w.-]+/[\w.-]+#\d+", line.split("|")[0]):
+                repo, number = ref.split("#")
+                assert re.search(rf"{re.escape(repo)}/(issues|pull|discussions)/{number}(?!\d)", earlier) or re.search(
+                    rf"{re.escape(ref)}(?!\d)", earlier), ref
