@@ -108,10 +108,10 @@ def test_the_server_batches_continuously(measured, served, tmp_path):
 
 @pytest.mark.xfail(strict=False, reason=(
     "Light-load TTFT on a loaded 2-core CI machine (2026-12-04): the one-sequence decode miss is fixed (light ITL "
-    "+5 to +27% in three runs, was +77 to +104% on the same measurements: ggml's mat-vec at one row, its tiled kernel "
+    "+5 to +27% in four runs, was +77 to +139% on the same measurements: ggml's mat-vec at one row, its tiled kernel "
     "from two, engines.yaml cpu.tiled_bandwidth_ratio_by_row_elements), but the measured light TTFT p50 swung "
-    "108-212 ms between runs (the server's own prefill 95-100 ms) and one of three runs missed the 30% bound, as the "
-    "old model did on that run. docs/capacity.md, 'Validation against a real server'."))
+    "108-212 ms between runs (the server's own prefill 95-100 ms) and two of four runs missed the 30% bound (+41%, "
+    "-50%), as the old model did on those runs (+45%, -47%). docs/capacity.md, 'Validation against a real server'."))
 def test_simulator_lands_near_the_measured_server(measured, tmp_path):
     out, model_dir, report, _ = measured
     step = calibrated_step(out / "cal.json", model_dir)
