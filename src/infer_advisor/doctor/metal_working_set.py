@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 
 from .edits import Edit, undecided_edit
+from ..units import GB, GIB, MIB
 
-MIB = 2**20
 _WORKING_SET = re.compile(r"recommendedMaxWorkingSetSize\s*=\s*([\d.]+) (MB|MiB)")
 _FAILED = re.compile(r"command buffer \d+ failed with status 5|kIOGPUCommandBufferCallbackErrorOutOfMemory|error: Insufficient Memory")
 _KV = re.compile(r"Metal KV buffer size\s*=\s*([\d.]+) MiB|allocated 'kv\s*' buffer, size =\s*([\d.]+) MiB")
@@ -47,7 +47,7 @@ def metal_plan(text: str) -> dict:
     m = _WORKING_SET.search(text)
     if not m:
         return {}
-    out = {"working_set": float(m.group(1)) * (1e6 if m.group(2) == "MB" else MIB),
+    out = {"working_set": float(m.group(1)) * (GB / 1000 if m.group(2) == "MB" else MIB),
            "kv": _sum(_KV, text), "weights": _sum(_WEIGHTS, text), "compute": _sum(_COMPUTE, text)}
     if ctx := _N_CTX.findall(text):
         out["n_ctx"] = int(ctx[-1])
@@ -90,8 +90,8 @@ def _whole_file_edit(text: str) -> Edit | None:
     return undecided_edit("--n-gpu-layers 0", ["--n-gpu-layers", "0"],
                           "no Metal offload: CPU decode (slower); or a smaller GGUF under the buffer maximum", 0.05,
                           f"the 2023 Metal build maps the whole file as one buffer 'data' at any -ngl >= 1 (llama.cpp "
-                          f"llama_init_from_file: n_gpu_layers > 0 adds model.mapping as one buffer): {int(m.group(1)) / 2**30:,.2f} GiB "
-                          f"over the Metal buffer maximum {int(m.group(2)) / 2**30:,.2f} GiB, so fewer layers change nothing")
+                          f"llama_init_from_file: n_gpu_layers > 0 adds model.mapping as one buffer): {int(m.group(1)) / GIB:,.2f} GiB "
+                          f"over the Metal buffer maximum {int(m.group(2)) / GIB:,.2f} GiB, so fewer layers change nothing")
 
 
 def metal_first(diag, text: str) -> None:
