@@ -61,7 +61,7 @@ def test_a_setting_with_the_value_the_command_has_is_not_offered():
 
 
 def test_grade_passes_the_stated_command_only_where_the_log_names_no_engine():
-    assert GRADE_SCHEMA == 6
+    assert GRADE_SCHEMA >= 6  # 7 since docfix20 (TGI's --max-input-length in the knob map)
     assert FAILURES["sf223"].command in doctor_input(FAILURES["sf223"])  # the log names no engine
     assert run_doctor(FAILURES["sf223"]).engine == "sglang"
     assert "-c 22528" not in doctor_input(FAILURES["sf134"])  # sf134's stated command is the one that worked: never an input

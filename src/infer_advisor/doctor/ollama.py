@@ -31,7 +31,9 @@ _FIELD = {key: re.compile(rf'{re.escape(key)}="{_SIZE}"') for key in (
     "memory.required.full", "memory.required.partial", "memory.required.kv", "memory.weights.total", "memory.graph.full")}
 _AVAILABLE = re.compile(r'memory\.available="\[([^\]]{0,200})\]"')
 _PARALLEL = re.compile(r'(?:\bparallel=|--parallel )(\d{1,3})\b')
-_REFUSED = re.compile(rf"model requires more system memory \({_SIZE}\) than is available")
+_REFUSED = re.compile(rf"model requires more system memory \({_SIZE}\) than is available(?: \({_SIZE}\))?")
+# ollama's pull progress (cmd/cmd.go): one line per blob, "pulling <digest prefix>: 100% ... <size>"; the largest is the GGUF
+_PULLED = re.compile(r"pulling [0-9a-f]{12}: +100%[^\n]{0,120}?([\d.]+ (?:[KMGT]?B))[ \t]*$", re.M)
 _EXITED = re.compile(r'llama runner (?:exited, you may not have enough available memory[^\n]{0,40}|process has terminated[^\n"]{0,60})')
 _MODEL_SIZE = re.compile(r"model size\s+=\s+([\d.]+) GiB")
 
@@ -57,6 +59,10 @@ def ollama_plan(text: str) -> dict:
         out["parallel"] = int(m.group(1))
     if m := _REFUSED.search(text):
         out["refused_required"] = _bytes(m.group(1))
+        if m.group(2):  # docfix20 (sf322-sf324): the message's own "available" (free + free swap), no "system memory" line
+            out["refused_available"] = _bytes(m.group(2))
+    if pulled := _PULLED.findall(text):
+        out["pulled_weights"] = max(_bytes(size) for size in pulled)
     if m := _MODEL_SIZE.search(text):
         out["model_size"] = float(m.group(1)) * GIB
     return out
@@ -64,13 +70,13 @@ def ollama_plan(text: str) -> dict:
 
 def _host_short(p: dict) -> tuple[float, float] | None:
     """(host memory ollama's check needs, host memory + swap free) where its check fails by the printed figures."""
-    if "host_free" not in p:
+    if "host_free" not in p and "refused_available" not in p:
         return None
     need = None  # this run's own plan first (a quoted message may be another machine's), then the message's figure
     if "required.full" in p and "required.partial" in p and p.get("layers_offload", 0) < p.get("layers_model", 0):
         need = p["required.full"] - p["required.partial"]  # the layers not offloaded stay in host memory
     need = need or p.get("refused_required")
-    avail = p["host_free"] + p.get("swap_free", 0.0)
+    avail = p["host_free"] + p.get("swap_free", 0.0) if "host_free" in p else p["refused_available"]
     return (need, avail) if need and need > avail else None
 
 
@@ -92,6 +98,7 @@ def ollama_edits(text: str) -> tuple[list[Edit], list[str]]:
                              "the same check counts free swap"))
         notes.append(f"ollama's own check failed: the model's part kept in host memory ({need / GIB:,.1f} GiB) is over the free host "
                      f"memory and swap ({avail / GIB:,.1f} GiB; llm/server.go \"model requires more system memory\").")
+        edits += _host_context_edit(p, need, avail)
     if p.get("parallel", 1) > 1:
         n = p["parallel"]
         kv = f" (memory.required.kv {p['required.kv'] / GIB:,.1f} GiB -> about {p['required.kv'] / n / GIB:,.1f})" if "required.kv" in p else ""
@@ -110,6 +117,23 @@ def ollama_edits(text: str) -> tuple[list[Edit], list[str]]:
         notes.append(f"ollama's runner died while loading ('{exited.group(0)[:90]}'): ollama names no figure; its plan lines "
                      "(msg=\"offload to ...\", msg=\"system memory\") say what it expected to fit.")
     return sorted(edits, key=lambda e: e.cost_rank), notes
+
+
+def _host_context_edit(p: dict, need: float, avail: float) -> list[Edit]:
+    """docfix20 (retrospective, batch 17's sf322-sf324): the part ollama's check counts (v0.3-v0.9 llm/server.go NewLlamaServer:
+    estimate.TotalSize - estimate.VRAMSize; v0.17 verifyLayout: input weights + CPU graph + the layers not on a GPU) holds
+    that part's KV cache and graph, which grow with num_ctx x the parallel requests (server/sched.go), and the default
+    context grew (4096 at v0.9; 4k/32k/256k by total VRAM at v0.17, server/routes.go). Where the weights the log prints
+    (runner "model size", memory.weights.total, or the largest blob ollama pulled) are alone over what is available, no
+    context helps and a smaller model stays first; otherwise a smaller context comes first."""
+    weights = p.get("model_size") or p.get("weights.total") or p.get("pulled_weights")
+    if weights and weights > avail:
+        return []
+    shown = f"the weights {weights / GIB:,.1f} GiB fit the {avail / GIB:,.1f} GiB; " if weights else ""
+    return [undecided_edit(f"{_NUM_CTX}, and OLLAMA_NUM_PARALLEL=1", [], "shorter context, 1 request at a time", 0.05,
+                           f"{shown}ollama's host-memory check counts the KV cache and graph of the part kept in host memory, "
+                           f"which grow with num_ctx x the parallel requests (server/sched.go; default context 4096 at v0.9, "
+                           f"4k/32k/256k by total VRAM at v0.17, server/routes.go); {need / GIB:,.1f} GiB needed of {avail / GIB:,.1f}")]
 
 
 def ollama_first(diag, text: str) -> None:
