@@ -191,6 +191,24 @@ def test_batch17_first_answers_are_kept_as_committed():
     assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (310, 81, 0)
 
 
+def test_batch18_first_answers_are_kept_as_committed():
+    """Batch 18's first answers: main 1457ce2's doctor (docfix20 frozen ad69faf) on sf333-sf337, committed before anything
+    else (7f74d2c). Selected by batches 16-17's rule: the one start is sf333's context under V0's printed capacity; the four
+    undecided first edits are the ones docs/doctor.md reads by an operator's eye (sf335's num_gpu, the reporter's fix,
+    would start; sf334's eager mode for a weight-loading OOM and sf337's vLLM flag on an ollama ROCm log would fail;
+    sf336 open)."""
+    b18, rows, held = _first_run(18)
+    assert (b18["entries"], b18["first_edit_starts"], b18["first_edit_fails"], b18["unverifiable"], b18["no_edit"],
+            b18["not_read"], b18["crash"], b18["error_named"], b18["memory_model_run"], b18["gpu_inferred"],
+            b18["starts_by_log_figures"]) == (5, 1, 0, 4, 0, 0, 0, 2, 0, 1, 1)
+    assert [i for i, r in rows.items() if r["verdict"] == "starts"] == ["sf333"]
+    assert rows["sf333"]["decided_by"] == "log_figures" and rows["sf333"]["first_edit"] == "--max-model-len 14336"
+    assert (rows["sf334"]["first_edit"], rows["sf337"]["first_edit"]) == ("--enforce-eager", "--gpu-memory-utilization 0.85 (vLLM)")
+    assert rows["sf335"]["first_edit"].startswith("PARAMETER num_gpu lower")
+    assert rows["sf336"]["first_edit"].startswith("PARAMETER num_ctx smaller")
+    assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (315, 83, 0)
+
+
 def test_a_budget_that_passes_the_start_check_and_holds_no_model_fails():
     """sf65 (batch 5): 0.49 of 79.32 GiB free; the first run's 0.00 passed V1's start check and would load nothing."""
     f = next(x for x in load_failures().failures if x.id == "sf65")
