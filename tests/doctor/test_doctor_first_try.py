@@ -9,7 +9,7 @@ from __future__ import annotations
 from benchmarks.doctor_grade import grade, run_doctor, thread_value
 from benchmarks.published.startup_failures import load_failures
 from infer_advisor.doctor.diagnosis import SCHEMA_VERSION, Diagnosis
-from infer_advisor.doctor.first_try import first_try_edits
+from infer_advisor.doctor.engine_table import first_try_edits
 from infer_advisor.doctor.startup_errors import StartupError, find_startup_error
 
 FAILURES = {f.id: f for f in load_failures().failures}

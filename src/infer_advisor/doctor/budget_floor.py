@@ -1,6 +1,6 @@
 """Edits an engine itself would refuse or could not start with (docfix19, retrospective: batch 16's sf305 and sf316).
 
-    >>> budget_floor(diag, text)   # diag.edits rewritten in place; a note where the run's budget is below its weights
+    >>> engine_budget_floor(diag, text)   # diag.edits rewritten in place; a note where the run's budget is below its weights
 
 - **vLLM's budget below the weights** (sf305: an AWQ 7B at ``gpu_memory_utilization=0.1`` of a T4). vLLM loads the
   weights inside the budget ``gpu_memory_utilization x total`` and sizes the KV cache from what the budget leaves after
@@ -39,13 +39,6 @@ _TGI_TOTAL = re.compile(r"\bmax_total_tokens\b[:=]\s*(?:Some\()?(\d+)|--max-tota
 _PREFILL = "--max-batch-prefill-tokens"
 
 
-def budget_floor(diag, text: str) -> None:
-    if diag.engine == "tgi":
-        _tgi_input_within_prefill(diag, text)
-    elif diag.engine == "vllm":
-        _utilization_floor(diag, text)
-
-
 def _weights_per_gpu(diag, text: str) -> tuple[float | None, float | None, str]:
     from .weights_fit import _bytes_per_param, _weights, total_bytes
 
@@ -78,7 +71,7 @@ def _in_budget_extra(diag) -> float:
                and not line.term.startswith("KV"))
 
 
-def _utilization_floor(diag, text: str) -> None:
+def utilization_floor(diag, text: str) -> None:
     weights, total, fmt = _weights_per_gpu(diag, text)
     if weights is None:
         return
@@ -105,7 +98,7 @@ def _utilization_floor(diag, text: str) -> None:
     diag.edits = kept
 
 
-def _tgi_input_within_prefill(diag, text: str) -> None:
+def tgi_input_within_prefill(diag, text: str) -> None:
     m = _TGI_INPUT.search(text[:2_000_000])
     if m is None:
         return

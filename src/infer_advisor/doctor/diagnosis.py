@@ -29,7 +29,8 @@ from .edits import (Edit, LedgerLine, Scenario, StartRule, graph_pool_bytes, ran
                            tried_edit)
 from .figures import engine_figure_edits, free_memory_note, printed_v0_check, within_engine_figures
 from .command import any_kv, engine_try_flags, min_slots, model_setup, setup_notes, tried_command
-from .ledger import binding, ledger, logged_only, predicted_error
+from .engine_table import model_flags, own_arithmetic, predicted_error
+from .ledger import binding, ledger, logged_only
 from .version import generation_of as _generation, release_or_none, version_of as _version
 from .startup_errors import StartupError, find_startup_error
 from ..engines.startup_log import StartupLog
@@ -109,7 +110,7 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
     if looks_like_command(text):
         log, flags = log_from_command(text)
         error, kind = None, "command"
-        if try_flags and log.engine != "vllm":
+        if try_flags and not model_flags(log.engine):
             engine_try_flags(log.engine, try_flags)  # checked before the model is resolved: a bad flag is one line, exit 2
     else:
         error = find_startup_error(text)
@@ -121,7 +122,7 @@ def diagnose(text: str, *, gpu: str | None = None, model: str | None = None, eng
 
             raise RequestError("Nothing in this input looks like a vLLM, SGLang, TGI or llama.cpp start-up log or a vLLM command line "
                                "(no engine line, no start-up error); pass the engine's start-up log.")
-        if engine in ("sglang", "tgi", "llama.cpp"):
+        if own_arithmetic(engine):
             if try_flags:
                 from ..errors import RequestError
 
@@ -185,7 +186,8 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     how sure it is and why; an edit that needs GPUs the machine lacks does not start, and one that needs more than the
     run uses goes after those that run on them where the count is not known (:mod:`.hardware_rank`)."""
     from .engine_words import unnamed_edits
-    from .first_try import first_try_edits, label_edits, larger_than_gpu, ollama_note
+    from .engine_table import engine_budget_floor, first_try_edits
+    from .first_try import label_edits, larger_than_gpu, ollama_note
     from .hardware_rank import nothing_runs_edit, place_by_hardware, shared_device_note
     from .engine_passes import before_hardware
     from .graph_room import graph_room_first
@@ -194,7 +196,6 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     from .refusal_edits import HOST_KILL_NOTE, host_kill_edits, in_effect
     from .weights_fit import tp_first_when_weights_exceed
     from .free_memory import held_memory_first
-    from .budget_floor import budget_floor
 
     diag.gpu_count, diag.gpu_count_source = hw[0], hw[2] if (hw[0] or hw[1]) else None
     if diag.error is not None and diag.error.kind == "host_oom_killed":  # docfix13: host RAM, so no GPU setting (sf191)
@@ -226,7 +227,7 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     else:
         tp_first_when_weights_exceed(diag, text)  # docfix14 (sf225, sf224): weights alone over one GPU
     held_memory_first(diag)  # docfix16 (sf260-sf262): V1's free-memory check, touched only by utilization or freeing memory
-    budget_floor(diag, text)  # docfix19 (sf305, sf316): no budget under the weights; TGI's input length within its prefill batch
+    engine_budget_floor(diag, text)  # docfix19 (sf305, sf316): no budget under the weights; TGI's input length within its prefill batch
     first = next((e for e in diag.edits if e.starts), None)
     if diag.fixed_command and command:
         from .input_text import apply_edit
@@ -405,15 +406,15 @@ def _edits_and_fix(diag: Diagnosis, log: StartupLog, flags: dict, sc: Scenario, 
         from .sglang_tgi import in_engine_flags
 
         edits = rank_edits(sc, base)
-        diag.edits = edits if log.engine == "vllm" else in_engine_flags(edits, log.engine, context_slots=int(flags.get("ctx-slots", 1)),
+        diag.edits = edits if model_flags(log.engine) else in_engine_flags(edits, log.engine, context_slots=int(flags.get("ctx-slots", 1)),
                                                                         max_input_tokens=flags.get("max-input-tokens"))
-        if log.engine == "vllm":
+        if model_flags(log.engine):
             diag.edits = within_engine_figures(diag.edits, diag.error if diag.error_logged else None, diag.max_model_len)
-    if diag.starts and log.engine != "vllm" and base.max_concurrency < 1:
+    if diag.starts and not model_flags(log.engine) and base.max_concurrency < 1:
         diag.notes.append(f"The KV pool holds {base.kv_cache_tokens:,} tokens, less than one request of {sc.setup['context']:,}: "
                           f"{log.engine} starts, but refuses longer prompts.")
     if try_flags:
-        diag.tried = tried_edit(sc, try_flags) if log.engine == "vllm" else tried_command(log, try_flags, model=model, gpu=gpu, version=version)
+        diag.tried = tried_edit(sc, try_flags) if model_flags(log.engine) else tried_command(log, try_flags, model=model, gpu=gpu, version=version)
     first = next((e for e in diag.edits if e.starts), None)
     if diag.input_kind == "command" and first is not None and log.command:
         from .input_text import apply_edit

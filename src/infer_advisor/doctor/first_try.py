@@ -1,6 +1,6 @@
 """What an on-call engineer tries first when the log's figures decide nothing: the doctor's last resort.
 
-    >>> first_try_edits(StartupError(kind="cuda_oom", line="torch.OutOfMemoryError: ..."), "vllm", None, None, 1)[0].change
+    >>> vllm_first(StartupError(kind="cuda_oom", line="torch.OutOfMemoryError: ..."), None, None, 1)[0].change
     '--enforce-eager'
 
 Used only where every other path (the memory model, the engine's printed figures, its own advice) gave no edit. Each
@@ -28,26 +28,36 @@ FULL_GPU_SHARE = 0.01
 SGLANG_FAQ_FRACTION = 0.80  # docs.sglang.io references/faq "CUDA Out of Memory": "such as 0.8 or 0.7"
 
 
-def first_try_edits(error: StartupError | None, engine: str, max_model_len: int | None, utilization: float | None,
-                    tp: int | None, free_note: str | None = None) -> list[Edit]:
-    """The ranked first tries for ``error`` where no figure decides an edit (empty: none is a first try)."""
-    if error is None:
-        return []
+def first_try_common(error: StartupError, max_model_len: int | None, free_note: str | None) -> list[Edit] | None:
+    """The first tries every engine shares (None: none; the engine's own first tries decide, :mod:`.engine_table`)."""
     if error.kind == "free_memory_below_utilization" and free_note:
         return [free_gpu(error)]
     if error.kind == "nccl_error":
         return [_nccl(max_model_len)]
-    if engine == "sglang" and error.kind.startswith("cuda_oom"):
-        return _sglang_oom(utilization)
-    if engine == "tgi" and error.kind == "cuda_oom_load":  # the shard died loading its weights, before warm-up (sf127, docfix8)
+    return None
+
+
+def sglang_first(error: StartupError, max_model_len: int | None, utilization: float | None, tp: int | None) -> list[Edit]:
+    return _sglang_oom(utilization) if error.kind.startswith("cuda_oom") else []
+
+
+def tgi_first(error: StartupError, max_model_len: int | None, utilization: float | None, tp: int | None) -> list[Edit]:
+    if error.kind == "cuda_oom_load":  # the shard died loading its weights, before warm-up (sf127, docfix8)
         return [_tp(tp, "the shard ran out of memory loading its weights, before TGI's warm-up: more shards split them (or a "
                     "quantized checkpoint, --quantize)", "--num-shard")]
-    if engine == "tgi" and error.kind.startswith("cuda_oom"):
+    if error.kind.startswith("cuda_oom"):
         return [undecided_edit("--max-batch-prefill-tokens 2048", ["--max-batch-prefill-tokens", "2048"], "half of TGI's default 4096 prefill "
                       "tokens per batch (longer prompts are split or refused)", 0.3, "TGI's warm-up is a batch of max_batch_prefill_tokens, "
                       "and its own message says to decrease it"), _tp(tp, "weights per GPU halve", "--num-shard")]
-    if engine != "vllm":
-        return []
+    return []
+
+
+def no_first_try(error: StartupError, max_model_len: int | None, utilization: float | None, tp: int | None) -> list[Edit]:
+    return []
+
+
+def vllm_first(error: StartupError, max_model_len: int | None, utilization: float | None, tp: int | None) -> list[Edit]:
+    """vLLM's first tries, by the phase the error names."""
     kind, u = error.kind, utilization or DEFAULT_UTILIZATION
     fit = _engine_kv_fit(error) if kind.startswith("cuda_oom") else []
     if kind in ("cuda_oom", "cuda_oom_load") and after_budget(error):

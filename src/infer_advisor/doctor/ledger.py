@@ -1,7 +1,7 @@
 """The doctor's memory ledger for one setup, the term that binds, and the error the engine will raise, in its words.
 
     >>> lines = ledger(est, log, None)
-    >>> binding(est, StartRule(), None), predicted_error(est, setup, "V1", "vllm").kind
+    >>> binding(est, StartRule(), None), vllm_error(est, setup, "V1").kind
     ('KV cache', 'kv_needed_exceeds_available')
 
 The ledger lists the memory model's terms (:func:`infer_advisor.estimate.memory.estimate_memory`) next to the
@@ -82,13 +82,27 @@ def binding(est, rule: StartRule, error: StartupError | None) -> str:
     return "KV cache"
 
 
-def predicted_error(est, setup: dict, generation: str | None, engine: str = "vllm") -> StartupError:
-    length = setup["context"]
-    if engine == "sglang" and (est.kv_cache_bytes_per_gpu <= 0 or est.kv_cache_tokens <= 0):
+def sglang_error(est, setup: dict, generation: str | None) -> StartupError:
+    """SGLang: no room for its KV pool at --mem-fraction-static; else the check vLLM would fail (:func:`vllm_error`)."""
+    if est.kv_cache_bytes_per_gpu <= 0 or est.kv_cache_tokens <= 0:
         return StartupError(kind="sglang_not_enough_memory", line=_WORDS["sglang_not_enough_memory"].format(f=setup["memory_fraction"]))
-    if engine in ("tgi", "llama.cpp") and (est.kv_cache_bytes_per_gpu <= 0 or est.kv_cache_tokens <= 0
-                                           or est.max_concurrency < (setup.get("concurrency", 1) if engine == "llama.cpp" else 1)):
-        return _other_engine_error(est, setup, engine)
+    return vllm_error(est, setup, generation)
+
+
+def tgi_error(est, setup: dict, generation: str | None) -> StartupError:
+    if est.kv_cache_bytes_per_gpu <= 0 or est.kv_cache_tokens <= 0 or est.max_concurrency < 1:
+        return _other_engine_error(est, setup, "tgi")
+    return vllm_error(est, setup, generation)
+
+
+def llamacpp_error(est, setup: dict, generation: str | None) -> StartupError:
+    if est.kv_cache_bytes_per_gpu <= 0 or est.kv_cache_tokens <= 0 or est.max_concurrency < setup.get("concurrency", 1):
+        return _other_engine_error(est, setup, "llama.cpp")
+    return vllm_error(est, setup, generation)
+
+
+def vllm_error(est, setup: dict, generation: str | None) -> StartupError:
+    length = setup["context"]
     if est.kv_cache_bytes_per_gpu <= 0 or est.kv_cache_tokens <= 0:
         return StartupError(kind="no_cache_blocks", line=_WORDS["no_cache_blocks"])
     if est.max_concurrency < 1:
