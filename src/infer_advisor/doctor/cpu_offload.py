@@ -35,7 +35,7 @@ def offload_edit(text: str) -> Edit | None:
 
 def offload_first(diag, text: str) -> None:
     """Put --cpu-offload-gb 0 first for SGLang or vLLM where a CUDA runtime OOM came with weight offload on."""
-    if diag.engine not in ("sglang", "vllm") or any(e.starts for e in diag.edits):
+    if any(e.starts for e in diag.edits):  # SGLang and vLLM only (their passes, engine_passes)
         return
     if (edit := offload_edit(text)) is not None:
         diag.edits = [edit] + [e for e in diag.edits if e.argv[:1] != ["--cpu-offload-gb"]]

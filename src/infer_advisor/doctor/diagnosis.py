@@ -186,10 +186,9 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     how sure it is and why; an edit that needs GPUs the machine lacks does not start, and one that needs more than the
     run uses goes after those that run on them where the count is not known (:mod:`.hardware_rank`)."""
     from .engine_words import unnamed_edits
-    from .engine_table import engine_budget_floor, first_try_edits
+    from .engine_table import before_hardware, engine_budget_floor, first_try_edits
     from .first_try import label_edits, larger_than_gpu, ollama_note
     from .hardware_rank import nothing_runs_edit, place_by_hardware, shared_device_note
-    from .engine_passes import before_hardware
     from .graph_room import graph_room_first
     from .load_oom import weights_first
     from .sglang_fraction import fraction_direction

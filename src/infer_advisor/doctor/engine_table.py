@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from .budget_floor import tgi_input_within_prefill, utilization_floor
 from .edits import Edit
+from .engine_passes import llamacpp_passes, sglang_passes, tgi_passes, vllm_passes
 from .first_try import first_try_common, no_first_try, sglang_first, tgi_first, vllm_first
 from .ledger import llamacpp_error, sglang_error, tgi_error, vllm_error
 from .startup_errors import StartupError
@@ -32,12 +33,17 @@ class EngineDoctor:
     predicted_error: Callable  # (estimate, setup, generation) -> the error the engine raises where the model finds no start
     first_try: FirstTry  # its own first tries (after those every engine shares, :func:`first_try_edits`)
     budget_floor: Callable | None  # (diag, text): edits it would refuse at start (docfix19), None: no such pass
+    passes: Callable  # (diag, text, GPUs present): its own passes just before the hardware ranking, in order (:mod:`.engine_passes`)
 
 
-VLLM = EngineDoctor("vllm", model_flags=True, predicted_error=vllm_error, first_try=vllm_first, budget_floor=utilization_floor)
-SGLANG = EngineDoctor("sglang", model_flags=False, predicted_error=sglang_error, first_try=sglang_first, budget_floor=None)
-TGI = EngineDoctor("tgi", model_flags=False, predicted_error=tgi_error, first_try=tgi_first, budget_floor=tgi_input_within_prefill)
-LLAMACPP = EngineDoctor("llama.cpp", model_flags=False, predicted_error=llamacpp_error, first_try=no_first_try, budget_floor=None)
+VLLM = EngineDoctor("vllm", model_flags=True, predicted_error=vllm_error, first_try=vllm_first, budget_floor=utilization_floor,
+                    passes=vllm_passes)
+SGLANG = EngineDoctor("sglang", model_flags=False, predicted_error=sglang_error, first_try=sglang_first, budget_floor=None,
+                      passes=sglang_passes)
+TGI = EngineDoctor("tgi", model_flags=False, predicted_error=tgi_error, first_try=tgi_first, budget_floor=tgi_input_within_prefill,
+                   passes=tgi_passes)
+LLAMACPP = EngineDoctor("llama.cpp", model_flags=False, predicted_error=llamacpp_error, first_try=no_first_try, budget_floor=None,
+                        passes=llamacpp_passes)
 DOCTORS: dict[str, EngineDoctor] = {d.name: d for d in (VLLM, SGLANG, TGI, LLAMACPP)}
 
 
@@ -79,3 +85,10 @@ def engine_budget_floor(diag, text: str) -> None:
     doctor = doctor_for(diag.engine)
     if doctor is not None and doctor.budget_floor is not None:
         doctor.budget_floor(diag, text)
+
+
+def before_hardware(diag, text: str, count: int | None) -> None:
+    """The engine's own passes over the ranked edits, just before the hardware ranking (none for an engine not covered)."""
+    doctor = doctor_for(diag.engine)
+    if doctor is not None:
+        doctor.passes(diag, text, count)

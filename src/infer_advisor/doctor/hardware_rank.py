@@ -232,7 +232,7 @@ def shards_to_gpus_present(diag, count: int | None) -> None:
     (sf127's confirmed fix on four V100s was --num-shard 4)."""
     kind = diag.error.kind if diag.error is not None else ""
     tp = max(diag.tp or 1, 1)
-    if not count or count <= tp or not kind.startswith("cuda_oom") or diag.engine not in ("vllm", "sglang", "tgi"):
+    if not count or count <= tp or not kind.startswith("cuda_oom"):  # vLLM, SGLang, TGI only (their passes, engine_passes)
         return
     target = present_tp(diag.engine, count)
     out = []

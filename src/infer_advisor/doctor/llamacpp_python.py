@@ -40,6 +40,6 @@ def in_python_knobs(diag, text: str) -> None:
     """Where the text is llama-cpp-python's (and not ollama's), each llama-server flag edit in the binding's keywords."""
     from .first_try import ollama_note
 
-    if diag.engine != "llama.cpp" or ollama_note(text, diag.engine) or not _PYTHON.search(text[:2_000_000]):
+    if ollama_note(text, diag.engine) or not _PYTHON.search(text[:2_000_000]):
         return
     diag.edits = [e.model_copy(update={"change": _said(e)}) for e in diag.edits]

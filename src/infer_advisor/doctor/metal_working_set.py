@@ -97,7 +97,7 @@ def _whole_file_edit(text: str) -> Edit | None:
 def metal_first(diag, text: str) -> None:
     """Put the working-set context edit first for a llama.cpp run whose Metal command buffer failed out of memory; for the
     2023 whole-file Metal buffer over its maximum, -ngl 0 replaces 'fewer layers' (docfix20, sf328)."""
-    if diag.engine != "llama.cpp" or any(e.starts for e in diag.edits):
+    if any(e.starts for e in diag.edits):  # llama.cpp only (its passes, engine_passes)
         return
     if (whole := _whole_file_edit(text)) is not None:
         diag.edits = [whole] + [e for e in diag.edits if not e.change.startswith("fewer layers on the GPU")]

@@ -39,7 +39,7 @@ def mm_profile_edit(text: str) -> Edit | None:
 
 def mm_profile_first(diag, text: str) -> None:
     """Put the multimodal limit first, and drop --max-num-seqs, where vLLM printed the worst-case warning for its profile."""
-    if diag.engine != "vllm" or any(e.starts for e in diag.edits):
+    if any(e.starts for e in diag.edits):  # vLLM only (its passes, engine_passes)
         return
     if (edit := mm_profile_edit(text)) is not None:
         diag.edits = [edit] + [e for e in diag.edits if e.argv[:1] != ["--max-num-seqs"]]

@@ -140,7 +140,7 @@ def ollama_first(diag, text: str) -> None:
     """Where the doctor found no edit of its own for an ollama run (llama.cpp under ollama), ollama's own lines give them."""
     from .first_try import ollama_note
 
-    if diag.engine != "llama.cpp" or any(e.starts for e in diag.edits):
+    if any(e.starts for e in diag.edits):  # llama.cpp only (its passes, engine_passes)
         return
     if not (ollama_note(text, diag.engine) or _SYSTEM.search(text[:2_000_000]) or _OFFLOAD.search(text[:2_000_000])):
         return  # llama-server's own log: its flags, not ollama's knobs

@@ -34,7 +34,7 @@ def rank_figures(text: str) -> dict[int, float]:
 
 def rank_gap_first(diag, text: str) -> None:
     """vLLM only: where one rank prints a negative KV size and the gap to another exceeds the deficit, that rank first."""
-    if diag.engine != "vllm" or any(e.starts for e in diag.edits):
+    if any(e.starts for e in diag.edits):  # vLLM only (its passes, engine_passes)
         return
     figs = rank_figures(text)
     if not figs:

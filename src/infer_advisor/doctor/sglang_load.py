@@ -44,7 +44,7 @@ def sglang_weights_first(diag, text: str, over_gpu: bool = False) -> None:
     from .hardware_rank import present_tp
 
     error = diag.error
-    if diag.engine != "sglang" or error is None or not error.kind.startswith("cuda_oom") or any(e.starts for e in diag.edits):
+    if error is None or not error.kind.startswith("cuda_oom") or any(e.starts for e in diag.edits):
         return
     if not (over_gpu or error.kind == "cuda_oom_load" or load_phase(text)):
         return

@@ -64,7 +64,7 @@ def shared_device_first(diag, text: str) -> None:
     from .version import is_release
     from .startup_errors import V1_FIRST  # V1 the default engine from 0.8.0
 
-    if diag.engine != "vllm" or diag.error is None or diag.error.kind not in _KINDS:
+    if diag.error is None or diag.error.kind not in _KINDS:  # vLLM only (its passes, engine_passes)
         return
     n = shares_device(text)
     if not n:
