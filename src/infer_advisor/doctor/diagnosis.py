@@ -186,15 +186,11 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     how sure it is and why; an edit that needs GPUs the machine lacks does not start, and one that needs more than the
     run uses goes after those that run on them where the count is not known (:mod:`.hardware_rank`)."""
     from .engine_words import unnamed_edits
-    from .engine_table import before_hardware, engine_budget_floor, first_try_edits
+    from .engine_table import after_hardware, before_hardware, first_try_edits
     from .first_try import label_edits, larger_than_gpu, ollama_note
     from .hardware_rank import nothing_runs_edit, place_by_hardware, shared_device_note
-    from .graph_room import graph_room_first
-    from .load_oom import weights_first
-    from .sglang_fraction import fraction_direction
     from .refusal_edits import HOST_KILL_NOTE, host_kill_edits, in_effect
     from .weights_fit import tp_first_when_weights_exceed
-    from .free_memory import held_memory_first
 
     diag.gpu_count, diag.gpu_count_source = hw[0], hw[2] if (hw[0] or hw[1]) else None
     if diag.error is not None and diag.error.kind == "host_oom_killed":  # docfix13: host RAM, so no GPU setting (sf191)
@@ -216,17 +212,13 @@ def _finish(diag: Diagnosis, hw: tuple = (None, None, None), command: str | None
     shared = shared_device_note(text, diag.engine, diag.gpu_memory_utilization)  # docfix13 (sf171): other servers on the device
     diag.notes += already + [n for n in (shared, ollama_note(text, diag.engine)) if n]
     diag.edits = label_edits(diag.edits, diag.memory_model, diag.error)
-    weights_first(diag, text, tp_stated)  # docfix15 (sf229, sf239): a load-phase OOM gets fewer weights per GPU, never eager mode
-    graph_room_first(diag, text)  # docfix15 (sf237): at a utilization that leaves the CUDA graphs no room, KV edits go eager
-    fraction_direction(diag, text)  # docfix15 (sf138): SGLang's smaller fraction where the weights leave it no KV pool
-    before_hardware(diag, text, hw[0])  # docfix16: SGLang's load OOM, ollama's own lines, TP over the GPUs present
+    before_hardware(diag, text, hw[0], tp_stated)  # the engine's own passes, in order (engine_table, engine_passes)
     diag.edits, stuck = place_by_hardware(diag.edits, hw[0], hw[1], diag.tp, diag.pp, diag.error)
     if stuck:
         diag.edits.insert(0, nothing_runs_edit(diag.edits, hw[0], diag.tp))
     else:
         tp_first_when_weights_exceed(diag, text)  # docfix14 (sf225, sf224): weights alone over one GPU
-    held_memory_first(diag)  # docfix16 (sf260-sf262): V1's free-memory check, touched only by utilization or freeing memory
-    engine_budget_floor(diag, text)  # docfix19 (sf305, sf316): no budget under the weights; TGI's input length within its prefill batch
+    after_hardware(diag, text)  # docfix16, docfix19 (sf260-sf262, sf305, sf316): V1's free-memory check, the engine's refusals
     first = next((e for e in diag.edits if e.starts), None)
     if diag.fixed_command and command:
         from .input_text import apply_edit

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .budget_floor import tgi_input_within_prefill, utilization_floor
+from .budget_floor import tgi_input_within_prefill
 from .edits import Edit
-from .engine_passes import llamacpp_passes, sglang_passes, tgi_passes, vllm_passes
+from .engine_passes import llamacpp_passes, sglang_passes, tgi_passes, vllm_after_hardware, vllm_passes
 from .first_try import first_try_common, no_first_try, sglang_first, tgi_first, vllm_first
 from .ledger import llamacpp_error, sglang_error, tgi_error, vllm_error
 from .startup_errors import StartupError
@@ -32,18 +32,18 @@ class EngineDoctor:
     model_flags: bool  # the memory model's edits are this engine's flags as they are, and --try-flags run through it (vLLM)
     predicted_error: Callable  # (estimate, setup, generation) -> the error the engine raises where the model finds no start
     first_try: FirstTry  # its own first tries (after those every engine shares, :func:`first_try_edits`)
-    budget_floor: Callable | None  # (diag, text): edits it would refuse at start (docfix19), None: no such pass
-    passes: Callable  # (diag, text, GPUs present): its own passes just before the hardware ranking, in order (:mod:`.engine_passes`)
+    passes: Callable  # (diag, text, GPUs present, TP stated): its own passes before the hardware ranking, in order (:mod:`.engine_passes`)
+    after_hardware: Callable | None  # (diag, text): its passes after it, edits it would refuse at start (docfix16, docfix19)
 
 
-VLLM = EngineDoctor("vllm", model_flags=True, predicted_error=vllm_error, first_try=vllm_first, budget_floor=utilization_floor,
-                    passes=vllm_passes)
-SGLANG = EngineDoctor("sglang", model_flags=False, predicted_error=sglang_error, first_try=sglang_first, budget_floor=None,
-                      passes=sglang_passes)
-TGI = EngineDoctor("tgi", model_flags=False, predicted_error=tgi_error, first_try=tgi_first, budget_floor=tgi_input_within_prefill,
-                   passes=tgi_passes)
-LLAMACPP = EngineDoctor("llama.cpp", model_flags=False, predicted_error=llamacpp_error, first_try=no_first_try, budget_floor=None,
-                        passes=llamacpp_passes)
+VLLM = EngineDoctor("vllm", model_flags=True, predicted_error=vllm_error, first_try=vllm_first, passes=vllm_passes,
+                    after_hardware=vllm_after_hardware)
+SGLANG = EngineDoctor("sglang", model_flags=False, predicted_error=sglang_error, first_try=sglang_first, passes=sglang_passes,
+                      after_hardware=None)
+TGI = EngineDoctor("tgi", model_flags=False, predicted_error=tgi_error, first_try=tgi_first, passes=tgi_passes,
+                   after_hardware=tgi_input_within_prefill)
+LLAMACPP = EngineDoctor("llama.cpp", model_flags=False, predicted_error=llamacpp_error, first_try=no_first_try, passes=llamacpp_passes,
+                        after_hardware=None)
 DOCTORS: dict[str, EngineDoctor] = {d.name: d for d in (VLLM, SGLANG, TGI, LLAMACPP)}
 
 
@@ -80,15 +80,16 @@ def first_try_edits(error: StartupError | None, engine: str | None, max_model_le
     return doctor.first_try(error, max_model_len, utilization, tp) if doctor is not None else []
 
 
-def engine_budget_floor(diag, text: str) -> None:
-    """Edits the engine would refuse at start, rewritten in place (:mod:`.budget_floor`)."""
+def after_hardware(diag, text: str) -> None:
+    """The engine's own passes after the hardware ranking: V1's free-memory check, edits it would refuse at start
+    (:mod:`.free_memory`, :mod:`.budget_floor`)."""
     doctor = doctor_for(diag.engine)
-    if doctor is not None and doctor.budget_floor is not None:
-        doctor.budget_floor(diag, text)
+    if doctor is not None and doctor.after_hardware is not None:
+        doctor.after_hardware(diag, text)
 
 
-def before_hardware(diag, text: str, count: int | None) -> None:
+def before_hardware(diag, text: str, count: int | None, tp_stated: bool) -> None:
     """The engine's own passes over the ranked edits, just before the hardware ranking (none for an engine not covered)."""
     doctor = doctor_for(diag.engine)
     if doctor is not None:
-        doctor.passes(diag, text, count)
+        doctor.passes(diag, text, count, tp_stated)

@@ -49,7 +49,7 @@ def held_memory_first(diag) -> None:
     memory without the model passes the check only where the budget is most of the GPU; freeing the memory is offered,
     first where other processes hold more than half the GPU."""
     error = diag.error
-    if error is None or error.kind != "free_memory_below_utilization" or diag.engine != "vllm":
+    if error is None or error.kind != "free_memory_below_utilization":  # vLLM only (its passes, engine_passes)
         return
     free, total = error.figures["free_bytes"], error.figures["total_bytes"]
     free_share, held_most = free / total, free < HELD_MAJORITY * total

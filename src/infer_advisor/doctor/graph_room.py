@@ -51,7 +51,7 @@ def _room(diag) -> tuple[float, float, float, str] | None:
 def graph_room_first(diag, text: str) -> None:
     from .refusal_edits import in_effect
 
-    if diag.engine != "vllm" or diag.error is None or diag.error.kind not in _KV_KINDS or not diag.edits:
+    if diag.error is None or diag.error.kind not in _KV_KINDS or not diag.edits:  # vLLM only (its passes, engine_passes)
         return
     if in_effect(text, [_eager_probe()])[1]:  # the run is already eager: it captures nothing
         return

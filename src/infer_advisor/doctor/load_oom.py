@@ -62,7 +62,7 @@ def weights_first(diag, text: str, tp_stated: bool = False) -> None:
     from ..engines.startup_log_vllm import worker_ranks
 
     error, count = diag.error, diag.gpu_count
-    if diag.engine != "vllm" or error is None or diag.engine_source.startswith("not named") or any(e.starts for e in diag.edits):
+    if error is None or diag.engine_source.startswith("not named") or any(e.starts for e in diag.edits):
         return
     pp = max(diag.pp or 1, 1)
     tp = max((diag.tp or 1) // pp, 1)

@@ -33,7 +33,7 @@ def fraction_direction(diag, text: str) -> None:
     from .weights_fit import total_bytes
 
     lower = next((e for e in diag.edits if e.argv[:1] == [_FLAG] and e.starts is None), None)
-    m = _WEIGHTS.search(text[:200_000]) if (diag.engine == "sglang" and lower is not None) else None
+    m = _WEIGHTS.search(text[:200_000]) if lower is not None else None  # SGLang only (its passes, engine_passes)
     total = total_bytes(diag, text) if m else None
     if not (m and total):
         return
