@@ -170,11 +170,13 @@ def _refused_command(diag: Diagnosis, flags: dict, command: str | None) -> Diagn
     """A llama.cpp command its engine will refuse before any allocation (:mod:`.refusal_edits`): the refusal,
     predicted, and the edits that meet the engine's condition; the first applied to the command (None: no refusal)."""
     from .input_text import apply_edit
-    from .refusal_edits import predicted_refusal, refusal_findings
+    from .engine_table import command_refusal
+    from .refusal_edits import refusal_findings
 
-    if diag.engine != "llama.cpp" or predicted_refusal(flags) is None:
+    refusal = command_refusal(diag.engine, flags)
+    if refusal is None:
         return None
-    diag.error, diag.error_logged, diag.starts = predicted_refusal(flags), False, False
+    diag.error, diag.error_logged, diag.starts = refusal, False, False
     found = refusal_findings(diag.error)
     diag.edits, diag.notes = found.edits, diag.notes + found.notes
     diag.fixed_command = apply_edit(command, diag.edits[0].argv) if (command and diag.edits) else None

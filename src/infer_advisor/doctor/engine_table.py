@@ -18,6 +18,7 @@ from .edits import Edit
 from .engine_passes import llamacpp_passes, sglang_passes, tgi_passes, vllm_after_hardware, vllm_passes
 from .first_try import first_try_common, no_first_try, sglang_first, tgi_first, vllm_first
 from .ledger import llamacpp_error, sglang_error, tgi_error, vllm_error
+from .refusal_edits import predicted_refusal
 from .startup_errors import StartupError
 
 # (error, max_model_len, utilization, tp) -> the engine's ranked first tries where no figure decides an edit
@@ -34,6 +35,7 @@ class EngineDoctor:
     first_try: FirstTry  # its own first tries (after those every engine shares, :func:`first_try_edits`)
     passes: Callable  # (diag, text, GPUs present, TP stated): its own passes before the hardware ranking, in order (:mod:`.engine_passes`)
     after_hardware: Callable | None  # (diag, text): its passes after it, edits it would refuse at start (docfix16, docfix19)
+    command_refusal: Callable | None = None  # (command's extras) -> the refusal its command line meets before any allocation
 
 
 VLLM = EngineDoctor("vllm", model_flags=True, predicted_error=vllm_error, first_try=vllm_first, passes=vllm_passes,
@@ -43,7 +45,7 @@ SGLANG = EngineDoctor("sglang", model_flags=False, predicted_error=sglang_error,
 TGI = EngineDoctor("tgi", model_flags=False, predicted_error=tgi_error, first_try=tgi_first, passes=tgi_passes,
                    after_hardware=tgi_input_within_prefill)
 LLAMACPP = EngineDoctor("llama.cpp", model_flags=False, predicted_error=llamacpp_error, first_try=no_first_try, passes=llamacpp_passes,
-                        after_hardware=None)
+                        after_hardware=None, command_refusal=predicted_refusal)
 DOCTORS: dict[str, EngineDoctor] = {d.name: d for d in (VLLM, SGLANG, TGI, LLAMACPP)}
 
 
@@ -61,6 +63,12 @@ def own_arithmetic(engine: str | None) -> bool:
     """A covered engine whose log's figures are worked by its own arithmetic (not vLLM's memory-model path)."""
     doctor = doctor_for(engine)
     return doctor is not None and not doctor.model_flags
+
+
+def command_refusal(engine: str | None, flags: dict) -> StartupError | None:
+    """The refusal the engine's command line meets before any allocation (llama.cpp, :mod:`.refusal_edits`), or None."""
+    doctor = doctor_for(engine)
+    return doctor.command_refusal(flags) if doctor is not None and doctor.command_refusal is not None else None
 
 
 def predicted_error(est, setup: dict, generation: str | None, engine: str | None) -> StartupError:
