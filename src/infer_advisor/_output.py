@@ -42,8 +42,14 @@ _MANIFEST_TAG = "infer-advisor"
 
 
 def output_path(path: str | os.PathLike) -> Path:
-    """``path`` made absolute and normal (``~`` expanded, ``.``/``..`` folded, no trailing slash)."""
-    return Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
+    """``path`` made absolute and normal (``~`` expanded, ``.``/``..`` folded, no trailing slash). A path holding a
+    control, line-separator or bidi character is refused (one line, exit 2), as every path a user types is where it
+    enters (:func:`infer_advisor.untrusted.refuse_unsafe`): every writer's ``--out``/``--plot`` passes here."""
+    from .untrusted import refuse_unsafe
+
+    text = os.fspath(path)
+    refuse_unsafe(text if isinstance(text, str) else os.fsdecode(text), "output path")
+    return Path(os.path.abspath(os.path.expanduser(text)))
 
 
 def _umask() -> int:

@@ -78,6 +78,8 @@ def run(ns: argparse.Namespace) -> int:
         for note in result.notes:
             print(printable_lines(f"note: {note}"))
     if result.check.status == "failed":
-        print(f"error: the output was written but did not load: {result.check.detail}", file=sys.stderr)
+        from . import _one_line
+
+        print(_one_line(f"error: the output was written but did not load: {result.check.detail}"), file=sys.stderr)
         return 1
     return 0

@@ -16,7 +16,7 @@ from typing import Any
 from markupsafe import Markup
 
 from ..errors import EmitError
-from ..untrusted import escape_unsafe, unsafe_chars
+from ..untrusted import escape_unsafe, markdown_cell, unsafe_chars
 from .quote import sh_join, sh_quote
 
 
@@ -124,6 +124,13 @@ def dollar_yaml(value: Any) -> str:
     return yaml_value(_escape_dollars(value))
 
 
+def md(value: Any) -> str:
+    """Markdown prose (a README heading, list item or sentence holding a model name, a path or a warning): the
+    project's Markdown escaper (:func:`infer_advisor.untrusted.markdown_cell`), so a value can open no link, image,
+    code span, table cell or raw HTML."""
+    return _done(markdown_cell(value))
+
+
 def py(value: Any) -> str:
     """A Python literal (``repr`` escapes every non-printable character)."""
     return _done(repr(value))
@@ -145,7 +152,7 @@ def environment():
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(sh=sh, shjoin=shjoin, shlines=shlines, json=json_value, yaml=yaml_value, dyaml=dollar_yaml, py=py)
+    env.filters.update(sh=sh, shjoin=shjoin, shlines=shlines, json=json_value, yaml=yaml_value, dyaml=dollar_yaml, py=py, md=md)
     return env
 
 
