@@ -14,7 +14,8 @@ Unsafe characters are every Unicode control (C0, DEL, C1 including NEL U+0085), 
 marks U+200E/U+200F/U+061C, zero-width characters, BOM), plus surrogates and private-use code points. YAML 1.1
 reads NEL, U+2028 and U+2029 as line breaks; terminals act on ESC and C1; bidi controls reorder what a reader
 sees. Each target has one escaper: shell words (emit/quote.py), YAML and JSON (their emitters, emit/templating.py),
-terminal and markdown cells (:func:`terminal_text`, :func:`markdown_cell`).
+terminal and markdown (:func:`terminal_text`; :func:`markdown_cell` for prose, cells and list items,
+:func:`markdown_code` for an inline code span).
 """
 
 from __future__ import annotations
@@ -124,6 +125,21 @@ def markdown_cell(value: object) -> str:
     text = escape_unsafe(str(value))
     text = _HTML_START.sub("&lt;", _ENTITY.sub("&amp;", text))
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+_BACKTICK_RUNS = re.compile(r"`+")
+
+
+def markdown_code(value: object) -> str:
+    """One inline code span holding ``value`` exactly (a command, a path): unsafe characters escaped visibly, and
+    fenced by more backticks than the longest run inside it, padded with a space where it starts or ends with a
+    backtick or a space (CommonMark 6.1 strips one from each side), so a backtick in a folder name cannot close the
+    span and turn the rest of the line into Markdown or raw HTML."""
+    text = escape_unsafe(str(value))
+    fence = "`" * (max((len(m) for m in _BACKTICK_RUNS.findall(text)), default=0) + 1)
+    if text[:1] in ("`", " ") or text[-1:] in ("`", " "):
+        text = f" {text} "
+    return f"{fence}{text}{fence}"
 
 
 def printable_lines(text: str) -> str:

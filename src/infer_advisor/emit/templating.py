@@ -16,7 +16,7 @@ from typing import Any
 from markupsafe import Markup
 
 from ..errors import EmitError
-from ..untrusted import escape_unsafe, markdown_cell, unsafe_chars
+from ..untrusted import escape_unsafe, markdown_cell, markdown_code, unsafe_chars
 from .quote import sh_join, sh_quote
 
 
@@ -131,6 +131,11 @@ def md(value: Any) -> str:
     return _done(markdown_cell(value))
 
 
+def mdcode(value: Any) -> str:
+    """A Markdown inline code span (a command or path in README prose): :func:`infer_advisor.untrusted.markdown_code`."""
+    return _done(markdown_code(value))
+
+
 def py(value: Any) -> str:
     """A Python literal (``repr`` escapes every non-printable character)."""
     return _done(repr(value))
@@ -152,7 +157,7 @@ def environment():
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(sh=sh, shjoin=shjoin, shlines=shlines, json=json_value, yaml=yaml_value, dyaml=dollar_yaml, py=py, md=md)
+    env.filters.update(sh=sh, shjoin=shjoin, shlines=shlines, json=json_value, yaml=yaml_value, dyaml=dollar_yaml, py=py, md=md, mdcode=mdcode)
     return env
 
 
