@@ -142,6 +142,16 @@ def markdown_code(value: object) -> str:
     return f"{fence}{text}{fence}"
 
 
+# The user-information part of a URL (``scheme://user:password@host``): a credential, never written to a file.
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#@\s]+@")
+
+
+def without_credentials(text: str) -> str:
+    """``text`` with the ``user:password@`` of every URL in it written ``***@``: what a result file or report may keep
+    of a ``--url`` (the connection itself still uses the credentials)."""
+    return _URL_USERINFO.sub(r"\1***@", text)
+
+
 def printable_lines(text: str) -> str:
     """``text`` with unsafe characters escaped except the newlines that separate its lines (console output)."""
     return "\n".join(escape_unsafe(line) for line in text.split("\n"))
