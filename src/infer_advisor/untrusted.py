@@ -13,7 +13,7 @@ Unsafe characters are every Unicode control (C0, DEL, C1 including NEL U+0085), 
 (U+2028, U+2029), and format character (Cf: bidi embeddings, overrides and isolates U+202A-U+202E, U+2066-U+2069,
 marks U+200E/U+200F/U+061C, zero-width characters, BOM), plus surrogates and private-use code points. YAML 1.1
 reads NEL, U+2028 and U+2029 as line breaks; terminals act on ESC and C1; bidi controls reorder what a reader
-sees. Each target has one escaper: shell words (emit/quote.py), YAML and JSON (their emitters, emit/templating.py),
+sees. Each target has one escaper: shell words (:func:`sh_quote`, re-exported by emit/quote.py), YAML and JSON (their emitters, emit/templating.py),
 terminal and markdown (:func:`terminal_text`; :func:`markdown_cell` for prose, cells and list items,
 :func:`markdown_code` for an inline code span).
 """
@@ -21,7 +21,10 @@ terminal and markdown (:func:`terminal_text`; :func:`markdown_cell` for prose, c
 from __future__ import annotations
 
 import re
+import shlex
 import unicodedata
+from collections.abc import Iterable
+from typing import Any
 
 from .errors import RequestError
 
@@ -170,3 +173,20 @@ def safe_table(*args, **kwargs):
         if isinstance(kwargs.get(key), str):
             kwargs[key] = terminal_text(kwargs[key])
     return SafeTable(*args, **kwargs)
+
+
+def sh_quote(value: Any) -> str:
+    """One POSIX shell word: :func:`shlex.quote`, with backslashes kept outside single quotes.
+
+    ``shlex.quote("a\\")`` gives ``'a\'``: correct for bash, but shellcheck (SC1003) flags a backslash before a
+    closing quote as a likely mistake. Writing each backslash as ``\\\\`` between quoted pieces gives the same word
+    with no finding. Every shell command the project writes or prints (artifacts, doctor's fixed command, a
+    calibration's command line) is quoted here."""
+    text = str(value)
+    if "\\" not in text:
+        return shlex.quote(text)
+    return "\\\\".join(shlex.quote(part) if part else "" for part in text.split("\\"))
+
+
+def sh_join(values: Iterable[Any]) -> str:
+    return " ".join(sh_quote(v) for v in values)

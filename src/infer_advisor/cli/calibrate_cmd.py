@@ -112,7 +112,9 @@ def _command_line(ns: argparse.Namespace) -> str:
             words += [flag, ",".join(str(v) for v in value)]
         else:
             words += [flag, str(value)]
-    return shlex.join(words)
+    from ..untrusted import sh_join
+
+    return sh_join(words)
 
 
 def run(ns: argparse.Namespace) -> int:
