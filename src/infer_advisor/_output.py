@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .errors import OutputExistsError, OutputPathError
+from .errors import DataFileError, OutputExistsError, OutputPathError
 
 MANIFEST = ".infer-advisor-manifest.json"
 MARKER = ".infer-advisor-partial"
@@ -137,9 +137,11 @@ def locked(folder: Path):
 
 def read_manifest(folder: Path) -> dict | None:
     """The manifest of ``folder`` when it is one of ours (else None)."""
-    try:
-        raw = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+    from .bounded_read import read_bounded
+
+    try:  # bounded, regular files only: a FIFO named like the manifest in a --force folder is not ours, never a hang
+        raw = json.loads(read_bounded(folder / MANIFEST, "data").decode("utf-8"))
+    except (DataFileError, OSError, ValueError, RecursionError):
         return None
     if not isinstance(raw, dict) or raw.get("written_by") != _MANIFEST_TAG or not isinstance(raw.get("files"), list):
         return None

@@ -28,9 +28,12 @@ def require_matplotlib() -> None:
 
 def is_front_png(path: Path) -> bool:
     """True for a PNG this module wrote (its Title chunk), so ``--force`` replaces only our own plots."""
-    try:
-        head = path.read_bytes()[:4096]
-    except OSError:
+    from ..bounded_read import read_bounded
+    from ..errors import DataFileError
+
+    try:  # bounded, regular files only: a FIFO or /dev/zero given as --plot with --force is not ours, never a hang
+        head = read_bounded(path, "data")[:4096]
+    except (DataFileError, OSError):
         return False
     return head.startswith(b"\x89PNG") and TITLE.encode() in head
 
