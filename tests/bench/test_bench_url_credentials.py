@@ -1,6 +1,11 @@
-"""`bench --url http://user:TOKEN@host` (a server behind basic auth): the credentials are used for the connection and
-written into no result file (secaudit, session 8: bench.json kept them three times, as the device name, the request
-and the command line; the rule is that no token is written into any file)."""
+"""What `bench` writes from what the user and the server give it (secaudit, session 8).
+
+- `bench --url http://user:TOKEN@host` (a server behind basic auth): the credentials are used for the connection and
+  written into no result file (bench.json kept them three times: the device name, the request and the command line;
+  the rule is that no token is written into any file).
+- a model name with matplotlib mathtext in it ('m$\\frac{$x', from the server's /v1/models) is literal text in
+  bench.png's title (it raised ValueError while saving: exit 3).
+"""
 
 from __future__ import annotations
 
@@ -65,3 +70,34 @@ def test_url_credentials_are_used_but_never_written(server, tmp_path, monkeypatc
 ])
 def test_without_credentials(text, kept):
     assert without_credentials(text) == kept
+
+
+class _MathName(models_handler("m$\\frac{$x")):
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for event in _good(5):
+            self.wfile.write(event)
+
+
+def test_a_server_model_name_is_not_mathtext_in_the_plot(tmp_path, monkeypatch):
+    """The model name the server lists is the bench.png title: literal text, never matplotlib mathtext (before:
+    'm$\\frac{$x' raised ValueError while saving the plot: exit 3)."""
+    pytest.importorskip("matplotlib")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _MathName)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        out = tmp_path / "bench"
+        args = ["bench", "--engine", "openai", "--url", f"http://127.0.0.1:{srv.server_address[1]}", "--concurrency", "1",
+                "--num-prompts", "2", "--output-tokens", "5", "--out", str(out), "--no-progress"]
+        outcome = run_cli(args)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    check(outcome, args)
+    assert outcome.code == 0, outcome.err
+    assert json.loads((out / "bench.json").read_text())["metadata"]["model"] == "m$\\frac{$x"
+    assert (out / "bench.png").read_bytes()[:4] == b"\x89PNG"

@@ -31,9 +31,12 @@ def _config_context(req: BenchRequest) -> int | None:
 
     if req.engine not in ("transformers", "vllm") or req.model is None:
         return None
-    try:
-        config = json.loads((Path(req.model).expanduser() / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+    from ..bounded_read import read_bounded
+    from ..errors import DataFileError
+
+    try:  # bounded, regular files only (a FIFO named config.json is not read)
+        config = json.loads(read_bounded(Path(req.model).expanduser() / "config.json", "config").decode("utf-8"))
+    except (DataFileError, OSError, ValueError, RecursionError):
         return None  # not a local folder, or a config the engine will report on itself
     if not isinstance(config, dict):
         return None

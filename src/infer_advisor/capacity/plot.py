@@ -115,9 +115,11 @@ def plot_front(result: CapacityResult, path: Path, *, force: bool = False) -> Pa
     """Write :func:`figure` as a PNG through the shared single-file writer: an existing file is replaced only with
     ``force`` and only if it is a plot of ours."""
     require_matplotlib()
+    import matplotlib
     import matplotlib.pyplot as plt
 
-    fig = figure(result)
+    with matplotlib.rc_context({"text.parse_math": False}):  # labels are literal text, never mathtext ('$' in a name)
+        fig = figure(result)
     buf = io.BytesIO()
     try:
         fig.savefig(buf, dpi=120, format="png", metadata={"Title": TITLE}, bbox_inches="tight")  # the legend below too
