@@ -107,3 +107,15 @@ def test_models_add_keeps_safe_special_text(tmp_path):
     assert outcome.code == 0, outcome.err
     entry = json.loads((catalog / "acme--probe-7b.json").read_text())
     assert entry["aliases"] == [alias] and entry["source"] == source
+
+
+@pytest.mark.parametrize("command", [
+    "vllm serve m " + "--max-model-len 4096 " * 2_000,  # over MAX_COMMAND_CHARS: was OSError 'File name too long', exit 3
+    "llama-server -m x.gguf " + "-c 4096 " * 5_000,
+    "vllm serve " + "m" * 300 + " --max-model-len 4096",  # a word over NAME_MAX, under the command limit
+    "x" * 300,
+])
+def test_doctor_long_command_lines_are_one_line(command):
+    args = ["doctor", command, "--gpu", "H100-80GB", "--model", "meta-llama/Llama-3.1-8B"]
+    outcome = run_cli(args)
+    check(outcome, args)
