@@ -9,6 +9,7 @@ character on stdout or stderr (only "\\n" between lines), and leave nothing behi
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -32,9 +33,11 @@ _TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_c
 hostile = st.builds(lambda a, bad, b, m: a + bad + b + m, _TEXT, _PIECES, _TEXT,
                     st.sampled_from(["", *[m for m in MARKUP_SPECIAL if "/" not in m]]))
 
+_CASES = itertools.count()
 # Where the value goes: (arguments, the --out folder that must not appear).
 SLOTS = {
-    "emit-kind": lambda v, tmp: ([*PLAN, "--emit", "script" + v, "--out", str(tmp / "o")], tmp / "o"),
+    # inside the word: surrounding whitespace (\n, NEL, U+2028 ...) is stripped from a kind, which is then valid
+    "emit-kind": lambda v, tmp: ([*PLAN, "--emit", "scr" + v + "ipt", "--out", str(tmp / "o")], tmp / "o"),
     "emit-out": lambda v, tmp: ([*PLAN, "--emit", "all", "--out", str(tmp / ("o" + v))], tmp / ("o" + v)),
     "plot-path": lambda v, tmp: ([*PLAN, "--rate", "1", "--plot", str(tmp / ("p" + v + ".txt"))], tmp / ("p" + v + ".txt")),
     "plot-png": lambda v, tmp: ([*PLAN, "--rate", "1", "--plot", str(tmp / ("p" + v + ".png"))], tmp / ("p" + v + ".png")),
@@ -65,7 +68,9 @@ def _no_raw_controls(text: str, args: list[str]) -> None:
 @example(slot="doctor-gpu", value="\u202e\x9b31m")
 @example(slot="unknown-option", value="\x1b[31m")
 def test_values_in_error_lines_are_escaped(slot, value, tmp_path):
-    args, out = SLOTS[slot](value, tmp_path)
+    tmp = tmp_path / f"case{next(_CASES)}"  # tmp_path is shared by the examples: one fresh folder each
+    tmp.mkdir()
+    args, out = SLOTS[slot](value, tmp)
     outcome = run_cli(args)
     check(outcome, args)
     _no_raw_controls(outcome.err + outcome.out, args)
