@@ -218,3 +218,15 @@ def test_the_hub_token_is_written_nowhere(tmp_path, monkeypatch):
     assert len(written) > 20
     for path in written:
         assert SENTINEL.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize("value", ["a\u2028b\x85c\u202e", "tag\U000e0041\U000e007f", "\U000f0000private", 'q"\\', "\x9b2J"])
+def test_the_dockerfile_json_escaper_round_trips(value):
+    """emit/templating.json_value (Dockerfile exec form) writes unsafe characters as escapes that parse back to the
+    same value: a character beyond U+FFFF (Unicode tag characters, private use) as its surrogate pair (before:
+    '\\ue0041', which JSON reads as U+E004 followed by '1')."""
+    from infer_advisor.emit.templating import json_value
+
+    text = str(json_value([value]))
+    assert not unsafe_chars(text), text
+    assert json.loads(text) == [value]

@@ -66,8 +66,9 @@ def json_value(value: Any) -> str:
     """JSON (Dockerfile exec form arrays, HEALTHCHECK CMD). Backslashes are written ``\\u005c``: the same JSON
     string, but no ``\\"`` that hadolint's parser (and a reader) could take for an escaped quote."""
     text = json.dumps(value, ensure_ascii=False).replace("\\\\", "\\u005c")
-    if unsafe_chars(text):  # NEL, U+2028, bidi controls: \uXXXX escapes (json.dumps keeps them raw)
-        text = "".join(f"\\u{ord(ch):04x}" if unsafe_chars(ch) else ch for ch in text)
+    if unsafe_chars(text):  # NEL, U+2028, bidi controls: \uXXXX escapes (json.dumps keeps them raw); a character
+        # beyond U+FFFF (a Cf tag character, private use) as its surrogate pair, as JSON spells it
+        text = "".join(json.dumps(ch)[1:-1] if unsafe_chars(ch) else ch for ch in text)
     return _done(text)
 
 
