@@ -98,6 +98,11 @@ def test_markdown_in_a_local_folder_name_stays_text_in_the_readme(name, tmp_path
     assert heading.endswith(f"deployment of {folder}"), (heading, str(folder))
     check_file("serve.sh", files["serve.sh"])
     assert shlex.split(files["serve.sh"].rsplit("exec ", 1)[1].replace("\\\n", " "))[2] == str(folder)
+    # The Markdown report of the same plan (`plan --format markdown`): the structure of the benign one.
+    reports = [run_cli(["plan", "--model", str(f), "--gpu", "A100-80GB", "--format", "markdown", "--explain"])
+               for f in (folder, base / "models benign")]
+    assert all(r.code == 0 for r in reports), reports[0].err
+    assert _markdown_shape(reports[0].out) == _markdown_shape(reports[1].out), name
 
 
 # JSON string values with every target's special characters; JSON itself escapes the controls.
