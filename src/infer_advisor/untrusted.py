@@ -155,6 +155,18 @@ def without_credentials(text: str) -> str:
     return _URL_USERINFO.sub(r"\1***@", text)
 
 
+def json_text(text: str) -> str:
+    """JSON text (a document, or a string's quoted form) with every unsafe character but the newlines between its lines
+    written as a JSON escape (``\\u2028``; beyond U+FFFF a surrogate pair): the same value for every JSON parser, and
+    nothing a terminal acts on (JSON writers keep C1 controls, line separators and bidi controls raw). In valid JSON
+    such a character can only stand inside a string, so escaping it never changes the structure."""
+    if not unsafe_chars(text.replace("\n", "")):
+        return text
+    import json
+
+    return "".join(json.dumps(ch)[1:-1] if ch != "\n" and unsafe_chars(ch) else ch for ch in text)
+
+
 def printable_lines(text: str) -> str:
     """``text`` with unsafe characters escaped except the newlines that separate its lines (console output)."""
     return "\n".join(escape_unsafe(line) for line in text.split("\n"))

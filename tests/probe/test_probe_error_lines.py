@@ -124,3 +124,20 @@ def test_doctor_long_command_lines_are_one_line(command):
     args = ["doctor", command, "--gpu", "H100-80GB", "--model", "meta-llama/Llama-3.1-8B"]
     outcome = run_cli(args)
     check(outcome, args)
+
+
+def test_json_output_is_exact_and_inert(tmp_path):
+    """--format json keeps every value exact (issue 18) and now also writes C1 controls, line separators and bidi
+    controls (which JSON writers leave raw) as JSON escapes: the same value for a parser, nothing a terminal acts on."""
+    from infer_advisor.model_facts.catalog import find_entry
+
+    arch = "Llama\x9b2J\x1b]8;;http://evil/\x1b\\\u202e\u2028\x85\U000e0041ForCausalLM"
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**find_entry("meta-llama/Llama-2-7b-hf").config, "architectures": [arch]}))
+    args = ["plan", "--model", str(folder), "--gpu", "A100-80GB", "--format", "json"]
+    outcome = run_cli(args)
+    check(outcome, args)
+    assert outcome.code == 0, outcome.err
+    _no_raw_controls(outcome.out, args)
+    assert json.loads(outcome.out)["model"]["architecture"] == arch

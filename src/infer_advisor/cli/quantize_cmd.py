@@ -68,7 +68,9 @@ def run(ns: argparse.Namespace) -> int:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     if fmt == "json":
-        print(result.model_dump_json(indent=2))
+        from ..untrusted import json_text  # C1, line and bidi controls as JSON escapes: same value, inert on a terminal
+
+        print(json_text(result.model_dump_json(indent=2)))
     else:
         from ..untrusted import printable_lines
 

@@ -16,7 +16,7 @@ from typing import Any
 from markupsafe import Markup
 
 from ..errors import EmitError
-from ..untrusted import escape_unsafe, markdown_cell, markdown_code, unsafe_chars
+from ..untrusted import escape_unsafe, json_text, markdown_cell, markdown_code, unsafe_chars
 from .quote import sh_join, sh_quote
 
 
@@ -66,10 +66,7 @@ def json_value(value: Any) -> str:
     """JSON (Dockerfile exec form arrays, HEALTHCHECK CMD). Backslashes are written ``\\u005c``: the same JSON
     string, but no ``\\"`` that hadolint's parser (and a reader) could take for an escaped quote."""
     text = json.dumps(value, ensure_ascii=False).replace("\\\\", "\\u005c")
-    if unsafe_chars(text):  # NEL, U+2028, bidi controls: \uXXXX escapes (json.dumps keeps them raw); a character
-        # beyond U+FFFF (a Cf tag character, private use) as its surrogate pair, as JSON spells it
-        text = "".join(json.dumps(ch)[1:-1] if unsafe_chars(ch) else ch for ch in text)
-    return _done(text)
+    return _done(json_text(text))  # NEL, U+2028, bidi controls (json.dumps keeps them raw): JSON escapes
 
 
 def _has_unsafe(value: Any) -> bool:
