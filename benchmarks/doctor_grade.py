@@ -7,7 +7,7 @@ Batch 1 (sf01-sf33) was gathered before the doctor existed, a third held out by 
 SGLang/TGI/llama.cpp doctor was written and is graded prospectively as a whole (its first answers are committed in
 benchmarks/results/doctor_grade_batch2_first.json before any change they prompted).
 
-Each entry runs through exactly what a user runs (:func:`infer_advisor.calibrate.doctor.diagnose`, the function behind
+Each entry runs through exactly what a user runs (:func:`infer_advisor.doctor.diagnosis.diagnose`, the function behind
 `infer-advisor doctor`), with the log lines the thread quotes (plus the thread's error line when the quoted lines lack
 it) and what the thread states of the setup as options (--gpu, --model as the catalog entry with the same shapes,
 --engine-version, --tp, --max-model-len, --gpu-memory-utilization). Graded:
@@ -57,7 +57,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 GIB = 2**30
-GRADE_SCHEMA = 6  # 2: decided_by, model_check_why, fix_match_why per row; starts_by_* columns; held_aside and all totals
+GRADE_SCHEMA = 7  # 2: decided_by, model_check_why, fix_match_why per row; starts_by_* columns; held_aside and all totals
 # 3 (docfix7, retrospective): the entry's gpus_present is passed as --gpus; a first edit needing more GPUs than it fails
 # 4 (docfix8, retrospective: batch 8's sf113-sf115): vLLM's Mamba-cache check on its printed figure, max_num_seqs <= blocks
 # (decided_by "hardware", first in order); per row gpus_present and first_gpus_needed; per summary fails_by_hardware
@@ -65,6 +65,8 @@ GRADE_SCHEMA = 6  # 2: decided_by, model_check_why, fix_match_why per row; start
 # N x vLLM's default block size (16; the check is llm_engine._init_cache's max_seq_len = block_size x num_gpu_blocks)
 # 6 (docfix14, retrospective: batch 11's sf223): the entry's stated command is passed with the log where no line of the log
 # names the engine and the command names an engine's launcher (doctor_input); never the thread's fix
+# 7 (docfix20, retrospective: batch 16's sf316, batch 9's sf166): TGI's --max-input-length is the same knob as
+# --max-input-tokens (launcher/src/main.rs from 2.0: "Legacy version of [`Args::max_input_tokens`]"; the only spelling before)
 V0_BLOCK_SIZE = 16  # vLLM EngineArgs.block_size default, every V0 release (0.2-0.7); engines/startup_log.py reads it so too
 # The memory model's error band on KV tokens: the 90th percentile of |error| of its prospective KV-token predictions over
 # the 113 new start-up logs that print a token count (benchmarks/published/startup_logs_results.json, new_rows, each
@@ -77,7 +79,7 @@ _FIX_KIND = {"--max-model-len": "max_model_len", "--kv-cache-dtype": "kv_cache_d
              "--max-num-seqs": "max_num_seqs", "--tensor-parallel-size": "tensor_parallel",
              # the same knobs in SGLang's, TGI's and llama.cpp's flags (src/infer_advisor/data/doctor_flags.yaml)
              "--context-length": "max_model_len", "--max-total-tokens": "max_model_len", "--max-input-tokens": "max_model_len",
-             "--ctx-size": "max_model_len", "--cache-type-k": "kv_cache_dtype", "--disable-cuda-graph": "enforce_eager",
+             "--max-input-length": "max_model_len", "--ctx-size": "max_model_len", "--cache-type-k": "kv_cache_dtype", "--disable-cuda-graph": "enforce_eager",
              "--cuda-graphs": "enforce_eager", "--tp-size": "tensor_parallel", "--num-shard": "tensor_parallel"}
 _FRACTION_FLAGS = ("--gpu-memory-utilization", "--mem-fraction-static", "--cuda-memory-fraction")
 # the doctor's finer kind -> the dataset's kind (startup_failures.py: cuda_oom_warmup is "TGI warmup / profile-run OOM")
@@ -101,7 +103,7 @@ def doctor_input(f) -> str:
 
 
 def run_doctor(f, try_flags=None):
-    from infer_advisor.calibrate.doctor import diagnose
+    from infer_advisor.doctor.diagnosis import diagnose
 
     s = f.settings
     return diagnose(doctor_input(f), gpu=f.gpu, model=f.catalog_model, engine_version=f.engine_version, tp=f.tp,
@@ -159,7 +161,7 @@ def engine_check(f, diag, edit) -> tuple[bool | None, str]:
             got = avail + (float(value) - u0) * total
             return got >= need, f"{avail / GIB:.2f} + ({value} - {u0}) x {total / GIB:.2f} = {got / GIB:.2f} GiB vs {need / GIB:.2f} needed{note}"
     if f.error == "free_memory_below_utilization" and flag == "--gpu-memory-utilization" and {"free_memory_gib", "total_gpu_memory_gib"} <= fig.keys():
-        from infer_advisor.calibrate.doctor_figures import SMALLEST_USEFUL_BUDGET_BYTES
+        from infer_advisor.doctor.figures import SMALLEST_USEFUL_BUDGET_BYTES
 
         need = float(value) * fig["total_gpu_memory_gib"]  # vLLM V1 gpu_worker.init_device: utilization x total <= free at start
         if need * GIB < SMALLEST_USEFUL_BUDGET_BYTES:  # passes the check and loads nothing (sf65's first run: 0.00)
@@ -232,7 +234,7 @@ def _two_logs(f, length: int, capacity: float, logged_length: int) -> tuple[bool
 
 
 _NUMBER = re.compile(r"\s*(?:--[\w-]+[ =])?(\d[\d,]*(?:\.\d+)?)\s*([kK])?(?![\w.-])")
-_FIX_FLAG = {"max_model_len": ("--max-model-len", "--context-length", "--max-total-tokens", "--max-input-tokens", "--ctx-size"),
+_FIX_FLAG = {"max_model_len": ("--max-model-len", "--context-length", "--max-total-tokens", "--max-input-tokens", "--max-input-length", "--ctx-size"),
              "max_num_seqs": ("--max-num-seqs",),
              "tensor_parallel": ("--tensor-parallel-size", "--tp-size", "--num-shard")}
 

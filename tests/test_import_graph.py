@@ -45,6 +45,8 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("outputs", ("emit", "quantize", "bench")),
     # fits speed and memory calibrations from bench reports and start-up logs (runs planner and simulator)
     ("calibrate", ("calibrate",)),
+    # the start-up doctor: reads a failed start-up, runs the memory model and the start-up-log calibration
+    ("doctor", ("doctor",)),
     # the public functions that compose stages (advise with a rate = capacity over plan) and the lazy top package
     ("api", ("api", "")),
     ("cli", ("cli",)),

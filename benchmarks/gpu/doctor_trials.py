@@ -7,7 +7,7 @@ server's own log, and the first edit the doctor says starts applied and started:
 run. A trial: an optional holder process keeps ``hold_gib`` of the GPU (another process's memory, as on a shared
 node); the command is started; if /health answers within WAIT_S it started (the trial did not fail: recorded, not
 graded); if the process exits first it failed, and `doctor LOG --gpu H200 --model M --gpus 1 --json` reads its log.
-The first edit marked as starting is applied to the command (``calibrate.doctor_input.apply_edit``: every spelling
+The first edit marked as starting is applied to the command (``doctor.input_text.apply_edit``: every spelling
 of the same flag replaced, as an operator would) and started the same way, and the KV cells its log prints are set
 against the doctor's KV tokens for that edit. Everything lands in DIR/trials.json and DIR/<trial>-*.log.
 """
@@ -192,7 +192,7 @@ def doctor(log: Path, model: str) -> dict:
 
 
 def trial(name: str, held: int, flags: str, base: list[str], model: str, out: Path) -> dict:
-    from infer_advisor.calibrate.doctor_input import apply_edit
+    from infer_advisor.doctor.input_text import apply_edit
 
     cmd = [*base, *shlex.split(flags)]
     holder = hold(held)

@@ -172,6 +172,43 @@ def test_batch16_first_answers_are_kept_as_committed():
     assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (298, 79, 0)
 
 
+def test_batch17_first_answers_are_kept_as_committed():
+    """Batch 17's first answers: main c34b0e1's doctor (docfix19 frozen bba4078) on sf321-sf332, committed before anything
+    else (efb1fb9). Selected by batch 16's rule and moved away from V0's capacity check: the one start is sf325's context
+    under V0's printed capacity (a CPU backend); the five no-edit entries are ollama's system-memory pair (sf322-sf324) and
+    llama.cpp's Metal buffers against the working set (sf329, sf330), which docs/doctor.md names as unread; the first
+    edits it reads as failing by an operator's eye (sf321, sf328, sf332) stay undecided."""
+    b17, rows, held = _first_run(17)
+    assert (b17["entries"], b17["first_edit_starts"], b17["first_edit_fails"], b17["unverifiable"], b17["no_edit"],
+            b17["not_read"], b17["crash"], b17["error_named"], b17["memory_model_run"], b17["gpu_inferred"],
+            b17["starts_by_log_figures"]) == (12, 1, 0, 6, 5, 0, 0, 5, 0, 1, 1)
+    assert [i for i, r in rows.items() if r["verdict"] == "starts"] == ["sf325"]
+    assert rows["sf325"]["decided_by"] == "log_figures" and rows["sf325"]["first_edit"] == "--max-model-len 21760"
+    assert [i for i, r in rows.items() if r["verdict"] == "no edit"] == ["sf322", "sf323", "sf324", "sf329", "sf330"]
+    assert (rows["sf321"]["first_edit"], rows["sf331"]["first_edit"], rows["sf332"]["first_edit"]) == (
+        "--mem-fraction-static 0.65", "--enforce-eager", "--max-num-seqs 128")
+    assert rows["sf328"]["first_edit"].startswith("fewer layers on the GPU")
+    assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (310, 81, 0)
+
+
+def test_batch18_first_answers_are_kept_as_committed():
+    """Batch 18's first answers: main 1457ce2's doctor (docfix20 frozen ad69faf) on sf333-sf337, committed before anything
+    else (7f74d2c). Selected by batches 16-17's rule: the one start is sf333's context under V0's printed capacity; the four
+    undecided first edits are the ones docs/doctor.md reads by an operator's eye (sf335's num_gpu, the reporter's fix,
+    would start; sf334's eager mode for a weight-loading OOM and sf337's vLLM flag on an ollama ROCm log would fail;
+    sf336 open)."""
+    b18, rows, held = _first_run(18)
+    assert (b18["entries"], b18["first_edit_starts"], b18["first_edit_fails"], b18["unverifiable"], b18["no_edit"],
+            b18["not_read"], b18["crash"], b18["error_named"], b18["memory_model_run"], b18["gpu_inferred"],
+            b18["starts_by_log_figures"]) == (5, 1, 0, 4, 0, 0, 0, 2, 0, 1, 1)
+    assert [i for i, r in rows.items() if r["verdict"] == "starts"] == ["sf333"]
+    assert rows["sf333"]["decided_by"] == "log_figures" and rows["sf333"]["first_edit"] == "--max-model-len 14336"
+    assert (rows["sf334"]["first_edit"], rows["sf337"]["first_edit"]) == ("--enforce-eager", "--gpu-memory-utilization 0.85 (vLLM)")
+    assert rows["sf335"]["first_edit"].startswith("PARAMETER num_gpu lower")
+    assert rows["sf336"]["first_edit"].startswith("PARAMETER num_ctx smaller")
+    assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (315, 83, 0)
+
+
 def test_a_budget_that_passes_the_start_check_and_holds_no_model_fails():
     """sf65 (batch 5): 0.49 of 79.32 GiB free; the first run's 0.00 passed V1's start check and would load nothing."""
     f = next(x for x in load_failures().failures if x.id == "sf65")

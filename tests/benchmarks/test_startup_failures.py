@@ -174,3 +174,100 @@ def test_batch16_threads_are_new_state_what_they_claim_and_can_decide():
             for ref in re.findall(r"[\w.-]+/[\w.-]+#\d+", line.split("|")[0]):
                 repo, number = ref.split("#")
                 assert re.search(rf"{re.escape(repo)}/(issues|pull|discussions)/{number}(?!\d)", earlier), ref
+
+
+def test_batch17_threads_are_new_state_what_they_claim_and_can_decide():
+    """Batch 17 (sf321-sf332), gathered before docfix19's doctor ran on it, selected by batch 16's rule written before
+    any doctor run (the data file's batch-17 comment and startup_failures_batch17_candidates.md): every entry either
+    states what made it start (a confirmed fix) or prints the figures that decide an edit (V0's KV capacity; llama.cpp
+    buffers against the Metal working set or buffer maximum; ollama's required/available memory). Also: no thread of an
+    earlier entry nor one rejected in batch 16, the held-out third by the rule, diversity away from batch 16's V0
+    capacity entries, and the candidates file lists every thread looked at and not taken, none of them a taken one,
+    and each one marked 'used' is a URL of an earlier entry."""
+    from benchmarks.published.startup_failures import DATA_FILE
+
+    b17 = _new_batch(17, range(321, 333))
+    engines = [f.engine for f in b17]
+    assert (engines.count("vllm"), engines.count("sglang"), engines.count("tgi"), engines.count("llama.cpp")) == (3, 1, 1, 7)
+    assert [f.id for f in b17 if f.held_out] == ["sf321", "sf324", "sf327", "sf330"]
+    assert {f.id for f in b17 if f.fix and f.fix.confirmed} == {"sf321", "sf325", "sf326", "sf327", "sf328", "sf331", "sf332"}
+    assert [f.id for f in b17 if f.error == "max_len_exceeds_kv"] == ["sf325"]  # batch 16 had 11 of 17
+    for f in b17:  # the selection rule: (a) a confirmed fix, or (b) figures that decide the check the error names
+        fig = f.figures
+        printed = (
+            (f.error == "max_len_exceeds_kv" and fig.get("kv_cache_tokens", 0) > 0)
+            or {"host_required_gib", "host_available_gib"} <= fig.keys()
+            or {"weights_buffer_bytes", "buffer_max_bytes"} <= fig.keys()
+            or ("metal_working_set_mb" in fig or "metal_working_set_mib" in fig) and "kv_cache_mib" in fig
+        )
+        assert (f.fix and f.fix.confirmed) or printed, f.id
+        if "host_required_gib" in fig:  # ollama's pair is the error's own numbers
+            assert f"({fig['host_required_gib']:.1f} GiB) than is available ({fig['host_available_gib']:.1f} GiB)" in f.error_line, f.id
+        if f.error == "max_len_exceeds_kv":
+            assert f"({fig['kv_cache_tokens']:.0f})" in f.error_line, f.id
+        if "buffer_max_bytes" in fig:
+            assert f"{fig['weights_buffer_bytes']:.0f} is larger than buffer maximum of {fig['buffer_max_bytes']:.0f}" in f.error_line, f.id
+    folder = DATA_FILE.parent
+    rejects = folder.joinpath("startup_failures_batch17_candidates.md").read_text(encoding="utf-8")
+    listed = {line for line in rejects.splitlines() if line.startswith("- ")}
+    refs = {ref for line in listed for ref in re.findall(r"[\w.-]+/[\w.-]+#\d+", line.split("|")[0])}
+    assert len(refs) >= 350
+    taken = {re.sub(r"https://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/(\d+)", r"\1#\2", f.url) for f in b17}
+    assert not taken & refs
+    rejected16 = folder.joinpath("startup_failures_batch16_candidates.md").read_text(encoding="utf-8")
+    for ref in taken:  # not rejected (nor used) in batch 16
+        assert not re.search(rf"{re.escape(ref)}(?!\d)", rejected16), ref
+    earlier = DATA_FILE.read_text(encoding="utf-8").split("Batch 17 (sf321-sf332)")[0]
+    for ref in taken:  # new: neither URL nor repo#N in an earlier entry
+        repo, number = ref.split("#")
+        assert not re.search(rf"{re.escape(repo)}/(issues|pull|discussions)/{number}(?!\d)", earlier), ref
+        assert not re.search(rf"{re.escape(ref)}(?!\d)", earlier), ref
+    for line in listed:
+        if line.rstrip().endswith("| used"):
+            for ref in re.findall(r"[\w.-]+/[\w.-]+#\d+", line.split("|")[0]):
+                repo, number = ref.split("#")
+                assert re.search(rf"{re.escape(repo)}/(issues|pull|discussions)/{number}(?!\d)", earlier), ref
+
+
+def test_batch18_threads_are_new_state_what_they_claim_and_can_decide():
+    """Batch 18 (sf333-sf337), gathered before docfix20's doctor ran on it, selected by batches 16-17's rule written
+    before any doctor run (the data file's batch-18 comment and startup_failures_batch18_candidates.md): every entry
+    states what made it start (a confirmed fix quoting the thread) or prints the deciding figures (sf333 also prints
+    V0's KV capacity). Also: no thread of an earlier entry nor one listed in the batch-16 or batch-17 candidates files,
+    the held-out third by the rule, and the candidates file lists every thread looked at and not taken, none of them a
+    taken one, each one marked 'used' being a thread of an earlier entry."""
+    from benchmarks.published.startup_failures import DATA_FILE
+
+    b18 = _new_batch(18, range(333, 338))
+    engines = [f.engine for f in b18]
+    assert (engines.count("vllm"), engines.count("llama.cpp")) == (2, 3)
+    assert [f.id for f in b18 if f.held_out] == ["sf333", "sf336"]
+    assert {f.id for f in b18 if f.fix and f.fix.confirmed} == {"sf333", "sf334", "sf335", "sf336", "sf337"}
+    for f in b18:  # the selection rule (a): the confirmed fix's quote is the thread's words, among the log or the notes
+        assert f.fix.quote in f.log or f.fix.quote in (f.notes or "") or f.fix.quote in f.url, f.id
+    sf333 = next(f for f in b18 if f.id == "sf333")  # rule (b) as well: V0's printed capacity
+    assert f"({sf333.figures['kv_cache_tokens']:.0f})" in sf333.error_line
+    sf335 = next(f for f in b18 if f.id == "sf335")  # the failed ROCm0 buffer is the log's own number
+    assert f"{sf335.figures['compute_buffer_bytes']:.0f}" in sf335.log
+    folder = DATA_FILE.parent
+    rejects = folder.joinpath("startup_failures_batch18_candidates.md").read_text(encoding="utf-8")
+    listed = {line for line in rejects.splitlines() if line.startswith("- ")}
+    refs = {ref for line in listed for ref in re.findall(r"[\w.-]+/[\w.-]+#\d+", line.split("|")[0])}
+    assert len(refs) >= 250
+    taken = {re.sub(r"https://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/(\d+)", r"\1#\2", f.url) for f in b18}
+    assert not taken & refs
+    for name in ("startup_failures_batch16_candidates.md", "startup_failures_batch17_candidates.md"):
+        earlier_rejects = folder.joinpath(name).read_text(encoding="utf-8")
+        for ref in taken:  # not rejected (nor used) in batch 16 or 17
+            assert not re.search(rf"{re.escape(ref)}(?!\d)", earlier_rejects), (name, ref)
+    earlier = DATA_FILE.read_text(encoding="utf-8").split("Batch 18 (sf333-sf337)")[0]
+    for ref in taken:  # new: neither URL nor repo#N in an earlier entry
+        repo, number = ref.split("#")
+        assert not re.search(rf"{re.escape(repo)}/(issues|pull|discussions)/{number}(?!\d)", earlier), ref
+        assert not re.search(rf"{re.escape(ref)}(?!\d)", earlier), ref
+    for line in listed:
+        if line.rstrip().endswith("| used"):
+            for ref in re.findall(r"[\w.-]+/[\w.-]+#\d+", line.split("|")[0]):
+                repo, number = ref.split("#")
+                assert re.search(rf"{re.escape(repo)}/(issues|pull|discussions)/{number}(?!\d)", earlier) or re.search(
+                    rf"{re.escape(ref)}(?!\d)", earlier), ref

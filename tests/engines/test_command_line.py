@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from infer_advisor.calibrate.doctor import diagnose
-from infer_advisor.calibrate.doctor_input import log_from_command
+from infer_advisor.doctor.diagnosis import diagnose
+from infer_advisor.doctor.input_text import log_from_command
 from infer_advisor.cli import main
 from infer_advisor.engines.command_line import apply_edit, looks_like_command, parse_command
 from infer_advisor.errors import RequestError
@@ -178,7 +178,7 @@ def test_bad_command_lines_are_one_line_and_exit_2(argv, words, capsys):
 def test_cli_json_for_a_command_carries_what_was_read(capsys):
     import json
 
-    from infer_advisor.calibrate.doctor import Diagnosis
+    from infer_advisor.doctor.diagnosis import Diagnosis
 
     code = main(["doctor", TGI_2301, "--gpu", "H100-80GB", "--model", "meta-llama/Llama-3.1-70B", "--json"])
     d = Diagnosis.model_validate(json.loads(capsys.readouterr().out))

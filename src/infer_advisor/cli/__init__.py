@@ -6,7 +6,9 @@ A subcommand module ``cli/<name>_cmd.py`` exposes::
     def configure(parser: argparse.ArgumentParser) -> None   # add its arguments
     def run(ns: argparse.Namespace) -> int                    # do the work, return the exit code
 
-Exit codes (README "Exit codes"): 0 success; 1 an infeasible plan, or a quantized output that did not load;
+Exit codes (README "Exit codes"): 0 success; 1 an infeasible plan (or a sized plan that misses a target), an
+engine that would refuse to start (``plan --startup-check``), a diagnosis that the engine does not start (``doctor``),
+or a quantized output that did not load;
 2 bad input, one line on stderr (:class:`infer_advisor.errors.InferAdvisorError`, or an argparse usage error);
 3 an unexpected internal error (a bug): one line, and ``--debug`` (or ``INFER_ADVISOR_DEBUG=1``) shows the
 traceback; 130 interrupted (Ctrl-C, SIGTERM); 141 stdout closed early (``| head``), quietly, as a shell

@@ -6,7 +6,7 @@
     kubectl logs pod/vllm-0 | infer-advisor doctor - --gpu H100-80GB --format json
 
 Exit codes: 0 the setup starts (or the log shows a start); 1 it fails (the edits say what starts); 2 bad input.
-The JSON is :class:`infer_advisor.calibrate.doctor.Diagnosis` (``infer-advisor schema diagnosis``).
+The JSON is :class:`infer_advisor.doctor.diagnosis.Diagnosis` (``infer-advisor schema diagnosis``).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _read(source: str) -> str:
     from ..errors import DataFileError, RequestError
-    from ..calibrate.doctor_input import looks_like_command
+    from ..doctor.input_text import looks_like_command
 
     if looks_like_command(source):
         return source
@@ -82,7 +82,7 @@ def _read(source: str) -> str:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from ..calibrate.doctor import diagnose
+    from ..doctor.diagnosis import diagnose
     from ._derive import model_from_namespace
 
     opts = model_from_namespace(DoctorOptions, ns)

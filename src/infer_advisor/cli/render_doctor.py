@@ -1,4 +1,4 @@
-"""The text form of a :class:`~infer_advisor.calibrate.doctor.Diagnosis`: the ledger, the error, the ranked edits.
+"""The text form of a :class:`~infer_advisor.doctor.diagnosis.Diagnosis`: the ledger, the error, the ranked edits.
 
 Every value from the log or the user passes :func:`cell` (the project's one terminal escaper: control and Unicode
 separator characters written as visible escapes, rich markup escaped) before it reaches the terminal.
@@ -54,7 +54,7 @@ def print_diagnosis(d) -> None:
         at_once = f"; {d.max_concurrency} request(s) of max_model_len at once" if d.max_concurrency is not None else ""
         console.print(f"KV cache: {d.kv_cache_tokens:,} tokens{at_once}")
     if d.error is not None:
-        from ..calibrate.startup_errors import REPORTED
+        from ..doctor.startup_errors import REPORTED
 
         reported = d.error.line.startswith(REPORTED)  # the thread's words, not the engine's line (docfix11)
         said = "reported" if reported else "the engine raised" if d.error_logged else "the engine will raise"

@@ -13,7 +13,7 @@ _MODELS = {
     "hardware": ("infer_advisor.hardware.facts", "HardwareFacts"),
     "rules": ("infer_advisor.rules.schema", "RuleFile"),
     "capacity": ("infer_advisor.capacity.result", "CapacityResult"),
-    "diagnosis": ("infer_advisor.calibrate.doctor", "Diagnosis"),
+    "diagnosis": ("infer_advisor.doctor.diagnosis", "Diagnosis"),
 }
 
 

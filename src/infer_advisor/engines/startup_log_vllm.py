@@ -59,7 +59,7 @@ def read_vllm_log(text: str) -> StartupLog:
     r.take("gpu_memory_utilization", r"gpu_memory_utilization[\s=(:']+([01](?:\.\d+)?)", float)
     r.take("gpu_memory_utilization", r"Desired GPU memory utilization is \(([\d.]+),", float)
     r.take("total_gpu_memory_bytes", r"total_gpu_memory[\s=(]+([\d.]+)\s*GiB", gib)
-    r.take("total_gpu_memory_bytes", FREE_ON_DEVICE + r"[\d.]+/([\d.]+) GiB\)", gib)
+    r.take("total_gpu_memory_bytes", FREE_ON_DEVICE + r"[\d.]+/([\d.]+) ?GiB\)", gib)
     r.take("total_gpu_memory_bytes", r"worker init memory snapshot:.*?total_memory=([\d.]+)GiB", gib)
     r.take("weights_bytes", r"model weights take\s*([\d.]+)\s*GiB", gib)
     r.take("weights_bytes", r"Loading model weights took ([\d.]+) GB", gib)

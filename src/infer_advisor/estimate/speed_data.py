@@ -152,6 +152,11 @@ class CPUCeilings(BaseModel):
         default_factory=dict, description="Peak per core by the CPU's probed vector extension (avx2, avx512)."
     )
     compute_efficiency: float = Field(gt=0, le=1)
+    tiled_bandwidth_ratio_by_row_elements: dict[str, list[tuple[float, float]]] = Field(
+        default_factory=dict,
+        description="By weight kernel class: (weight row length in elements, the tiled mat-mul's weight streaming rate "
+                    "at 2+ rows / the one-row mat-vec's); classes not listed stream at the mat-vec's rate.")
+    tiled_bandwidth_source: str = ""
     source: str
 
 

@@ -14,7 +14,7 @@ from ..hardware.facts import GPUInfo
 from ..model_facts.facts import ModelFacts
 from .formats import dtype_bytes
 from ..engines.speed_terms import EngineSpeed
-from .speed_data import engine_speeds, kernels
+from .speed_data import engine_speeds, interp_log, kernels
 
 GDDR_PREFIXES = ("gddr", "lpddr", "ddr")  # memory_type values of the GPU catalog that are not HBM
 
@@ -29,6 +29,7 @@ class Ceilings:
     link: str
     gddr: bool
     source: str
+    cpu_tiled_ratios: dict[str, list] | None = None  # CPU only: tiled mat-mul streaming / mat-vec, by row length
 
 
 def device_ceilings(gpu: GPUInfo | None, *, cpu_cores: int | None, dtype: str, cpu_simd: str | None = None) -> Ceilings:
@@ -39,7 +40,8 @@ def device_ceilings(gpu: GPUInfo | None, *, cpu_cores: int | None, dtype: str, c
         per_core = cpu.flops_per_core_per_s_by_simd.get(cpu_simd or "", cpu.flops_per_core_per_s)
         flops = per_core * cores * cpu.compute_efficiency
         return Ceilings(bandwidth=cpu.memory_bandwidth_bytes_per_s, peaks={k: flops for k in ("bf16", "fp16", "fp8", "int8", "fp4")},
-                        link_bandwidth=1e12, link="none", gddr=False, source=f"CPU figures ({cpu.source})")
+                        link_bandwidth=1e12, link="none", gddr=False, source=f"CPU figures ({cpu.source})",
+                        cpu_tiled_ratios=cpu.tiled_bandwidth_ratio_by_row_elements)
     t = gpu.tflops
     half = t.get("bf16") or t.get("fp16") or t.get("fp32") or 1.0
     peaks = {
@@ -121,8 +123,12 @@ def shapes(model: ModelFacts, quantization: str, dtype: str, kv_cache_dtype: str
     )
 
 
-def gemm_efficiencies(prof: EngineSpeed, quantization: str, gpu: GPUInfo | None, ceil: Ceilings, notes: list[str]) -> dict:
-    """Weight, expert and lm_head kernels: the measured curves x the kernel class x the engine's (fitted) scales."""
+def gemm_efficiencies(prof: EngineSpeed, quantization: str, gpu: GPUInfo | None, ceil: Ceilings, notes: list[str],
+                      row_elements: int = 0) -> dict:
+    """Weight, expert and lm_head kernels: the measured curves x the kernel class x the engine's (fitted) scales.
+
+    ``row_elements``: the weights' row length (the hidden size); on a CPU the tiled kernel above one row streams short
+    rows slower than the mat-vec (engines.yaml ``cpu.tiled_bandwidth_ratio_by_row_elements``)."""
     k = kernels()
     on_gpu = gpu is not None
     wk_name, wk = weight_kernel(prof, quantization, gpu)
@@ -141,14 +147,17 @@ def gemm_efficiencies(prof: EngineSpeed, quantization: str, gpu: GPUInfo | None,
     launch_on = 1.0 if on_gpu else 0.0
     moe = prof.moe_scale.value
     batched_scale = wk.bandwidth_scale if wk.batched_bandwidth_scale is None else wk.batched_bandwidth_scale
+    tiled = (ceil.cpu_tiled_ratios or {}).get(wk_name)
+    cpu_batched = cpu_eff * (interp_log(tiled, max(row_elements, 1)) if tiled else 1.0)
     return dict(
         gemm_bw=(min(curve.bandwidth_efficiency * wk.bandwidth_scale * gemm_scale * gddr, 0.98) if on_gpu else cpu_eff) * bw,
-        gemm_bw_batched=(min(curve.bandwidth_efficiency * batched_scale * gemm_scale * gddr, 0.98) if on_gpu else cpu_eff) * bw,
+        gemm_bw_batched=(min(curve.bandwidth_efficiency * batched_scale * gemm_scale * gddr, 0.98) if on_gpu else cpu_batched) * bw,
         gemm_launch=curve.launch_s * wk.launch_scale * launch_on,
         gemm_table=curve.compute_efficiency_by_tokens if on_gpu else flat,
         gemm_peak=ceil.peaks.get(wk.peak) or ceil.peaks["bf16"],
         gemm_compute_scale=min(wk.compute_scale * gemm_scale * amd, 1.0) if on_gpu else min(gemm_scale, 1.0),
         head_bw=(min(head_curve.bandwidth_efficiency * gemm_scale * gddr, 0.98) if on_gpu else cpu_eff) * bw,
+        head_bw_batched=(min(head_curve.bandwidth_efficiency * gemm_scale * gddr, 0.98) if on_gpu else cpu_batched) * bw,
         head_launch=head_curve.launch_s * launch_on, head_table=head_curve.compute_efficiency_by_tokens if on_gpu else flat,
         head_peak=ceil.peaks["bf16"],
         grouped_launch=k.grouped_gemm.launch_s * launch_on,

@@ -137,6 +137,7 @@ class StepModel:
     gemm_peak: float
     gemm_compute_scale: float
     head_bw: float
+    head_bw_batched: float  # above one sampled row (on a CPU the tiled kernel; on a GPU the same as head_bw)
     head_launch: float
     head_table: list
     head_peak: float
@@ -281,7 +282,8 @@ class StepModel:
 
     def _head(self, sampled: int, rows: int) -> tuple[float, float, float]:
         """(lm_head, sampler, pipeline hand-off) seconds."""
-        head = self._gemm(sampled, self.head_bytes, self.head_flops_per_row, self.head_launch, self.head_bw, self.head_table,
+        head = self._gemm(sampled, self.head_bytes, self.head_flops_per_row, self.head_launch,
+                          self.head_bw if sampled <= 1 else self.head_bw_batched, self.head_table,
                           self.head_peak, self.gemm_compute_scale) if sampled else 0.0
         sampler = 2 * self.small_s + sampled * self.vocab * 4 / self.small_bw if sampled else 0.0
         p2p = (self.pp_latency + rows * self.hidden * self.act_bytes / self.pp_link_bw) if self.pp > 1 else 0.0
@@ -399,7 +401,7 @@ def build_step_model(
     measured = measured_label(prof, gpu.name if gpu else None)
     if measured:
         notes.append(f"{engine} host and kernel coefficients measured on {gpu.name}: {measured}")
-    gemms, weights = gemm_efficiencies(prof, quantization, gpu, ceil, notes)
+    gemms, weights = gemm_efficiencies(prof, quantization, gpu, ceil, notes, row_elements=model.hidden_size)
     on_gpu = gpu is not None
     if prof.version_range:
         notes.append(f"{engine} speed coefficients for {prof.version_range}")
