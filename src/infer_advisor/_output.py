@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .errors import OutputExistsError, OutputPathError
+from .errors import DataFileError, OutputExistsError, OutputPathError
 
 MANIFEST = ".infer-advisor-manifest.json"
 MARKER = ".infer-advisor-partial"
@@ -42,8 +42,14 @@ _MANIFEST_TAG = "infer-advisor"
 
 
 def output_path(path: str | os.PathLike) -> Path:
-    """``path`` made absolute and normal (``~`` expanded, ``.``/``..`` folded, no trailing slash)."""
-    return Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
+    """``path`` made absolute and normal (``~`` expanded, ``.``/``..`` folded, no trailing slash). A path holding a
+    control, line-separator or bidi character is refused (one line, exit 2), as every path a user types is where it
+    enters (:func:`infer_advisor.untrusted.refuse_unsafe`): every writer's ``--out``/``--plot`` passes here."""
+    from .untrusted import refuse_unsafe
+
+    text = os.fspath(path)
+    refuse_unsafe(text if isinstance(text, str) else os.fsdecode(text), "output path")
+    return Path(os.path.abspath(os.path.expanduser(text)))
 
 
 def _umask() -> int:
@@ -131,9 +137,11 @@ def locked(folder: Path):
 
 def read_manifest(folder: Path) -> dict | None:
     """The manifest of ``folder`` when it is one of ours (else None)."""
-    try:
-        raw = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+    from .bounded_read import read_bounded
+
+    try:  # bounded, regular files only: a FIFO named like the manifest in a --force folder is not ours, never a hang
+        raw = json.loads(read_bounded(folder / MANIFEST, "data").decode("utf-8"))
+    except (DataFileError, OSError, ValueError, RecursionError):
         return None
     if not isinstance(raw, dict) or raw.get("written_by") != _MANIFEST_TAG or not isinstance(raw.get("files"), list):
         return None

@@ -13,14 +13,18 @@ Unsafe characters are every Unicode control (C0, DEL, C1 including NEL U+0085), 
 (U+2028, U+2029), and format character (Cf: bidi embeddings, overrides and isolates U+202A-U+202E, U+2066-U+2069,
 marks U+200E/U+200F/U+061C, zero-width characters, BOM), plus surrogates and private-use code points. YAML 1.1
 reads NEL, U+2028 and U+2029 as line breaks; terminals act on ESC and C1; bidi controls reorder what a reader
-sees. Each target has one escaper: shell words (emit/quote.py), YAML and JSON (their emitters, emit/templating.py),
-terminal and markdown cells (:func:`terminal_text`, :func:`markdown_cell`).
+sees. Each target has one escaper: shell words (:func:`sh_quote`, re-exported by emit/quote.py), YAML and JSON (their emitters, emit/templating.py),
+terminal and markdown (:func:`terminal_text`; :func:`markdown_cell` for prose, cells and list items,
+:func:`markdown_code` for an inline code span).
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 import unicodedata
+from collections.abc import Iterable
+from typing import Any
 
 from .errors import RequestError
 
@@ -126,6 +130,43 @@ def markdown_cell(value: object) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
+_BACKTICK_RUNS = re.compile(r"`+")
+
+
+def markdown_code(value: object) -> str:
+    """One inline code span holding ``value`` exactly (a command, a path): unsafe characters escaped visibly, and
+    fenced by more backticks than the longest run inside it, padded with a space where it starts or ends with a
+    backtick or a space (CommonMark 6.1 strips one from each side), so a backtick in a folder name cannot close the
+    span and turn the rest of the line into Markdown or raw HTML."""
+    text = escape_unsafe(str(value))
+    fence = "`" * (max((len(m) for m in _BACKTICK_RUNS.findall(text)), default=0) + 1)
+    if text[:1] in ("`", " ") or text[-1:] in ("`", " "):
+        text = f" {text} "
+    return f"{fence}{text}{fence}"
+
+
+# The user-information part of a URL (``scheme://user:password@host``): a credential, never written to a file.
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#@\s]+@")
+
+
+def without_credentials(text: str) -> str:
+    """``text`` with the ``user:password@`` of every URL in it written ``***@``: what a result file or report may keep
+    of a ``--url`` (the connection itself still uses the credentials)."""
+    return _URL_USERINFO.sub(r"\1***@", text)
+
+
+def json_text(text: str) -> str:
+    """JSON text (a document, or a string's quoted form) with every unsafe character but the newlines between its lines
+    written as a JSON escape (``\\u2028``; beyond U+FFFF a surrogate pair): the same value for every JSON parser, and
+    nothing a terminal acts on (JSON writers keep C1 controls, line separators and bidi controls raw). In valid JSON
+    such a character can only stand inside a string, so escaping it never changes the structure."""
+    if not unsafe_chars(text.replace("\n", "")):
+        return text
+    import json
+
+    return "".join(json.dumps(ch)[1:-1] if ch != "\n" and unsafe_chars(ch) else ch for ch in text)
+
+
 def printable_lines(text: str) -> str:
     """``text`` with unsafe characters escaped except the newlines that separate its lines (console output)."""
     return "\n".join(escape_unsafe(line) for line in text.split("\n"))
@@ -144,3 +185,20 @@ def safe_table(*args, **kwargs):
         if isinstance(kwargs.get(key), str):
             kwargs[key] = terminal_text(kwargs[key])
     return SafeTable(*args, **kwargs)
+
+
+def sh_quote(value: Any) -> str:
+    """One POSIX shell word: :func:`shlex.quote`, with backslashes kept outside single quotes.
+
+    ``shlex.quote("a\\")`` gives ``'a\'``: correct for bash, but shellcheck (SC1003) flags a backslash before a
+    closing quote as a likely mistake. Writing each backslash as ``\\\\`` between quoted pieces gives the same word
+    with no finding. Every shell command the project writes or prints (artifacts, doctor's fixed command, a
+    calibration's command line) is quoted here."""
+    text = str(value)
+    if "\\" not in text:
+        return shlex.quote(text)
+    return "\\\\".join(shlex.quote(part) if part else "" for part in text.split("\\"))
+
+
+def sh_join(values: Iterable[Any]) -> str:
+    return " ".join(sh_quote(v) for v in values)

@@ -104,9 +104,13 @@ def write_plot(report: BenchReport, folder: OutputFolder) -> str | None:
     """bench.png (:func:`bench_figure`), replaced atomically; None when there is nothing to draw."""
     if not report.levels:
         return None
+    import matplotlib
     import matplotlib.pyplot as plt
 
-    fig = bench_figure(report)
+    # Every text is literal: a model name from --model or the server's /v1/models ('m$\\frac{$') is not mathtext
+    # (it raised ValueError while saving: exit 3, no bench.png).
+    with matplotlib.rc_context({"text.parse_math": False}):
+        fig = bench_figure(report)
     buf = io.BytesIO()
     try:
         fig.savefig(buf, format="png", dpi=110)

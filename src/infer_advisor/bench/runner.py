@@ -31,9 +31,12 @@ def _config_context(req: BenchRequest) -> int | None:
 
     if req.engine not in ("transformers", "vllm") or req.model is None:
         return None
-    try:
-        config = json.loads((Path(req.model).expanduser() / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+    from ..bounded_read import read_bounded
+    from ..errors import DataFileError
+
+    try:  # bounded, regular files only (a FIFO named config.json is not read)
+        config = json.loads(read_bounded(Path(req.model).expanduser() / "config.json", "config").decode("utf-8"))
+    except (DataFileError, OSError, ValueError, RecursionError):
         return None  # not a local folder, or a config the engine will report on itself
     if not isinstance(config, dict):
         return None
@@ -55,7 +58,10 @@ class Runner:
         self.req = req
         self.plan = plan if plan is not None else (load_plan(req.plan) if req.plan else None)
         self.progress = progress
-        self.command_line = list(command_line if command_line is not None else sys.argv)
+        from ..untrusted import without_credentials
+
+        # Kept in bench.json: a --url's user:password@ never is (the rule: no token is written into any file).
+        self.command_line = [without_credentials(w) for w in (command_line if command_line is not None else sys.argv)]
         self.on_level = on_level
         self.workload = resolve_workload(req)
         self.folder = None
@@ -104,13 +110,16 @@ class Runner:
             )
 
     def _metadata(self, engine, started: str) -> BenchMetadata:
+        from ..untrusted import without_credentials
+
         versions = {"infer_advisor": __version__, "python": platform.python_version(), **engine.versions}
         return BenchMetadata(
             engine=engine.name,
             model=str(engine.model_label) if engine.model_label is not None else None,
-            url=self.req.url,
+            url=self.req.url and without_credentials(self.req.url),
             workload=self.workload.profile,
-            request=self.req.model_dump(mode="json") | {"resolved": self.workload.model_dump(exclude={"prompts"})},
+            request=self.req.model_dump(mode="json") | {"url": self.req.url and without_credentials(self.req.url),
+                                                         "resolved": self.workload.model_dump(exclude={"prompts"})},
             random_weights=self.req.random_weights,
             dtype=engine.dtype,
             device=engine.device,

@@ -28,9 +28,12 @@ def require_matplotlib() -> None:
 
 def is_front_png(path: Path) -> bool:
     """True for a PNG this module wrote (its Title chunk), so ``--force`` replaces only our own plots."""
-    try:
-        head = path.read_bytes()[:4096]
-    except OSError:
+    from ..bounded_read import read_bounded
+    from ..errors import DataFileError
+
+    try:  # bounded, regular files only: a FIFO or /dev/zero given as --plot with --force is not ours, never a hang
+        head = read_bounded(path, "data")[:4096]
+    except (DataFileError, OSError):
         return False
     return head.startswith(b"\x89PNG") and TITLE.encode() in head
 
@@ -112,9 +115,11 @@ def plot_front(result: CapacityResult, path: Path, *, force: bool = False) -> Pa
     """Write :func:`figure` as a PNG through the shared single-file writer: an existing file is replaced only with
     ``force`` and only if it is a plot of ours."""
     require_matplotlib()
+    import matplotlib
     import matplotlib.pyplot as plt
 
-    fig = figure(result)
+    with matplotlib.rc_context({"text.parse_math": False}):  # labels are literal text, never mathtext ('$' in a name)
+        fig = figure(result)
     buf = io.BytesIO()
     try:
         fig.savefig(buf, dpi=120, format="png", metadata={"Title": TITLE}, bbox_inches="tight")  # the legend below too

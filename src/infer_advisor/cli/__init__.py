@@ -142,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_BAD_INPUT
         if isinstance(err, OSError) and _environment_error(err):
             where = getattr(err, "filename", None)
-            print(f"error: cannot write{f' {where}' if where else ''}: {err.strerror} (the disk, the output stream or a "
-                  "file-size limit; nothing half-written is left marked complete).", file=sys.stderr)
+            print(_one_line(f"error: cannot write{f' {where}' if where else ''}: {err.strerror} (the disk, the output "
+                            "stream or a file-size limit; nothing half-written is left marked complete)."), file=sys.stderr)
             return EXIT_BAD_INPUT
         if debug:
             raise
@@ -270,9 +270,7 @@ def _warnings_as_lines() -> None:
     shown: set[str] = set()
 
     def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001, ARG001
-        from ..untrusted import escape_unsafe
-
-        text = _one_line(escape_unsafe(str(message)))
+        text = _one_line(str(message))
         if text not in shown:
             shown.add(text)
             print(f"warning: {text}", file=sys.stderr)
@@ -297,7 +295,13 @@ def _reopen_closed_streams() -> None:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """``text`` as one terminal line: whitespace runs (newlines, NEL, U+2028 included) become one space, and every
+    other unsafe character (ESC, C1, bidi controls) is written as a visible escape (the terminal's escaper,
+    :func:`infer_advisor.untrusted.escape_unsafe`): an error or usage line that quotes a user's value (a path, an
+    option, a log's GPU name) cannot colour, retitle or rewrite the terminal."""
+    from ..untrusted import escape_unsafe
+
+    return escape_unsafe(" ".join(text.split()))
 
 
 if __name__ == "__main__":  # pragma: no cover

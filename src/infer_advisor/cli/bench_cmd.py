@@ -32,7 +32,9 @@ def run(ns: argparse.Namespace) -> int:
     req = model_from_namespace(BenchRequest, ns)
     report = run_bench(req, progress=ns.progress, command_line=["infer-advisor", *sys.argv[1:]])
     if fmt == "json":
-        print(report.model_dump_json(indent=2))
+        from ..untrusted import json_text  # C1, line and bidi controls as JSON escapes: same value, inert on a terminal
+
+        print(json_text(report.model_dump_json(indent=2)))
         return 0
     console = make_console()
     for table in render_table(report):

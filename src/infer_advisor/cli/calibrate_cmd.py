@@ -112,7 +112,9 @@ def _command_line(ns: argparse.Namespace) -> str:
             words += [flag, ",".join(str(v) for v in value)]
         else:
             words += [flag, str(value)]
-    return shlex.join(words)
+    from ..untrusted import sh_join
+
+    return sh_join(words)
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -156,7 +158,9 @@ def run(ns: argparse.Namespace) -> int:
                           max_num_seqs=opts.max_num_seqs, engine_version=opts.engine_version)
     cal.write(opts.out, force=opts.force)
     if ns.output_json:
-        print(cal.model_dump_json(indent=2))
+        from ..untrusted import json_text  # C1, line and bidi controls as JSON escapes: same value, inert on a terminal
+
+        print(json_text(cal.model_dump_json(indent=2)))
         return 0
     err = ", ".join(f"{k} {v:.1%}" for k, v in cal.fit_median_abs_error.items())
     coeffs = ", ".join(f"{k} {v:g}" for k, v in cal.coefficients.items())

@@ -33,7 +33,9 @@ def run_from_log(opts, *, model_given: bool, as_json: bool = False) -> int:
     )
     cal.write(opts.out, force=opts.force)
     if as_json:
-        print(cal.model_dump_json(indent=2))
+        from ..untrusted import json_text  # C1, line and bidi controls as JSON escapes: same value, inert on a terminal
+
+        print(json_text(cal.model_dump_json(indent=2)))
         return 0
     logged = cal.kv_cache_tokens
     before, after = cal.predicted_kv_cache_tokens, cal.calibrated_kv_cache_tokens

@@ -61,9 +61,17 @@ def _read(source: str) -> str:
     if source == "-":
         return sys.stdin.read(MAX_LOG_BYTES)
     path = Path(source)
-    if not path.is_file():
+    try:
+        is_file = path.is_file()
+    except OSError:  # a name the OS cannot look up (too long: a command over MAX_COMMAND_CHARS) is not a file
+        is_file = False
+    if not is_file:
+        from ..engines.command_line import MAX_COMMAND_CHARS
         from ..untrusted import escape_unsafe
 
+        if len(source) > MAX_COMMAND_CHARS:
+            raise RequestError(f"the command line is {len(source):,} characters, over the {MAX_COMMAND_CHARS:,} a launch command may "
+                               "have; pass the start-up log as a file (or '-' for stdin) instead.")
         raise RequestError(f"'{escape_unsafe(source[:80])}' is neither a log file nor a launch command of vLLM, SGLang, TGI or llama.cpp (vllm serve MODEL ..., "
                            "python -m sglang.launch_server ..., text-generation-launcher ... or docker run ... text-generation-inference ..., llama-server ...).")
     try:

@@ -97,7 +97,9 @@ def run(ns: argparse.Namespace) -> int:
         raise RequestError(str(err.errors()[0].get("msg", err)).removeprefix("Value error, ")) from None
     report = build_report(opts)
     if opts.json_output:
-        print(report.model_dump_json(indent=2))
+        from ..untrusted import json_text  # C1, line and bidi controls as JSON escapes: same value, inert on a terminal
+
+        print(json_text(report.model_dump_json(indent=2)))
         return 0
     _print_report(report, opts)
     return 0

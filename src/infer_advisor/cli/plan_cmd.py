@@ -101,7 +101,9 @@ def run(ns: argparse.Namespace) -> int:
 
         written.append(plot_front(plan.capacity, ns.plot, force=ns.force))
     if fmt == "json":
-        sys.stdout.write(plan.model_dump_json(indent=2) + "\n")
+        from ..untrusted import json_text  # C1, line and bidi controls as JSON escapes: same value, inert on a terminal
+
+        sys.stdout.write(json_text(plan.model_dump_json(indent=2)) + "\n")
     else:
         from .render_plan import print_plan
 
@@ -119,7 +121,9 @@ def _startup_check(request, fmt: str) -> int:
 
     out = startup_outcome(request)
     if fmt == "json":
-        sys.stdout.write(out.model_dump_json(indent=2) + "\n")
+        from ..untrusted import json_text  # C1, line and bidi controls as JSON escapes: same value, inert on a terminal
+
+        sys.stdout.write(json_text(out.model_dump_json(indent=2)) + "\n")
     else:
         from rich.markup import escape
 

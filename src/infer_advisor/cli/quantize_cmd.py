@@ -68,7 +68,9 @@ def run(ns: argparse.Namespace) -> int:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     if fmt == "json":
-        print(result.model_dump_json(indent=2))
+        from ..untrusted import json_text  # C1, line and bidi controls as JSON escapes: same value, inert on a terminal
+
+        print(json_text(result.model_dump_json(indent=2)))
     else:
         from ..untrusted import printable_lines
 
@@ -78,6 +80,8 @@ def run(ns: argparse.Namespace) -> int:
         for note in result.notes:
             print(printable_lines(f"note: {note}"))
     if result.check.status == "failed":
-        print(f"error: the output was written but did not load: {result.check.detail}", file=sys.stderr)
+        from . import _one_line
+
+        print(_one_line(f"error: the output was written but did not load: {result.check.detail}"), file=sys.stderr)
         return 1
     return 0

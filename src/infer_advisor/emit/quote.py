@@ -1,23 +1,10 @@
-"""Shell quoting for emitted scripts: :func:`shlex.quote`, with backslashes kept outside single quotes.
-
-``shlex.quote("a\\")`` gives ``'a\'``: correct for bash, but shellcheck (SC1003) flags a backslash before a
-closing quote as a likely mistake. Writing each backslash as ``\\`` between quoted pieces gives the same word
-with no finding.
+"""Shell quoting for emitted scripts: the project's one shell-word escaper, :func:`infer_advisor.untrusted.sh_quote`
+(:func:`shlex.quote` with backslashes kept outside single quotes, so shellcheck SC1003 has nothing to flag). It lives
+in the base stage so the engines' command lines (doctor's fixed command) and the CLI quote through the same function.
 """
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Iterable
-from typing import Any
+from ..untrusted import sh_join, sh_quote
 
-
-def sh_quote(value: Any) -> str:
-    text = str(value)
-    if "\\" not in text:
-        return shlex.quote(text)
-    return "\\\\".join(shlex.quote(part) if part else "" for part in text.split("\\"))
-
-
-def sh_join(values: Iterable[Any]) -> str:
-    return " ".join(sh_quote(v) for v in values)
+__all__ = ["sh_join", "sh_quote"]

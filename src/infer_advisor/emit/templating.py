@@ -16,7 +16,7 @@ from typing import Any
 from markupsafe import Markup
 
 from ..errors import EmitError
-from ..untrusted import escape_unsafe, unsafe_chars
+from ..untrusted import escape_unsafe, json_text, markdown_cell, markdown_code, unsafe_chars
 from .quote import sh_join, sh_quote
 
 
@@ -66,9 +66,7 @@ def json_value(value: Any) -> str:
     """JSON (Dockerfile exec form arrays, HEALTHCHECK CMD). Backslashes are written ``\\u005c``: the same JSON
     string, but no ``\\"`` that hadolint's parser (and a reader) could take for an escaped quote."""
     text = json.dumps(value, ensure_ascii=False).replace("\\\\", "\\u005c")
-    if unsafe_chars(text):  # NEL, U+2028, bidi controls: \uXXXX escapes (json.dumps keeps them raw)
-        text = "".join(f"\\u{ord(ch):04x}" if unsafe_chars(ch) else ch for ch in text)
-    return _done(text)
+    return _done(json_text(text))  # NEL, U+2028, bidi controls (json.dumps keeps them raw): JSON escapes
 
 
 def _has_unsafe(value: Any) -> bool:
@@ -124,6 +122,18 @@ def dollar_yaml(value: Any) -> str:
     return yaml_value(_escape_dollars(value))
 
 
+def md(value: Any) -> str:
+    """Markdown prose (a README heading, list item or sentence holding a model name, a path or a warning): the
+    project's Markdown escaper (:func:`infer_advisor.untrusted.markdown_cell`), so a value can open no link, image,
+    code span, table cell or raw HTML."""
+    return _done(markdown_cell(value))
+
+
+def mdcode(value: Any) -> str:
+    """A Markdown inline code span (a command or path in README prose): :func:`infer_advisor.untrusted.markdown_code`."""
+    return _done(markdown_code(value))
+
+
 def py(value: Any) -> str:
     """A Python literal (``repr`` escapes every non-printable character)."""
     return _done(repr(value))
@@ -145,7 +155,7 @@ def environment():
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(sh=sh, shjoin=shjoin, shlines=shlines, json=json_value, yaml=yaml_value, dyaml=dollar_yaml, py=py)
+    env.filters.update(sh=sh, shjoin=shjoin, shlines=shlines, json=json_value, yaml=yaml_value, dyaml=dollar_yaml, py=py, md=md, mdcode=mdcode)
     return env
 
 

@@ -302,7 +302,7 @@ def edit_pairs(engine: str, argv: list[str]) -> list[tuple[str, str | None]]:
 
 def apply_edit(cmd: LaunchCommand, argv: list[str]) -> str:
     """The command with the edit's flags replacing every spelling of the same setting among the engine's arguments
-    (``-c 8192`` is replaced by ``--ctx-size 4096``), or appended; quoted for a POSIX shell word by word (shlex)."""
+    (``-c 8192`` is replaced by ``--ctx-size 4096``), or appended; quoted for a POSIX shell word by word (the project's shell escaper, untrusted.sh_join)."""
     cli = engine_cli(cmd.engine)
     table = cli.flag_table()
     pairs = edit_pairs(cmd.engine, argv)
@@ -327,4 +327,6 @@ def apply_edit(cmd: LaunchCommand, argv: list[str]) -> str:
         out.append(word)
         i += 1
     added = [w for flag, value in pairs for w in ([flag] if value is None else [flag, value])]
-    return shlex.join(head + out + added)
+    from ..untrusted import sh_join
+
+    return sh_join(head + out + added)

@@ -124,9 +124,12 @@ def calibration_kind(path: Path) -> str:
 def is_calibration_file(path: Path) -> bool:
     """Does ``path`` hold a calibration JSON infer-advisor wrote (a speed or a memory calibration)? Only those may be
     replaced by ``calibrate --force`` (see infer_advisor/_output.py)."""
-    try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+    from ..bounded_read import read_bounded
+    from ..errors import DataFileError
+
+    try:  # bounded, regular files only: a FIFO or /dev/zero given as --out with --force is not ours, never a hang
+        raw = json.loads(read_bounded(path, "data").decode("utf-8"))
+    except (DataFileError, OSError, ValueError, RecursionError):
         return False
     if not isinstance(raw, dict):
         return False

@@ -118,8 +118,9 @@ def fetch_from_hub(repo_id: str, revision: str | None = None) -> tuple[dict[str,
         path = hf_hub_download(
             repo_id, "config.json", revision=revision, token=token, endpoint=endpoint, cache_dir=_cache_dir()
         )
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        from ..bounded_read import read_text_bounded
+
+        text = read_text_bounded(path, "config")  # a Hub repo's config.json: at most 16 MiB, never a whole large file
         summary = None
         try:
             meta = HfApi(endpoint=endpoint, token=token).get_safetensors_metadata(repo_id, revision=revision)

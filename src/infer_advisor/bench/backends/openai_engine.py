@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from urllib.parse import urlparse
 
 from ...errors import BenchmarkError, EngineNotInstalledError
+from ...untrusted import without_credentials
 from ..metrics import chunk_tokens, sample
 from ..report import DeviceInfo, RequestSample
 from ..request import BenchRequest
@@ -61,7 +62,7 @@ class OpenAIEngine:
         )
         self.dropped: set[str] = set()  # OPTIONAL_FIELDS the server refused
         self.level_failures: list[str] = []  # reasons of the last level's failed requests
-        self.device = DeviceInfo(kind="remote", name=self.base)
+        self.device = DeviceInfo(kind="remote", name=without_credentials(self.base))  # kept in bench.json
         models = self._models(required=not req.model)
         self.served_model = req.model or str(models[0]["id"])
         self.model_label = self.served_model

@@ -18,6 +18,7 @@ import json
 import time
 
 from ...errors import BenchmarkError
+from ...untrusted import without_credentials
 from ..metrics import sample
 from ..report import DeviceInfo
 from ..request import BenchRequest
@@ -42,7 +43,7 @@ class TritonEngine(OpenAIEngine):
         ]
         self.versions = package_versions("httpx")
         self.timeout = httpx.Timeout(constant("request_timeout_s"), connect=constant("connect_timeout_s"))
-        self.device = DeviceInfo(kind="remote", name=self.base)
+        self.device = DeviceInfo(kind="remote", name=without_credentials(self.base))  # kept in bench.json
         self.served_model = req.model or self._first_model()
         self.model_label = self.served_model
         self.max_context = None  # the repository index does not say the model's max_seq_len
