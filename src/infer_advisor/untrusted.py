@@ -115,7 +115,7 @@ def terminal_text(value: object) -> str:
 
 
 # Markdown that changes structure or reaches out: table pipes, code spans, links/images, raw HTML, escapes.
-_MARKDOWN_SPECIAL = re.compile(r"([\\`|\[\]])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`|\[\]#])")
 # What starts raw HTML (a tag, a comment, a declaration) or an entity; '8.0 < 7.0' stays as it is.
 _HTML_START = re.compile(r"<(?=[A-Za-z/!?])")
 _ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
@@ -123,7 +123,8 @@ _ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
 
 def markdown_cell(value: object) -> str:
     """One markdown cell or list item: unsafe characters (newline and \\r included) escaped visibly, ``| ` [ ] \\``
-    backslash-escaped, and a ``<`` that would open a tag or an ``&`` that would start an entity written as an
+    backslash-escaped (``#`` too: a trailing `` #`` would be read as an ATX heading's closing sequence and dropped,
+    found by hypothesis on a folder named ``#``), and a ``<`` that would open a tag or an ``&`` that would start an entity written as an
     entity, so text can end neither the cell, the row nor the table, and raw HTML and links become text."""
     text = escape_unsafe(str(value))
     text = _HTML_START.sub("&lt;", _ENTITY.sub("&amp;", text))
