@@ -86,6 +86,7 @@ MARKDOWN_NAME = st.lists(st.sampled_from(list("<>[]()|`\\!&;#:=\"' ab.-") + ["im
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(name=MARKDOWN_NAME)
+@example(name="#")  # a trailing " #" closed the README's ATX heading and was dropped (final CI of 2026-12-04 on b9c0fac)
 @example(name="<img src=x onerror=alert(1)>")
 @example(name="[click](http:\\\\e) | `x` &amp;")
 def test_markdown_in_a_local_folder_name_stays_text_in_the_readme(name, tmp_path):
