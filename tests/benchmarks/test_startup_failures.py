@@ -78,6 +78,46 @@ def _new_batch(batch: int, numbers: range) -> list:
     return new
 
 
+def _ref(url: str) -> str:
+    return re.sub(r"https://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/(\d+)", r"\1#\2", url)
+
+
+def _in_earlier(ref: str, earlier: str, as_ref: bool = False) -> bool:
+    """``repo#N`` is an earlier entry's thread: its URL (issues, pull or discussions) is in ``earlier``, or, with
+    ``as_ref``, the ``repo#N`` form itself."""
+    repo, number = ref.split("#")
+    return bool(re.search(rf"{re.escape(repo)}/(issues|pull|discussions)/{number}(?!\d)", earlier)
+                or as_ref and re.search(rf"{re.escape(ref)}(?!\d)", earlier))
+
+
+def _candidates_audited(batch: list, heading: str, min_refs: int, earlier_candidates: tuple[str, ...] = (),
+                        new_by_ref: bool = True, used_as_ref: bool = False) -> None:
+    """A selective batch's candidates file (startup_failures_batch<N>_candidates.md): at least ``min_refs`` threads
+    looked at and not taken, none of them a taken one; no taken thread rejected (nor used) in ``earlier_candidates``;
+    with ``new_by_ref`` no taken thread's URL nor repo#N in an entry before ``heading``; every thread marked 'used' is an
+    earlier entry's (its URL, or with ``used_as_ref`` its repo#N too)."""
+    folder = DATA_FILE.parent
+    number = batch[0].batch
+    listed = {line for line in folder.joinpath(f"startup_failures_batch{number}_candidates.md").read_text(encoding="utf-8")
+              .splitlines() if line.startswith("- ")}
+    refs = {ref for line in listed for ref in re.findall(r"[\w.-]+/[\w.-]+#\d+", line.split("|")[0])}
+    assert len(refs) >= min_refs
+    taken = {_ref(f.url) for f in batch}
+    assert not taken & refs
+    for name in earlier_candidates:
+        earlier_rejects = folder.joinpath(name).read_text(encoding="utf-8")
+        for ref in taken:
+            assert not re.search(rf"{re.escape(ref)}(?!\d)", earlier_rejects), (name, ref)
+    earlier = DATA_FILE.read_text(encoding="utf-8").split(heading)[0]
+    if new_by_ref:
+        for ref in taken:
+            assert not _in_earlier(ref, earlier, as_ref=True), ref
+    for line in listed:
+        if line.rstrip().endswith("| used"):
+            for ref in re.findall(r"[\w.-]+/[\w.-]+#\d+", line.split("|")[0]):
+                assert _in_earlier(ref, earlier, as_ref=used_as_ref), ref
+
+
 def test_batch10_threads_are_new_and_state_what_they_claim():
     """Batch 10 (sf167-sf196), gathered before docfix11's doctor ran on it: no thread of an earlier entry, every stated
     GPU count covers the GPUs the run used, and every confirmed fix quotes the thread."""
@@ -147,8 +187,6 @@ def test_batch16_threads_are_new_state_what_they_claim_and_can_decide():
     made it start (a confirmed fix) or prints the figures that decide an edit (V0's KV capacity, V1's free and total
     memory). Also: no thread of an earlier entry, the held-out third by the rule, and the candidates file lists every
     thread looked at and not taken, none of them a taken one, and each one marked 'used' is a URL of an earlier entry."""
-    from benchmarks.published.startup_failures import DATA_FILE
-
     b16 = _new_batch(16, range(304, 321))
     engines = [f.engine for f in b16]
     assert (engines.count("vllm"), engines.count("sglang"), engines.count("tgi"), engines.count("llama.cpp")) == (16, 0, 1, 0)
@@ -162,18 +200,7 @@ def test_batch16_threads_are_new_state_what_they_claim_and_can_decide():
             assert f"({f.figures['kv_cache_tokens']:.0f})" in f.error_line, f.id
         if f.error == "free_memory_below_utilization":
             assert f"({f.figures['free_memory_gib']:g}/{f.figures['total_gpu_memory_gib']:g}" in f.error_line, f.id
-    rejects = DATA_FILE.with_name("startup_failures_batch16_candidates.md").read_text(encoding="utf-8")
-    listed = {line for line in rejects.splitlines() if line.startswith("- ")}
-    refs = {ref for line in listed for ref in re.findall(r"[\w.-]+/[\w.-]+#\d+", line.split("|")[0])}
-    assert len(refs) >= 250
-    taken = {re.sub(r"https://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/(\d+)", r"\1#\2", f.url) for f in b16}
-    assert not taken & refs
-    earlier = DATA_FILE.read_text(encoding="utf-8").split("Batch 16 (sf304-sf320)")[0]
-    for line in listed:
-        if line.rstrip().endswith("| used"):
-            for ref in re.findall(r"[\w.-]+/[\w.-]+#\d+", line.split("|")[0]):
-                repo, number = ref.split("#")
-                assert re.search(rf"{re.escape(repo)}/(issues|pull|discussions)/{number}(?!\d)", earlier), ref
+    _candidates_audited(b16, "Batch 16 (sf304-sf320)", 250, new_by_ref=False)
 
 
 def test_batch17_threads_are_new_state_what_they_claim_and_can_decide():
@@ -184,8 +211,6 @@ def test_batch17_threads_are_new_state_what_they_claim_and_can_decide():
     earlier entry nor one rejected in batch 16, the held-out third by the rule, diversity away from batch 16's V0
     capacity entries, and the candidates file lists every thread looked at and not taken, none of them a taken one,
     and each one marked 'used' is a URL of an earlier entry."""
-    from benchmarks.published.startup_failures import DATA_FILE
-
     b17 = _new_batch(17, range(321, 333))
     engines = [f.engine for f in b17]
     assert (engines.count("vllm"), engines.count("sglang"), engines.count("tgi"), engines.count("llama.cpp")) == (3, 1, 1, 7)
@@ -207,26 +232,7 @@ def test_batch17_threads_are_new_state_what_they_claim_and_can_decide():
             assert f"({fig['kv_cache_tokens']:.0f})" in f.error_line, f.id
         if "buffer_max_bytes" in fig:
             assert f"{fig['weights_buffer_bytes']:.0f} is larger than buffer maximum of {fig['buffer_max_bytes']:.0f}" in f.error_line, f.id
-    folder = DATA_FILE.parent
-    rejects = folder.joinpath("startup_failures_batch17_candidates.md").read_text(encoding="utf-8")
-    listed = {line for line in rejects.splitlines() if line.startswith("- ")}
-    refs = {ref for line in listed for ref in re.findall(r"[\w.-]+/[\w.-]+#\d+", line.split("|")[0])}
-    assert len(refs) >= 350
-    taken = {re.sub(r"https://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/(\d+)", r"\1#\2", f.url) for f in b17}
-    assert not taken & refs
-    rejected16 = folder.joinpath("startup_failures_batch16_candidates.md").read_text(encoding="utf-8")
-    for ref in taken:  # not rejected (nor used) in batch 16
-        assert not re.search(rf"{re.escape(ref)}(?!\d)", rejected16), ref
-    earlier = DATA_FILE.read_text(encoding="utf-8").split("Batch 17 (sf321-sf332)")[0]
-    for ref in taken:  # new: neither URL nor repo#N in an earlier entry
-        repo, number = ref.split("#")
-        assert not re.search(rf"{re.escape(repo)}/(issues|pull|discussions)/{number}(?!\d)", earlier), ref
-        assert not re.search(rf"{re.escape(ref)}(?!\d)", earlier), ref
-    for line in listed:
-        if line.rstrip().endswith("| used"):
-            for ref in re.findall(r"[\w.-]+/[\w.-]+#\d+", line.split("|")[0]):
-                repo, number = ref.split("#")
-                assert re.search(rf"{re.escape(repo)}/(issues|pull|discussions)/{number}(?!\d)", earlier), ref
+    _candidates_audited(b17, "Batch 17 (sf321-sf332)", 350, ("startup_failures_batch16_candidates.md",))
 
 
 def test_batch18_threads_are_new_state_what_they_claim_and_can_decide():
@@ -236,8 +242,6 @@ def test_batch18_threads_are_new_state_what_they_claim_and_can_decide():
     V0's KV capacity). Also: no thread of an earlier entry nor one listed in the batch-16 or batch-17 candidates files,
     the held-out third by the rule, and the candidates file lists every thread looked at and not taken, none of them a
     taken one, each one marked 'used' being a thread of an earlier entry."""
-    from benchmarks.published.startup_failures import DATA_FILE
-
     b18 = _new_batch(18, range(333, 338))
     engines = [f.engine for f in b18]
     assert (engines.count("vllm"), engines.count("llama.cpp")) == (2, 3)
@@ -249,25 +253,5 @@ def test_batch18_threads_are_new_state_what_they_claim_and_can_decide():
     assert f"({sf333.figures['kv_cache_tokens']:.0f})" in sf333.error_line
     sf335 = next(f for f in b18 if f.id == "sf335")  # the failed ROCm0 buffer is the log's own number
     assert f"{sf335.figures['compute_buffer_bytes']:.0f}" in sf335.log
-    folder = DATA_FILE.parent
-    rejects = folder.joinpath("startup_failures_batch18_candidates.md").read_text(encoding="utf-8")
-    listed = {line for line in rejects.splitlines() if line.startswith("- ")}
-    refs = {ref for line in listed for ref in re.findall(r"[\w.-]+/[\w.-]+#\d+", line.split("|")[0])}
-    assert len(refs) >= 250
-    taken = {re.sub(r"https://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/(\d+)", r"\1#\2", f.url) for f in b18}
-    assert not taken & refs
-    for name in ("startup_failures_batch16_candidates.md", "startup_failures_batch17_candidates.md"):
-        earlier_rejects = folder.joinpath(name).read_text(encoding="utf-8")
-        for ref in taken:  # not rejected (nor used) in batch 16 or 17
-            assert not re.search(rf"{re.escape(ref)}(?!\d)", earlier_rejects), (name, ref)
-    earlier = DATA_FILE.read_text(encoding="utf-8").split("Batch 18 (sf333-sf337)")[0]
-    for ref in taken:  # new: neither URL nor repo#N in an earlier entry
-        repo, number = ref.split("#")
-        assert not re.search(rf"{re.escape(repo)}/(issues|pull|discussions)/{number}(?!\d)", earlier), ref
-        assert not re.search(rf"{re.escape(ref)}(?!\d)", earlier), ref
-    for line in listed:
-        if line.rstrip().endswith("| used"):
-            for ref in re.findall(r"[\w.-]+/[\w.-]+#\d+", line.split("|")[0]):
-                repo, number = ref.split("#")
-                assert re.search(rf"{re.escape(repo)}/(issues|pull|discussions)/{number}(?!\d)", earlier) or re.search(
-                    rf"{re.escape(ref)}(?!\d)", earlier), ref
+    _candidates_audited(b18, "Batch 18 (sf333-sf337)", 250, ("startup_failures_batch16_candidates.md",
+                        "startup_failures_batch17_candidates.md"), used_as_ref=True)
