@@ -1,19 +1,7 @@
 """docfix16 (retrospective, batch 13): the doctor on the real logs of benchmarks/published/startup_failures.yaml."""
 
-from functools import cache
-
-from benchmarks.doctor_grade import run_doctor
-from benchmarks.published.startup_failures import load_failures
 from infer_advisor.engines.startup_log import parse_startup_log
-
-
-@cache
-def _by_id():
-    return {f.id: f for f in load_failures().failures}
-
-
-def _diag(i):
-    return run_doctor(_by_id()[i])
+from tests.support.doctor_entries import failures_by_id as _by_id, diagnose_entry as _diag
 
 
 def test_free_memory_held_by_others_is_freed_first_sf260():

@@ -1,20 +1,8 @@
 """docfix17 (retrospective, batch 14): the doctor on the real logs of benchmarks/published/startup_failures.yaml."""
 
-from functools import cache
-
-from benchmarks.doctor_grade import run_doctor
-from benchmarks.published.startup_failures import load_failures
 from infer_advisor.doctor.version import is_release
 from infer_advisor.engines.startup_log import detect_engine
-
-
-@cache
-def _by_id():
-    return {f.id: f for f in load_failures().failures}
-
-
-def _diag(i):
-    return run_doctor(_by_id()[i])
+from tests.support.doctor_entries import failures_by_id as _by_id, diagnose_entry as _diag
 
 
 def test_reported_oom_after_v0_profile_lines_is_the_profile_sf270():

@@ -1,12 +1,8 @@
 """docfix18 (retrospective, batch 15): the doctor on the real logs of benchmarks/published/startup_failures.yaml, and the
 shared builders (undecided_edit, the one --cpu-offload-gb edit, the rule-of-thumb share in data/doctor_flags.yaml)."""
 
-from functools import cache
-
 import pytest
 
-from benchmarks.doctor_grade import run_doctor
-from benchmarks.published.startup_failures import load_failures
 from infer_advisor.doctor.diagnosis import diagnose
 from infer_advisor.doctor.edits import NOT_DECIDED, undecided_edit
 from infer_advisor.doctor.engine_flags import rule_of_thumb
@@ -14,15 +10,7 @@ from infer_advisor.doctor.engine_words import engines_in_words
 from infer_advisor.doctor.load_oom import offload_edit, offload_gib
 from infer_advisor.doctor.rank_kv import rank_figures
 from infer_advisor.hardware.catalog import GIB
-
-
-@cache
-def _by_id():
-    return {f.id: f for f in load_failures().failures}
-
-
-def _diag(i):
-    return run_doctor(_by_id()[i])
+from tests.support.doctor_entries import failures_by_id as _by_id, diagnose_entry as _diag
 
 
 def test_undecided_edit_is_the_one_builder():

@@ -1,21 +1,9 @@
 """docfix19 (retrospective, batch 16): the doctor on the real texts of benchmarks/published/startup_failures.yaml
 (sf305, sf306, sf311, sf313, sf314, sf316) and the rules of doctor/budget_floor.py on small inputs."""
 
-from functools import cache
-
-from benchmarks.doctor_grade import run_doctor
-from benchmarks.published.startup_failures import load_failures
 from infer_advisor.doctor.diagnosis import diagnose
 from infer_advisor.doctor.startup_errors import find_startup_error
-
-
-@cache
-def _by_id():
-    return {f.id: f for f in load_failures().failures}
-
-
-def _diag(i):
-    return run_doctor(_by_id()[i])
+from tests.support.doctor_entries import failures_by_id as _by_id, diagnose_entry as _diag
 
 
 def test_budget_under_the_weights_is_never_proposed():

@@ -1,23 +1,16 @@
 """docfix20 (retrospective, batch 17): the doctor on the real texts of benchmarks/published/startup_failures.yaml
 (sf321, sf322-sf324, sf328-sf330, sf332, sf212) and the new rules on small inputs; the grader's TGI legacy spelling."""
 
-from functools import cache
-
-from benchmarks.doctor_grade import _FIX_KIND, GRADE_SCHEMA, run_doctor
-from benchmarks.published.startup_failures import load_failures
+from benchmarks.doctor_grade import _FIX_KIND, GRADE_SCHEMA
 from infer_advisor.doctor.cpu_offload import offload_edit
 from infer_advisor.doctor.metal_working_set import metal_context_edit, metal_plan
 from infer_advisor.doctor.mm_profile import mm_profile_edit
 from infer_advisor.doctor.ollama import ollama_edits
-
-
-@cache
-def _by_id():
-    return {f.id: f for f in load_failures().failures}
+from tests.support.doctor_entries import diagnose_entry, failures_by_id as _by_id
 
 
 def _first(i):
-    return run_doctor(_by_id()[i]).edits[0]
+    return diagnose_entry(i).edits[0]
 
 
 def test_ollama_refusal_without_a_system_memory_line_is_read():
@@ -60,7 +53,7 @@ def test_cuda_runtime_oom_with_offload_on_turns_offload_off():
 
 
 def test_multimodal_profile_is_bounded_by_the_mm_limits_not_max_num_seqs():
-    d = run_doctor(_by_id()["sf332"])
+    d = diagnose_entry("sf332")
     assert "--limit-mm-per-prompt" in d.edits[0].change
     assert not any(e.argv[:1] == ["--max-num-seqs"] for e in d.edits)
     short = ("(max_num_batched_tokens / max_num_seqs = 40000) is too short to hold the multi-modal embeddings in the worst "
