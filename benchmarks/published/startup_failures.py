@@ -99,7 +99,7 @@ class Failure(BaseModel):
                                           "gathered before docfix18's freeze (sf304-sf320), graded prospectively; 17: "
                                           "gathered before docfix19's freeze (sf321-sf332), graded prospectively; 18: "
                                           "gathered before docfix20's freeze (sf333-sf337), graded prospectively; 19: "
-                                          "gathered before docfix21's freeze (sf338-sf346), graded prospectively.")
+                                          "gathered before docfix21's freeze (sf338-sf347), graded prospectively.")
     url: str = Field(pattern=r"^https://github\.com/")
     engine: Literal["vllm", "sglang", "tgi", "llama.cpp"]
     engine_version: str | None
