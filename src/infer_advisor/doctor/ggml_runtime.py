@@ -9,7 +9,8 @@ allocated there. Such a failure means the runtime had no memory for its own stre
 placed before it filled the card (fewer GPU layers or a smaller context leave room) or because the runtime/driver
 fails on a card with room (another runtime build or another ggml backend, such as Vulkan, is the lever). Where the
 text prints both the card's memory (the amdgpu kernel line "NM of VRAM memory ready") and the model's size (the
-ollama CLI's list/ps row "NAME ID SIZE"), and the model is under half the card, the runtime goes first; otherwise it
+ollama CLI's list/ps row "NAME ID SIZE"), and the model is under half the card (data/doctor_flags.yaml
+``rules_of_thumb.stream_room_share``, a rule of thumb), the runtime goes first; otherwise it
 is added after the engine's own memory edits. Neither is decided by the log's figures.
 """
 
@@ -18,11 +19,11 @@ from __future__ import annotations
 import re
 
 from .edits import undecided_edit
+from .engine_flags import rule_of_thumb
 
 _STREAM_OOM = re.compile(r"(?:CUDA|ROCm|MUSA) error: out of memory\s*\n[^\n]{0,80}current device: \d+, in function stream\b")
 _VRAM = re.compile(r"amdgpu: (\d+)M of VRAM memory ready")  # the amdgpu kernel driver's line (MiB)
 _MODEL_ROW = re.compile(r"(?m)^\s*\S+:\S+\s+[0-9a-f]{12}\s+(\d+(?:\.\d+)?) GB\b")  # ollama list / ps: NAME ID SIZE (decimal GB)
-_ROOM_SHARE = 0.5  # the model under half the card: the buffers placed before the stream leave it room (a wide margin, not a fit)
 
 
 def _room(text: str) -> tuple[float, float] | None:
@@ -45,7 +46,7 @@ def runtime_stream_first(diag, text: str) -> None:
         "ggml-cuda's CUDA_CHECK failed in ggml_backend_cuda_context::stream (ggml-cuda/common.cuh: cudaStreamCreateWithFlags), "
         f"which allocates no model, KV or compute buffer{sized}; a runtime that cannot create a stream on a card with room is "
         "the runtime, not a memory setting")
-    first = room is not None and room[0] < _ROOM_SHARE * room[1]
+    first = room is not None and room[0] < rule_of_thumb("stream_room_share") * room[1]
     diag.edits = [edit, *diag.edits] if first else [*diag.edits, edit]
     diag.notes.append("The out-of-memory is ggml's runtime creating a stream (in function stream), not a buffer of the model: "
                       + ("the model is well under the card, so the runtime or backend goes first." if first else
