@@ -57,7 +57,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from benchmarks.doctor_grade_logfig import (log_figures, v1_cache_blocks_check, v1_context_check, v1_free_memory_check,  # noqa: E402
-                                            weights_floor)
+                                            weights_floor, catalog_total)
 GIB = 2**30
 GRADE_SCHEMA = 8  # 2: decided_by, model_check_why, fix_match_why per row; starts_by_* columns; held_aside and all totals
 # 3 (docfix7, retrospective): the entry's gpus_present is passed as --gpus; a first edit needing more GPUs than it fails
@@ -143,6 +143,7 @@ def engine_check(f, diag, edit) -> tuple[bool | None, str]:
     fig = log_figures(f)  # grade schema 8: V1's printed pairs read from the log's own lines too
     u0 = f.settings.gpu_memory_utilization or 0.90
     total, inferred = _total_bytes(fig, diag, f)
+    card = total or catalog_total(f)  # grade schema 8's checks: the stated GPU's catalog total where nothing gives one
     note = " (GPU total from the catalog)" if inferred and total else ""
     if f.error == "max_len_exceeds_kv" and ("kv_cache_tokens" in fig or fig.get("kv_blocks", 0) > 0):
         capacity, length = fig.get("kv_cache_tokens") or fig["kv_blocks"] * V0_BLOCK_SIZE, f.settings.max_model_len or diag.max_model_len
@@ -177,13 +178,13 @@ def engine_check(f, diag, edit) -> tuple[bool | None, str]:
             return False, f"{value} x total - weights - non-torch - activation = {rest:.2f} GiB: still no KV room"
         return None, (f"{value} x total - weights - non-torch - activation = {rest:.2f} GiB of KV room: the cache-blocks check passes; "
                       "whether one request of max_model_len then fits needs the bytes per token (not decided)")
-    if flag == "--gpu-memory-utilization" and (blocks := v1_cache_blocks_check(fig, value, u0, total, GIB)) is not None:
-        return blocks[0], blocks[1] + note  # grade schema 8: V1's printed "Available KV cache memory", linear in the fraction
+    if flag == "--gpu-memory-utilization" and (blocks := v1_cache_blocks_check(fig, value, u0, card, GIB)) is not None:
+        return blocks[0], blocks[1] + (note or " (GPU total from the catalog)" * (not total))  # grade schema 8: linear in the fraction
     if flag == "--max-num-seqs" and "mamba_cache_blocks" in fig:  # grade schema 4: the engine's own bound, the check only
         return int(value) <= fig["mamba_cache_blocks"], f"{value} <= printed Mamba cache blocks {fig['mamba_cache_blocks']:,.0f} (the check only)"
-    if flag in _FRACTION_FLAGS[:2] and total and (floor := weights_floor(f, fig)) and float(value) * total / GIB <= floor[0]:
-        return False, (f"{value} x {total / GIB:.2f} GiB <= the weights ({floor[0]:.2f} GiB, {floor[1]}): no KV room (vLLM: utilization x "
-                       f"total - weights - ... <= 0; SGLang: free after load - total x (1 - fraction) < 0){note}")  # grade schema 8
+    if flag in _FRACTION_FLAGS[:2] and card and (floor := weights_floor(f, fig)) and float(value) * card / GIB <= floor[0]:
+        return False, (f"{value} x {card / GIB:.2f} GiB <= the weights ({floor[0]:.2f} GiB, {floor[1]}): no KV room (vLLM: utilization x "
+                       f"total - weights - ... <= 0; SGLang: free after load - total x (1 - fraction) < 0){note or ' (GPU total from the catalog)' * (not total)}")
     if f.error == "sglang_not_enough_memory":
         return _sglang_check(f, flag, value)
     if f.error == "llamacpp_alloc_failed" and {"weights_cuda0_mib", "kv_cuda0_mib", "compute_alloc_mib", "n_ctx"} <= fig.keys() and total:

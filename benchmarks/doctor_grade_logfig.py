@@ -80,8 +80,9 @@ def weights_floor(f, fig: dict) -> tuple[float, str] | None:
     itself 16-bit (the checkpoint's bytes, not the memory model's fit). None: neither is known.
     V1 ``determine_available_memory``: available = utilization x total - (weights + activations + non-torch), so a
     budget under the weights alone leaves it below zero whatever the rest."""
-    if "weights_gib" in fig:
-        return fig["weights_gib"], "printed"
+    for key in ("weights_gib", "weights_gb"):  # vLLM's "Model loading took X GiB"; SGLang's "mem usage=X GB" (bytes / 2**30)
+        if key in fig:
+            return fig[key], "printed"
     s = f.settings
     if not f.catalog_model or s.quantization or (s.dtype and s.dtype not in ("bfloat16", "float16", "half", "auto")) \
             or _QUANTIZED_NAME.search(f.model) or (f.tp is None and f.gpu_count != 1):  # GPUs sharing the weights unstated
@@ -116,3 +117,16 @@ def v1_free_memory_check(f, fig: dict, value: str) -> tuple[bool | None, str]:
     if floor and floor[0] > need:
         return False, f"{why}: passes the start check, under the weights ({floor[0]:.2f} GiB, {floor[1]}): no KV room"
     return need <= free, f"{why} (the start check only)"
+
+
+def catalog_total(f) -> float | None:
+    """The stated GPU's total bytes from the hardware catalog, where the doctor's memory model did not give one."""
+    if not f.gpu:
+        return None
+    from infer_advisor.errors import InferAdvisorError
+    from infer_advisor.hardware import resolve_hardware
+
+    try:
+        return float(resolve_hardware(f.gpu).gpu.memory_bytes)
+    except (InferAdvisorError, AttributeError):
+        return None
