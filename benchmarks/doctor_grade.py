@@ -40,6 +40,12 @@ it) and what the thread states of the setup as options (--gpu, --model as the ca
 - **the stated command** (grade schema 6, docfix14, retrospective: batch 11's sf223): where no line of the log names the
   engine and the entry's command names an engine's launcher, the command is pasted after the log, as a user gives
   `doctor` both; a stated command may be the one that worked (sf134's), so where the log names the engine it is not;
+- **V1's printed pairs, rounding and the weights floor** (grade schema 8, gradefix, retrospective: an audit of every
+  undecided held-aside row; benchmarks/doctor_grade_logfig.py): V1's own messages read from the log's lines; figures
+  printed to 0.01 GiB decide nothing inside that rounding; a fraction under the weights (printed, else the catalog's
+  16-bit shapes) fails; V1's "Available KV cache memory" decides the cache-blocks check (fails at <= 0); a shorter
+  context whose least need is over V1's printed available memory fails. benchmarks/doctor_grade_audit.py says why each
+  remaining row is not decided;
 - **ledger**: every ledger line the log printed a figure for, and the in-budget sum against utilization x total,
   within 3%;
 - **KV after the fix**: where the thread prints the KV capacity of the setup that worked, the doctor's figure for that

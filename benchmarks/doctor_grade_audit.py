@@ -14,7 +14,7 @@ that matches, applied the same way to every row (by the row's fields and the log
   loading, the profile run, warm-up, graph capture or a llama.cpp buffer: the engine checks nothing before it, and the
   device's free memory at that moment is not printed); an engine check whose figures the text does not print (prose, a
   cut log, or the message without its numbers); otherwise another failure (NCCL, host memory, a multimodal profile...).
-- **by the thread's fix**: no fix; suggested, not shown to start; confirmed, a version or build change; confirmed, another
+- **by the thread's fix**: no fix; suggested, not shown to start; confirmed, another version, engine (V0) or build (by the fix's own words); confirmed, another
   setting or action (kind "other"); confirmed, another knob than the first edit; confirmed, the same knob, less
   conservative than the thread's working value.
 """
@@ -34,7 +34,7 @@ _VALUE_EDIT = re.compile(r"^(?:--[\w-]+ [\d.]+)(?: --[\w-]+ [\d.]+)*(?: \(.*\))?
 _SWITCH = re.compile(r"^--(?:enforce-eager|disable-cuda-graph)\b")
 _ALLOC = re.compile(r"out of memory|Tried to allocate|cudaMalloc failed|failed to allocate|can't malloc|OutOfDeviceMemory|"
                     r"ErrorOutOfDeviceMemory|hipMalloc|unable to allocate", re.I)
-_VERSION = re.compile(r"version|upgrad|downgrad|release|nightly|==\d|\bv?\d+\.\d+\.\d+|pip install|build|driver|rocm \d", re.I)
+_VERSION = re.compile(r"version|upgrad|downgrad|release|nightly|==\d|\bv?\d+\.\d+\.\d+|build|driver|rocm \d|V0 engine|VLLM_USE_V1=0", re.I)
 _CHECKS = ("no_cache_blocks", "max_len_exceeds_kv", "kv_needed_exceeds_available", "free_memory_below_utilization",
            "sglang_not_enough_memory")
 
@@ -66,7 +66,7 @@ def by_fix(r: dict, f) -> str:
     if not f.fix.confirmed:
         return "fix suggested, not shown to start"
     if f.fix.kind == "other":
-        return "confirmed: a version/build/driver change" if _VERSION.search(f.fix.value + " " + f.fix.quote) else "confirmed: another setting or action"
+        return "confirmed: another version, engine (V0) or build" if _VERSION.search(f.fix.value) else "confirmed: another setting or action"
     if r.get("fix_match") is False and "another knob" in (r.get("fix_match_why") or ""):
         return "confirmed: another knob than the first edit"
     if r.get("fix_match") is False:
@@ -89,6 +89,30 @@ def audit(rows: list[dict], entries: dict) -> tuple[Counter, dict[str, list[str]
     return table, ids_a, ids_f
 
 
+# figures of an engine's own start-up check (the keys grade schema 8's rules read; log_figures adds V1's from the log's lines)
+_CHECK_FIGURES = {"kv_cache_tokens", "kv_blocks", "kv_needed_gib", "estimated_max_model_len", "free_memory_gib", "kv_available_gib",
+                  "mamba_cache_blocks", "minimum_mem_fraction_static", "free_after_load_gb", "activation_gib"}
+
+
+def out_of_reach(rows: list[dict], entries: dict) -> list[str]:
+    """Undecided held-aside rows that no first edit could be shown to start by the grade's rules, whatever the doctor says:
+    the text prints no figure of an engine check (``_CHECK_FIGURES``, vLLM's V1 pairs read from the log included), the
+    thread has no confirmed fix on a knob the grade compares (kind "other": versions, compound or other settings), and the
+    memory-model rule cannot reach it (not vLLM, not a KV check, or the model or GPU unresolved)."""
+    from benchmarks.doctor_grade import _KV_KINDS
+    from benchmarks.doctor_grade_logfig import log_figures
+
+    out = []
+    for r in rows:
+        f = entries[r["id"]]
+        if not (r["batch"] > 1 or r["held_out"]) or r["verdict"] in ("starts", "fails"):
+            continue
+        model_rule = r["engine"] == "vllm" and r.get("model_run") and f.error in _KV_KINDS  # the memory-model rule may decide it
+        if not _CHECK_FIGURES & log_figures(f).keys() and not (f.fix and f.fix.confirmed and f.fix.kind != "other") and not model_rule:
+            out.append(r["id"])
+    return out
+
+
 def main() -> int:
     from benchmarks.published.startup_failures import load_failures
 
@@ -102,6 +126,10 @@ def main() -> int:
     print(f"| all | {sum(table.values())} | " + " | ".join(str(len(ids_f[x])) for x in fixes) + " |")
     for name, ids in (*ids_a.items(), *ids_f.items()):
         print(f"\n{name} ({len(ids)}): {', '.join(ids)}")
+    rows = json.loads(RESULTS.read_text())["rows"]
+    far, held = out_of_reach(rows, entries), sum(1 for r in rows if r["batch"] > 1 or r["held_out"])
+    print(f"\nout of reach of every rule whatever the first edit ({len(far)} of {held} held aside; at most "
+          f"{100 * (held - len(far)) / held:.1f}% could be shown to start): {', '.join(far)}")
     return 0
 
 
