@@ -161,3 +161,39 @@ def test_session8_first_run_by_frozen_memfix16_is_the_committed_grade():
     assert graded(first, "throughput_drops") == graded(before, "throughput_drops")
     assert not any(r["graded"] for r in first["throughput_drops"] + first["startup_logs"] if r["id"] in SESSION8)
     assert first["sglang_memory"][-1] == {"id": SESSION8_SGLANG, "predicted_lora_pool_gib": 2.5, "logged_pool_and_rest_gib": 2.44}
+
+
+def test_a_stated_max_num_seqs_reaches_the_plan_and_no_stated_setting_is_dropped(monkeypatch, tmp_path):
+    """Session 9 (lora10, retrospective): predicted_kv and predicted_drop pass max_num_seqs where an entry states it
+    (session 8 found the grade dropped it); a graded log's settings carry only keys the grade passes (KV_SETTINGS)."""
+    import types
+
+    import pytest
+
+    import infer_advisor.plan as plan_pkg
+    from benchmarks.lora_grade import KV_SETTINGS, predicted_drop, predicted_kv
+
+    asked = []
+
+    def fake_advise(**kw):
+        asked.append(kw)
+        perf = types.SimpleNamespace(output_tokens_per_s_aggregate=100.0, decode_step_terms_s={})
+        mem = types.SimpleNamespace(engine_kv_cache_tokens=1, kv_cache_tokens=1, overhead_bytes_per_gpu={}, outside_budget_bytes_per_gpu={})
+        return types.SimpleNamespace(performance=perf, memory=mem)
+
+    monkeypatch.setattr(plan_pkg, "advise", fake_advise)
+    log = {"id": "x", "gpu": "L40S", "model": "m", "engine_version": "0.14.0",
+           "settings": {"max_model_len": 4096, "gpu_memory_utilization": 0.9, "tp": 1, "max_loras": 1, "max_lora_rank": 16, "max_num_seqs": 16}}
+    predicted_kv(log, tmp_path)
+    assert asked[-1]["max_num_seqs"] == 16
+    del log["settings"]["max_num_seqs"]
+    predicted_kv(log, tmp_path)
+    assert asked[-1]["max_num_seqs"] is None
+    drop = {"id": "d", "predict": {"model": "m", "gpu": "A100-80GB", "engine_version": "0.6.5", "concurrency": 8, "input_tokens": 10,
+                                   "output_tokens": 10, "lora_adapters": 1, "max_lora_rank": 8, "max_num_seqs": 4}}
+    predicted_drop(drop, tmp_path)
+    assert [kw["max_num_seqs"] for kw in asked[-2:]] == [4, 4]
+    with pytest.raises(ValueError, match="enforce_eager"):
+        predicted_kv({**log, "settings": {**log["settings"], "enforce_eager": True}}, tmp_path)
+    graded = [e for e in points()["startup_logs_with_lora"] if e.get("graded")]
+    assert all(set(e["settings"]) <= KV_SETTINGS for e in graded)
