@@ -197,3 +197,42 @@ def test_a_stated_max_num_seqs_reaches_the_plan_and_no_stated_setting_is_dropped
         predicted_kv({**log, "settings": {**log["settings"], "enforce_eager": True}}, tmp_path)
     graded = [e for e in points()["startup_logs_with_lora"] if e.get("graded")]
     assert all(set(e["settings"]) <= KV_SETTINGS for e in graded)
+
+
+SESSION9 = {"vllm-pr25914-enable-lora-no-active-adapter-llama2-7b", "vllm-pr38432-fused-shrink-expand-pdl-lora-only",
+            "vllm-pr27694-lora-shrink-swizzle-qwen3-32b-tp4", "sglang-pr18082-lora-cuda-graph-non-lora-batches",
+            "sglang-pr21885-csgmv-llama3.1-lora-only", "sglang-pr28953-kimi-k2.5-nvfp4-moe-lora-gb300",
+            "lorax-pr464-vllm-compile-single-adapter", "vllm-issue11436-lora-prefill-no-cuda-graph",
+            "vllm-issue18217-lora-extreme-latency", "faaslora-doc-serverlessllm-vllm-multi-lora",
+            "tutorial-multi-lora-expected-output-qwen2.5-7b", "vllm0.13-fork-lora-cudagraph-invalidation-llama2-7b-a100",
+            "rank-aware-lora-serving-rtx4080super-own-engine", "vllm-pr6234-lora-tests-llama2-13b-chat-tp4-vllm0.5.2",
+            "vllm-issue29955-lora-prompt-logprobs-v1", "vllm-pr36370-gpt-oss-120b-lora-graph-memory",
+            "vllm-issue5274-32b-lora-v100x8-oom", "reason4rec-grpo-llama3-8b-bnb-lora-vllm0.9.1"}
+
+
+def _file_ids(text: str) -> set[str]:
+    import re
+
+    return set(re.findall(r"\b\d{8,}\b", text or ""))  # the code search's file ids (no other 8+ digit run in `found`)
+
+
+def test_session9_batch_is_new_complete_and_says_why_it_is_not_graded():
+    """Session 9 (lora10): facts only, collected after the grader freeze (0aa5dce) and before any prediction; none
+    gradeable under the standing rule. Each entry has its source (URL, or a file id in `found`), a verbatim quote, the
+    engine and why it is not graded; no URL or file id was used by an earlier entry; stated drops are their own arithmetic."""
+    data = points()
+    entries = data["throughput_drops"] + data["startup_logs_with_lora"]
+    batch = [e for e in entries if e["id"] in SESSION9]
+    assert len(batch) == len(SESSION9) == 18
+    for e in batch:
+        assert not e["graded"] and e["not_graded"] and "session 9, lora10" in e["found"] and e["quote"] and e["engine"]
+        assert e["url"] or _file_ids(e["found"]), e["id"]
+    earlier = [e for e in entries + data["sglang_memory_logs"] if e["id"] not in SESSION9]
+    assert not {e["url"] for e in earlier if e.get("url")} & {e["url"] for e in batch if e["url"]}
+    earlier_ids = set().union(*(_file_ids(e.get("found", "")) for e in earlier))
+    assert not earlier_ids & set().union(*(_file_ids(e["found"]) for e in batch))
+    for e in batch:
+        if "base_tokens_per_s" in e and "lora_tokens_per_s" in e:
+            assert round((1 - e["lora_tokens_per_s"] / e["base_tokens_per_s"]) * 100, 1) == e["drop_pct"]
+        if e.get("settings") and "max_num_seqs" in e["settings"]:
+            assert isinstance(e["settings"]["max_num_seqs"], int)  # a stated cap the grade would pass (session 9 fix)
