@@ -258,3 +258,15 @@ def test_session9_stated_max_num_seqs_moves_only_the_rtx_pro_6000_row():
     runpod = [e for e in points()["startup_logs_with_lora"] if e["id"].startswith("runpod-mistral")]
     assert len(runpod) == 2 and all(e["settings"]["max_num_seqs"] == 256 and "MAX_NUM_SEQS=256" in e["settings_added"] for e in runpod)
     assert [r["pass"] for r in after.values()] == [True, True, True, True, False]
+
+
+def test_session9_first_run_by_frozen_memfix18_is_the_committed_grade():
+    """Session 9 (lora10): the first run on main 95b6e72 (memfix18 frozen) plus the batch's facts and the amended grader
+    freeze is the committed grade; its graded rows are the freeze's, and the batch adds only not-graded rows."""
+    first = json.loads((RESULTS.parent / "lora_grade_first_2026-12-04_lora10.json").read_text())
+    assert first == json.loads(RESULTS.read_text())
+    graded = lambda res, kind: [r for r in res[kind] if r["graded"]]  # noqa: E731
+    assert [r["pass"] for r in graded(first, "startup_logs")] == [True, True, True, True, False]
+    assert [r["pass"] for r in graded(first, "throughput_drops")] == [True, True, True]
+    assert not any(r["graded"] for r in first["throughput_drops"] + first["startup_logs"] if r["id"] in SESSION9)
+    assert {r["id"] for r in first["throughput_drops"] + first["startup_logs"]} >= SESSION9
