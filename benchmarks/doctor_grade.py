@@ -40,6 +40,12 @@ it) and what the thread states of the setup as options (--gpu, --model as the ca
 - **the stated command** (grade schema 6, docfix14, retrospective: batch 11's sf223): where no line of the log names the
   engine and the entry's command names an engine's launcher, the command is pasted after the log, as a user gives
   `doctor` both; a stated command may be the one that worked (sf134's), so where the log names the engine it is not;
+- **V1's printed pairs, rounding and the weights floor** (grade schema 8, gradefix, retrospective: an audit of every
+  undecided held-aside row; benchmarks/doctor_grade_logfig.py): V1's own messages read from the log's lines; figures
+  printed to 0.01 GiB decide nothing inside that rounding; a fraction under the weights (printed, else the catalog's
+  16-bit shapes) fails; V1's "Available KV cache memory" decides the cache-blocks check (fails at <= 0); a shorter
+  context whose least need is over V1's printed available memory fails. benchmarks/doctor_grade_audit.py says why each
+  remaining row is not decided;
 - **ledger**: every ledger line the log printed a figure for, and the in-budget sum against utilization x total,
   within 3%;
 - **KV after the fix**: where the thread prints the KV capacity of the setup that worked, the doctor's figure for that
@@ -56,8 +62,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+from benchmarks.doctor_grade_logfig import (log_figures, v1_cache_blocks_check, v1_context_check, v1_free_memory_check,  # noqa: E402
+                                            weights_floor, catalog_total)
 GIB = 2**30
-GRADE_SCHEMA = 7  # 2: decided_by, model_check_why, fix_match_why per row; starts_by_* columns; held_aside and all totals
+GRADE_SCHEMA = 8  # 2: decided_by, model_check_why, fix_match_why per row; starts_by_* columns; held_aside and all totals
 # 3 (docfix7, retrospective): the entry's gpus_present is passed as --gpus; a first edit needing more GPUs than it fails
 # 4 (docfix8, retrospective: batch 8's sf113-sf115): vLLM's Mamba-cache check on its printed figure, max_num_seqs <= blocks
 # (decided_by "hardware", first in order); per row gpus_present and first_gpus_needed; per summary fails_by_hardware
@@ -67,6 +75,10 @@ GRADE_SCHEMA = 7  # 2: decided_by, model_check_why, fix_match_why per row; start
 # names the engine and the command names an engine's launcher (doctor_input); never the thread's fix
 # 7 (docfix20, retrospective: batch 16's sf316, batch 9's sf166): TGI's --max-input-length is the same knob as
 # --max-input-tokens (launcher/src/main.rs from 2.0: "Legacy version of [`Args::max_input_tokens`]"; the only spelling before)
+# 8 (gradefix, session 9, retrospective: an audit of every not-decided held-aside row): V1's printed pairs read from the log's
+# own lines where the entry's keys lack them; V1's cache-blocks check on "Available KV cache memory" (a fraction edit that
+# leaves it <= 0 fails); a shorter context over V1's printed need even at its least fails; a fraction that passes V1's
+# free-memory start check with a budget under the weights (printed, or the catalog model's 16-bit shapes) fails (doctor_grade_logfig.py)
 V0_BLOCK_SIZE = 16  # vLLM EngineArgs.block_size default, every V0 release (0.2-0.7); engines/startup_log.py reads it so too
 # The memory model's error band on KV tokens: the 90th percentile of |error| of its prospective KV-token predictions over
 # the 113 new start-up logs that print a token count (benchmarks/published/startup_logs_results.json, new_rows, each
@@ -120,10 +132,10 @@ def hardware_check(f, edit) -> tuple[bool | None, str]:
     return None, f"needs {edit.gpus_needed} GPUs of the {f.gpus_present.count} stated"
 
 
-def _total_bytes(f, diag) -> tuple[float | None, bool]:
+def _total_bytes(fig, diag, f) -> tuple[float | None, bool]:
     """(GPU total, inferred?): the log's figure, else the catalog's for the stated GPU."""
-    if "total_gpu_memory_gib" in f.figures:
-        return f.figures["total_gpu_memory_gib"] * GIB, False
+    if "total_gpu_memory_gib" in fig:
+        return fig["total_gpu_memory_gib"] * GIB, False
     if diag.gpu_memory_bytes and f.gpu:
         return diag.gpu_memory_bytes, True
     return None, True
@@ -134,9 +146,10 @@ def engine_check(f, diag, edit) -> tuple[bool | None, str]:
     if not edit.argv:  # an action, not a flag (schema 2's "free the GPU"): no arithmetic decides it
         return None, "an action, not a flag: the log's figures do not decide it"
     flag, value = edit.argv[0], (edit.argv[1] if len(edit.argv) > 1 else None)
-    fig = f.figures
+    fig = log_figures(f)  # grade schema 8: V1's printed pairs read from the log's own lines too
     u0 = f.settings.gpu_memory_utilization or 0.90
-    total, inferred = _total_bytes(f, diag)
+    total, inferred = _total_bytes(fig, diag, f)
+    card = total or catalog_total(f)  # grade schema 8's checks: the stated GPU's catalog total where nothing gives one
     note = " (GPU total from the catalog)" if inferred and total else ""
     if f.error == "max_len_exceeds_kv" and ("kv_cache_tokens" in fig or fig.get("kv_blocks", 0) > 0):
         capacity, length = fig.get("kv_cache_tokens") or fig["kv_blocks"] * V0_BLOCK_SIZE, f.settings.max_model_len or diag.max_model_len
@@ -160,13 +173,10 @@ def engine_check(f, diag, edit) -> tuple[bool | None, str]:
         if flag == "--gpu-memory-utilization" and total:
             got = avail + (float(value) - u0) * total
             return got >= need, f"{avail / GIB:.2f} + ({value} - {u0}) x {total / GIB:.2f} = {got / GIB:.2f} GiB vs {need / GIB:.2f} needed{note}"
+        if flag == "--max-model-len":  # grade schema 8: no printed estimate; the least need of a shorter context
+            return v1_context_check(fig, value, f.settings.max_model_len or diag.max_model_len) or (None, "the log's figures do not decide it")
     if f.error == "free_memory_below_utilization" and flag == "--gpu-memory-utilization" and {"free_memory_gib", "total_gpu_memory_gib"} <= fig.keys():
-        from infer_advisor.doctor.figures import SMALLEST_USEFUL_BUDGET_BYTES
-
-        need = float(value) * fig["total_gpu_memory_gib"]  # vLLM V1 gpu_worker.init_device: utilization x total <= free at start
-        if need * GIB < SMALLEST_USEFUL_BUDGET_BYTES:  # passes the check and loads nothing (sf65's first run: 0.00)
-            return False, f"{value} x {fig['total_gpu_memory_gib']} = {need:.2f} GiB: passes the start check, holds no model"
-        return need <= fig["free_memory_gib"], f"{value} x {fig['total_gpu_memory_gib']} = {need:.2f} GiB vs {fig['free_memory_gib']} GiB free (the start check only)"
+        return v1_free_memory_check(f, fig, value)
     if (f.error == "no_cache_blocks" and flag == "--gpu-memory-utilization"
             and {"total_gpu_memory_gib", "weights_gib", "non_torch_gib", "activation_gib"} <= fig.keys()):
         rest = float(value) * fig["total_gpu_memory_gib"] - fig["weights_gib"] - fig["non_torch_gib"] - fig["activation_gib"]
@@ -174,8 +184,13 @@ def engine_check(f, diag, edit) -> tuple[bool | None, str]:
             return False, f"{value} x total - weights - non-torch - activation = {rest:.2f} GiB: still no KV room"
         return None, (f"{value} x total - weights - non-torch - activation = {rest:.2f} GiB of KV room: the cache-blocks check passes; "
                       "whether one request of max_model_len then fits needs the bytes per token (not decided)")
+    if flag == "--gpu-memory-utilization" and (blocks := v1_cache_blocks_check(fig, value, u0, card, GIB)) is not None:
+        return blocks[0], blocks[1] + (note or " (GPU total from the catalog)" * (not total))  # grade schema 8: linear in the fraction
     if flag == "--max-num-seqs" and "mamba_cache_blocks" in fig:  # grade schema 4: the engine's own bound, the check only
         return int(value) <= fig["mamba_cache_blocks"], f"{value} <= printed Mamba cache blocks {fig['mamba_cache_blocks']:,.0f} (the check only)"
+    if flag in _FRACTION_FLAGS[:2] and card and (floor := weights_floor(f, fig)) and float(value) * card / GIB <= floor[0]:
+        return False, (f"{value} x {card / GIB:.2f} GiB <= the weights ({floor[0]:.2f} GiB, {floor[1]}): no KV room (vLLM: utilization x "
+                       f"total - weights - ... <= 0; SGLang: free after load - total x (1 - fraction) < 0){note or ' (GPU total from the catalog)' * (not total)}")
     if f.error == "sglang_not_enough_memory":
         return _sglang_check(f, flag, value)
     if f.error == "llamacpp_alloc_failed" and {"weights_cuda0_mib", "kv_cuda0_mib", "compute_alloc_mib", "n_ctx"} <= fig.keys() and total:
@@ -367,6 +382,7 @@ def summary(rows: list[dict], held: bool | None, batch: int | None = 1) -> dict:
            for by in ("log_figures", "memory_model", "thread_fix")},
         "fails_by_memory_model": sum(1 for r in part if r.get("verdict") == "fails" and r.get("decided_by") == "memory_model"),
         "fails_by_hardware": sum(1 for r in part if r.get("verdict") == "fails" and r.get("decided_by") == "hardware"),
+        "fails_by_log_figures": sum(1 for r in part if r.get("verdict") == "fails" and r.get("decided_by") == "log_figures"),  # schema 8
         "starts_of_all_pct": round(100 * verdicts.count("starts") / len(part), 1) if part else None,
     }
 

@@ -11,7 +11,8 @@ Every figure goes through ``advise()``, the path a user runs:
   (``adapters_used``), a ``--lengths-file`` whose adapter column names only those. Pass: within 15 points of the
   published drop.
 - KV capacity: the plan's engine-printed KV tokens for the log's model, GPU, version, max_model_len,
-  gpu_memory_utilization and LoRA slots. Pass: within 5% of the log. ``plan_engine_version`` (when an entry has one)
+  gpu_memory_utilization, LoRA slots and, where the log states them, max_num_batched_tokens and max_num_seqs
+  (``KV_SETTINGS``: every key a graded entry's ``settings`` may carry). Pass: within 5% of the log. ``plan_engine_version`` (when an entry has one)
   is the version the plan is asked for a run the plan cannot express otherwise (a V1 run forced with VLLM_USE_V1=1).
 
 Nothing here was fitted to these points (lora_points.yaml says what was inferred for each setup).
@@ -31,6 +32,10 @@ HERE = Path(__file__).parent
 POINTS = HERE / "published" / "lora_points.yaml"
 DROP_POINTS_LIMIT = 15.0
 KV_LIMIT_PCT = 5.0
+# the keys of a graded start-up log's `settings` that predicted_kv passes to advise() (a stated key it did not pass
+# would be graded as if the log had not stated it: max_num_seqs until session 9, lora10, retrospective)
+KV_SETTINGS = frozenset({"max_model_len", "gpu_memory_utilization", "tp", "max_num_batched_tokens", "max_num_seqs",
+                         "max_loras", "max_lora_rank"})
 
 
 def points() -> dict:
@@ -72,7 +77,7 @@ def predicted_drop(entry: dict, folder: Path) -> dict:
 
     p = entry["predict"]
     common = dict(model=p["model"], gpu=p["gpu"], engine="vllm", engine_version=p["engine_version"], concurrency=p["concurrency"],
-                  input_tokens=p["input_tokens"], output_tokens=p["output_tokens"], **finite_run(p))
+                  input_tokens=p["input_tokens"], output_tokens=p["output_tokens"], max_num_seqs=p.get("max_num_seqs"), **finite_run(p))
     base = advise(**common).performance
     extra = {}
     if p.get("adapters_used") and p["adapters_used"] < p["lora_adapters"]:
@@ -87,9 +92,11 @@ def predicted_kv(entry: dict, folder: Path) -> dict:
     from infer_advisor.plan import advise
 
     s = entry["settings"]
+    if set(s) - KV_SETTINGS:
+        raise ValueError(f"{entry['id']}: settings {sorted(set(s) - KV_SETTINGS)} are stated but not passed to the plan")
     plan = advise(model=_model(entry, folder), gpu=entry["gpu"], engine="vllm", engine_version=entry.get("plan_engine_version") or entry["engine_version"].split()[0],
                   context=s["max_model_len"], gpu_memory_utilization=s["gpu_memory_utilization"], tensor_parallel_size=s["tp"],
-                  max_num_batched_tokens=s.get("max_num_batched_tokens"),
+                  max_num_batched_tokens=s.get("max_num_batched_tokens"), max_num_seqs=s.get("max_num_seqs"),
                   lora_adapters=s["max_loras"], max_lora_rank=s["max_lora_rank"], speed=False)
     m = plan.memory
     tokens = m.engine_kv_cache_tokens or m.kv_cache_tokens

@@ -3,9 +3,9 @@ made safe where they leave for a terminal or a comment.
 
     >>> refuse_unsafe("meta-llama/Llama-2-7b-hf", "--model")
     'meta-llama/Llama-2-7b-hf'
-    >>> check_version("0.33.0@evil", "--engine-version")
+    >>> check_version("0.33.0@evil", "--engine-version")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    infer_advisor.errors.RequestError: --engine-version '0.33.0@evil' is not a version ...
+    infer_advisor.errors.RequestError: --engine-version '0.33.0@evil' is not a version...
     >>> escape_unsafe("a\\u2028b")
     'a\\\\u2028b'
 
@@ -15,7 +15,7 @@ marks U+200E/U+200F/U+061C, zero-width characters, BOM), plus surrogates and pri
 reads NEL, U+2028 and U+2029 as line breaks; terminals act on ESC and C1; bidi controls reorder what a reader
 sees. Each target has one escaper: shell words (:func:`sh_quote`, re-exported by emit/quote.py), YAML and JSON (their emitters, emit/templating.py),
 terminal and markdown (:func:`terminal_text`; :func:`markdown_cell` for prose, cells and list items,
-:func:`markdown_code` for an inline code span).
+:func:`markdown_code` for an inline code span), CSV cells (:func:`csv_cell`).
 """
 
 from __future__ import annotations
@@ -166,6 +166,24 @@ def json_text(text: str) -> str:
     import json
 
     return "".join(json.dumps(ch)[1:-1] if ch != "\n" and unsafe_chars(ch) else ch for ch in text)
+
+
+# A CSV cell a spreadsheet would read as a formula or a command (OWASP "CSV injection"): it starts with one of these.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
+
+
+def csv_cell(value: object) -> object:
+    """A value for one CSV cell (bench.csv, requests.csv): numbers and None as they are; text with unsafe characters
+    escaped and, where it starts like a formula (``=HYPERLINK(...)``, ``+``, ``-``, ``@``, a tab or line break), led by
+    ``'`` so that a spreadsheet shows it as text instead of running it. The csv module does the quoting.
+
+    >>> print(csv_cell("=SUM(A1)"), csv_cell("meta-llama/Llama-3.1-8B"), csv_cell(-0.5))
+    '=SUM(A1) meta-llama/Llama-3.1-8B -0.5
+    """
+    if not isinstance(value, str):
+        return value
+    text = escape_unsafe(value)
+    return "'" + text if value.startswith(_FORMULA_STARTS) else text
 
 
 def printable_lines(text: str) -> str:

@@ -83,10 +83,10 @@ def test_session7_first_run_is_kept_and_the_0_8_0_to_0_8_3_defaults_are_the_only
     now = json.loads(RESULTS.read_text())
     graded = lambda res: {r["id"]: r for r in res["startup_logs"] if r["graded"]}  # noqa: E731
     before, after = graded(first), graded(now)
-    changed = {k for k in before if before[k] != after[k]}
+    changed = {k for k in before if before[k] != after[k]} - SESSION9_CHANGED  # session 9's stated max_num_seqs: own test
     assert changed == {"blog-llama3.1-8b-a100-vllm0.8.2-v1"}
     assert before["blog-llama3.1-8b-a100-vllm0.8.2-v1"]["error_pct"] == 6.35 and after["blog-llama3.1-8b-a100-vllm0.8.2-v1"]["pass"]
-    assert first["throughput_drops"] == [r for r in now["throughput_drops"] if r["id"] not in SESSION8]
+    assert first["throughput_drops"] == [r for r in now["throughput_drops"] if r["id"] not in SESSION8 | SESSION9]
     assert first["sglang_memory"] == now["sglang_memory"][:len(first["sglang_memory"])]
     assert [r["pass"] for r in after.values()] == [True, True, True, True, False]
 
@@ -116,6 +116,8 @@ SESSION8 = {"sglang-pr22809-qwen3-30b-a3b-tp4-lora-vs-nolora-requests", "vllm-pr
             "sglang-issue3713-qwen2.5-14b-fp16-lora-crash", "sglang-issue12726-qwen3-4b-multi-lora-v0.5.4.post3",
             "kserve-pr4339-llama3.2-1b-vllm0.7.3-static-lora"}
 SESSION8_SGLANG = "sglang-docs-lora-notebook-llama3.1-8b-2026-05-28"
+# rows whose figures session 9 (lora10) changed retrospectively: the RunPod tickets state MAX_NUM_SEQS=256
+SESSION9_CHANGED = {"runpod-mistral-7b-v0.2-rtx-pro-6000-vllm0.14"}
 
 
 def test_session8_batch_is_new_and_says_why_it_is_not_graded():
@@ -154,10 +156,117 @@ def test_session8_first_run_by_frozen_memfix16_is_the_committed_grade():
     (no LoRA change followed it); its graded rows are session 7's, and the batch adds only the 2026-05-28 pool row."""
     first = json.loads((RESULTS.parent / "lora_grade_first_2026-12-04_lora9.json").read_text())
     before = json.loads((RESULTS.parent / "lora_grade_first_2026-12-04_lora8.json").read_text())
-    assert first == json.loads(RESULTS.read_text())
+    now = json.loads(RESULTS.read_text())
+    assert first["throughput_drops"] == [r for r in now["throughput_drops"] if r["id"] not in SESSION9]
+    assert [r for r in first["startup_logs"] if r["id"] not in SESSION9_CHANGED] == [
+        r for r in now["startup_logs"] if r["id"] not in SESSION9 | SESSION9_CHANGED]
+    assert first["sglang_memory"] == now["sglang_memory"]
     graded = lambda res, kind: [r for r in res[kind] if r["graded"]]  # noqa: E731
     assert [r["pass"] for r in graded(first, "startup_logs")] == [True, True, True, True, False]
     assert [r["pass"] for r in graded(first, "throughput_drops")] == [True, True, True]
     assert graded(first, "throughput_drops") == graded(before, "throughput_drops")
     assert not any(r["graded"] for r in first["throughput_drops"] + first["startup_logs"] if r["id"] in SESSION8)
     assert first["sglang_memory"][-1] == {"id": SESSION8_SGLANG, "predicted_lora_pool_gib": 2.5, "logged_pool_and_rest_gib": 2.44}
+
+
+def test_a_stated_max_num_seqs_reaches_the_plan_and_no_stated_setting_is_dropped(monkeypatch, tmp_path):
+    """Session 9 (lora10, retrospective): predicted_kv and predicted_drop pass max_num_seqs where an entry states it
+    (session 8 found the grade dropped it); a graded log's settings carry only keys the grade passes (KV_SETTINGS)."""
+    import types
+
+    import pytest
+
+    import infer_advisor.plan as plan_pkg
+    from benchmarks.lora_grade import KV_SETTINGS, predicted_drop, predicted_kv
+
+    asked = []
+
+    def fake_advise(**kw):
+        asked.append(kw)
+        perf = types.SimpleNamespace(output_tokens_per_s_aggregate=100.0, decode_step_terms_s={})
+        mem = types.SimpleNamespace(engine_kv_cache_tokens=1, kv_cache_tokens=1, overhead_bytes_per_gpu={}, outside_budget_bytes_per_gpu={})
+        return types.SimpleNamespace(performance=perf, memory=mem)
+
+    monkeypatch.setattr(plan_pkg, "advise", fake_advise)
+    log = {"id": "x", "gpu": "L40S", "model": "m", "engine_version": "0.14.0",
+           "settings": {"max_model_len": 4096, "gpu_memory_utilization": 0.9, "tp": 1, "max_loras": 1, "max_lora_rank": 16, "max_num_seqs": 16}}
+    predicted_kv(log, tmp_path)
+    assert asked[-1]["max_num_seqs"] == 16
+    del log["settings"]["max_num_seqs"]
+    predicted_kv(log, tmp_path)
+    assert asked[-1]["max_num_seqs"] is None
+    drop = {"id": "d", "predict": {"model": "m", "gpu": "A100-80GB", "engine_version": "0.6.5", "concurrency": 8, "input_tokens": 10,
+                                   "output_tokens": 10, "lora_adapters": 1, "max_lora_rank": 8, "max_num_seqs": 4}}
+    predicted_drop(drop, tmp_path)
+    assert [kw["max_num_seqs"] for kw in asked[-2:]] == [4, 4]
+    with pytest.raises(ValueError, match="enforce_eager"):
+        predicted_kv({**log, "settings": {**log["settings"], "enforce_eager": True}}, tmp_path)
+    graded = [e for e in points()["startup_logs_with_lora"] if e.get("graded")]
+    assert all(set(e["settings"]) <= KV_SETTINGS for e in graded)
+
+
+SESSION9 = {"vllm-pr25914-enable-lora-no-active-adapter-llama2-7b", "vllm-pr38432-fused-shrink-expand-pdl-lora-only",
+            "vllm-pr27694-lora-shrink-swizzle-qwen3-32b-tp4", "sglang-pr18082-lora-cuda-graph-non-lora-batches",
+            "sglang-pr21885-csgmv-llama3.1-lora-only", "sglang-pr28953-kimi-k2.5-nvfp4-moe-lora-gb300",
+            "lorax-pr464-vllm-compile-single-adapter", "vllm-issue11436-lora-prefill-no-cuda-graph",
+            "vllm-issue18217-lora-extreme-latency", "faaslora-doc-serverlessllm-vllm-multi-lora",
+            "tutorial-multi-lora-expected-output-qwen2.5-7b", "vllm0.13-fork-lora-cudagraph-invalidation-llama2-7b-a100",
+            "rank-aware-lora-serving-rtx4080super-own-engine", "vllm-pr6234-lora-tests-llama2-13b-chat-tp4-vllm0.5.2",
+            "vllm-issue29955-lora-prompt-logprobs-v1", "vllm-pr36370-gpt-oss-120b-lora-graph-memory",
+            "vllm-issue5274-32b-lora-v100x8-oom", "reason4rec-grpo-llama3-8b-bnb-lora-vllm0.9.1"}
+
+
+def _file_ids(text: str) -> set[str]:
+    import re
+
+    return set(re.findall(r"\b\d{8,}\b", text or ""))  # the code search's file ids (no other 8+ digit run in `found`)
+
+
+def test_session9_batch_is_new_complete_and_says_why_it_is_not_graded():
+    """Session 9 (lora10): facts only, collected after the grader freeze (0aa5dce) and before any prediction; none
+    gradeable under the standing rule. Each entry has its source (URL, or a file id in `found`), a verbatim quote, the
+    engine and why it is not graded; no URL or file id was used by an earlier entry; stated drops are their own arithmetic."""
+    data = points()
+    entries = data["throughput_drops"] + data["startup_logs_with_lora"]
+    batch = [e for e in entries if e["id"] in SESSION9]
+    assert len(batch) == len(SESSION9) == 18
+    for e in batch:
+        assert not e["graded"] and e["not_graded"] and "session 9, lora10" in e["found"] and e["quote"] and e["engine"]
+        assert e["url"] or _file_ids(e["found"]), e["id"]
+    earlier = [e for e in entries + data["sglang_memory_logs"] if e["id"] not in SESSION9]
+    assert not {e["url"] for e in earlier if e.get("url")} & {e["url"] for e in batch if e["url"]}
+    earlier_ids = set().union(*(_file_ids(e.get("found", "")) for e in earlier))
+    assert not earlier_ids & set().union(*(_file_ids(e["found"]) for e in batch))
+    for e in batch:
+        if "base_tokens_per_s" in e and "lora_tokens_per_s" in e:
+            assert round((1 - e["lora_tokens_per_s"] / e["base_tokens_per_s"]) * 100, 1) == e["drop_pct"]
+        if e.get("settings") and "max_num_seqs" in e["settings"]:
+            assert isinstance(e["settings"]["max_num_seqs"], int)  # a stated cap the grade would pass (session 9 fix)
+
+
+def test_session9_stated_max_num_seqs_moves_only_the_rtx_pro_6000_row():
+    """Session 9 (lora10, retrospective): both RunPod tickets state MAX_NUM_SEQS=256; passed to the plan, the 96 GB
+    card's row leaves vLLM 0.14's 1,024-sequence default (-0.70% -> -0.26%), the L40S row (default 256) is unchanged,
+    and every other graded row equals session 8's first run."""
+    first = json.loads((RESULTS.parent / "lora_grade_first_2026-12-04_lora9.json").read_text())
+    now = json.loads(RESULTS.read_text())
+    graded = lambda res: {r["id"]: r for r in res["startup_logs"] if r["graded"]}  # noqa: E731
+    before, after = graded(first), graded(now)
+    assert {k for k in before if before[k] != after[k]} == SESSION9_CHANGED
+    row = "runpod-mistral-7b-v0.2-rtx-pro-6000-vllm0.14"
+    assert (before[row]["error_pct"], after[row]["error_pct"]) == (-0.7, -0.26) and after[row]["pass"]
+    runpod = [e for e in points()["startup_logs_with_lora"] if e["id"].startswith("runpod-mistral")]
+    assert len(runpod) == 2 and all(e["settings"]["max_num_seqs"] == 256 and "MAX_NUM_SEQS=256" in e["settings_added"] for e in runpod)
+    assert [r["pass"] for r in after.values()] == [True, True, True, True, False]
+
+
+def test_session9_first_run_by_frozen_memfix18_is_the_committed_grade():
+    """Session 9 (lora10): the first run on main 95b6e72 (memfix18 frozen) plus the batch's facts and the amended grader
+    freeze is the committed grade; its graded rows are the freeze's, and the batch adds only not-graded rows."""
+    first = json.loads((RESULTS.parent / "lora_grade_first_2026-12-04_lora10.json").read_text())
+    assert first == json.loads(RESULTS.read_text())
+    graded = lambda res, kind: [r for r in res[kind] if r["graded"]]  # noqa: E731
+    assert [r["pass"] for r in graded(first, "startup_logs")] == [True, True, True, True, False]
+    assert [r["pass"] for r in graded(first, "throughput_drops")] == [True, True, True]
+    assert not any(r["graded"] for r in first["throughput_drops"] + first["startup_logs"] if r["id"] in SESSION9)
+    assert {r["id"] for r in first["throughput_drops"] + first["startup_logs"]} >= SESSION9

@@ -450,3 +450,34 @@ def test_batch17_was_predicted_before_it_was_graded(ml):
     assert {e["quantization"] for e in new} >= {"none", "fp8"} and {e["kv_cache_dtype"] for e in new} >= {"auto", "fp8"}
     assert len({e["gpu"] for e in new}) >= 3 and len({e["engine_version"] for e in new}) >= 3
     assert all("inferred" in e["gpu_note"] for e in new if e["gpu"] == "RTX-PRO-6000-Blackwell")
+
+
+def test_batch18_was_predicted_before_it_was_graded(ml):
+    """Batch 18 (issue 23, session 9, memlogs18), gathered as facts before the merged main's model predicted it: at least
+    5 logs never used before (source and quote new), each from its own source (a stored-index file id or a URL), the token
+    figure in its quote as written (or, for a V0 log, its printed GPU blocks x 16), every token figure printed, stated or
+    derived from printed blocks, every version not in the quote said to be stated or inferred, vLLM and SGLang, TP 1, 2
+    and 4, unquantized, FP8, block-FP8 and int4 weights, BF16 and FP8 KV, one speculative config, on at least 5 GPU types,
+    and predicted by main 95b6e72 (memfix18's frozen model 7f2cd29 as merged) before any grading."""
+    import re
+
+    new, data = _batch(ml, "issue-23r", 5)
+    assert ml.BATCHES["issue-23r"][1] == "95b6e72" and data["code_commit"].startswith("f59f685")
+    _unused_quotes(ml, "issue-23r", new)
+    found = [re.search(r"file ids? (\d{9,12})", e["source"]) for e in new]
+    keys = [m[1] if m else e["source"] for m, e in zip(found, new)]
+    assert len(set(keys)) == len(new)
+    for e in new:
+        tokens, how = e["measured"]["kv_cache_tokens"], e["kv_cache_tokens_from"]
+        if how.startswith("derived"):
+            blocks = re.search(r"(\d+) printed GPU blocks x 16", how)
+            assert blocks and tokens == int(blocks[1]) * 16 and f"# GPU blocks: {blocks[1]}" in e["quoted"], e["id"]
+        else:
+            _tokens_and_weights_quoted(e)
+            assert how.startswith(("printed", "stated")), e["id"]
+        if e["engine_version"] not in e["quoted"]:
+            assert e["version_note"].startswith(("stated", "inferred")), e["id"]
+    assert {e["engine"] for e in new} == {"vllm", "sglang"} and {e["tp"] for e in new} >= {1, 2, 4}
+    assert {e["quantization"] for e in new} >= {"none", "fp8", "fp8-block", "compressed-tensors-w4a16"}
+    assert {e["kv_cache_dtype"] for e in new} >= {"auto", "fp8"} and sum("speculative_config" in e for e in new) == 1
+    assert len({e["gpu"] for e in new}) >= 5

@@ -37,7 +37,7 @@ def test_a_model_without_rotary_positions_keeps_no_table():
         assert rotary_cache_bytes(model, "bfloat16") == 0.0, change
 
 
-def test_vllm_counts_the_tables_with_the_weights_and_sglang_does_not_claim_to():
+def test_vllm_counts_the_tables_with_the_weights():
     """gemma-3-27b-it on one H100, vLLM 0.19 (llm-d-planner log: 'weights memory: 51.45GiB'): within 0.5% with the
     288 MiB of tables; the source names them."""
     model = resolve_model("google/gemma-3-27b-it", source="catalog")
@@ -45,7 +45,28 @@ def test_vllm_counts_the_tables_with_the_weights_and_sglang_does_not_claim_to():
                           memory=memory_profile("vllm", "0.19.0"), engine_version="0.19.0")
     assert est.weights_bytes_per_gpu / GiB == pytest.approx(51.45, rel=0.005)
     assert "weights_rotary" in est.figure_sources
-    assert not memory_profile("sglang", "0.5.0").keeps_rotary_cache
+    assert memory_profile("vllm", "0.19.0").rotary_cache_layout is None
+
+
+def test_sglang_keeps_the_table_in_float32_on_nvidia_and_in_the_model_dtype_on_rocm():
+    """memfix18 (retrospective): SGLang RotaryEmbedding ('cache needs to be in FP32', .to(dtype) only off CUDA), built
+    inside load_model, so in 'Load weight end ... mem usage'; Qwen3-8B: 40,960 x 128."""
+    model = resolve_model("Qwen/Qwen3-8B", source="catalog")
+    for version in ("0.4.4", "0.5.8", "0.5.19"):
+        mp = memory_profile("sglang", version)
+        assert mp.keeps_rotary_cache and mp.rotary_cache_layout == "sglang"
+    assert rotary_cache_bytes(model, "bfloat16", "sglang") == 40960 * 128 * 4
+    assert rotary_cache_bytes(model, "bfloat16", "sglang", nvidia=False) == 40960 * 128 * 2
+
+
+def test_sglang_mla_yarn_keeps_two_float32_companion_tables():
+    """SGLang deepseek_v2.py builds an MLA model's yarn rope as deepseek_yarn, whose DeepseekScalingRotaryEmbedding
+    keeps cos_cached_total and sin_cached_total (float32, rows x rotary_dim each) beside cos_sin_cache; Kimi-K2.5:
+    yarn 64 x 4096 rows, qk_rope_head_dim 64."""
+    model = resolve_model("moonshotai/Kimi-K2.5", source="catalog")
+    rows = 4096 * 64 * 64
+    assert rotary_cache_bytes(model, "bfloat16", "sglang") == rows * (4 + 2 * 4)
+    assert rotary_cache_bytes(model, "bfloat16", "sglang", nvidia=False) == rows * (2 + 2 * 4)
 
 
 def test_gemma4_proportional_table_spans_the_global_head():

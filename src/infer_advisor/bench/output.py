@@ -11,6 +11,7 @@ import csv
 import io
 from typing import TYPE_CHECKING
 
+from ..untrusted import csv_cell
 from .report import BenchReport
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,7 +71,7 @@ def _csv(rows: list[dict]) -> bytes:
     if rows:
         writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
     return buf.getvalue().encode()
 
 

@@ -37,6 +37,7 @@ _UTIL = "--gpu-memory-utilization"
 _TGI_INPUT = re.compile(r"\bmax_input_(length|tokens)\b[:=]\s*(?:Some\()?(\d+)|--max-input-(length|tokens)[= ](\d+)")
 _TGI_TOTAL = re.compile(r"\bmax_total_tokens\b[:=]\s*(?:Some\()?(\d+)|--max-total-tokens[= ](\d+)")
 _PREFILL = "--max-batch-prefill-tokens"
+_SGLANG_FRACTION = "--mem-fraction-static"  # an unnamed engine's SGLang edit (sglang_floor.py: rest = total x fraction - weights ...)
 
 
 def _weights_per_gpu(diag, text: str) -> tuple[float | None, float | None, str]:
@@ -58,7 +59,7 @@ _NEITHER = ("--kv-cache-dtype", "--max-model-len", "--enforce-eager", "--max-num
 def _budget_after(edit, u: float, tp: int, weights: float) -> tuple[float, float]:
     """(the budget share, the weights per GPU) with ``edit`` applied; weights 0 for a knob not known here (kept)."""
     argv = edit.argv
-    if argv[:1] == [_UTIL] and len(argv) > 1:
+    if argv[:1] in ([_UTIL], [_SGLANG_FRACTION]) and len(argv) > 1:  # SGLang's static pool holds the weights too (docfix21)
         return float(argv[1]), weights
     if argv[:1] == ["--tensor-parallel-size"] and len(argv) > 1:
         return u, weights * tp / max(int(argv[1]), 1)

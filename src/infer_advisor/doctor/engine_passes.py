@@ -6,7 +6,7 @@ edit for an OOM that uses the GPUs present (:func:`.hardware_rank.shards_to_gpus
 device (:mod:`.shared_device_start`); docfix18: llama-cpp-python's keywords (:mod:`.llamacpp_python`),
 ranks printing different KV sizes (:mod:`.rank_kv`); docfix20: Metal buffers over the working set
 (:mod:`.metal_working_set`), a CUDA runtime OOM with weight offload on (:mod:`.cpu_offload`),
-V0's multimodal profile run (:mod:`.mm_profile`)."""
+V0's multimodal profile run (:mod:`.mm_profile`); docfix21: ggml's runtime creating a stream (:mod:`.ggml_runtime`), PyTorch over the budget before the KV cache (:mod:`.over_budget`)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,12 @@ def vllm_passes(diag, text: str, count: int | None, tp_stated: bool) -> None:
     from .load_oom import weights_first
     from .hardware_rank import shards_to_gpus_present
     from .mm_profile import mm_profile_first
+    from .over_budget import over_budget_first
     from .rank_kv import rank_gap_first
     from .shared_device_start import shared_device_first
 
     weights_first(diag, text, tp_stated)  # docfix15 (sf229, sf239): a load-phase OOM gets fewer weights per GPU, never eager mode
+    over_budget_first(diag, text)  # docfix21 (sf334): PyTorch held more than the budget + graphs: before the KV cache
     graph_room_first(diag, text)  # docfix15 (sf237): at a utilization that leaves the CUDA graphs no room, KV edits go eager
     offload_first(diag, text)  # docfix20: sf321 (CUDA runtime OOM with --cpu-offload-gb on)
     mm_profile_first(diag, text)  # docfix20: sf332 (V0's multimodal profile run, one sequence)
@@ -48,6 +50,7 @@ def tgi_passes(diag, text: str, count: int | None, tp_stated: bool) -> None:
 
 
 def llamacpp_passes(diag, text: str, count: int | None, tp_stated: bool) -> None:
+    from .ggml_runtime import runtime_stream_first
     from .llamacpp_python import in_python_knobs
     from .metal_working_set import metal_first
     from .ollama import ollama_first
@@ -55,6 +58,7 @@ def llamacpp_passes(diag, text: str, count: int | None, tp_stated: bool) -> None
     metal_first(diag, text)  # docfix20: sf329, sf330 (Metal buffers over the working set)
     ollama_first(diag, text)  # sf248, sf250, sf257
     in_python_knobs(diag, text)  # docfix18: sf303 (llama-cpp-python's keywords)
+    runtime_stream_first(diag, text)  # docfix21: sf337 (ggml's runtime OOM creating a stream, not a buffer)
 
 
 def vllm_after_hardware(diag, text: str) -> None:

@@ -19,6 +19,7 @@ from .engine_passes import llamacpp_passes, sglang_passes, tgi_passes, vllm_afte
 from .first_try import first_try_common, no_first_try, sglang_first, tgi_first, vllm_first
 from .ledger import llamacpp_error, sglang_error, tgi_error, vllm_error
 from .refusal_edits import predicted_refusal
+from .sglang_floor import fraction_floor
 from .startup_errors import StartupError
 
 # (error, max_model_len, utilization, tp) -> the engine's ranked first tries where no figure decides an edit
@@ -41,7 +42,7 @@ class EngineDoctor:
 VLLM = EngineDoctor("vllm", model_flags=True, predicted_error=vllm_error, first_try=vllm_first, passes=vllm_passes,
                     after_hardware=vllm_after_hardware)
 SGLANG = EngineDoctor("sglang", model_flags=False, predicted_error=sglang_error, first_try=sglang_first, passes=sglang_passes,
-                      after_hardware=None)
+                      after_hardware=fraction_floor)  # docfix21: no static fraction under the weights
 TGI = EngineDoctor("tgi", model_flags=False, predicted_error=tgi_error, first_try=tgi_first, passes=tgi_passes,
                    after_hardware=tgi_input_within_prefill)
 LLAMACPP = EngineDoctor("llama.cpp", model_flags=False, predicted_error=llamacpp_error, first_try=no_first_try, passes=llamacpp_passes,

@@ -8,7 +8,7 @@ capability 8.9" / "using device CUDA0 (NVIDIA ...)", vLLM's "GPU 0: ...", torch'
 row), matched to the catalog as a probed NVML name; else a total the engine printed (vLLM "total_gpu_memory=X GiB",
 "Free memory on device (F/X GiB)", "total_memory=X GiB", torch's "total capacity of X GiB") matched to the catalog GPU
 whose CUDA-visible total is within 1% (several GPUs share a total: the memory model needs only the total, the note
-lists them). Every pattern is one ``re.search`` on bounded text without nested repetition.
+lists them, and says the name is a guess: docfix21). Every pattern is one ``re.search`` on bounded text without nested repetition.
 """
 
 from __future__ import annotations
@@ -34,6 +34,12 @@ _TOTALS = (
 )
 
 
+# docfix21 (batch 18's sf334: "total capacity of 139.72 GiB" read as an H200 on a 141 GB H20, a card not in the catalog):
+# a total names the memory, never the card; the memory model uses only the total, so it is used, and said to be a guess
+_TOTAL_ONLY = ("; the total alone does not name the card (a GPU outside the catalog with this memory reads the same): "
+               "the memory is used, the card's name is a guess")
+
+
 def infer_gpu(text: str, name_in_log: str | None) -> tuple[str | None, str | None]:
     """(catalog GPU name, how it was inferred) from the log, or (None, None)."""
     from ..hardware.catalog import gpu_catalog, match_probed_name
@@ -53,6 +59,7 @@ def infer_gpu(text: str, name_in_log: str | None) -> tuple[str | None, str | Non
         if near:
             best = min(near, key=lambda g: abs(g.budget_memory_bytes - total))
             others = ", ".join(g.name for g in near if g is not best)
-            return best.name, (f"inferred from the log: '{m.group(0)[:60]}' matches {best.name}'s total "
-                               f"({best.budget_memory_bytes / GIB:.2f} GiB)" + (f"; also {others} (same memory)" if others else ""))
+            return best.name, (f"inferred from the log's total only: '{m.group(0)[:60]}' matches {best.name}'s total "
+                               f"({best.budget_memory_bytes / GIB:.2f} GiB)" + (f"; also {others} (same memory)" if others else "")
+                               + _TOTAL_ONLY)
     return None, None

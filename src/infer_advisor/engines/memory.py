@@ -230,6 +230,9 @@ class EngineMemoryProfile(BaseModel):
     keeps_rotary_cache: bool = Field(
         default=False, description="The engine keeps the rotary embedding's cos/sin table on every GPU, counted with the weights."
     )
+    rotary_cache_layout: str | None = Field(
+        default=None, description="The entry of data/rotary_cache.yaml `layouts` whose element types the tables take (None: "
+        "the model dtype throughout).")
     splits_mla_kv_b: bool = Field(
         default=False, description="MLA's kv_b_proj is copied into w_kc / w_vc kept beside it (SGLang post_load_weights; "
         "estimate/weights_engine.py split_kv_b_bytes).")

@@ -27,7 +27,10 @@ _VLLM_V1_PREFIX = re.compile(r"\((?:EngineCore(?:_DP\d+)?|Worker(?:_[TDP]P\d+)*|
 # names that say which engine a pasted text came from when none of its memory lines is there (docfix14: batch 11's
 # sf204 ollama's runner, sf217 llama-box, sf212 llama-cpp-python, sf222 the lmsysorg/sglang image); after every log line
 _PRODUCT_NAMES = (("llama.cpp", ("llama runner process", "ollama run ", "ollama serve", "ollama/ollama", "llama-box", "llama_cpp",
-                                 "llama-cpp-python", "llama-server", "llama-cli")), ("sglang", ("lmsysorg/sglang", "sglang.launch_server")))
+                                 "llama-cpp-python", "llama-server", "llama-cli",
+                                 # docfix21 (sf337): ggml's CUDA/HIP backend source path, printed by its CUDA_CHECK ("current device: N,
+                                 # in function F at .../ggml-cuda/common.cuh"), and ollama's systemd journal prefix "ollama[PID]:"
+                                 "/ggml-cuda/", "ggml-cuda.cu:", " ollama[")), ("sglang", ("lmsysorg/sglang", "sglang.launch_server")))
 _TGI_SHARD = re.compile(r"\bShard \d{1,3}\b|\bshard=\d{1,3}\b")  # TGI's Rust launcher: "Shard 0 ready", "... shard=0"
 # docfix17 (retrospective, batch 14's sf275/sf287): each engine's own log-line format decides over words in the text.
 # vLLM's logger (vllm/logger.py _FORMAT "%(levelname)s %(asctime)s [%(filename)s:%(lineno)d] %(message)s", datefmt

@@ -54,7 +54,7 @@ def read_vllm_log(text: str) -> StartupLog:
     r.take("max_model_len", r"Using max model len (\d+)", int)
     r.take("max_model_len", r"Maximum concurrency for ([\d,]+) tokens per request", lambda s: int(num(s)))
     r.take("dtype", r"\bdtype=torch\.(\w+)", str)
-    r.take("quantization", r"\bquantization=(\w+)", lambda s: None if s == "None" else s)
+    r.take("quantization", r"\bquantization=[\"']?(\w+)", lambda s: None if s == "None" else s)  # docfix21: quoted (sf305)
     r.take("kv_cache_dtype", r"\bkv_cache_dtype=(\w+)", str)
     r.take("gpu_memory_utilization", r"gpu_memory_utilization[\s=(:']+([01](?:\.\d+)?)", float)
     r.take("gpu_memory_utilization", r"Desired GPU memory utilization is \(([\d.]+),", float)

@@ -22,6 +22,16 @@ from .weights import text_config
 Rows = Literal["max_position", "max_position_x_factor", "original_x_factor"]
 
 
+class RotaryLayout(BaseModel):
+    """An engine's element types for the tables (``layouts`` in the data file)."""
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    source: str
+    float32_on_nvidia: bool = False
+    model_dtype_rope_types: list[str] = []
+    float32_companion_tables: dict[str, int] = {}
+    mla_yarn_as: str | None = None
+
+
 class RotaryCacheFile(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     source: str
@@ -30,6 +40,7 @@ class RotaryCacheFile(BaseModel):
     local_table_model_types: list[str]
     float32_model_types: list[str]
     full_width_rope_types: list[str]
+    layouts: dict[str, RotaryLayout] = {}
 
 
 @cache
@@ -52,7 +63,7 @@ def _rope_settings(text: dict, local_table: bool) -> list[dict]:
 
 
 def _rows(setting: dict, max_position: int) -> int:
-    kind = rotary_cache_file().rows.get(str(setting.get("rope_type") or setting.get("type") or "default"), "max_position")
+    kind = rotary_cache_file().rows.get(_rope_type(setting), "max_position")
     factor = setting.get("factor") if isinstance(setting.get("factor"), (int, float)) else 1.0
     original = setting.get("original_max_position_embeddings")
     if kind == "max_position_x_factor":
@@ -62,8 +73,13 @@ def _rows(setting: dict, max_position: int) -> int:
     return max_position
 
 
-def rotary_cache_bytes(model: ModelFacts, dtype: str) -> float:
-    """Bytes of the cos/sin tables one GPU holds for ``model`` (0 for a model without rotary positions in its config)."""
+def _rope_type(setting: dict) -> str:
+    return str(setting.get("rope_type") or setting.get("type") or "default")
+
+
+def rotary_cache_bytes(model: ModelFacts, dtype: str, layout: str | None = None, nvidia: bool = True) -> float:
+    """Bytes of the cos/sin tables one GPU holds for ``model`` (0 for a model without rotary positions in its config);
+    ``layout`` names the engine's entry of the data file's ``layouts`` (its element types on an ``nvidia`` GPU or not)."""
     config = model.config or {}
     text = text_config(model)
     table = rotary_cache_file()
@@ -74,7 +90,18 @@ def rotary_cache_bytes(model: ModelFacts, dtype: str) -> float:
     local = bool({config.get("model_type"), text.get("model_type")} & set(table.local_table_model_types))
     tables = {(_rows(s, model.max_position_embeddings), _width(model, text, s), str(sorted(s.items(), key=str)))
               for s in _rope_settings(text, local)}
-    return float(sum(rows * width for rows, width, _ in tables) * elem)
+    if layout is None:
+        return float(sum(rows * width for rows, width, _ in tables) * elem)
+    spec = table.layouts[layout]
+    settings = {str(sorted(s.items(), key=str)): s for s in _rope_settings(text, local)}
+    total = 0.0
+    for rows, width, key in tables:
+        kind = _rope_type(settings[key])
+        if kind == "yarn" and spec.mla_yarn_as and text.get("kv_lora_rank"):
+            kind = spec.mla_yarn_as  # the MLA model file builds its yarn table as this type
+        own = 4.0 if spec.float32_on_nvidia and nvidia and kind not in spec.model_dtype_rope_types else elem
+        total += rows * width * (own + 4.0 * spec.float32_companion_tables.get(kind, 0))
+    return float(total)
 
 
 def _width(model: ModelFacts, text: dict, setting: dict) -> int:

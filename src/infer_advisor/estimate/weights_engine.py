@@ -161,7 +161,8 @@ def engine_layout_bytes(
     if indexer:  # the lightning indexer, whole on every rank (its wk / weights_proj unquantized)
         per_gpu += indexer
         sources["weights_indexer"] = f"DSA indexer whole on every rank {indexer / GIB:+.2f} GiB per GPU ({mp.label})"
-    rotary = rotary_cache_bytes(model, dtype) if mp.keeps_rotary_cache else 0.0
+    nvidia = compute_capability is None or compute_capability > 0  # the catalog gives a non-NVIDIA GPU 0.0
+    rotary = rotary_cache_bytes(model, dtype, mp.rotary_cache_layout, nvidia) if mp.keeps_rotary_cache else 0.0
     if rotary:  # the engine's cos/sin tables, whole on every GPU (not in the checkpoint, so not in the total)
         per_gpu += rotary
         sources["weights_rotary"] = f"rotary cos/sin tables {rotary / 2**20:.0f} MiB per GPU (data/rotary_cache.yaml, {mp.label})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -19,6 +20,13 @@ from .core import (
 )
 from .methods import DEFAULT_GROUP_SIZE, backend_module, require_backend, resolve_method
 from .results import DEFAULT_NUM_SAMPLES, QuantizeRequest, QuantizeResult
+
+# One in-process conversion at a time. transformers' from_pretrained swaps PreTrainedModel.tie_weights for a no-op
+# while it loads and puts back what it found (initialization.no_tie_weights, transformers 5): two loads in two threads
+# can leave the no-op in place for the rest of the process, so every later load of a tied-embedding model keeps an
+# untied, uninitialised lm_head. The stdout redirect below is process-wide too. Threads wait here; the output folder's
+# claim (staged) stays outside, so a second run into the same --out still fails as "exists".
+_ONE_CONVERSION = threading.Lock()
 
 
 def quantize(
@@ -111,7 +119,7 @@ def run_request(request: QuantizeRequest, *, summary: bool = True) -> QuantizeRe
     cleaned: list[Path] = []
     # Everything, the reload check included, happens in a staging folder that becomes `out` only at the end:
     # an interrupted run (Ctrl-C, kill) leaves no folder that looks complete.
-    with staged(out, force=request.force, kind="quantize", cleaned=cleaned) as work, stdout_to_stderr():
+    with staged(out, force=request.force, kind="quantize", cleaned=cleaned) as work, _ONE_CONVERSION, stdout_to_stderr():
         start = time.monotonic()
         notes += module.run(source, work, spec, texts if spec.calibration else [], report)
         seconds = time.monotonic() - start

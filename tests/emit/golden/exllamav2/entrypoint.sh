@@ -6,7 +6,7 @@
 # engine: ExLlamaV2 (TabbyAPI) 0.3.2, dtype float16, quantization exl2, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
 # context: max_model_len 8192, 8 sequences at once
-# memory per GPU (estimated): 6.7 GiB of 23.5 GiB, weights 5.2 GiB, KV cache 146156 tokens
+# memory per GPU (estimated): 6.7 GiB of 24.0 GiB, weights 5.2 GiB, KV cache 149720 tokens
 # prefix caching: on by default in ExLlamaV2 (TabbyAPI); the artifacts keep it on
 # start-up allowance 573 s = 240 s to start, compile and capture graphs + 5.2 GiB read at 500 MB/s (11 s) + the 15.0 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout) (321 s)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.

@@ -5,8 +5,8 @@
 # hardware: 1x RTX-4090 (catalog)
 # engine: MLC LLM 0.20.0, dtype float16, quantization mlc-q4f16_1, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
-# context: max_model_len 121136, 16 sequences at once
-# memory per GPU (estimated): 20.0 GiB of 23.5 GiB, weights 4.2 GiB, KV cache 121136 tokens
+# context: max_model_len 124160, 16 sequences at once
+# memory per GPU (estimated): 20.4 GiB of 24.0 GiB, weights 4.2 GiB, KV cache 124160 tokens
 # prefix caching: on by default in MLC LLM; the artifacts keep it on
 # start-up allowance 571 s = 240 s to start, compile and capture graphs + 4.2 GiB read at 500 MB/s (9 s) + the 15.0 GiB download at an assumed 50 MB/s (not measured; set --download-speed or --startup-timeout) (321 s)
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.
@@ -61,7 +61,7 @@ if [ ! -e ./mlc/llama-3-1-8b-q4f16_1/mlc-chat-config.json ]; then
   mlc_llm gen_config ./hf/llama-3-1-8b \
     --quantization q4f16_1 \
     --conv-template llama-3 \
-    --context-window-size 121136 \
+    --context-window-size 124160 \
     --prefill-chunk-size 2048 \
     --max-batch-size 16 \
     --tensor-parallel-shards 1 \
@@ -78,6 +78,6 @@ exec mlc_llm serve ./mlc/llama-3-1-8b-q4f16_1 \
   --model-lib=./mlc/llama-3-1-8b-q4f16_1/lib.so \
   --mode server \
   --device cuda \
-  --overrides 'max_num_sequence=16;max_total_seq_length=121136;prefill_chunk_size=2048;context_window_size=121136;gpu_memory_utilization=0.85;tensor_parallel_shards=1' \
+  --overrides 'max_num_sequence=16;max_total_seq_length=124160;prefill_chunk_size=2048;context_window_size=124160;gpu_memory_utilization=0.85;tensor_parallel_shards=1' \
   --host 0.0.0.0 \
   --port 8000

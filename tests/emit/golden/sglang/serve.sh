@@ -6,7 +6,7 @@
 # engine: SGLang 0.5.9, dtype bfloat16, quantization awq, KV cache auto
 # layout: tensor parallel 1, pipeline parallel 1, nodes 1, replicas 1
 # context: max_model_len 4096, 256 sequences at once
-# memory per GPU (estimated): 66.1 GiB of 79.6 GiB, weights 3.6 GiB, KV cache 127414 tokens
+# memory per GPU (estimated): 66.1 GiB of 79.6 GiB, weights 3.6 GiB, KV cache 127410 tokens
 # prefix caching: on by default in SGLang; the artifacts keep it on
 # start-up allowance 300 s = 240 s to start, compile and capture graphs + 3.6 GiB read at 500 MB/s (8 s); raised to the 300 s floor
 # The Hugging Face token is read from the environment or a secret at run time; it is never written into this file.

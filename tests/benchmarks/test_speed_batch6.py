@@ -1,0 +1,38 @@
+"""Speed batch 6 (benchmarks/published/prospective/batch6.yaml): the data is complete and its checks pass."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import Counter
+from pathlib import Path
+
+from benchmarks.published.schema import load_dataset
+
+PROSPECTIVE = Path(__file__).resolve().parents[2] / "benchmarks" / "published" / "prospective"
+
+
+def _check_module():
+    spec = importlib.util.spec_from_file_location("batch6_check", PROSPECTIVE / "batch6_sources" / "check.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_batch6_loads_with_every_point_sourced_quoted_and_in_the_catalogs():
+    data = load_dataset(PROSPECTIVE / "batch6.yaml")
+    assert len(data.points) == 37 and len(data.sources) == 9
+    for p in data.points:
+        assert p.source_url.startswith("https://") and len(p.quote) >= 8, p.id
+        assert p.model_in_catalog and p.gpu_in_catalog, p.id
+        assert p.notes, p.id
+
+
+def test_batch6_check_finds_no_problem(capsys):
+    assert _check_module().main() == 0
+    assert "0 problems" in capsys.readouterr().out
+
+
+def test_no_publisher_holds_more_than_a_third():
+    data = load_dataset(PROSPECTIVE / "batch6.yaml")
+    shares = Counter(data.source(p.source_id).publisher for p in data.points)
+    assert max(shares.values()) / len(data.points) < 1 / 3
