@@ -93,6 +93,7 @@ def test_audit_accounts_for_every_undecided_held_aside_row():
     committed = json.loads(RESULTS.read_text())
     table, ids_a, ids_f = audit(committed["rows"], {f.id: f for f in load_failures().failures})
     held = committed["held_aside"]
-    assert sum(table.values()) == held["unverifiable"] + held["no_edit"] + held["not_read"] + held["crash"] == 230
-    assert sum(map(len, ids_a.values())) == sum(map(len, ids_f.values())) == 230
+    # 230 undecided held-aside rows at gradefix (batches 1-18), 238 with batch 19's 8 (6 not decided, 2 no edit)
+    assert sum(table.values()) == held["unverifiable"] + held["no_edit"] + held["not_read"] + held["crash"] == 238
+    assert sum(map(len, ids_a.values())) == sum(map(len, ids_f.values())) == 238
     assert not {"sf112", "sf286"} & {i for ids in ids_a.values() for i in ids}  # decided (fail) now
