@@ -481,3 +481,36 @@ def test_batch18_was_predicted_before_it_was_graded(ml):
     assert {e["quantization"] for e in new} >= {"none", "fp8", "fp8-block", "compressed-tensors-w4a16"}
     assert {e["kv_cache_dtype"] for e in new} >= {"auto", "fp8"} and sum("speculative_config" in e for e in new) == 1
     assert len({e["gpu"] for e in new}) >= 5
+
+
+def test_batch19_data_is_complete(ml):
+    """Batch 19 (issue 23, session 9, memlogs19), gathered as facts before the merged main's model predicted it: at least
+    5 logs never used before (source and quote new), at most 2 from one source (a stored-index file id or a URL), the
+    token figure in its quote as written (or, for a V0 log, its printed GPU blocks x 16), every token figure printed,
+    stated or derived from printed blocks, every version not in the quote said to be stated or inferred, vLLM and SGLang,
+    TP 1 and 8, unquantized and FP8 weights, BF16 and FP8 KV, no speculative config, on at least 4 GPU types (an AMD
+    one among them)."""
+    import re
+    from collections import Counter
+
+    new = [e for e in ml.entries() if e.get("collected") == "issue-23s"]
+    assert len(new) >= 5
+    _unused_quotes(ml, "issue-23s", new)
+    found = [re.search(r"file ids? (\d{9,12})", e["source"]) for e in new]
+    keys = Counter(m[1] if m else e["source"] for m, e in zip(found, new))
+    assert len(keys) >= 4 and max(keys.values()) <= 2
+    for e in new:
+        assert e["source"].startswith("https://") or "stored-index file id" in e["source"], e["id"]
+        tokens, how = e["measured"]["kv_cache_tokens"], e["kv_cache_tokens_from"]
+        if how.startswith("derived"):
+            blocks = re.search(r"(\d+) printed GPU blocks x 16", how)
+            assert blocks and tokens == int(blocks[1]) * 16 and f"# GPU blocks: {blocks[1]}" in e["quoted"], e["id"]
+        else:
+            _tokens_and_weights_quoted(e)
+            assert how.startswith(("printed", "stated")), e["id"]
+        if e["engine_version"] not in e["quoted"]:
+            assert e["version_note"].startswith(("stated", "inferred", "not printed")), e["id"]
+    assert {e["engine"] for e in new} == {"vllm", "sglang"} and {e["tp"] for e in new} >= {1, 8}
+    assert {e["quantization"] for e in new} >= {"none", "fp8"} and {e["kv_cache_dtype"] for e in new} >= {"auto", "fp8"}
+    assert not any("speculative_config" in e for e in new)
+    assert len({e["gpu"] for e in new}) >= 4 and "MI300X" in {e["gpu"] for e in new}
