@@ -488,8 +488,8 @@ def test_batch19_data_is_complete(ml):
     5 logs never used before (source and quote new), at most 2 from one source (a stored-index file id or a URL), the
     token figure in its quote as written (or, for a V0 log, its printed GPU blocks x 16), every token figure printed,
     stated or derived from printed blocks, every version not in the quote said to be stated or inferred, vLLM and SGLang,
-    TP 1 and 8, unquantized and FP8 weights, BF16 and FP8 KV, no speculative config, on at least 4 GPU types (an AMD
-    one among them)."""
+    TP 1, 8 and 16, unquantized and FP8 weights, BF16 and FP8 KV, no speculative config, on at least 5 GPU types (an
+    AMD one among them)."""
     import re
     from collections import Counter
 
@@ -510,7 +510,7 @@ def test_batch19_data_is_complete(ml):
             assert how.startswith(("printed", "stated")), e["id"]
         if e["engine_version"] not in e["quoted"]:
             assert e["version_note"].startswith(("stated", "inferred", "not printed")), e["id"]
-    assert {e["engine"] for e in new} == {"vllm", "sglang"} and {e["tp"] for e in new} >= {1, 8}
+    assert {e["engine"] for e in new} == {"vllm", "sglang"} and {e["tp"] for e in new} >= {1, 8, 16}
     assert {e["quantization"] for e in new} >= {"none", "fp8"} and {e["kv_cache_dtype"] for e in new} >= {"auto", "fp8"}
     assert not any("speculative_config" in e for e in new)
-    assert len({e["gpu"] for e in new}) >= 4 and "MI300X" in {e["gpu"] for e in new}
+    assert len({e["gpu"] for e in new}) >= 5 and "MI300X" in {e["gpu"] for e in new}
