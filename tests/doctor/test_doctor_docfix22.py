@@ -39,3 +39,10 @@ def test_sf112_pool_that_could_not_be_sized_gets_a_larger_fraction():
 def test_an_oom_while_the_pools_are_made_keeps_the_smaller_fraction():
     d = diagnose_entry("sf181")  # "OOMs during automatic KV-pool sizing": the pools were sized too large
     assert d.edits[0].argv == [_FRACTION, "0.70"]
+
+
+def test_ollama_num_gpu_from_its_own_plan_and_the_failed_buffer():
+    d = diagnose_entry("sf132")  # 32 of 33 layers, 11.3 GiB repeating + 256 MiB KV, a 2,508 MiB compute buffer failed
+    assert d.edits[0].change.startswith("PARAMETER num_gpu 25 ")  # 32 - ceil(2,508 / 358 MiB per layer)
+    d = diagnose_entry("sf62")  # no plan line: no number
+    assert not any(e.change.startswith("PARAMETER num_gpu") and e.change[len("PARAMETER num_gpu "):][:1].isdigit() for e in d.edits)
