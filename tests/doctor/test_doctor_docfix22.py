@@ -19,6 +19,7 @@ def test_sf286_no_utilization_under_the_16_bit_weights():
     d = diagnose_entry("sf286")  # Qwen2.5-7B (14.19 GiB in 16 bits) on an 11.63 GiB card: no utilization holds it
     assert not _budgets(d, _UTIL)
     assert d.edits[0].argv == ["--tensor-parallel-size", "2"] and d.edits[0].starts is None
+    assert "checkpoint" in d.edits[1].change  # the one-GPU remedy beside more GPUs
     assert not any("keeps the asked budget" in e.cost for e in d.edits)  # freeing memory keeps 10.47 GiB: under them too
     assert any("under the weights" in n for n in d.notes)
 

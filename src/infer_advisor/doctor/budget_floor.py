@@ -101,7 +101,12 @@ def utilization_floor(diag, text: str) -> None:
     if sure and weights > total:  # docfix22 (sf286): no utilization holds them (vLLM's budget is at most the whole GPU)
         from .weights_fit import tp_first_when_weights_exceed
 
+        from .sglang_load import checkpoint_edit
+
         tp_first_when_weights_exceed(diag, text, any_error=True)
+        if not any("checkpoint" in e.change for e in diag.edits):  # the one-GPU remedy beside more GPUs
+            diag.edits.append(checkpoint_edit(f"the weights ({weights / GIB:,.1f} GiB per GPU in {fmt}) are over the whole GPU's "
+                                              f"{total / GIB:,.2f} GiB; a pre-quantized checkpoint (4-bit, FP8) has fewer bytes per GPU"))
 
 
 def _start_check_only(diag) -> bool:
