@@ -129,8 +129,6 @@ TRIAL_SETS = {
         "j-held132-ctx-32k-2slots-unified": (132, "-c 32768 -np 2 --kv-unified -fa on"),
     },
 }
-# "(N cells, L layers, S/T seqs)": this llama.cpp prints the cells of one of T streams (T = 1 with --kv-unified)
-KV_CELLS = re.compile(r"llama_kv_cache(?:_unified)?: +size = +[\d.]+ MiB \( *(\d+) cells(?:, +\d+ layers, +\d+/(\d+) seqs)?")
 
 
 def _healthy() -> bool:
@@ -167,9 +165,12 @@ def start(cmd: list[str], log: Path) -> dict:
 
 
 def kv_cells(text: str) -> int | None:
-    """Every stream's KV cells in the log's last cache line (None: no cache was allocated)."""
-    cells = KV_CELLS.findall(text)
-    return int(cells[-1][0]) * int(cells[-1][1] or 1) if cells else None
+    """Every stream's KV cells in the log's last cache line (None: no cache was allocated): "(N cells, L layers, S/T seqs)",
+    this llama.cpp prints the cells of one of T streams (T = 1 with --kv-unified); the line is llamacpp_buffers.KV_LINE."""
+    from infer_advisor.engines.llamacpp_buffers import KV_LINE
+
+    cells = re.findall(KV_LINE, text)
+    return int(cells[-1][1]) * int(cells[-1][4] or 1) if cells else None
 
 
 def hold(gib: int) -> subprocess.Popen | None:

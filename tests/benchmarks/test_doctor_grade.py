@@ -209,6 +209,29 @@ def test_batch18_first_answers_are_kept_as_committed():
     assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (315, 83, 0)
 
 
+def test_batch19_first_answers_are_kept_as_committed():
+    """Batch 19's first answers: main a09a04a's doctor (docfix21 frozen cd88bae, merged 155c957; grade schema 8) on
+    sf338-sf347, committed before anything else (10fbf3f). Selected by batches 16-18's rule: the two starts are sf339's
+    context under V0's printed capacity (log figures) and sf342's llama.cpp context under the thread's working 32k (thread
+    fix); the six undecided first edits are the ones docs/doctor.md reads by an operator's eye (sf340's halved context
+    and sf344's fewer GPU layers would start; sf338's halved context, sf343's lower SGLang fraction, sf346's fewer layers
+    with none on the GPU and sf347's tensor-parallel size on llama.cpp would fail); sf341 and sf345 get no edit."""
+    b19, rows, held = _first_run(19)
+    assert (b19["entries"], b19["first_edit_starts"], b19["first_edit_fails"], b19["unverifiable"], b19["no_edit"],
+            b19["not_read"], b19["crash"], b19["error_named"], b19["memory_model_run"], b19["gpu_inferred"],
+            b19["starts_by_log_figures"], b19["starts_by_thread_fix"]) == (10, 2, 0, 6, 2, 0, 0, 5, 1, 0, 1, 1)
+    assert [i for i, r in rows.items() if r["verdict"] == "starts"] == ["sf339", "sf342"]
+    assert (rows["sf339"]["decided_by"], rows["sf339"]["first_edit"]) == ("log_figures", "--max-model-len 23296")
+    assert (rows["sf342"]["decided_by"], rows["sf342"]["first_edit"]) == ("thread_fix", "--ctx-size 4096")
+    assert [i for i, r in rows.items() if r["verdict"] == "no edit"] == ["sf341", "sf345"]
+    assert (rows["sf338"]["first_edit"], rows["sf340"]["first_edit"], rows["sf343"]["first_edit"],
+            rows["sf347"]["first_edit"]) == ("--max-model-len 2048", "--ctx-size 2048", "--mem-fraction-static 0.75",
+                                             "--tensor-parallel-size 32")
+    assert rows["sf344"]["first_edit"].startswith("PARAMETER num_gpu lower")
+    assert rows["sf346"]["first_edit"].startswith("PARAMETER num_gpu lower")
+    assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (325, 85, 2)
+
+
 def test_a_budget_that_passes_the_start_check_and_holds_no_model_fails():
     """sf65 (batch 5): 0.49 of 79.32 GiB free; the first run's 0.00 passed V1's start check and would load nothing."""
     f = next(x for x in load_failures().failures if x.id == "sf65")

@@ -255,3 +255,38 @@ def test_batch18_threads_are_new_state_what_they_claim_and_can_decide():
     assert f"{sf335.figures['compute_buffer_bytes']:.0f}" in sf335.log
     _candidates_audited(b18, "Batch 18 (sf333-sf337)", 250, ("startup_failures_batch16_candidates.md",
                         "startup_failures_batch17_candidates.md"), used_as_ref=True)
+
+
+def test_batch19_threads_are_new_state_what_they_claim_and_can_decide():
+    """Batch 19 (sf338-sf347), gathered before docfix21's doctor ran on it, selected by batches 16-18's rule written
+    before any doctor run (the data file's batch-19 comment and startup_failures_batch19_candidates.md): every entry
+    states what made it start (a confirmed fix quoting the thread, among the log lines or notes) or prints the deciding
+    figures (sf339: V0's KV capacity in its error line; sf346: ollama's offload line with the available and required
+    memory; sf347: llama.cpp's projected device use against the free device memory). Also: no thread of an earlier entry nor one listed in the batch 16-18 candidates files, the held-out third
+    by the rule, and the candidates file lists every thread looked at and not taken, none of them a taken one, each one
+    marked 'used' being a thread of an earlier entry."""
+    b19 = _new_batch(19, range(338, 348))
+    engines = [f.engine for f in b19]
+    assert (engines.count("vllm"), engines.count("sglang"), engines.count("llama.cpp")) == (2, 1, 7)
+    assert [f.id for f in b19 if f.held_out] == ["sf339", "sf342", "sf345"]
+    confirmed = {f.id for f in b19 if f.fix and f.fix.confirmed}
+    assert confirmed == {"sf338", "sf340", "sf341", "sf342", "sf343", "sf344", "sf345"}
+    for f in b19:
+        if f.id in confirmed:  # rule (a): the quote is the thread's words, among the log lines or the notes
+            assert f.fix.quote in f.log or f.fix.quote in (f.notes or ""), f.id
+        else:  # rule (b): the figures are the log's own numbers
+            fig = f.figures
+            if f.error == "max_len_exceeds_kv":
+                assert f"({fig['kv_cache_tokens']:.0f})" in f.error_line, f.id
+            elif "projected_device_mib" in fig:
+                assert (f"projected to use {fig['projected_device_mib']:.0f} MiB of device memory vs. "
+                        f"{fig['free_device_mib']:.0f} MiB of free device memory") in f.log, f.id
+            else:
+                assert f'memory.available="[{fig["gpu_available_gib"]} GiB]"' in f.log, f.id
+                assert f'memory.required.full="{fig["required_full_gib"]} GiB"' in f.log, f.id
+    by_id = {f.id: f for f in b19}
+    assert f"{by_id['sf340'].figures['compute_buffer_bytes']:.0f}" in by_id["sf340"].log
+    assert f"{by_id['sf342'].figures['compute_buffer_bytes']:.0f}" in by_id["sf342"].log
+    _candidates_audited(b19, "Batch 19 (sf338-sf347)", 400, ("startup_failures_batch16_candidates.md",
+                        "startup_failures_batch17_candidates.md", "startup_failures_batch18_candidates.md"),
+                        used_as_ref=True)

@@ -1,16 +1,16 @@
 """llama.cpp on Metal: buffers over the GPU's recommended working set (docfix20, retrospective: batch 17's sf329, sf330,
 which the doctor did not read).
 
-Read at llama.cpp's ggml-metal.m: ``ggml_metal_init`` logs ``recommendedMaxWorkingSetSize = %8.2f MB`` (MiB in the 2023
-builds: ``device.recommendedMaxWorkingSetSize / 1024.0 / 1024.0``; decimal MB in the 2024 builds' ``/ 1e6``);
-``ggml_metal_add_buffer`` (2023) logs each buffer with ``(allocated / working set)`` and warns "current allocated size is
-greater than the recommended max working set size" but allocates it anyway; the first ``ggml_metal_graph_compute`` then
-finds its command buffer in ``MTLCommandBufferStatusError`` (status 5) and logs "command buffer %d failed with status %d"
-with the error's description ("Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)"). Nothing is
-refused at allocation; the buffers together must stay under the working set. Of the three the log prints (weights 'data'
-/ "Metal buffer size", KV 'kv' / "Metal KV buffer size", compute 'alloc' / "Metal compute buffer size"), the KV cache is
-the one a setting shrinks in proportion (n_ctx cells), so the edit is the context that leaves weights + compute + KV
-under the working set (the compute buffer is kept at its printed size, which only shrinks with the context).
+The lines are read by :mod:`..engines.llamacpp_buffers` (ggml-metal.m's ``recommendedMaxWorkingSetSize``, the 2023
+``ggml_metal_add_buffer`` lines and the 2024 "Metal ... buffer size" lines). ``ggml_metal_add_buffer`` (2023) logs each
+buffer with ``(allocated / working set)`` and warns "current allocated size is greater than the recommended max working
+set size" but allocates it anyway; the first ``ggml_metal_graph_compute`` then finds its command buffer in
+``MTLCommandBufferStatusError`` (status 5) and logs "command buffer %d failed with status %d" with the error's
+description ("Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)"). Nothing is refused at
+allocation; the buffers together must stay under the working set. Of the three the log prints (weights 'data' / "Metal
+buffer size", KV 'kv' / "Metal KV buffer size", compute 'alloc' / "Metal compute buffer size"), the KV cache is the one a
+setting shrinks in proportion (n_ctx cells), so the edit is the context that leaves weights + compute + KV under the
+working set (the compute buffer is kept at its printed size, which only shrinks with the context).
 
     >>> round(metal_plan("recommendedMaxWorkingSetSize  = 10922.67 MiB")["working_set"] / 2**20, 2)
     10922.67
@@ -21,37 +21,17 @@ from __future__ import annotations
 import re
 
 from .edits import Edit, undecided_edit
-from ..units import GB, GIB, MIB
+from ..engines.llamacpp_buffers import METAL_OVER_MAXIMUM, metal_buffers
+from ..units import GIB, MIB
 
-_WORKING_SET = re.compile(r"recommendedMaxWorkingSetSize\s*=\s*([\d.]+) (MB|MiB)")
 _FAILED = re.compile(r"command buffer \d+ failed with status 5|kIOGPUCommandBufferCallbackErrorOutOfMemory|error: Insufficient Memory")
-_KV = re.compile(r"Metal KV buffer size\s*=\s*([\d.]+) MiB|allocated 'kv\s*' buffer, size =\s*([\d.]+) MiB")
-_WEIGHTS = re.compile(r"Metal buffer size\s*=\s*([\d.]+) MiB|allocated 'data\s*' buffer, size =\s*([\d.]+) MiB")
-_COMPUTE = re.compile(r"Metal compute buffer size\s*=\s*([\d.]+) MiB|allocated 'alloc\s*' buffer, size =\s*([\d.]+) MiB")
-_N_CTX = re.compile(r"\bn_ctx\s*=\s*(\d{3,8})\b")
 _CTX_STEP = 1024
 # llama.cpp of May-June 2023 (llama.cpp llama_init_from_file, under GGML_USE_METAL): ``if (params.n_gpu_layers > 0)`` the
 # whole mmap'd file (``model.mapping->addr``, ``mapping->size``) is added as ONE Metal buffer "data", and
 # ggml-metal.m ggml_metal_add_buffer refuses a buffer over device.maxBufferLength with this message; any -ngl >= 1 maps
 # the same whole file, so only -ngl 0 (or a smaller file) avoids it (later builds split the mapping into views)
-_WHOLE_FILE = re.compile(r"buffer 'data' size (\d+) is larger than buffer maximum of (\d+)")
-
-
-def _sum(pattern: re.Pattern, text: str) -> float:
-    return sum(float(a or b) for a, b in pattern.findall(text)) * MIB
-
-
-def metal_plan(text: str) -> dict:
-    """The working set and the Metal buffers the log prints (bytes; empty: no working-set line)."""
-    text = text[:2_000_000]
-    m = _WORKING_SET.search(text)
-    if not m:
-        return {}
-    out = {"working_set": float(m.group(1)) * (GB / 1000 if m.group(2) == "MB" else MIB),
-           "kv": _sum(_KV, text), "weights": _sum(_WEIGHTS, text), "compute": _sum(_COMPUTE, text)}
-    if ctx := _N_CTX.findall(text):
-        out["n_ctx"] = int(ctx[-1])
-    return out
+_WHOLE_FILE = re.compile(METAL_OVER_MAXIMUM + r" of (\d+)")
+metal_plan = metal_buffers  # the working set and the Metal buffers the log prints (bytes; empty: no working-set line)
 
 
 def metal_context_edit(text: str, n_ctx: int | None) -> Edit | None:

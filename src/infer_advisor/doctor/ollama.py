@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 
 from .edits import Edit, undecided_edit
+from ..engines.llamacpp_buffers import N_CTX
 from ..units import GIB
 
 _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
@@ -159,7 +160,6 @@ def ollama_first(diag, text: str) -> None:
 # server/sched.go multiplies NumCtx by the parallel requests (defaultParallel 4); NumCtx defaults to 2048 (api/types.go
 # at v0.1.40-v0.4.5; envconfig OLLAMA_CONTEXT_LENGTH, from v0.5.13, 2048 at v0.5.13 and v0.6.4, 4096 at v0.9.0 and v0.12.0,
 # by VRAM at the snapshot read); OLLAMA_KV_CACHE_TYPE exists from v0.5.0.
-_RUNNER_CTX = re.compile(r"\bn_ctx\s*=\s*(\d{3,8})\b")
 _GPU_BUFFER = re.compile(r"cudaMalloc|hipMalloc|\b(?:CUDA|ROCm|Vulkan|SYCL)\d|CUBLAS_STATUS_ALLOC|on device \d|Metal")
 
 
@@ -189,7 +189,7 @@ def in_ollama_knobs(edits: list[Edit], error, text: str) -> list[Edit]:
     """Under ollama, llama-server's flags in ollama's knobs, each in its place: fewer GPU layers is ollama's num_gpu, and a
     context number the runner's printed context does not show to be smaller gives way to num_gpu where a GPU buffer failed
     (ollama placed its own estimate's layers there), else to num_ctx without a number."""
-    printed = [int(m) for m in _RUNNER_CTX.findall(text[:2_000_000])]
+    printed = [int(m) for m in N_CTX.findall(text[:2_000_000])]
     gpu_failed = error is not None and bool(_GPU_BUFFER.search(error.line or ""))
     num_gpu = next((e for e in edits if e.change.startswith("PARAMETER num_gpu")), None) or undecided_edit(
         "PARAMETER num_gpu lower than ollama's own choice", [], "layers on the CPU decode slower", 0.4,

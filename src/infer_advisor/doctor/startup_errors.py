@@ -49,6 +49,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .startup_errors_llamacpp import llamacpp_extra
+from ..engines.llamacpp_buffers import KV_ALLOCATED, METAL_OVER_MAXIMUM
 from ..engines.startup_log import FREE_ON_DEVICE, detect_engine
 from ..units import GIB, MIB
 
@@ -131,7 +132,7 @@ _LLAMACPP_BUFFER = re.compile(r"failed to allocate (?:CUDA|SYCL|Vulkan|ROCm|MUSA
 # throw std::runtime_error("unable to allocate backend buffer"); }") name no backend; ollama prefixes "llama runner process
 # has terminated: error loading model: " to it. Thrown while allocating the model's tensors: the weights' buffer
 _LLAMACPP_NAMED = ((re.compile(r"unable to allocate (?:CUDA|ROCm|Metal|Vulkan|SYCL|MUSA|CANN|backend)\d{0,2} buffer|error loading model: failed to "
-                               r"allocate buffer|buffer 'data' size \d+ is larger than buffer maximum"), 2),
+                               r"allocate buffer|" + METAL_OVER_MAXIMUM), 2),
                    (re.compile(r"failed to allocate compute (?:pp |tg )?buffers"), 1))
 # ggml's CPU backend (ggml-backend.cpp ggml_backend_cpu_buffer_type_alloc_buffer): host RAM, not a GPU (sf159, sf160; docfix9)
 _LLAMACPP_CPU = re.compile(r"ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size (\d+)")
@@ -305,7 +306,7 @@ _LLAMACPP_LOAD_FAILED = re.compile(r"llama_model_load: error loading model|unabl
 def _llamacpp_phase(text: str) -> dict[str, float]:
     if _LLAMACPP_LOAD_FAILED.search(text):
         return {"buffer": 2}
-    return {"buffer": 1} if _LLAMACPP_KV_DONE.search(text) else {}
+    return {"buffer": 1} if KV_ALLOCATED.search(text) else {}
 
 
 def _other_engines(text: str) -> StartupError | None:
@@ -356,10 +357,8 @@ def _other_engines(text: str) -> StartupError | None:
 
 LLAMACPP_BUFFERS = tuple(name for name, _ in _LLAMACPP_WHICH)
 
-
-# llama.cpp allocates the weights, then the KV cache ("KV buffer size", "KV self size", "llama_kv_cache: size ="), then the
-# output and compute buffers (llama_init_from_model): a failure after the KV lines is a compute buffer's (sf133, sf134)
-_LLAMACPP_KV_DONE = re.compile(r"KV buffer size =|KV self size|llama_kv_cache\w{0,40}: size =")
+# llama.cpp allocates the weights, then the KV cache, then the output and compute buffers (llama_init_from_model): a failure
+# after a KV line (llamacpp_buffers.KV_ALLOCATED, any backend) is a compute buffer's (sf133, sf134)
 
 
 def _llamacpp_buffer(text: str, m: re.Match) -> dict[str, float]:
@@ -371,7 +370,7 @@ def _llamacpp_buffer(text: str, m: re.Match) -> dict[str, float]:
     found = [(hit.start(), code) for code, (_, pattern) in enumerate(_LLAMACPP_WHICH) if (hit := pattern.search(after))]
     if found:
         return {"buffer": min(found)[1]}  # 0 KV cache, 1 compute buffers, 2 weights (LLAMACPP_BUFFERS)
-    return {"buffer": 1} if _LLAMACPP_KV_DONE.search(text, 0, m.start()) else {}
+    return {"buffer": 1} if KV_ALLOCATED.search(text, 0, m.start()) else {}
 # Messages only vLLM's V0 engine prints (V1 words the same check "To serve at least one request ... KV cache is
 # needed"): a log that prints one and no version is read with the newest V0 memory profile, not the pinned V1 default.
 V0_ONLY_KINDS = ("max_len_exceeds_kv",)

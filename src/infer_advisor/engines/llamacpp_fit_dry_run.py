@@ -10,21 +10,8 @@ where the real allocation was 1,050,624; docs/doctor.md, set d), so none of it i
 
 from __future__ import annotations
 
-# llama_kv_cache's "%s: size = %7.2f MiB (%6u cells, %3d layers, %2u/%u seqs), K (%s): ..." with n_seq_max/n_stream: the
-# H200 build prints each stream's cells without --kv-unified (d-ctx-1.05M-4streams: "262656 cells, 4/4 seqs", 131,328 MiB,
-# n_ctx 1050624; its -fixed log "63488 cells, 4/4 seqs" at -c 253696), so cells below the log's n_ctx are per stream.
-KV_LINE = r"llama_kv_cache\w{0,40}: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers,\s+(\d+)(?:/(\d+))? seqs\), K \((\w+)\)"
 _FLAG = "no_alloc"
 _CLOSE = "common_fit_params:"
-
-
-def kv_line_figures(m, mib: int, find) -> tuple[int, int, int, str]:
-    """(bytes, cells of all streams, sequences, K type) from a match of KV_LINE; ``find`` searches the same log's lines."""
-    cells, streams = int(m.group(2)), int(m.group(5) or 1)
-    n_ctx, _ = find.first(r"n_ctx\s+=\s+(\d+)")
-    if streams > 1 and n_ctx is not None and cells < int(n_ctx.group(1)) <= cells * streams:
-        cells *= streams
-    return int(round(float(m.group(1)) * mib)), cells, int(m.group(4)), m.group(6)
 
 
 def _no_alloc_line(text: str, start: int) -> tuple[int, int, bool] | None:

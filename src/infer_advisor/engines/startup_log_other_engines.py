@@ -6,11 +6,10 @@ format string, read from its source:
   K size: %.2f GB, V size: %.2f GB"``, ``"Capture cuda graph end. Time elapsed: %.2f s. mem usage=%.2f GB. avail
   mem=%.2f GB."``, ``"max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d,
   max_running_requests=%d, context_len=%d, available_gpu_mem=%.2f GB"`` (GB there is bytes / 2**30).
-- llama.cpp (src/llama-kv-cache.cpp, llama-context.cpp, llama-model.cpp): ``"%s: size = %7.2f MiB (%6u cells, %3d
-  layers, %2u/%u seqs), K (%s): %7.2f MiB, V (%s): %7.2f MiB"``, ``"%s: %10s model buffer size = %8.2f MiB"``,
-  ``"%s: %10s compute buffer size = %8.2f MiB"``, ``"Device %d: %s, compute capability %d.%d"``, ``"build: %d (%s)"``,
-  ``"%s: using device %s (%s) - %zu MiB free"`` (llama.cpp llama_model_load_from_file_impl, b4400+; later builds add the PCI
-  id in a second pair of brackets) and ``"%s: %10s KV buffer size = %8.2f MiB"`` (llama_kv_cache, the buffer per device).
+- llama.cpp (src/llama-kv-cache.cpp, llama-context.cpp, llama-model.cpp): its buffer lines (model, KV and compute
+  buffers, the KV cache's own line) through :mod:`.llamacpp_buffers`, the one reader of them for every backend;
+  ``"Device %d: %s, compute capability %d.%d"``, ``"build: %d (%s)"``, ``"%s: using device %s (%s) - %zu MiB free"``
+  (llama.cpp llama_model_load_from_file_impl, b4400+; later builds add the PCI id in a second pair of brackets).
 - SGLang ``"Load weight begin. avail mem=%.2f GB"`` (the free memory before loading: ``pre_model_load_memory``, the base
   of ``mem_fraction_static``) and ``"Load weight end. ... avail mem=%.2f GB"`` (``available_gpu_memory`` after it).
 - TGI (text-generation-inference 1.0-3.3, server/.../flash_causal_lm.py warmup and backends/v3/src/lib.rs, read at
@@ -22,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from .llamacpp_fit_dry_run import KV_LINE, kv_line_figures
+from .llamacpp_buffers import CONTEXT_LINE, read_cuda_buffers
 from .log_search import LogReader, gib
 from .startup_log_record import LINE_CHARS, MIB, GIB, StartupLog
 
@@ -71,32 +70,11 @@ def read_llamacpp_log(text: str) -> StartupLog:  # read through read_past_fit_dr
         log.free_at_start_bytes = int(m.group(2)) * MIB
         log.lines["free_at_start_bytes"] = line[:LINE_CHARS]
     r.take("model", r"general\.name\s+str\s+=\s+([^\n]+)", lambda s: s.strip())
-    # "CUDA0 model buffer size" (load_tensors, 2024-10+) or the older "CUDA0 buffer size" (llm_load_tensors)
-    found = [(m, line) for m, line in r.find.matches(r"CUDA\d+ (?:model )?buffer size =\s+([\d.]+) MiB", anchor=" buffer size =")
-             if float(m.group(1)) > 0]  # 0.00 MiB: the dry run of common_fit_params (no_alloc), not the weights
-    if found:
-        log.weights_bytes = int(round(sum(float(m.group(1)) for m, _ in found) * MIB))
-        log.lines["weights_bytes"] = found[0][1][:LINE_CHARS]
-    m, line = r.find.first(KV_LINE)
-    if m:
-        log.kv_cache_bytes, log.kv_cache_tokens, log.max_num_seqs, log.kv_cache_dtype = kv_line_figures(m, MIB, r.find)
-        log.lines["kv_cache_bytes"] = log.lines["kv_cache_tokens"] = line[:LINE_CHARS]
-    m, line = r.find.first(r"KV self size\s+=\s+([\d.]+) MiB, K \((\w+)\)")  # llama_new_context_with_model (older builds)
-    if m and log.kv_cache_bytes is None:
-        log.kv_cache_bytes, log.kv_cache_dtype = int(round(float(m.group(1)) * MIB)), m.group(2)
-        log.lines["kv_cache_bytes"] = line[:LINE_CHARS]
-    found = list(r.find.matches(r"CUDA\d+ compute buffer size =\s+([\d.]+) MiB", anchor=" compute buffer size ="))
-    if found:
-        log.activation_bytes = int(round(max(float(m.group(1)) for m, _ in found) * MIB))
-        log.lines["activation_bytes"] = found[0][1][:LINE_CHARS]
-    found = list(r.find.matches(r"CUDA0 KV buffer size =\s+([\d.]+) MiB", anchor="CUDA0 KV buffer size"))
-    if found and (log.kv_cache_bytes is None or "KV self size" in log.lines.get("kv_cache_bytes", "")):  # device 0's share wins
-        log.kv_cache_bytes = int(round(float(found[0][0].group(1)) * MIB))
-        log.lines["kv_cache_bytes"] = found[0][1][:LINE_CHARS]
+    read_cuda_buffers(r)  # the weights, KV cache and compute buffers (llamacpp_buffers)
     r.take("max_model_len", r"n_ctx_per_seq\s+=\s+(\d+)", int)
-    r.take("max_model_len", r"n_ctx\s+=\s+(\d+)", int)
+    r.take("max_model_len", CONTEXT_LINE, int)
     if log.kv_cache_tokens is None:
-        r.take("kv_cache_tokens", r"n_ctx\s+=\s+(\d+)", int)
+        r.take("kv_cache_tokens", CONTEXT_LINE, int)
     r.take("max_num_seqs", r"n_seq_max\s+=\s+(\d+)", int)
     m = r.take("gpu_layers", r"offloaded (\d+)/(\d+) layers to GPU", int)
     if m:
