@@ -56,7 +56,6 @@ from ..engines.kv_report import kv_report
 from ..engines.memory import EngineMemoryProfile, memory_profile, profile_from_engine
 from ..engines.profiles import EngineProfile
 from ..model_facts.facts import ModelFacts
-from .state_pool import apart_from_states
 from .draft import draft_kv_bytes_per_token_per_layer, draft_weight_bytes, state_with_speculation
 from .engine_kv import DraftLayers, EngineKV, engine_kv_figures
 from .engine_terms import (
@@ -65,6 +64,7 @@ from .engine_terms import (
 )
 from .formats import dtype_bytes, formats, weight_format
 from .lora import add_lora_term
+from .state_pool import apart_from_states
 from .vision_profile import vision_profile
 from .weights import expert_padding_ratio, group_bytes, weight_bytes_by_group, weights_bytes, weights_per_gpu
 from .weights_engine import engine_layout_bytes, expert_bias_bytes

@@ -1,7 +1,7 @@
 """The full-attention pool an engine keeps next to a separate recurrent-state pool (SGLang's hybrid GDN / Mamba models).
 
-    >>> state_pool(kv_report("sglang", "0.5.9"), free_bytes=11.85e9, state_bytes=16.1e6)  # 11.85 / 1.9 GB of tokens
-    StatePool(attention_bytes=..., states=349)
+    >>> state_pool(kv_report("sglang", "0.5.9"), free_bytes=11.85e9, state_bytes=16.1e6)  # about 11.85 / 1.9 GB of tokens
+    StatePool(attention_bytes=6247200000.0, states=348)
 
 vLLM pages the Mamba / gated-DeltaNet state in the same pool as the attention KV (estimate/engine_kv.py). SGLang does
 not: ``profile_max_num_token`` takes the memory left for the cache, hands the Mamba pool its share
