@@ -484,24 +484,23 @@ def test_batch18_was_predicted_before_it_was_graded(ml):
     assert len({e["gpu"] for e in new}) >= 5
 
 
-def test_batch19_data_is_complete(ml):
+def test_batch19_was_predicted_before_it_was_graded(ml):
     """Batch 19 (issue 23, session 9, memlogs19), gathered as facts before the merged main's model predicted it: at least
     5 logs never used before (source and quote new), at most 2 from one source (a stored-index file id or a URL), the
     token figure in its quote as written (or, for a V0 log, its printed GPU blocks x 16), every token figure printed,
     stated or derived from printed blocks, every version not in the quote said to be stated or inferred, vLLM and SGLang,
     TP 1, 8 and 16, unquantized and FP8 weights, BF16 and FP8 KV, no speculative config, on at least 5 GPU types (an
-    AMD one among them)."""
+    AMD one among them), and predicted by main 8224577 (memfix19's frozen model f092eec as merged) before any grading."""
     import re
     from collections import Counter
 
-    new = [e for e in ml.entries() if e.get("collected") == "issue-23s"]
-    assert len(new) >= 5
+    new, data = _batch(ml, "issue-23s", 5)
+    assert ml.BATCHES["issue-23s"][1] == "8224577" and data["code_commit"].startswith("3564a78")
     _unused_quotes(ml, "issue-23s", new)
     found = [re.search(r"file ids? (\d{9,12})", e["source"]) for e in new]
     keys = Counter(m[1] if m else e["source"] for m, e in zip(found, new))
     assert len(keys) >= 4 and max(keys.values()) <= 2
     for e in new:
-        assert e["source"].startswith("https://") or "stored-index file id" in e["source"], e["id"]
         tokens, how = e["measured"]["kv_cache_tokens"], e["kv_cache_tokens_from"]
         if how.startswith("derived"):
             blocks = re.search(r"(\d+) printed GPU blocks x 16", how)
