@@ -315,6 +315,6 @@ def test_batch20_threads_are_new_state_what_they_claim_and_can_decide():
     by_id = {f.id: f for f in b20}
     for name in ("cuda0_buffer_mib", "cuda1_buffer_mib", "failed_alloc_mib"):
         assert f"{by_id['sf349'].figures[name]:.2f}" in by_id["sf349"].log, name
-    _candidates_audited(b20, "Batch 20 (sf348-sf349)", 250, ("startup_failures_batch16_candidates.md",
+    _candidates_audited(b20, "Batch 20 (sf348-sf349)", 390, ("startup_failures_batch16_candidates.md",
                         "startup_failures_batch17_candidates.md", "startup_failures_batch18_candidates.md",
                         "startup_failures_batch19_candidates.md"), used_as_ref=True)
