@@ -78,10 +78,11 @@ def utilization_floor(diag, text: str) -> None:
         return
     u, tp, extra = diag.gpu_memory_utilization or DEFAULT_UTILIZATION, max(diag.tp or 1, 1), _in_budget_extra(diag)
     need = weights + extra  # at the run's TP; a TP edit is held to its weights alone (activations per GPU change with it)
-    kept = []
+    kept, sure = [], _start_check_only(diag) and _shipped_16bit(diag.model)
     for e in diag.edits:
-        share, w = _budget_after(e, u, tp, weights) if e.argv else (u, 0.0)
-        if e.starts is True or share * total >= (w + extra if w == weights else w):
+        share, w = _budget_after(e, u, tp, weights) if e.argv else (u, _kept_budget(e, weights) if sure else 0.0)
+        # docfix22 (sf286): a start decided by V1's free-memory check alone says nothing of the weights: the floor holds it too
+        if (e.starts is True and (not sure or share * total >= w)) or share * total >= (w + extra if w == weights else w):
             kept.append(e)
     what = f"the weights ({weights / GIB:,.1f} GiB per GPU in {fmt}, from the catalog's shapes)" + (
         f" with the memory model's activation and non-torch terms ({extra / GIB:,.2f} GiB)" if extra else "")
@@ -97,6 +98,38 @@ def utilization_floor(diag, text: str) -> None:
                            if u * total < need else f"Edits whose budget is under {what} are left out")
                           + ": no KV dtype, context or eager mode starts there (vLLM loads the weights inside the budget).")
     diag.edits = kept
+    if sure and weights > total:  # docfix22 (sf286): no utilization holds them (vLLM's budget is at most the whole GPU)
+        from .weights_fit import tp_first_when_weights_exceed
+
+        from .sglang_load import checkpoint_edit
+
+        tp_first_when_weights_exceed(diag, text, any_error=True)
+        if not any("checkpoint" in e.change for e in diag.edits):  # the one-GPU remedy beside more GPUs
+            diag.edits.append(checkpoint_edit(f"the weights ({weights / GIB:,.1f} GiB per GPU in {fmt}) are over the whole GPU's "
+                                              f"{total / GIB:,.2f} GiB; a pre-quantized checkpoint (4-bit, FP8) has fewer bytes per GPU"))
+
+
+def _start_check_only(diag) -> bool:
+    """V1's free-memory start check failed (free_memory.py): an edit it decides passes that check only, before any load."""
+    return diag.error is not None and diag.error.kind == "free_memory_below_utilization"
+
+
+def _shipped_16bit(model: str) -> bool:
+    """The catalog checkpoint is itself 16-bit (not shipped in FP8, MXFP4, NVFP4, ...), so its shapes give its bytes."""
+    from ..errors import InferAdvisorError
+    from ..model_facts import resolve_model
+
+    try:
+        facts = resolve_model(model, source="catalog")
+    except (InferAdvisorError, ValueError):
+        return False
+    return not facts.pre_quantized and facts.torch_dtype in ("bfloat16", "float16")
+
+
+def _kept_budget(e, weights: float) -> float:
+    """An action's weights against the run's budget: freeing the memory others hold keeps the asked budget (free_memory.py),
+    so it holds the same weights; any other action is not known here (0: kept)."""
+    return weights if "keeps the asked budget" in e.cost else 0.0
 
 
 def tgi_input_within_prefill(diag, text: str) -> None:

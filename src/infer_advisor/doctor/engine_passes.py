@@ -34,10 +34,11 @@ def vllm_passes(diag, text: str, count: int | None, tp_stated: bool) -> None:
 def sglang_passes(diag, text: str, count: int | None, tp_stated: bool) -> None:
     from .cpu_offload import offload_first
     from .hardware_rank import shards_to_gpus_present
-    from .sglang_fraction import fraction_direction
+    from .sglang_fraction import fraction_direction, pool_failed_up
     from .sglang_load import sglang_weights_first
 
     fraction_direction(diag, text)  # docfix15 (sf138): SGLang's smaller fraction where the weights leave it no KV pool
+    pool_failed_up(diag, text)  # docfix22 (sf112): the pool could not be sized, so no smaller fraction
     sglang_weights_first(diag, text)  # sf244, sf252
     offload_first(diag, text)  # docfix20: sf321's remedy, SGLang's --cpu-offload-gb too
     shards_to_gpus_present(diag, count)  # sf265, sf127

@@ -53,7 +53,9 @@ def unnamed_edits(diag, text: str, first_try) -> list[Edit]:
     """No line names the engine: each engine's edits in its own flag (hardware_rank.for_each_engine), the CUDA runtime's
     bare string's one remedy first (docfix15, sf221), or one line with each named engine's first try (sf294)."""
     from .hardware_rank import for_each_engine, unnamed_engine_first
+    from .sglang_fraction import pool_failed_up
 
-    edits = for_each_engine(diag.edits, first_try, diag.error, diag.max_model_len, diag.tp)
-    edits = [e for e in [unnamed_engine_first(diag.error)] if e] + edits
+    diag.edits = for_each_engine(diag.edits, first_try, diag.error, diag.max_model_len, diag.tp)
+    pool_failed_up(diag, text)  # docfix22 (sf112): SGLang's pool could not be sized, so no smaller fraction (SGLang's edit)
+    edits = [e for e in [unnamed_engine_first(diag.error)] if e] + diag.edits
     return named_engines_first(edits, engines_in_words(text))

@@ -29,7 +29,8 @@ _SIZE = r"([\d.]+ (?:[KMGT]i?B|B))"
 _SYSTEM = re.compile(rf'msg="system memory" total="{_SIZE}" free="{_SIZE}"(?: free_swap="{_SIZE}")?')
 _OFFLOAD = re.compile(r'msg="offload to (\w+)" layers\.requested=(-?\d+) layers\.model=(\d+) layers\.offload=(\d+)')
 _FIELD = {key: re.compile(rf'{re.escape(key)}="{_SIZE}"') for key in (
-    "memory.required.full", "memory.required.partial", "memory.required.kv", "memory.weights.total", "memory.graph.full")}
+    "memory.required.full", "memory.required.partial", "memory.required.kv", "memory.weights.total", "memory.graph.full",
+    "memory.weights.repeating")}
 _AVAILABLE = re.compile(r'memory\.available="\[([^\]]{0,200})\]"')
 _PARALLEL = re.compile(r'(?:\bparallel=|--parallel )(\d{1,3})\b')
 _REFUSED = re.compile(rf"model requires more system memory \({_SIZE}\) than is available(?: \({_SIZE}\))?")
@@ -197,6 +198,7 @@ def in_ollama_knobs(edits: list[Edit], error, text: str) -> list[Edit]:
     num_ctx = next((e for e in edits if e.change.startswith(_NUM_CTX)), None) or undecided_edit(
         _NUM_CTX, [], "shorter context", 0.5, "the runner's context is not printed (ollama's default: 2048 up to 0.6, 4096 at 0.9-0.12, "
         "by VRAM later, times the parallel requests); the KV cache and compute graph shrink with it")
+    num_gpu = _num_gpu_value(num_gpu, ollama_plan(text), error) if gpu_failed else num_gpu
     out = []
     for e in edits:
         said = _ollama_spelling(e, max(printed) if printed else None)
@@ -205,3 +207,25 @@ def in_ollama_knobs(edits: list[Edit], error, text: str) -> list[Edit]:
         if all(said.change != x.change for x in out):
             out.append(said)
     return out
+
+
+def _num_gpu_value(edit: Edit, p: dict, error) -> Edit:
+    """docfix22 (retrospective: the grade audit's first edits that state no value): where ollama's plan prints its layers
+    (layers.offload of layers.model) and their bytes (memory.weights.repeating + memory.required.kv: llm/memory.go sizes
+    each layer as its block's weights plus its share of the KV cache) and the failed GPU buffer prints its size, the
+    layers to move off the GPU free at least that buffer: num_gpu = offload - ceil(failed / per layer). Not decided
+    (the device's free memory at the failure is not printed; the compute buffer may change with the split)."""
+    import math
+
+    failed = error.figures.get("requested_bytes") if error is not None else None
+    if not (failed and p.get("layers_offload") and p.get("layers_model") and "weights.repeating" in p):
+        return edit
+    per_layer = (p["weights.repeating"] + p.get("required.kv", 0.0)) / p["layers_model"]
+    n = p["layers_offload"] - math.ceil(failed / per_layer)
+    if n < 0:
+        return edit
+    return edit.model_copy(update={
+        "change": f"PARAMETER num_gpu {n} (ollama chose {p['layers_offload']} of {p['layers_model']} layers)",
+        "basis": f"not decided: {math.ceil(failed / per_layer)} layers of {per_layer / 2**20:,.0f} MiB each (memory.weights.repeating + "
+                 f"memory.required.kv over {p['layers_model']} layers, ollama's llm/memory.go) free at least the failed "
+                 f"{failed / 2**20:,.0f} MiB buffer; the device's free memory at the failure is not printed"})

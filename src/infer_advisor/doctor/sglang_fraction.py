@@ -57,3 +57,38 @@ def fraction_direction(diag, text: str) -> None:
     diag.notes.append(f"A smaller {_FLAG} ({frac:.2f}) would leave the KV pool {pool / GIB:.1f} GiB beside {weights / GIB:.1f} GiB of "
                       f"weights on {total / GIB:.1f} GiB, less than the memory left outside it: the pool is the scarce side, and SGLang's "
                       f"message for it is 'Not enough memory. Please try to increase {_FLAG}'.")
+
+
+# docfix22 (retrospective, batch 7's sf112: "fails at pool sizing or OOMs during CUDA graph capture", the FAQ's 0.80 offered):
+# the text says the KV pool's sizing failed (not an allocation that ran out while the pools were made: a pool sized too
+# large, sf181). rest = available after load - total x (1 - fraction) rises with the fraction
+# (model_runner.profile_max_num_token), so where the pool could not be sized at the run's fraction, every fraction at or
+# under it fails the same way. SGLang's own message for it is read by sglang_tgi.py (its default or 0.05 above).
+_POOL_FAILED = re.compile(r"\bfail(?:s|ed|ing)? (?:at|during|in) (?:the )?(?:automatic )?(?:KV[- ](?:cache )?)?pool[- ]sizing\b", re.I)
+
+
+def pool_failed_up(diag, text: str) -> None:
+    """Where the text says SGLang's KV pool could not be sized, a --mem-fraction-static at or under the run's (SGLang's
+    default for the GPU and TP where none is stated) is replaced by one step above it (at most 0.95), SGLang's own
+    'increase' advice."""
+    from ..engines.memory import default_memory_fraction, memory_profile
+    from .weights_fit import total_bytes
+
+    if diag.error is None or diag.error.kind == "sglang_not_enough_memory" or not _POOL_FAILED.search(text[:200_000]):
+        return
+    total = total_bytes(diag, text)
+    run = diag.gpu_memory_utilization or default_memory_fraction(memory_profile("sglang"), driver_memory_bytes=total and int(total),
+                                                                 tp=max(diag.tp or 1, 1))
+    lower = [e for e in diag.edits if e.argv[:1] == [_FLAG] and len(e.argv) > 1 and e.starts is not True and float(e.argv[1]) <= run]
+    if not lower:
+        return
+    up = round(min(run + STEP, CEILING), 2)
+    label = lower[0].change.removeprefix(" ".join(lower[0].argv))  # " (SGLang)" where no line names the engine
+    raise_edit = undecided_edit(f"{_FLAG} {up:.2f}{label}", [_FLAG, f"{up:.2f}"], "less room outside the static pool (activations, "
+                                "CUDA graphs)", 0.05, confidence="engine_advice", basis=f"not decided: the text says the KV pool could "
+                                f"not be sized at the run's fraction ({run:.2f}{'' if diag.gpu_memory_utilization else ', SGLang default'}); "
+                                "SGLang's pool is available after load - total x (1 - fraction) (profile_max_num_token), which only a "
+                                "larger fraction raises; its message for it says to increase it")
+    diag.edits = [raise_edit] + [e for e in diag.edits if e not in lower]
+    diag.notes.append(f"{', '.join(e.change for e in lower)} left out: the KV pool could not be sized at {run:.2f}, and a smaller "
+                      f"{_FLAG} leaves it less (SGLang: 'Not enough memory. Please try to increase {_FLAG}').")

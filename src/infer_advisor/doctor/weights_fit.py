@@ -68,12 +68,13 @@ def _weights(model: str) -> float | None:
         return None
 
 
-def tp_first_when_weights_exceed(diag, text: str) -> None:
-    """Rank the tensor-parallel edit first (replacing the one offered) where the weights per GPU exceed the card's budget."""
+def tp_first_when_weights_exceed(diag, text: str, any_error: bool = False) -> None:
+    """Rank the tensor-parallel edit first (replacing the one offered) where the weights per GPU exceed the card's budget;
+    ``any_error`` (docfix22, budget_floor: weights over the whole GPU) for any start-up error, not only an out of memory."""
     from .engine_flags import engine_flags
 
     kind = diag.error.kind if diag.error is not None else ""
-    if not (diag.model and kind.startswith("cuda_oom")) or diag.engine not in ("vllm", "sglang", "tgi"):
+    if not (diag.model and (kind.startswith("cuda_oom") or any_error)) or diag.engine not in ("vllm", "sglang", "tgi"):
         return
     if any(e.starts for e in diag.edits):  # an edit the figures decide stays first
         return

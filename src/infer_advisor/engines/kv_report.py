@@ -40,6 +40,16 @@ class KVReport(BaseModel):
         description="State pages one request holds per Mamba / gated-DeltaNet layer with prefix caching on, before "
         "speculative decoding's (MambaSpec.max_memory_usage_bytes: 2 in mamba_cache_mode 'align', 1 where not read).",
     )
+    mamba_full_memory_ratio: float | None = Field(
+        default=None, gt=0,
+        description="SGLang: a hybrid model's recurrent-state pool takes rest x r / (1 + r) of the cache memory in whole "
+        "request states, the full-attention token pool the rest (--mamba-full-memory-ratio; estimate/state_pool.py).",
+    )
+    mamba_pool_states: int | None = Field(
+        default=None, gt=0,
+        description="SGLang before the ratio: request states reserved for the recurrent-state pool before the token pool "
+        "is sized (--max-mamba-cache-size's default).",
+    )
     source: str = Field(min_length=8)
 
     def state_pages(self, prefix_caching: bool, num_speculative_tokens: int) -> int:

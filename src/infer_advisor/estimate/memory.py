@@ -64,6 +64,7 @@ from .engine_terms import (
 )
 from .formats import dtype_bytes, formats, weight_format
 from .lora import add_lora_term
+from .state_pool import apart_from_states
 from .vision_profile import vision_profile
 from .weights import expert_padding_ratio, group_bytes, weight_bytes_by_group, weights_bytes, weights_per_gpu
 from .weights_engine import engine_layout_bytes, expert_bias_bytes
@@ -249,7 +250,7 @@ def estimate_memory(
     if residual:
         sources["residual"] = CALIBRATED
     fit = _fit(engine, mp, reserve, kv, w["per_gpu"] + sum(overheads.values()), fixed, budget, residual, act,
-               context, concurrency, request_tokens, prompt)
+               context, concurrency, request_tokens, prompt, kv_report(engine.name, version))
     max_ctx = _max_context(model, kv, fit["free_for_kv"], concurrency, request_tokens, context)
     engine_figs = _engine_figures(model, engine, mp, version, reserve, fit, kv, pp, context, max_num_batched_tokens, prefix_caching)
     return _result(engine, mp, model, gpu_memory_bytes, budget, w, kv, act, overheads, outside, fit, max_ctx, engine_figs,
@@ -347,15 +348,17 @@ def _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, pro
     }
 
 
-def _fit(engine, mp, reserve, kv, base_bytes, fixed, budget, residual, act, context, concurrency, request_tokens, prompt) -> dict:
+def _fit(engine, mp, reserve, kv, base_bytes, fixed, budget, residual, act, context, concurrency, request_tokens, prompt, report) -> dict:
     """KV space, capacity in tokens (whole blocks), full-context requests that fit, and the bytes a fit needs."""
     full_tok, slide_tok, window, state = kv["full"], kv["slide"], kv["window"], kv["state"]
     per_seq_at_context = _kv_bytes_for(full_tok, slide_tok, window, context, 1, state=state)
     kv_needed = max(_kv_bytes_for(full_tok, slide_tok, window, request_tokens, concurrency, state=state), per_seq_at_context)
     if reserve:
         kv_space, total, need = max(budget - fixed + residual, 0.0), budget, fixed - residual + kv_needed
+        kv_space, per_seq_at_context, states = apart_from_states(report, kv_space, state, per_seq_at_context)  # SGLang's own pool
         free_for_kv = kv_space
     else:
+        states = None
         # The peak is at the end of prefill (big activations, KV of the prompts only) or at the end of
         # decode (full KV, one token's activations per sequence), whichever is larger.
         kv_prompt = _kv_bytes_for(full_tok, slide_tok, window, prompt, concurrency, state=state)
@@ -375,6 +378,7 @@ def _fit(engine, mp, reserve, kv, base_bytes, fixed, budget, residual, act, cont
         capacity = int(free_for_kv // per_token_at_context) if per_token_at_context > 0 else 0
         capacity -= capacity % block
         max_concurrency = int(free_for_kv // per_seq_at_context) if per_seq_at_context > 0 else 0
+        max_concurrency = max_concurrency if states is None else min(max_concurrency, states)  # one state per request
     return {"kv_space": kv_space, "total": total, "need": need, "free_for_kv": free_for_kv, "capacity": capacity,
             "max_concurrency": max_concurrency, "required": max(concurrency * request_tokens, context), "fits": need <= budget,
             "request_bytes": per_seq_at_context}
