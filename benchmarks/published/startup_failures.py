@@ -83,7 +83,7 @@ class Failure(BaseModel):
 
     id: str = Field(pattern=r"^sf\d{2,3}$")
     held_out: bool = False
-    batch: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19] = Field(default=1, description="1: gathered before the doctor existed (sf01-sf33); 2: gathered after the "
+    batch: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20] = Field(default=1, description="1: gathered before the doctor existed (sf01-sf33); 2: gathered after the "
                                           "SGLang/TGI/llama.cpp doctor was written, graded prospectively as a whole (sf34-sf46); 3: after batch "
                                           "2's changes (sf47); 4: after batch 3's changes (sf48-sf62), graded prospectively; 5: after batch 4's "
                                           "changes (sf63-sf77), graded prospectively; 6: after batch 5's changes (sf78-sf81); 7: "
@@ -99,7 +99,8 @@ class Failure(BaseModel):
                                           "gathered before docfix18's freeze (sf304-sf320), graded prospectively; 17: "
                                           "gathered before docfix19's freeze (sf321-sf332), graded prospectively; 18: "
                                           "gathered before docfix20's freeze (sf333-sf337), graded prospectively; 19: "
-                                          "gathered before docfix21's freeze (sf338-sf347), graded prospectively.")
+                                          "gathered before docfix21's freeze (sf338-sf347), graded prospectively; 20: "
+                                          "gathered before docfix22's freeze (sf348-sf349), graded prospectively.")
     url: str = Field(pattern=r"^https://github\.com/")
     engine: Literal["vllm", "sglang", "tgi", "llama.cpp"]
     engine_version: str | None

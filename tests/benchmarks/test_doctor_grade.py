@@ -232,6 +232,21 @@ def test_batch19_first_answers_are_kept_as_committed():
     assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (325, 85, 2)
 
 
+def test_batch20_first_answers_are_kept_as_committed():
+    """Batch 20's first answers: main 8224577's doctor (docfix22 frozen b9c409f; grade schema 8) on sf348-sf349, committed
+    before anything else (c1bb348). Selected by batches 16-19's rule: the start is sf349's llama.cpp context at the 4096
+    of Cortex's own successful retry (thread fix); sf348 (held out), a V0 capacity message retyped by its reporter, is not
+    read (docs/doctor.md reads it by an operator's eye)."""
+    b20, rows, held = _first_run(20)
+    assert (b20["entries"], b20["first_edit_starts"], b20["first_edit_fails"], b20["unverifiable"], b20["no_edit"],
+            b20["not_read"], b20["crash"], b20["error_named"], b20["memory_model_run"], b20["gpu_inferred"],
+            b20["starts_by_log_figures"], b20["starts_by_thread_fix"]) == (2, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1)
+    assert (rows["sf349"]["verdict"], rows["sf349"]["decided_by"], rows["sf349"]["first_edit"]) == (
+        "starts", "thread_fix", "--ctx-size 4096")
+    assert rows["sf348"]["verdict"] == "not read"
+    assert (held["entries"], held["first_edit_starts"], held["first_edit_fails"]) == (327, 86, 0)
+
+
 def test_a_budget_that_passes_the_start_check_and_holds_no_model_fails():
     """sf65 (batch 5): 0.49 of 79.32 GiB free; the first run's 0.00 passed V1's start check and would load nothing."""
     f = next(x for x in load_failures().failures if x.id == "sf65")

@@ -290,3 +290,31 @@ def test_batch19_threads_are_new_state_what_they_claim_and_can_decide():
     _candidates_audited(b19, "Batch 19 (sf338-sf347)", 400, ("startup_failures_batch16_candidates.md",
                         "startup_failures_batch17_candidates.md", "startup_failures_batch18_candidates.md"),
                         used_as_ref=True)
+
+
+def test_batch20_threads_are_new_state_what_they_claim_and_can_decide():
+    """Batch 20 (sf348-sf349), gathered before docfix22's doctor ran on it, selected by batches 16-19's rule written
+    before any doctor run (the data file's batch-20 comment and startup_failures_batch20_candidates.md): every entry
+    states what made it start (a confirmed fix quoting the thread, among the log lines or notes) or prints the deciding
+    figures (sf348: V0's KV capacity in its error line). Also: no thread of an earlier entry nor one listed in the batch
+    16-19 candidates files, the held-out third by the rule, and the candidates file lists every thread looked at and
+    not taken, none of them a taken one, each one marked 'used' being a thread of an earlier entry."""
+    b20 = _new_batch(20, range(348, 350))
+    engines = [f.engine for f in b20]
+    assert (engines.count("vllm"), engines.count("llama.cpp")) == (1, 1)
+    assert [f.id for f in b20 if f.held_out] == ["sf348"]
+    confirmed = {f.id for f in b20 if f.fix and f.fix.confirmed}
+    assert confirmed == {"sf349"}
+    for f in b20:
+        if f.id in confirmed:  # rule (a): the quote is the thread's words, among the log lines or the notes
+            assert f.fix.quote in f.log or f.fix.quote in (f.notes or ""), f.id
+        else:  # rule (b): the figures are the log's own numbers
+            assert f.error == "max_len_exceeds_kv", f.id
+            assert f"({f.figures['kv_cache_tokens']:.0f})" in f.error_line, f.id
+            assert f"({f.settings.max_model_len})" in f.error_line, f.id
+    by_id = {f.id: f for f in b20}
+    for name in ("cuda0_buffer_mib", "cuda1_buffer_mib", "failed_alloc_mib"):
+        assert f"{by_id['sf349'].figures[name]:.2f}" in by_id["sf349"].log, name
+    _candidates_audited(b20, "Batch 20 (sf348-sf349)", 390, ("startup_failures_batch16_candidates.md",
+                        "startup_failures_batch17_candidates.md", "startup_failures_batch18_candidates.md",
+                        "startup_failures_batch19_candidates.md"), used_as_ref=True)
