@@ -106,8 +106,7 @@ _CUDA_OOM = re.compile(r"CUDA error: out of memory|CUDA out of memory|(?i:\bcuda
                        r"|(?<![\w.])OutOfMemoryError\b(?!:? *Java)"  # torch's exception named bare (sf224's title; docfix14)
                        r"|\bOOM when (?:loading|starting|launching)\b")  # a thread title's shorthand (vllm#5993), capitals only
 _SGLANG = re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static(?:\. Current value: [\w.]{0,40}mem_fraction_static=(\d*\.?\d+))?"
-                     # docfix23 (sf343): the same RuntimeError quoted up to "memory" (a table cell); TGI's is "... to handle"
-                     r"|RuntimeError: Not enough memory(?=[`'\"]|\.?[ \t]*(?:$|[;|]))", re.M)
+                     r"|RuntimeError: Not enough memory(?=[`'\"]|\.?[ \t]*(?:$|[;|]))", re.M)  # docfix23: quoted to "memory" (not TGI's)
 # SGLang 0.4.x ModelRunner.init_memory_pool: the warning, then "if self.max_total_num_tokens <= 0: raise RuntimeError('Not
 # enough memory. Please try to increase --mem-fraction-static.')" (a negative profile is the same failure; sf111, docfix7)
 _SGLANG_PROFILED = re.compile(r"max_total_tokens=\d{1,9} is larger than the profiled value (-\d{1,12}|0)\b")
@@ -122,8 +121,7 @@ _TGI_TOTAL = re.compile(r"Not enough memory to handle (\d+) total tokens with (\
 # (out of memory)", TGI#563)
 _TGI_WARMUP = re.compile(r"Method Warmup encountered an error|Unable to warmup model: [^\n]{0,200}?(?:out of memory|would exceed allowed memory)")
 _TGI_MAX_TOTAL = re.compile(r"Not enough memory to handle `max_total_tokens=(\d+)`")
-# ggml-cuda ggml_backend_cuda_buffer_type_alloc_buffer: "allocating %.2f MiB on device %d: cudaMalloc failed: %s" with
-# cudaGetErrorString(cudaErrorMemoryAllocation) = "out of memory"; docfix23 (sf347): also that line cut inside those words
+# ggml-cuda ggml_backend_cuda_buffer_type_alloc_buffer, "... cudaMalloc failed: %s" (cudaGetErrorString); docfix23: cut inside it
 _LLAMACPP = re.compile(r"allocating ([\d.]+) MiB on device (\d+): cudaMalloc failed: (?:out of memory|ou?t?[ \t]*$)", re.M)
 # ggml's words without the "allocating N MiB" part (sf109: quoted in the thread's title, "CudaMalloc failed: out of memory")
 _LLAMACPP_BARE = re.compile(r"cudaMalloc failed: out of memory", re.I)
