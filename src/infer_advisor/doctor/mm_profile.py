@@ -37,9 +37,32 @@ def mm_profile_edit(text: str) -> Edit | None:
                           "max_num_seqs is already 1 there (model_runner._dummy_run), so only the multimodal limits shrink it")
 
 
+# docfix23 (retrospective, batch 19's sf338, where the text shows no sign of this): V0's encoder-decoder runner
+# (worker/enc_dec_model_runner.py ``profile_run``, read at vllm-project/vllm 01b9fe6; the same loop in the 0.6.x tree)
+# logs "Starting profile run for multi-modal models." and builds ``for group_id in range(max_num_seqs)`` dummy sequences,
+# each with its own worst-case encoder input (``dummy_data_for_profiling(..., is_encoder_data=True)``: the images), with
+# no clamp by max_num_batched_tokens // max_mm_tokens (the decoder-only runner's); the decoder text shares
+# max_num_batched_tokens. So the image work scales with max_num_seqs and not with --max-model-len.
+_ENC_DEC_MM = re.compile(r"enc_dec_model_runner\.py:\d+\] Starting profile run for multi-modal models\.")
+
+
+def _enc_dec_seqs_first(diag, text: str) -> None:
+    seqs = next((e for e in diag.edits if e.argv[:1] == ["--max-num-seqs"]), None)
+    if seqs is None or diag.error is None or diag.error.kind != "cuda_oom_profile" or not _ENC_DEC_MM.search(text[:2_000_000]):
+        return
+    seqs = seqs.model_copy(update={"basis": "not decided by the log's figures: V0's encoder-decoder profile run is max_num_seqs "
+                                            "dummy sequences, each with its own worst-case multimodal encoder input "
+                                            "(enc_dec_model_runner.profile_run); fewer sequences, fewer images; a shorter "
+                                            "--max-model-len shortens only the decoder text"})
+    diag.edits = [seqs] + [e for e in diag.edits if e.argv[:1] != ["--max-num-seqs"]]
+
+
 def mm_profile_first(diag, text: str) -> None:
-    """Put the multimodal limit first, and drop --max-num-seqs, where vLLM printed the worst-case warning for its profile."""
+    """Put the multimodal limit first, and drop --max-num-seqs, where vLLM printed the worst-case warning for its profile;
+    --max-num-seqs first where V0's encoder-decoder runner says its profile run is a multimodal one (docfix23)."""
     if any(e.starts for e in diag.edits):  # vLLM only (its passes, engine_passes)
         return
     if (edit := mm_profile_edit(text)) is not None:
         diag.edits = [edit] + [e for e in diag.edits if e.argv[:1] != ["--max-num-seqs"]]
+        return
+    _enc_dec_seqs_first(diag, text)

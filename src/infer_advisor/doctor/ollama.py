@@ -107,7 +107,9 @@ def ollama_edits(text: str) -> tuple[list[Edit], list[str]]:
         edits.append(undecided_edit(f"OLLAMA_NUM_PARALLEL=1 (ollama's environment){kv}", [], f"1 request at a time instead of {n}", 0.2,
                              f"ollama's scheduler multiplies the context by the parallel requests (server/sched.go, parallel={n} "
                              "printed): one slot holds a 1/{n} of the KV cache and a smaller compute graph".replace("{n}", str(n))))
-    if (exited or p.get("layers_offload")) and not short:  # short of host memory: fewer GPU layers would put more there
+    if (exited or p.get("layers_offload")) and not short and p.get("layers_offload") == 0:
+        edits.append(_all_on_host_edit(p))  # docfix23 (sf346): no layer on the GPU, no num_gpu to lower
+    elif (exited or p.get("layers_offload")) and not short:  # short of host memory: fewer GPU layers would put more there
         layers = p.get("layers_offload")
         edits.append(undecided_edit("PARAMETER num_gpu lower than ollama's own choice" + (f" ({layers} layers offloaded of {p['layers_model']})"
                              if layers else ""), [], "layers on the CPU decode slower", 0.4,
@@ -119,6 +121,20 @@ def ollama_edits(text: str) -> tuple[list[Edit], list[str]]:
         notes.append(f"ollama's runner died while loading ('{exited.group(0)[:90]}'): ollama names no figure; its plan lines "
                      "(msg=\"offload to ...\", msg=\"system memory\") say what it expected to fit.")
     return sorted(edits, key=lambda e: e.cost_rank), notes
+
+
+def _all_on_host_edit(p: dict) -> Edit:
+    """docfix23 (retrospective, batch 19's sf346): ollama's plan placed no layer on the GPU (layers.offload=0: llm/memory.go
+    EstimateGPULayers found none that fit, and llm/server.go passes that count as the runner's --n-gpu-layers), so the
+    runner keeps every layer, with its K/V cache, in host memory (llama.cpp puts a layer's cache on that layer's buffer
+    type); fewer GPU layers frees nothing. The KV cache (memory.required.kv, num_ctx x the parallel requests,
+    server/sched.go) is what shrinks: a smaller context, fewer parallel requests."""
+    kv = f" (memory.required.kv {p['required.kv'] / GIB:,.1f} GiB" if "required.kv" in p else ""
+    kv += f", {p['host_free'] / GIB:,.1f} GiB host memory free)" if kv and "host_free" in p else (")" if kv else "")
+    return undecided_edit(f"{_NUM_CTX}, and OLLAMA_NUM_PARALLEL=1{kv}", [], "shorter context, 1 request at a time", 0.3,
+                          "ollama placed no layer on the GPU (layers.offload=0), so the runner holds the whole KV cache in host "
+                          "memory and num_gpu has nothing to lower; the KV cache grows with num_ctx x the parallel requests "
+                          "(server/sched.go)")
 
 
 def _host_context_edit(p: dict, need: float, avail: float) -> list[Edit]:

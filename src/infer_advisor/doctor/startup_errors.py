@@ -49,7 +49,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .startup_errors_llamacpp import llamacpp_extra
-from ..engines.llamacpp_buffers import KV_ALLOCATED, METAL_OVER_MAXIMUM
+from ..engines.llamacpp_buffers import COMPUTE_RESERVING, KV_ALLOCATED, METAL_OVER_MAXIMUM
 from ..engines.startup_log import FREE_ON_DEVICE, detect_engine
 from ..units import GIB, MIB
 
@@ -105,7 +105,8 @@ _TORCH_OOM = re.compile(
 _CUDA_OOM = re.compile(r"CUDA error: out of memory|CUDA out of memory|(?i:\bcuda oom\b)|\btorch\.(?:cuda\.)?OutOfMemoryError\b"
                        r"|(?<![\w.])OutOfMemoryError\b(?!:? *Java)"  # torch's exception named bare (sf224's title; docfix14)
                        r"|\bOOM when (?:loading|starting|launching)\b")  # a thread title's shorthand (vllm#5993), capitals only
-_SGLANG = re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static(?:\. Current value: [\w.]{0,40}mem_fraction_static=(\d*\.?\d+))?")
+_SGLANG = re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static(?:\. Current value: [\w.]{0,40}mem_fraction_static=(\d*\.?\d+))?"
+                     r"|RuntimeError: Not enough memory(?=[`'\"]|\.?[ \t]*(?:$|[;|]))", re.M)  # docfix23: quoted to "memory" (not TGI's)
 # SGLang 0.4.x ModelRunner.init_memory_pool: the warning, then "if self.max_total_num_tokens <= 0: raise RuntimeError('Not
 # enough memory. Please try to increase --mem-fraction-static.')" (a negative profile is the same failure; sf111, docfix7)
 _SGLANG_PROFILED = re.compile(r"max_total_tokens=\d{1,9} is larger than the profiled value (-\d{1,12}|0)\b")
@@ -120,7 +121,8 @@ _TGI_TOTAL = re.compile(r"Not enough memory to handle (\d+) total tokens with (\
 # (out of memory)", TGI#563)
 _TGI_WARMUP = re.compile(r"Method Warmup encountered an error|Unable to warmup model: [^\n]{0,200}?(?:out of memory|would exceed allowed memory)")
 _TGI_MAX_TOTAL = re.compile(r"Not enough memory to handle `max_total_tokens=(\d+)`")
-_LLAMACPP = re.compile(r"allocating ([\d.]+) MiB on device (\d+): cudaMalloc failed: out of memory")
+# ggml-cuda ggml_backend_cuda_buffer_type_alloc_buffer, "... cudaMalloc failed: %s" (cudaGetErrorString); docfix23: cut inside it
+_LLAMACPP = re.compile(r"allocating ([\d.]+) MiB on device (\d+): cudaMalloc failed: (?:out of memory|ou?t?[ \t]*$)", re.M)
 # ggml's words without the "allocating N MiB" part (sf109: quoted in the thread's title, "CudaMalloc failed: out of memory")
 _LLAMACPP_BARE = re.compile(r"cudaMalloc failed: out of memory", re.I)
 # ggml-alloc.c's "failed to allocate %s buffer of size %zu" with the buffer type's name: CUDA0, ROCm0 (sf198), Vulkan0, SYCL0,
@@ -370,7 +372,7 @@ def _llamacpp_buffer(text: str, m: re.Match) -> dict[str, float]:
     found = [(hit.start(), code) for code, (_, pattern) in enumerate(_LLAMACPP_WHICH) if (hit := pattern.search(after))]
     if found:
         return {"buffer": min(found)[1]}  # 0 KV cache, 1 compute buffers, 2 weights (LLAMACPP_BUFFERS)
-    return {"buffer": 1} if KV_ALLOCATED.search(text, 0, m.start()) else {}
+    return {"buffer": 1} if KV_ALLOCATED.search(text, 0, m.start()) or COMPUTE_RESERVING.search(text, 0, m.start()) else {}
 # Messages only vLLM's V0 engine prints (V1 words the same check "To serve at least one request ... KV cache is
 # needed"): a log that prints one and no version is read with the newest V0 memory profile, not the pinned V1 default.
 V0_ONLY_KINDS = ("max_len_exceeds_kv",)

@@ -41,6 +41,9 @@ N_CTX = re.compile(r"\bn_ctx\s*=\s*(\d{3,8})\b")  # the same line searched in a 
 # llama.cpp allocates the weights, then the KV cache, then the output and compute buffers (llama_init_from_model): any of
 # these lines, on any backend, says the KV cache was allocated
 KV_ALLOCATED = re.compile(f"KV buffer size =|{_KV_SELF_HEAD}|{_KV_HEAD}")
+# docfix23 (sf347): llama_context::sched_reserve prints "reserving ..." before it sizes the compute buffers (then
+# "sched_reserve: CUDA0 compute buffer size = ..."), after the KV cache: a failure after it is a compute buffer's
+COMPUTE_RESERVING = re.compile(r"\bsched_reserve: reserving\b")
 # llama.cpp of May-June 2023 adds the whole mmap'd file as ONE Metal buffer "data" (llama_init_from_file, under
 # GGML_USE_METAL); ggml_metal_add_buffer refuses it over device.maxBufferLength with this line (size, then the maximum)
 METAL_OVER_MAXIMUM = r"buffer 'data' size (\d+) is larger than buffer maximum"

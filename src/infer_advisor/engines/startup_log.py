@@ -58,7 +58,8 @@ def detect_engine(text: str) -> Engine | None:
         return "sglang"
     if has("llama_kv_cache", "llama_model_loader", "load_tensors:", "llama_context:", "llama_new_context_with_model", "llama_model_load:",
            "ggml_cuda_init:", "ggml_backend_sycl_", "llm_load_print_meta:", "llm_load_tensors:", "source=memory.go",
-           "source=sched.go", 'msg="offload to', 'msg="system memory"'):  # docfix16: ollama's own lines (llm/memory.go, server)
+           "source=sched.go", 'msg="offload to', 'msg="system memory"',  # docfix16: ollama's own lines (llm/memory.go, server)
+           "ggml_backend_", "common_params_fit", "common_fit_params"):  # docfix23 (sf347): ggml's allocator, common/ --fit
         return "llama.cpp"
     if has("text_generation_launcher", "text_generation_router", "text_generation_server", "text-generation-inference",
            "text-generation-launcher", "shard-manager", "Starting shard", "Waiting for shard") or _TGI_SHARD.search(text[:2_000_000]):
