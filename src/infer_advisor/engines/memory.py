@@ -23,6 +23,7 @@ from .._data import load_validated
 from .._paths import shipped
 from .cuda_graphs import CudaGraphScaling
 from .profiles import EngineProfile, engine_profile
+from .sglang_reserved import SGLangReservedByMemory
 from .versions import version_key
 from ..units import GIB, MIB
 
@@ -169,6 +170,7 @@ class EngineMemoryProfile(BaseModel):
     memory_fraction: float = Field(gt=0, le=1)
     memory_fraction_source: str = Field(min_length=8)
     sglang_fraction: SGLangFraction | None = None
+    sglang_reserved_by_memory: SGLangReservedByMemory | None = None  # SGLang 0.4.8-0.5.2's band rule (engines/sglang_reserved.py)
     fraction_by_ranks: list[tuple[int, float]] = Field(
         default_factory=list, description="[min ranks, fraction] rows, largest first: SGLang 0.3-0.4.5's default "
         "mem_fraction_static by tensor-parallel size alone (server_args.__post_init__); empty: memory_fraction or sglang_fraction.")
@@ -412,9 +414,10 @@ def _tier(
 
 
 def default_memory_fraction(
-    prof: EngineMemoryProfile, *, driver_memory_bytes: int | None, tp: int = 1, pp: int = 1, chunked_prefill_tokens: int | None = None
-) -> float:
-    """The engine's default fraction: fixed, or SGLang's mem_fraction_static computed from the GPU's total."""
+    prof: EngineMemoryProfile, *, driver_memory_bytes: int | None, tp: int = 1, pp: int = 1, chunked_prefill_tokens: int | None = None,
+    version: str | None = None) -> float:
+    """The engine's default fraction: fixed, or SGLang's mem_fraction_static computed from the GPU's total (``version``
+    picks SGLang 0.4.8-0.5.2's band rule where the range has it)."""
     rule = prof.sglang_fraction
     for ranks, fraction in prof.fraction_by_ranks:
         if tp * pp >= ranks:
@@ -422,16 +425,20 @@ def default_memory_fraction(
     if rule is None or not driver_memory_bytes:
         return prof.memory_fraction
     gpu_mib = driver_memory_bytes / MIB
-    tokens, _, graph_bs = _tier(prof, driver_memory_bytes, "")
-    chunk = chunked_prefill_tokens or tokens
-    if tp * pp >= 4 and graph_bs is not None:  # SGLang doubles the graph batch from TP 4 (80/160/512 rows)
-        graph_bs = {8: 8, 24: 80, 32: 160, 256: 512}.get(graph_bs, graph_bs)
-    reserved = (
-        rule.reserved_base_mib
-        + max(chunk, 2048) * rule.reserved_per_chunk_token_mib
-        + (graph_bs or 0) * rule.reserved_per_graph_bs_mib
-        + tp * pp * rule.reserved_per_tp_mib
-    )
-    if gpu_mib > 60 * 1024:
-        reserved = max(reserved, rule.reserved_floor_mib_above_60gib)
+    bands = prof.sglang_reserved_by_memory
+    if bands is not None and bands.applies_to(version):
+        reserved = bands.reserved_mib(gpu_mib, tp * pp)
+    else:
+        reserved = _reserved_mib(prof, rule, driver_memory_bytes, tp * pp, chunked_prefill_tokens)
     return round((gpu_mib - reserved) / gpu_mib, 3)
+
+
+def _reserved_mib(prof: EngineMemoryProfile, rule: SGLangFraction, driver_memory_bytes: int, ranks: int, chunk: int | None) -> float:
+    """SGLang 0.5.3+'s reserve: base + chunk x 1.5 + graph batch x 2 + ranks / 8 GiB, at least 10 GiB above 60 GiB."""
+    tokens, _, graph_bs = _tier(prof, driver_memory_bytes, "")
+    chunk = chunk or tokens
+    if ranks >= 4 and graph_bs is not None:  # SGLang doubles the graph batch from TP 4 (80/160/512 rows)
+        graph_bs = {8: 8, 24: 80, 32: 160, 256: 512}.get(graph_bs, graph_bs)
+    reserved = (rule.reserved_base_mib + max(chunk, 2048) * rule.reserved_per_chunk_token_mib
+                + (graph_bs or 0) * rule.reserved_per_graph_bs_mib + ranks * rule.reserved_per_tp_mib)
+    return max(reserved, rule.reserved_floor_mib_above_60gib) if driver_memory_bytes / MIB > 60 * 1024 else reserved

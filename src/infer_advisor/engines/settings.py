@@ -71,7 +71,8 @@ def engine_settings(engine: str, version: str | None, gpu, *, tp: int = 1, pp: i
 
         # CUDA keeps a reserve below the driver's total; HIP on AMD does not (the catalog's AMD totals are HIP's own)
         driver = usable + (catalog().cuda_reserve_mib * MIB if getattr(gpu, "vendor", "nvidia") == "nvidia" else 0)
-    fraction = default_memory_fraction(prof, driver_memory_bytes=driver, tp=tp, pp=pp, chunked_prefill_tokens=tokens)
+    fraction = default_memory_fraction(prof, driver_memory_bytes=driver, tp=tp, pp=pp, chunked_prefill_tokens=tokens,
+                                      version=pinned)
     no_chunking = engine not in memory_profiles() and engine_profile(engine).max_num_batched_tokens == 0
     tokens_out = None if (prof.activation_tokens == "max_model_len" or no_chunking) else tokens
     # Built from validated data and this function's own arithmetic (ints from the profile's tiers, a rounded float):
