@@ -27,6 +27,20 @@ _WEIGHTS = re.compile(r"Load weight end\.[^\n]{0,200}?mem usage=(\d+(?:\.\d+)?) 
 _FLAG = "--mem-fraction-static"
 
 
+def sglang_default_fraction(total: float | None, tp: int, version: str | None) -> float:
+    """SGLang's own mem_fraction_static for a GPU of ``total`` bytes at ``tp`` ranks, by the version's rule (0.4.8-0.5.2
+    reserve by memory band, 0.5.3+ by chunk, graph batch and ranks: engines/memory.py, the planner's function), the
+    pinned version's rule where the version is not known or not covered."""
+    from ..engines.memory import default_memory_fraction, memory_profile
+    from ..errors import RequestError
+
+    try:
+        prof = memory_profile("sglang", version)
+    except RequestError:  # older than every covered range
+        prof, version = memory_profile("sglang"), None
+    return default_memory_fraction(prof, driver_memory_bytes=total and int(total), tp=max(tp, 1), version=version)
+
+
 def fraction_direction(diag, text: str) -> None:
     from ..engines.memory import memory_profile
     from ..engines.profiles import engine_profile
@@ -71,14 +85,12 @@ def pool_failed_up(diag, text: str) -> None:
     """Where the text says SGLang's KV pool could not be sized, a --mem-fraction-static at or under the run's (SGLang's
     default for the GPU and TP where none is stated) is replaced by one step above it (at most 0.95), SGLang's own
     'increase' advice."""
-    from ..engines.memory import default_memory_fraction, memory_profile
     from .weights_fit import total_bytes
 
     if diag.error is None or diag.error.kind == "sglang_not_enough_memory" or not _POOL_FAILED.search(text[:200_000]):
         return
     total = total_bytes(diag, text)
-    run = diag.gpu_memory_utilization or default_memory_fraction(memory_profile("sglang"), driver_memory_bytes=total and int(total),
-                                                                 tp=max(diag.tp or 1, 1))
+    run = diag.gpu_memory_utilization or sglang_default_fraction(total, diag.tp or 1, diag.engine_version)
     lower = [e for e in diag.edits if e.argv[:1] == [_FLAG] and len(e.argv) > 1 and e.starts is not True and float(e.argv[1]) <= run]
     if not lower:
         return

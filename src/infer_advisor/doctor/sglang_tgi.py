@@ -120,9 +120,9 @@ def _sglang(log: StartupLog, error: StartupError | None, model_cell: float | Non
         out.notes.append("The log does not print SGLang's 'Load weight begin/end ... avail mem' lines and mem_fraction_static: "
                          "the engine's own remedy only.")
         if error is not None and error.kind == "sglang_not_enough_memory":
-            from ..engines.memory import default_memory_fraction, memory_profile
+            from .sglang_fraction import sglang_default_fraction
 
-            default = default_memory_fraction(memory_profile("sglang"), driver_memory_bytes=total, tp=(log.tp or 1) * (log.pp or 1))
+            default = sglang_default_fraction(total, (log.tp or 1) * (log.pp or 1), log.engine_version)
             value = min(max(default, (f or 0.0) + 0.05), 0.95)
             out.binding = "weights"
             out.edits.append(_edit([engine_flags("sglang").memory_fraction, f"{value:.2f}"], None,
