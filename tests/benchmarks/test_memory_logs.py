@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests.support.modules import module_from_path
 
 ROOT = Path(__file__).parents[2]
 
 
 @pytest.fixture(scope="module")
 def ml():
-    spec = importlib.util.spec_from_file_location("memory_logs", ROOT / "benchmarks" / "memory_logs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return module_from_path(ROOT / "benchmarks" / "memory_logs.py")
 
 
 REQUIRED = ("id", "source", "published", "quoted", "engine", "engine_version", "gpu", "tp", "model", "dtype", "quantization",
@@ -232,6 +230,31 @@ def _tokens_and_weights_quoted(e: dict) -> None:
         assert str(e["measured"]["weights_gib"]) in e["quoted"], e["id"]
 
 
+def _source_counts(new: list[dict]) -> dict[str, int]:
+    """Logs per source: its stored-index file id where the source names one, else the source itself (a URL)."""
+    import re
+    from collections import Counter
+
+    found = [re.search(r"file ids? (\d{9,12})", e["source"]) for e in new]
+    return Counter(m[1] if m else e["source"] for m, e in zip(found, new))
+
+
+def _kv_figures_traced(e: dict, version_notes: tuple[str, ...] = ("stated", "inferred")) -> None:
+    """The token figure as written in the quote (a V0 log's printed GPU blocks x 16, where it was derived from them), the
+    weights figure as written wherever one is entered, and a version not in the quote said to be one of ``version_notes``."""
+    import re
+
+    tokens, how = e["measured"]["kv_cache_tokens"], e["kv_cache_tokens_from"]
+    if how.startswith("derived"):
+        blocks = re.search(r"(\d+) printed GPU blocks x 16", how)
+        assert blocks and tokens == int(blocks[1]) * 16 and f"# GPU blocks: {blocks[1]}" in e["quoted"], e["id"]
+    else:
+        _tokens_and_weights_quoted(e)
+        assert how.startswith(("printed", "stated")), e["id"]
+    if e["engine_version"] not in e["quoted"]:
+        assert e["version_note"].startswith(version_notes), e["id"]
+
+
 def test_batch6_was_predicted_before_it_was_graded(ml):
     """Batch 6 (issue 23, session 5, memlogs6): at least 20 logs never used before, each sourced and quoted (a URL, or a
     public GitHub file named by its stored-index id), the printed token figure in its quote, every one with a
@@ -432,14 +455,10 @@ def test_batch17_was_predicted_before_it_was_graded(ml):
     stored-index file id or its URL), the token figure in its quote as written, every inferred GPU, model or version said
     so in its note, vLLM 0.17-0.28 on CUDA and ROCm, TP 1 and 2, BF16 and FP8 weights, BF16 and FP8 KV, on at least 3 GPU
     types, and predicted by main 25dc7a8 (memfix16's frozen model cc289cc as merged) before any grading."""
-    import re
-    from collections import Counter
-
     new, data = _batch(ml, "issue-23q", 5)
     assert ml.BATCHES["issue-23q"][1] == "25dc7a8" and data["code_commit"].startswith("c9b5329")
     _unused_quotes(ml, "issue-23q", new)
-    found = [re.search(r"file ids? (\d{9,12})", e["source"]) for e in new]
-    per_source = Counter(m[1] if m else e["source"] for m, e in zip(found, new))
+    per_source = _source_counts(new)
     assert len(per_source) >= 3 and max(per_source.values()) <= 3
     for e in new:
         _tokens_quoted(e)
@@ -459,24 +478,12 @@ def test_batch18_was_predicted_before_it_was_graded(ml):
     derived from printed blocks, every version not in the quote said to be stated or inferred, vLLM and SGLang, TP 1, 2
     and 4, unquantized, FP8, block-FP8 and int4 weights, BF16 and FP8 KV, one speculative config, on at least 5 GPU types,
     and predicted by main 95b6e72 (memfix18's frozen model 7f2cd29 as merged) before any grading."""
-    import re
-
     new, data = _batch(ml, "issue-23r", 5)
     assert ml.BATCHES["issue-23r"][1] == "95b6e72" and data["code_commit"].startswith("f59f685")
     _unused_quotes(ml, "issue-23r", new)
-    found = [re.search(r"file ids? (\d{9,12})", e["source"]) for e in new]
-    keys = [m[1] if m else e["source"] for m, e in zip(found, new)]
-    assert len(set(keys)) == len(new)
+    assert max(_source_counts(new).values()) == 1  # each log from its own source
     for e in new:
-        tokens, how = e["measured"]["kv_cache_tokens"], e["kv_cache_tokens_from"]
-        if how.startswith("derived"):
-            blocks = re.search(r"(\d+) printed GPU blocks x 16", how)
-            assert blocks and tokens == int(blocks[1]) * 16 and f"# GPU blocks: {blocks[1]}" in e["quoted"], e["id"]
-        else:
-            _tokens_and_weights_quoted(e)
-            assert how.startswith(("printed", "stated")), e["id"]
-        if e["engine_version"] not in e["quoted"]:
-            assert e["version_note"].startswith(("stated", "inferred")), e["id"]
+        _kv_figures_traced(e)
     assert {e["engine"] for e in new} == {"vllm", "sglang"} and {e["tp"] for e in new} >= {1, 2, 4}
     # int4: the RTX 5090 log's export, set to its experts-only format by memfix19 (retrospective, quantization_retrospective_note)
     assert {e["quantization"] for e in new} >= {"none", "fp8", "fp8-block", "compressed-tensors-w4a16-experts"}
@@ -491,25 +498,13 @@ def test_batch19_was_predicted_before_it_was_graded(ml):
     stated or derived from printed blocks, every version not in the quote said to be stated or inferred, vLLM and SGLang,
     TP 1, 8 and 16, unquantized and FP8 weights, BF16 and FP8 KV, no speculative config, on at least 5 GPU types (an
     AMD one among them), and predicted by main 8224577 (memfix19's frozen model f092eec as merged) before any grading."""
-    import re
-    from collections import Counter
-
     new, data = _batch(ml, "issue-23s", 5)
     assert ml.BATCHES["issue-23s"][1] == "8224577" and data["code_commit"].startswith("3564a78")
     _unused_quotes(ml, "issue-23s", new)
-    found = [re.search(r"file ids? (\d{9,12})", e["source"]) for e in new]
-    keys = Counter(m[1] if m else e["source"] for m, e in zip(found, new))
+    keys = _source_counts(new)
     assert len(keys) >= 4 and max(keys.values()) <= 2
     for e in new:
-        tokens, how = e["measured"]["kv_cache_tokens"], e["kv_cache_tokens_from"]
-        if how.startswith("derived"):
-            blocks = re.search(r"(\d+) printed GPU blocks x 16", how)
-            assert blocks and tokens == int(blocks[1]) * 16 and f"# GPU blocks: {blocks[1]}" in e["quoted"], e["id"]
-        else:
-            _tokens_and_weights_quoted(e)
-            assert how.startswith(("printed", "stated")), e["id"]
-        if e["engine_version"] not in e["quoted"]:
-            assert e["version_note"].startswith(("stated", "inferred", "not printed")), e["id"]
+        _kv_figures_traced(e, ("stated", "inferred", "not printed"))
     assert {e["engine"] for e in new} == {"vllm", "sglang"} and {e["tp"] for e in new} >= {1, 8, 16}
     assert {e["quantization"] for e in new} >= {"none", "fp8"} and {e["kv_cache_dtype"] for e in new} >= {"auto", "fp8"}
     assert not any("speculative_config" in e for e in new)

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections import Counter
 from pathlib import Path
 
 from benchmarks.published.schema import load_dataset
+from tests.support.modules import module_from_path
 
 PROSPECTIVE = Path(__file__).resolve().parents[2] / "benchmarks" / "published" / "prospective"
 
 
 def _check_module():
-    spec = importlib.util.spec_from_file_location("batch6_check", PROSPECTIVE / "batch6_sources" / "check.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return module_from_path(PROSPECTIVE / "batch6_sources" / "check.py", "batch6_check")
 
 
 def test_batch6_loads_with_every_point_sourced_quoted_and_in_the_catalogs():

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import yaml
+
+from tests.support.modules import module_from_path
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = yaml.safe_load((ROOT / "benchmarks" / "published" / "serving_curves.yaml").read_text(encoding="utf-8"))
 
 
 def _grader():
-    spec = importlib.util.spec_from_file_location("serving_curves", ROOT / "benchmarks" / "serving_curves.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return module_from_path(ROOT / "benchmarks" / "serving_curves.py")
 
 
 def test_every_curve_states_its_source_setup_and_a_verbatim_quote_of_its_figures():
