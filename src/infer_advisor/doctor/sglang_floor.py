@@ -13,18 +13,18 @@ bound: the pool must also hold one request, which is not added.
 
 from __future__ import annotations
 
-from ..units import GB, GIB
+from ..units import GIB
 
 _FLAG = "--mem-fraction-static"
 
 
 def _weights_per_gpu(diag, text: str) -> tuple[float | None, str]:
     from .budget_floor import _weights_per_gpu as catalog_weights
-    from .sglang_fraction import _WEIGHTS
+    from .sglang_fraction import stated_weights
 
-    m = _WEIGHTS.search(text[:200_000])
-    if m:  # SGLang's own "mem usage" is per GPU, in GiB printed as "GB"; a reporter's "W GB" is decimal
-        return float(next(g for g in m.groups() if g)) * (GIB if m.group(1) else GB), "stated"
+    stated = stated_weights(text)
+    if stated is not None:
+        return stated, "stated"
     weights, _, fmt = catalog_weights(diag, text)
     return weights, f"{fmt}, from the catalog's shapes"
 

@@ -27,6 +27,13 @@ _WEIGHTS = re.compile(r"Load weight end\.[^\n]{0,200}?mem usage=(\d+(?:\.\d+)?) 
 _FLAG = "--mem-fraction-static"
 
 
+def stated_weights(text: str) -> float | None:
+    """The weights per GPU the text states, in bytes: SGLang's "Load weight end. ... mem usage=W GB" (GiB printed as
+    "GB") or a reporter's "W GB weights" / "weights of W GB" (decimal GB); None where it states none."""
+    m = _WEIGHTS.search(text[:200_000])
+    return float(next(g for g in m.groups() if g)) * (GIB if m.group(1) else GB) if m else None
+
+
 def sglang_default_fraction(total: float | None, tp: int, version: str | None) -> float:
     """SGLang's own mem_fraction_static for a GPU of ``total`` bytes at ``tp`` ranks, by the version's rule (0.4.8-0.5.2
     reserve by memory band, 0.5.3+ by chunk, graph batch and ranks: engines/memory.py, the planner's function), the
@@ -47,11 +54,10 @@ def fraction_direction(diag, text: str) -> None:
     from .weights_fit import total_bytes
 
     lower = next((e for e in diag.edits if e.argv[:1] == [_FLAG] and e.starts is None), None)
-    m = _WEIGHTS.search(text[:200_000]) if lower is not None else None  # SGLang only (its passes, engine_passes)
-    total = total_bytes(diag, text) if m else None
-    if not (m and total):
+    weights = stated_weights(text) if lower is not None else None  # SGLang only (its passes, engine_passes)
+    total = total_bytes(diag, text) if weights is not None else None
+    if weights is None or not total:
         return
-    weights = float(next(g for g in m.groups() if g)) * (GIB if m.group(1) else GB)  # SGLang prints GiB as "GB"
     context = float(memory_profile("sglang").cuda_context_bytes)
     frac = float(lower.argv[1])
     default = diag.gpu_memory_utilization or engine_profile("sglang").memory_fraction
