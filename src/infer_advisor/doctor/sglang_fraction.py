@@ -34,17 +34,25 @@ def stated_weights(text: str) -> float | None:
     return float(next(g for g in m.groups() if g)) * (GIB if m.group(1) else GB) if m else None
 
 
+def sglang_profile(version: str | None):
+    """(SGLang's memory profile at ``version``, the version it was chosen by): the pinned version's (and None) where the
+    version is not known or older than every covered range."""
+    from ..engines.memory import memory_profile
+    from ..errors import RequestError
+
+    try:
+        return memory_profile("sglang", version), version
+    except RequestError:  # older than every covered range
+        return memory_profile("sglang"), None
+
+
 def sglang_default_fraction(total: float | None, tp: int, version: str | None) -> float:
     """SGLang's own mem_fraction_static for a GPU of ``total`` bytes at ``tp`` ranks, by the version's rule (0.4.8-0.5.2
     reserve by memory band, 0.5.3+ by chunk, graph batch and ranks: engines/memory.py, the planner's function), the
     pinned version's rule where the version is not known or not covered."""
-    from ..engines.memory import default_memory_fraction, memory_profile
-    from ..errors import RequestError
+    from ..engines.memory import default_memory_fraction
 
-    try:
-        prof = memory_profile("sglang", version)
-    except RequestError:  # older than every covered range
-        prof, version = memory_profile("sglang"), None
+    prof, version = sglang_profile(version)
     return default_memory_fraction(prof, driver_memory_bytes=total and int(total), tp=max(tp, 1), version=version)
 
 
