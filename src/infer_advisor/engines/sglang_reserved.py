@@ -4,9 +4,9 @@ and 0.4.8-0.5.2's reserve by the GPU's memory band (:class:`SGLangReservedByMemo
 SGLang 0.4.8 to 0.5.2 (pip wheels 0.4.8, 0.4.9, 0.4.10, 0.4.10.post2, 0.5.0rc0, 0.5.1 and 0.5.2 read; memfix20)
 ``srt/server_args.py`` ``ServerArgs.__post_init__`` reserve ``(base + tp x pp x per_rank) GiB`` by the nvidia-smi total
 (``get_nvgpu_memory_capacity``, MiB) and set ``mem_fraction_static = round((gpu_mem - reserved) / gpu_mem, 3)``; 0.5.3
-replaced this with the chunk / graph-batch sum of ``SGLangFraction``, whose defaults by GPU are
-``engines.memory.sglang_reserved_mib``'s. The speculative (+2 GiB, 6 for
-STANDALONE in 0.5.2) and DP-attention (+4 GiB) additions are not modelled, as for the 0.5.3+ rule.
+replaced this with the chunk / graph-batch sum of ``SGLangFraction`` (its defaults by GPU: ``engines.memory.sglang_reserved_mib``).
+The speculative (+2 GiB, 6 for STANDALONE in 0.5.2) and DP-attention (+4 GiB) additions are not modelled, as for the
+0.5.3+ rule.
 
     >>> rule = SGLangReservedByMemory(spans=[("0.4.8", "0.5")], bands=[
     ...     ReservedBand(below_mib=163840, base_gib=12, per_rank_gib=0.5), ReservedBand(base_gib=32)], source="example rule")
