@@ -57,8 +57,8 @@ def sglang_default_fraction(total: float | None, tp: int, version: str | None) -
 
 
 def fraction_direction(diag, text: str) -> None:
-    from ..engines.memory import memory_profile
-    from ..engines.profiles import engine_profile
+    """The run's fraction, where the log prints none, is SGLang's default for the GPU, TP and the log's version
+    (:func:`sglang_default_fraction`, as everywhere in the doctor); the CUDA context is that version's profile's."""
     from .weights_fit import total_bytes
 
     lower = next((e for e in diag.edits if e.argv[:1] == [_FLAG] and e.starts is None), None)
@@ -66,9 +66,9 @@ def fraction_direction(diag, text: str) -> None:
     total = total_bytes(diag, text) if weights is not None else None
     if weights is None or not total:
         return
-    context = float(memory_profile("sglang").cuda_context_bytes)
+    context = float(sglang_profile(diag.engine_version)[0].cuda_context_bytes)
     frac = float(lower.argv[1])
-    default = diag.gpu_memory_utilization or engine_profile("sglang").memory_fraction
+    default = diag.gpu_memory_utilization or sglang_default_fraction(total, diag.tp or 1, diag.engine_version)
     if frac >= default:  # a larger fraction already (the engine's own "increase" advice): nothing to turn
         return
     pool, outside = total * frac - weights - context, total * (1 - frac)
