@@ -1,8 +1,9 @@
 """The doctor for SGLang, TGI and llama.cpp: each engine's own start-up arithmetic on the figures its log printed.
 
-    >>> found = engine_findings(parse_startup_log(text, require_kv=False), find_startup_error(text))
-    >>> found.binding, found.edits[0].change
-    ('weights', '--mem-fraction-static 0.92')
+For an SGLang log ``text`` whose weights left no room for the KV cache (tests/doctor/test_doctor_engines.py has one)::
+
+    found = engine_findings(parse_startup_log(text, require_kv=False), find_startup_error(text))
+    found.binding, found.edits[0].change  # ('weights', '--mem-fraction-static 0.92')
 
 Each engine sizes its KV cache its own way (read at the versions named; the same rules as data/engine_memory.yaml):
 
