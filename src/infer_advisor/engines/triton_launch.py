@@ -1,6 +1,8 @@
 """Triton Inference Server in front of TensorRT-LLM (``--stack nvidia-triton``): the model repository, the
 ``tritonserver`` command and the steps that install the TensorRT-LLM backend's LLM API model code.
 
+    >>> from infer_advisor import advise
+    >>> plan = advise(model="meta-llama/Llama-2-7b-hf", gpu="H100-80GB", stack="nvidia-triton")
     >>> tritonserver_argv(plan, "container")
     ['mpirun', '--allow-run-as-root', '-n', '1', '/opt/tritonserver/bin/tritonserver',
      '--model-repository=/opt/infer-advisor/model_repository', '--grpc-port=8001', '--http-port=8000', ...]
