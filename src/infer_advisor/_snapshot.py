@@ -1,6 +1,9 @@
 """Validated data kept between runs: what a data or rule file validated to, so the next start skips the validation.
 
-    >>> rules = validated_snapshot(path, raw, "rules", lambda: validate_rules(path, raw))
+For a data or rule file's ``path`` and its ``raw`` text (tests/test_snapshot.py runs it in a temporary
+cache)::
+
+    rules = validated_snapshot(path, raw, "rules", lambda: validate_rules(path, raw))
 
 Validating the shipped data (engines, formats, speed terms, rules) builds a pydantic schema per file and runs it: a
 third of a plan's own start-up CPU. The first run that validates a file keeps the result as a pickle under

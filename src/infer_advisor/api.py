@@ -32,7 +32,8 @@ def advise(
         >>> plan = advise(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB")
         >>> plan.engine.name, plan.parallelism.tensor_parallel_size
         ('vllm', 1)
-        >>> plan.render("docker", out="deploy/")          # Dockerfile + README
+        >>> sorted(plan.render("docker"))          # in memory; out="deploy/" also writes them there
+        ['Dockerfile', 'README.md']
 
     Args:
         model: Hub id, local folder or catalog name. Every other :class:`PlanRequest` field is a typed keyword

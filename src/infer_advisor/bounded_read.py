@@ -1,7 +1,9 @@
 """Every file a user names is read here: regular files only, never more than a cap per kind of input.
 
-    >>> data = read_bounded(Path("rules/site.yaml"), "data")
-    >>> for line in bounded_lines(Path("trace.jsonl"), "trace"): ...
+For a file the user names (tests/probe/test_probe_reads.py feeds regular files, FIFOs and devices)::
+
+    data = read_bounded(Path("rules/site.yaml"), "data")
+    for line in bounded_lines(Path("trace.jsonl"), "trace"): ...
 
 A FIFO, a character device (``/dev/zero``, a terminal), a socket or a directory is refused with one line before
 anything is read: opening uses ``O_NONBLOCK`` so a FIFO without a writer cannot block the open, and the file type

@@ -1,8 +1,10 @@
 """Memory calibration from an engine's start-up log: what `infer-advisor calibrate --from-log` writes.
 
-    >>> log = parse_startup_log(Path("vllm-startup.log").read_text())
-    >>> cal = fit_memory_calibration(log, source="vllm-startup.log", gpu="H100-80GB")
-    >>> cal.write(Path("h100-vllm.json")); advise(model=..., gpu="H100-80GB", engine="vllm", calibration=["h100-vllm.json"])
+From a vLLM start-up log on disk (tests/estimate/test_memory_calibration.py fits recorded logs)::
+
+    log = parse_startup_log(Path("vllm-startup.log").read_text())
+    cal = fit_memory_calibration(log, source="vllm-startup.log", gpu="H100-80GB")
+    cal.write(Path("h100-vllm.json")); advise(model=..., gpu="H100-80GB", engine="vllm", calibration=["h100-vllm.json"])
 
 The log's own figures replace the memory model's where the engine printed them, for that engine version x GPU
 (x TP size for the figures that depend on it):

@@ -1,8 +1,10 @@
 """Calibration: fit an engine's step-time coefficients to points measured on your own hardware.
 
-    >>> cal = fit_calibration(points, engine="transformers", quantization="none", dtype="float16", hw=hw,
-    ...                       command="infer-advisor calibrate ...")
-    >>> cal.write(Path("h200-transformers.json")); advise(model=..., calibration="h200-transformers.json")
+From measured ``points`` on a GPU ``hw`` (tests/estimate/test_calibrate.py fits synthetic and recorded points)::
+
+    cal = fit_calibration(points, engine="transformers", quantization="none", dtype="float16", hw=hw,
+                          command="infer-advisor calibrate ...")
+    cal.write(Path("h200-transformers.json")); advise(model=..., calibration="h200-transformers.json")
 
 The points come from `infer-advisor bench` reports (bench.json: closed-loop levels of C concurrent clients) or
 from the device script benchmarks/gpu/measure_transformers.py (static batches); :func:`points_from_file` reads

@@ -1,9 +1,11 @@
 """The capacity stage: traffic and latency targets in; the cheapest GPUs, layout and replica count out, with cost.
 
-    >>> from infer_advisor import size
-    >>> result = size(model="meta-llama/Llama-3.1-70B", rate=20, input_tokens=2000, output_tokens=300,
-    ...               ttft_p90=1.0, itl_p99=0.06, gpu="any")
-    >>> result.chosen.gpu, result.chosen.layout, result.chosen.replicas, result.chosen.cost_per_hour
+A search over the catalog's GPUs takes seconds (tests/capacity/test_capacity_search.py runs smaller ones)::
+
+    from infer_advisor import size
+    result = size(model="meta-llama/Llama-3.1-70B", rate=20, input_tokens=2000, output_tokens=300,
+                  ttft_p90=1.0, itl_p99=0.06, gpu="any")
+    result.chosen.gpu, result.chosen.layout, result.chosen.replicas, result.chosen.cost_per_hour
 
 `infer-advisor plan --rate ...` runs the same search and prints the chosen plan with the per-GPU table. Each
 candidate replica is planned by the planner with its layout pinned (rules and the memory model decide engine,

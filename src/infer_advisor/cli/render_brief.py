@@ -4,7 +4,13 @@ The verdict and the command to run, engine / weights / layout, memory (weights, 
 its error band, the fleet's cost in the first line when it was sized (the ranking follows: cli/render_capacity.py), the rules that decided something (one line each) and at most three
 warnings that change a decision. Everything else is behind ``--explain`` (cli/render_plan.py) and ``--format json``.
 
-    >>> for label, text in brief_rows(plan): print(f"{label:10} {text}")
+    >>> from infer_advisor import advise
+    >>> plan = advise(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB")
+    >>> rows = brief_rows(plan)
+    >>> [row.label for row in rows][:5]
+    ['run', 'engine', 'layout', 'memory', 'speed']
+    >>> rows[2].text
+    'TP1 x PP1: 1 GPU per replica, 1 replica'
 
 Rows are plain text; the table and markdown printers only lay them out, through the one cell function
 (:func:`infer_advisor.cli._console.cell` for the terminal, ``_md_cell`` for markdown).

@@ -1,6 +1,9 @@
 """Edits an engine itself would refuse or could not start with (docfix19, retrospective: batch 16's sf305 and sf316).
 
-    >>> after_hardware(diag, text)   # diag.edits rewritten in place; a note where the run's budget is below its weights
+For the doctor's diagnosis ``diag`` of a start-up log ``text`` (tests/doctor/test_doctor_docfix19.py runs sf305's and
+sf316's)::
+
+    after_hardware(diag, text)   # diag.edits rewritten in place; a note where the run's budget is below its weights
 
 - **vLLM's budget below the weights** (sf305: an AWQ 7B at ``gpu_memory_utilization=0.1`` of a T4). vLLM loads the
   weights inside the budget ``gpu_memory_utilization x total`` and sizes the KV cache from what the budget leaves after

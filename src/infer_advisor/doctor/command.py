@@ -1,6 +1,8 @@
 """The doctor for a launch command: the memory model's setup for it, the engine's start rule, its notes, and the
 user's own flags (``--try-flags``) written into the command and run through the same model.
 
+    >>> from infer_advisor.doctor.input_text import log_from_command
+    >>> log, flags = log_from_command("vllm serve meta-llama/Llama-3.1-8B --max-model-len 8192")
     >>> facts, setup = model_setup(log, flags, model=None, gpu="L4", version=None)
     >>> any_kv("sglang", flags), min_slots(setup)
     (True, 1)

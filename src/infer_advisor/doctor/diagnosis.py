@@ -1,8 +1,11 @@
 """`infer-advisor doctor`: why an engine's start-up fails (or will), and the smallest edits that make it start.
 
-    >>> d = diagnose(Path("vllm.log").read_text(), gpu="RTX-3090", model="meta-llama/Llama-3.1-8B")
-    >>> d.error.kind, d.binding, d.edits[0].change
-    ('max_len_exceeds_kv', 'kv_cache', '--gpu-memory-utilization 0.93')
+    >>> text = ("INFO 05-01 12:00:01 [api_server.py:1043] vLLM API server version 0.19.0\\n"
+    ...         "ValueError: The model's max seq len (29000) is larger than the maximum number of tokens that can be "
+    ...         "stored in KV cache (23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len`")
+    >>> d = diagnose(text, gpu="RTX-3090", model="meta-llama/Llama-3.1-8B")
+    >>> d.error.kind, d.binding, "--max-model-len 23552" in [edit.change for edit in d.edits]
+    ('max_len_exceeds_kv', 'KV cache', True)
 
 Input: a start-up log (failed or successful; vLLM V0 or V1, SGLang, TGI or llama.cpp, read by
 :mod:`infer_advisor.engines.startup_log`; the error by :mod:`.startup_errors`) or the launch command about to be run

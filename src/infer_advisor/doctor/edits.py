@@ -1,8 +1,10 @@
 """The doctor's edits: each candidate setting change run through the memory model, and whether it then starts.
 
-    >>> edits = rank_edits(Scenario(facts, setup, calibration, rule), base)
-    >>> edits[0].change, edits[0].starts, edits[0].kv_cache_tokens
-    ('--gpu-memory-utilization 0.93', True, 29488)
+For a scenario's facts, setup, calibration and start rule and the base estimate (tests/doctor/test_doctor.py ranks the
+edits of recorded logs)::
+
+    edits = rank_edits(Scenario(facts, setup, calibration, rule), base)
+    edits[0].change, edits[0].starts, edits[0].kv_cache_tokens  # ('--gpu-memory-utilization 0.93', True, 29488)
 
 A setup *starts* when the engine's own start-up checks pass on the memory model's figures: KV room is positive ("No
 available memory for the cache blocks" otherwise), one request of ``max_model_len`` fits (vLLM V0's "max seq len ...

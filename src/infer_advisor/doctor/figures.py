@@ -1,6 +1,9 @@
 """Edits the engine's own message or printed figures give, without the model: what `infer-advisor doctor` offers when
 the model or GPU does not resolve, or when the log lacks the figure that decided the failure.
 
+    >>> from infer_advisor.doctor.startup_errors import find_startup_error
+    >>> log = ("ValueError: The model's max seq len (29000) is larger than the maximum number of tokens that can be "
+    ...        "stored in KV cache (23648). Try increasing `gpu_memory_utilization`")
     >>> engine_figure_edits(find_startup_error(log), max_model_len=29000)[0].change
     '--max-model-len 23552'
 

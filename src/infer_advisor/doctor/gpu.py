@@ -1,7 +1,7 @@
 """Which GPU a start-up log ran on, when the user does not say: the log's own lines, marked inferred.
 
     >>> infer_gpu("... total_gpu_memory=23.58GiB ...", None)
-    ('RTX-3090', 'inferred from the log: total_gpu_memory=23.58GiB matches RTX-3090 (23.58 GiB; also RTX-4090, A10G...)')
+    ('RTX-3090', "inferred from the log's total only: 'total_gpu_memory=23.58GiB' matches RTX-3090's total (23.58 GiB); also ...")
 
 In order: a device name the engine or the user's paste prints (llama.cpp "Device 0: NVIDIA GeForce RTX 4090, compute
 capability 8.9" / "using device CUDA0 (NVIDIA ...)", vLLM's "GPU 0: ...", torch's device name, an ``nvidia-smi`` table

@@ -2,7 +2,9 @@
 mode (docfix15, retrospective: batch 12's sf237, gemma-3-27b AWQ at 0.98 on a 22 GiB card, whose next run at 0.98 and a
 128-token context passed the KV check and failed capturing CUDA graphs: "capture_end() ... CUDA error: out of memory").
 
-    >>> graph_room_first(diag, text)   # diag.edits reordered in place; nothing where the room suffices
+For the doctor's diagnosis ``diag`` of a start-up log ``text`` (tests/doctor/test_doctor_docfix15.py runs sf237's)::
+
+    graph_room_first(diag, text)   # diag.edits reordered in place; nothing where the room suffices
 
 Read at the logged versions: V0 (worker.py ``determine_num_available_blocks`` sizes the KV cache as total x utilization
 less the profiled peak; ``_warm_up_model`` -> ``model_runner.capture_model`` captures the graphs afterwards) and V1

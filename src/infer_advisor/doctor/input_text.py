@@ -1,7 +1,8 @@
 """What `infer-advisor doctor` reads: a start-up log, or the launch command that is about to be run.
 
-    >>> log_from_command("llama-server -m llama-3.1-8b-Q4_K_M.gguf -c 32768 -np 4 -ngl 99")
-    (StartupLog(engine='llama.cpp', model='llama-3.1-8b-Q4_K_M.gguf', max_model_len=8192, max_num_seqs=4, ...), {'ctx-slots': 4, 'gpu-layers': 99})
+    >>> log, flags = log_from_command("llama-server -m llama-3.1-8b-Q4_K_M.gguf -c 32768 -np 4 -ngl 99")
+    >>> log.engine, log.model, log.max_model_len, log.max_num_seqs, flags
+    ('llama.cpp', 'llama-3.1-8b-Q4_K_M.gguf', 8192, 4, {'ctx-slots': 4, 'gpu-layers': 99})
 
 A command of vLLM, SGLang, TGI or llama.cpp is read by :mod:`infer_advisor.engines.command_line` (the engines' own
 flag spellings, data/engine_cli.yaml); here its settings become the setup the memory ledger takes: llama.cpp's ``-c``

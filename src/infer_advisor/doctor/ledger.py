@@ -1,8 +1,10 @@
 """The doctor's memory ledger for one setup, the term that binds, and the error the engine will raise, in its words.
 
-    >>> lines = ledger(est, log, None)
-    >>> binding(est, StartRule(), None), vllm_error(est, setup, "V1").kind
-    ('KV cache', 'kv_needed_exceeds_available')
+For the memory model's estimate ``est`` of a vLLM setup ``setup`` and its log ``log`` (tests/doctor/test_doctor.py runs
+recorded logs through it)::
+
+    lines = ledger(est, log, None)
+    binding(est, StartRule(), None), vllm_error(est, setup, "V1").kind  # ('KV cache', 'kv_needed_exceeds_available')
 
 The ledger lists the memory model's terms (:func:`infer_advisor.estimate.memory.estimate_memory`) next to the
 figures the log printed; nothing is added up here. A predicted error is the engine's own message (read at the

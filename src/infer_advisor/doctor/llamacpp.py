@@ -4,7 +4,10 @@ weights, then a KV buffer of ``n_ctx`` cells (all ``--parallel`` slots together)
 allocation that must fit in the memory free at start, with llama.cpp's own fit margin kept free for what it does not
 reserve (the cuBLAS workspace and other runtime allocations).
 
-    >>> found = llamacpp_findings(parse_startup_log(text, require_kv=False), find_startup_error(text), None, None)
+For a llama.cpp log ``text`` (tests/doctor/test_doctor_engines.py and tests/doctor/test_doctor_docfix9.py hold such
+logs)::
+
+    found = llamacpp_findings(parse_startup_log(text, require_kv=False), find_startup_error(text), None, None)
 """
 
 from __future__ import annotations

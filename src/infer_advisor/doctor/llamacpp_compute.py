@@ -1,7 +1,10 @@
 """llama.cpp's compute buffer, worked on the figures its log printed: whether flash attention, or the default micro-batch,
 makes a failed compute buffer fit while keeping the whole context (docfix12, retrospective: the H200 sets e and f).
 
-    >>> bound = compute_bound(error.figures, failed, flash=True)   # bytes, or None where the log lacks a figure
+For a llama.cpp compute-buffer failure ``error`` and the buffer ``failed`` (tests/doctor/test_doctor_docfix12.py has the
+H200 logs)::
+
+    bound = compute_bound(error.figures, failed, flash=True)   # bytes, or None where the log lacks a figure
 
 The graph (llama.cpp ``llm_graph_context::build_attn_mha``, ``build_attn_inp_kv``): without flash attention every layer
 forms ``kq = mul_mat(k, q)``, an f32 tensor of ``n_kv x n_ubatch x n_head``, beside the f32 mask input of ``n_kv x

@@ -2,8 +2,10 @@
 retrospective: batch 14's sf281, n_ctx 10,240,000 on a 1,048,576-token model, and sf282, 163,840 cells of DeepSeek-V2 in a
 750 GiB KV buffer, were each offered half their context, still ten to a thousand times too large).
 
-    >>> context_within_figures(log, 163840, 805306368032 / 163840, "kv").argv
-    ['--ctx-size', '4096']
+For a llama.cpp log ``log`` that printed its KV buffer but not the free memory (tests/doctor/test_doctor_docfix17.py
+runs sf281's and sf282's)::
+
+    context_within_figures(log, 163840, 805306368032 / 163840, "kv").argv  # ['--ctx-size', '4096']
 
 The context goes to the largest the printed figures allow, never a fixed fraction of what failed:
 

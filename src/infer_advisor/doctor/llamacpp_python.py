@@ -1,8 +1,11 @@
 """llama.cpp under llama-cpp-python: its edits in the Python binding's own keywords (docfix18, retrospective: batch 15's
 sf303, khoj's offline chat, was offered llama-server's ``--ctx-size``).
 
-    >>> in_python_knobs(edits, text)[0].change   # where the text is llama-cpp-python's
-    'Llama(n_ctx=4096) (llama-cpp-python; llama-server's --ctx-size 4096)'
+For the edits ``edits`` offered for a llama-cpp-python log ``text`` (tests/doctor/test_doctor_docfix18.py runs
+sf303's)::
+
+    in_python_knobs(edits, text)[0].change   # where the text is llama-cpp-python's:
+    # 'Llama(n_ctx=4096) (llama-cpp-python; llama-server's --ctx-size 4096)'
 
 Read at abetlen/llama-cpp-python (llama_cpp/llama.py ``Llama.__init__``, commit 00c954ec): the context is ``n_ctx`` ("0 =
 from model"), the batches ``n_batch`` and ``n_ubatch`` (``n_ubatch = min(n_batch, n_ubatch)``), the GPU layers

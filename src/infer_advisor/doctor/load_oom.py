@@ -1,7 +1,9 @@
 """vLLM out of memory while loading the weights, and an out of memory of unknown phase with GPUs idle: the edits that
 reduce the weights per GPU go first (docfix15, retrospective: batch 12's sf229 and sf239).
 
-    >>> weights_first(diag, text)   # diag.edits reordered in place; nothing where it does not apply
+For the doctor's diagnosis ``diag`` of a start-up log ``text`` (tests/doctor/test_doctor_docfix15.py runs sf229's)::
+
+    weights_first(diag, text)   # diag.edits reordered in place; nothing where it does not apply
 
 Read at vLLM main (vllm/model_executor/model_loader/base_loader.py ``BaseModelLoader.load_model``: the weights are
 loaded, then ``process_weights_after_loading`` runs each quantization method's post-processing, e.g.

@@ -1,7 +1,9 @@
 """vLLM V1 ranks of one engine that print different KV-cache sizes (docfix18, retrospective: batch 15's sf288, "Available
 KV cache memory: -3.86 GiB" on Worker_TP1 and 9.90 GiB on Worker_TP0 of one TP-2 engine, answered with a utilization step).
 
-    >>> rank_gap_first(diag, text)   # diag.edits: the rank's own memory first, where the ranks' figures differ
+For the doctor's diagnosis ``diag`` of a start-up log ``text`` (tests/doctor/test_doctor_docfix18.py runs sf288's)::
+
+    rank_gap_first(diag, text)   # diag.edits: the rank's own memory first, where the ranks' figures differ
 
 Read at vLLM (v1/worker/gpu_worker.py ``Worker.determine_available_memory``): every rank logs ``"Available KV cache
 memory: %.2f GiB"`` = ``requested_memory - profile_result.non_kv_cache_memory``, where ``requested_memory`` is the GPU's

@@ -1,9 +1,12 @@
 """The edits for a start-up refusal that is not memory (:mod:`.startup_refusals`; docfix13, retrospective: the H200 set
 g's g-ctx-200k-q8kv-fa-off and batch 10's sf191).
 
+    >>> from infer_advisor.doctor.startup_errors import find_startup_error
+    >>> error = find_startup_error("llama_init_from_model: quantized V cache was requested, "
+    ...                            "but this requires Flash Attention")
     >>> found = refusal_findings(error)          # llama.cpp: the settings its own check accepts
-    >>> found.edits[0].change
-    '--flash-attn on'
+    >>> [edit.change for edit in found.edits]
+    ['--cache-type-v f16', '--flash-attn on']
 
 A llama.cpp refusal is the engine's own condition on its settings, checked before any buffer is allocated: an edit that
 meets the condition passes that check (``starts``: the check only, as vLLM's Mamba-cache bound is counted); whether the

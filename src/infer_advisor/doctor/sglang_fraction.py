@@ -1,7 +1,9 @@
 """SGLang's static fraction, the right way for the weights it holds (docfix15, retrospective: batch 8's sf138, "60GB
 weights on 80GB GPU", where the FAQ's smaller --mem-fraction-static is "the opposite" of the fix).
 
-    >>> fraction_direction(diag, text)   # diag.edits changed in place where a smaller fraction leaves no KV pool
+For the doctor's diagnosis ``diag`` of a start-up log ``text`` (tests/doctor/test_doctor_docfix15.py runs sf138's)::
+
+    fraction_direction(diag, text)   # diag.edits changed in place where a smaller fraction leaves no KV pool
 
 SGLang sizes its KV pool from what is left of the static fraction after the weights (model_runner.py
 ``profile_max_num_token``: ``rest_memory = available_gpu_memory - total_gpu_memory * (1 - mem_fraction_static)``, the

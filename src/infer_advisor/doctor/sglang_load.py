@@ -2,7 +2,10 @@
 batch 13's sf244, Qwen3-32B-FP8 at --tp-size 2 on two 15.77 GiB GPUs, and sf252, llava-next-72b, whose traceback stops
 in ``load_model -> get_model``).
 
-    >>> sglang_weights_first(diag, text)   # diag.edits replaced in place; nothing where it does not apply
+For the doctor's diagnosis ``diag`` of a start-up log ``text`` (tests/doctor/test_doctor_docfix16.py runs sf244's and
+sf252's)::
+
+    sglang_weights_first(diag, text)   # diag.edits replaced in place; nothing where it does not apply
 
 Read at SGLang main (python/sglang/srt/model_executor/model_runner.py ``ModelRunner.initialize``: ``self.load_model()``
 runs first and logs "Load weight begin. avail mem=..." / "Load weight end. ..."; only then ``self.init_memory_pool(...)``

@@ -2,7 +2,9 @@
 retrospective: batch 14's sf272, two V0 LLM classes at 0.4 on one T4, sf273, two V1 0.8.5 containers at 0.3 on one
 A100-80GB, sf276, two vllm-ascend instances at 0.4 on one NPU, were each offered one utilization step of 0.05-0.10).
 
-    >>> shared_device_first(diag, text)   # diag.edits with the named edits first; nothing where the text shows one engine
+For the doctor's diagnosis ``diag`` of a start-up log ``text`` (tests/doctor/test_doctor_docfix17.py runs sf276's)::
+
+    shared_device_first(diag, text)   # diag.edits with the named edits first; nothing where the text shows one engine
 
 Where the text shows several engines on one device (its words, two or more commands with their shares, or two engine
 processes each sizing its cache) and the start failed on memory, the memory another engine holds is counted by how

@@ -1,7 +1,10 @@
 """Weights over one GPU where no GPU count is stated or logged (docfix17, retrospective: batch 14's sf271, Llama-3.1-8B in
 bf16 on one 16 GB card, was offered --tensor-parallel-size 2 first though the thread names one GPU and no second).
 
-    >>> single_gpu_first(diag, tp_edit, rest, weights, fmt, total)   # [single-GPU weights edit, rest..., tp_edit]
+For the doctor's diagnosis ``diag`` of a start-up log ``text`` and the edits it ranks
+(tests/doctor/test_doctor_docfix17.py runs sf271's)::
+
+    single_gpu_first(diag, tp_edit, rest, weights, fmt, total)   # [single-GPU weights edit, rest..., tp_edit]
 
 Only where the weights are over vLLM's default budget but within the card's whole memory (just over: a part of them
 off the GPU is a workable first try; weights several times a GPU, sf225's and sf242's, keep tensor parallelism first,

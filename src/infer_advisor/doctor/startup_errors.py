@@ -1,8 +1,9 @@
 """The error an engine raised while starting, in its own words, with the figures the message carries.
 
-    >>> err = find_startup_error(Path("vllm.log").read_text())
+    >>> err = find_startup_error("ValueError: The model's max seq len (29000) is larger than the maximum number of "
+    ...                          "tokens that can be stored in KV cache (23648). Try increasing `gpu_memory_utilization`")
     >>> err.kind, err.figures
-    ('max_len_exceeds_kv', {'max_model_len': 29000, 'kv_cache_tokens': 23648})
+    ('max_len_exceeds_kv', {'max_model_len': 29000.0, 'kv_cache_tokens': 23648.0})
 
 Each pattern is the engine's own message, read from its source (the format strings, not paraphrases):
 

@@ -1,7 +1,9 @@
 """Weights alone larger than one GPU: the tensor-parallel edit goes first (docfix14, retrospective: batch 11's sf225,
 Llama-2-70B in fp16 on one 80 GB card; sf224, Llama-2-70B in bitsandbytes FP4 on one of eight A10G).
 
-    >>> tp_first_when_weights_exceed(diag, text)   # diag.edits reordered, a note added; None when the weights fit
+For the doctor's diagnosis ``diag`` of a start-up log ``text`` (tests/doctor/test_doctor_docfix14.py runs sf224's)::
+
+    tp_first_when_weights_exceed(diag, text)   # diag.edits reordered, a note added; None when the weights fit
 
 Where the model resolves in the catalog and the GPU's total memory is known (the torch message's "total capacity", the
 log's or the catalog's), the checkpoint's weights per GPU at the run's tensor-parallel size are compared with that total

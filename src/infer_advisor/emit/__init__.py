@@ -1,7 +1,11 @@
 """Emit stage: a :class:`~infer_advisor.plan.models.DeploymentPlan` -> ready-to-run files from Jinja templates.
 
-    >>> files = render(plan, "all")                     # {"serve.sh": ..., "Dockerfile": ..., ...}
-    >>> render(plan, "docker", out="deploy/")           # writes deploy/Dockerfile and deploy/README.md
+    >>> from infer_advisor import advise
+    >>> plan = advise(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB")
+    >>> sorted(render(plan, "all"))
+    ['Dockerfile', 'README.md', 'docker-compose.yml', 'k8s.yaml', 'serve.sh']
+
+``render(plan, "docker", out="deploy/")`` also writes deploy/Dockerfile and deploy/README.md.
 
 Kinds: ``script`` (serve.sh, or generate.py for engines without a server), ``docker`` (Dockerfile),
 ``compose`` (docker-compose.yml), ``k8s`` (k8s.yaml), ``readme`` (README.md alone), ``all``. A README.md

@@ -1,7 +1,9 @@
 """What differs between NVIDIA, AMD and CPU deployments: the image, how containers get the devices, and how pods
 find the right nodes. Computed once per plan; templates only print these values.
 
-    >>> platform_for(plan).k8s_gpu_resource
+    >>> from infer_advisor import advise
+    >>> plan = advise(model="meta-llama/Llama-3.1-70B-Instruct", gpu="MI300X")
+    >>> platform_for(plan, gpus=1).k8s_gpu_resource
     'amd.com/gpu'
 """
 

@@ -1,8 +1,10 @@
 """What an operator's artifacts download and how long they give the server to come up, from the plan's own bytes.
 
+    >>> from infer_advisor import advise
+    >>> plan = advise(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB")
     >>> budget = startup_budget(plan, downloads=True)
     >>> budget.seconds, budget.words
-    (1650, 'start-up allowance 1650 s = 240 s to start, compile and capture graphs + 65.2 GiB read at 500 MB/s ...')
+    (537, 'start-up allowance 537 s = 240 s to start, compile and capture graphs + 12.6 GiB read at 500 MB/s ...')
 
 The checkpoint is counted in its stored format: a published or pre-quantized checkpoint at the size the memory model
 gives it (its stated size where the catalog has one), a checkpoint the engine quantizes while loading (or that a

@@ -1,8 +1,10 @@
 """Plan -> argument lists: one function per engine, the only place engine flags are decided.
 
+    >>> from infer_advisor import advise
+    >>> plan = advise(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB")
     >>> ref = model_ref(plan)
     >>> vllm_flags(plan, ref.host)
-    ['--tensor-parallel-size', '1', ...]
+    ['meta-llama/Llama-2-7b-hf', '--tensor-parallel-size', '1', ...]
 
 ``launch.py`` puts the engine's command in front of these flags (``launch_argv``).
 

@@ -1,6 +1,11 @@
 """How large vLLM's CUDA-graph pool is: the batch sizes it captures and the bytes that grow with them.
 
+    >>> from infer_advisor.engines.memory import memory_profile
+    >>> scaling = memory_profile("vllm", "0.19.0").cuda_graph_scaling
+    >>> len(capture_sizes(1024, 0, 8192, scaling.max_capture_size)), capture_sizes(1024, 0, 8192, 512)[-3:]
+    (51, [480, 496, 512])
     >>> scaling.pool_bytes(layers_per_stage=32, max_num_seqs=1024, num_speculative_tokens=0, max_num_batched_tokens=8192)
+    948528187
 
 vLLM V1 (read in 0.19.0, 0.20.1 and 0.24.0: ``VllmConfig._set_cudagraph_sizes``) captures ``[1, 2, 4]``, multiples of 8
 below 256 and multiples of 16 from 256, up to ``min(max_num_seqs x (1 + num_speculative_tokens) x 2, 512,

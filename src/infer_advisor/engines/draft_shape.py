@@ -3,7 +3,8 @@ recurrent state (``methods:`` and ``draft_models:`` in ``data/speculative.yaml``
 :mod:`infer_advisor.estimate.memory`; this module only says what there is.
 
     >>> spec = parse_speculative_config('{"method": "mtp", "num_speculative_tokens": 3}')
-    >>> shape = draft_shape(spec, facts)   # facts: the target's ModelFacts
+    >>> from infer_advisor import resolve_model
+    >>> shape = draft_shape(spec, resolve_model("deepseek-ai/DeepSeek-V3", source="catalog"))   # the target's ModelFacts
     >>> shape.kv_layers, shape.same_spec_as_target
     (1, True)
 """

@@ -1,5 +1,8 @@
 """What starts an engine: the full command line and the preparation steps before it, dispatched per engine.
 
+    >>> from infer_advisor import advise
+    >>> plan = advise(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB")
+    >>> from infer_advisor.engines.argv import model_ref
     >>> launch_argv(plan, model_ref(plan), "host")
     ['vllm', 'serve', 'meta-llama/Llama-2-7b-hf', '--tensor-parallel-size', '1', ...]
 

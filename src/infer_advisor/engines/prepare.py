@@ -1,6 +1,9 @@
 """Steps an engine needs before it can serve, for engines whose own tools convert the weights (MLC LLM, ExLlamaV2).
 
-    >>> [s.argv[:2] for s in mlc_steps(plan, ref, "host")]
+    >>> from infer_advisor import advise
+    >>> from infer_advisor.engines.argv import model_ref
+    >>> plan = advise(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB", engine="mlc")
+    >>> [s.argv[:2] for s in mlc_steps(plan, model_ref(plan), "host")]
     [['hf', 'download'], ['mlc_llm', 'convert_weight'], ['mlc_llm', 'gen_config'], ['mlc_llm', 'compile']]
 
 Each step names the file it creates; the launch script and the container entrypoint skip a step whose file exists, so

@@ -1,6 +1,6 @@
 """Engine profiles (``data/engines.yaml``): versions, images, ports and memory accounting per engine.
 
-    >>> from infer_advisor.engines import engine_profile
+    >>> from infer_advisor.engines.profiles import engine_profile
     >>> engine_profile("vllm").memory_fraction
     0.92
 """

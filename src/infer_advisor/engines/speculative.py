@@ -1,6 +1,6 @@
 """Published speculative-decoding draft heads (``data/speculative.yaml``): which target model has one, and its size.
 
-    >>> from infer_advisor.speculative import draft_for
+    >>> from infer_advisor.engines.speculative import draft_for
     >>> draft_for("meta-llama/Llama-3.3-70B-Instruct", ["eagle3"]).draft
     'yuhuili/EAGLE3-LLaMA3.3-Instruct-70B'
 """

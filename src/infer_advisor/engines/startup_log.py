@@ -1,8 +1,10 @@
 """Read an engine's start-up log: the memory figures it printed while sizing its KV cache.
 
-    >>> log = parse_startup_log(Path("vllm.log").read_text())
+    >>> text = ("INFO 05-01 12:00:01 [api_server.py:1043] vLLM API server version 0.19.0\\n"
+    ...         "INFO 05-01 12:00:30 [kv_cache_utils.py:634] GPU KV cache size: 476,016 tokens")
+    >>> log = parse_startup_log(text)
     >>> log.engine, log.engine_version, log.kv_cache_tokens, log.lines["kv_cache_tokens"]
-    ('vllm', '0.19.0', 476016, 'GPU KV cache size: 476,016 tokens')
+    ('vllm', '0.19.0', 476016, 'INFO ... GPU KV cache size: 476,016 tokens')
 
 Each pattern below is the engine's own ``logger.info`` format string, read from its source:
 

@@ -2,7 +2,7 @@
 ports, health path and the TensorRT-LLM backend's LLM API model. Used by the planner (``--stack nvidia-triton``) and
 the emit stage.
 
-    >>> from infer_advisor.triton import triton_release
+    >>> from infer_advisor.engines.triton import triton_release
     >>> triton_release("1.2.1").triton
     '26.07'
 """

@@ -1,9 +1,13 @@
 """Triton Inference Server in front of TensorRT-LLM (``--stack nvidia-triton``): the model repository, the
 ``tritonserver`` command and the steps that install the TensorRT-LLM backend's LLM API model code.
 
-    >>> tritonserver_argv(plan, "container")
-    ['mpirun', '--allow-run-as-root', '-n', '1', '/opt/tritonserver/bin/tritonserver',
-     '--model-repository=/opt/infer-advisor/model_repository', '--grpc-port=8001', '--http-port=8000', ...]
+    >>> from infer_advisor import advise
+    >>> plan = advise(model="meta-llama/Llama-2-7b-hf", gpu="H100-80GB", stack="nvidia-triton")
+    >>> argv = tritonserver_argv(plan, "container")
+    >>> argv[:5]
+    ['mpirun', '--allow-run-as-root', '-n', '1', '/opt/tritonserver/bin/tritonserver']
+    >>> argv[5:8]
+    ['--model-repository=/opt/infer-advisor/model_repository', '--grpc-port=8001', '--http-port=8000']
 
 The model is the LLM API (PyTorch backend) ``tensorrt_llm`` model of TensorRT-LLM's ``triton_backend/all_models/llmapi``:
 ``config.pbtxt`` declares its inputs and outputs, ``1/model.yaml`` holds the ``LLM()`` arguments (the same ones

@@ -1,8 +1,10 @@
 """Calibration files, whatever they calibrate: one header, one loader, one check that a file fits the plan.
 
-    >>> cals = load_calibrations([Path("h100-vllm-memory.json"), Path("h200-transformers.json")])
-    >>> cals.memory[0].header.engine, [str(p) for p, _ in cals.speed]
-    >>> check_applies(cals.memory[0].header, path=..., engine="vllm", engine_version="0.19.0", gpu="H100-80GB", mode="refuse")
+For calibration files on disk (tests/estimate/test_memory_calibration.py writes and loads real ones)::
+
+    cals = load_calibrations([Path("h100-vllm-memory.json"), Path("h200-transformers.json")])
+    cals.memory[0].header.engine, [str(p) for p, _ in cals.speed]
+    check_applies(cals.memory[0].header, path=..., engine="vllm", engine_version="0.19.0", gpu="H100-80GB", mode="refuse")
 
 Every calibration file is JSON with a ``kind`` (``memory`` from ``calibrate --from-log``, ``speed`` from
 ``calibrate``; a file without ``kind`` is a speed calibration written before the field existed) and the shared

@@ -1,7 +1,12 @@
 """Bytes of a speculative decoder on one GPU, from its shape (:mod:`infer_advisor.engines.draft_shape`): its weights,
 its KV bytes per token, and the recurrent state speculative tokens add. Called by :mod:`.memory` only.
 
-    >>> draft_bytes(shape, quantization="gptq", dtype="float16", group_size=128, tp=2)   # weights per GPU
+    >>> from infer_advisor import resolve_model
+    >>> model = resolve_model("deepseek-ai/DeepSeek-V3", source="catalog")
+    >>> from infer_advisor.engines.draft_shape import draft_shape, parse_speculative_config
+    >>> shape = draft_shape(parse_speculative_config('{"method": "mtp", "num_speculative_tokens": 1}'), model)
+    >>> draft_weight_bytes(shape, quantization="gptq", dtype="float16", group_size=128, tp=2) / 2**30   # GiB per GPU
+    2.93...
 """
 
 from __future__ import annotations

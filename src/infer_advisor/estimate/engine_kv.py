@@ -1,7 +1,10 @@
 """The KV figures an engine prints at start-up, from the same bytes the memory model adds up.
 
-    >>> figs = engine_kv_figures(model, kv_report("vllm", "0.19.0"), free_bytes=19.53 * 2**30, ...)
-    >>> figs.tokens, figs.max_concurrency, figs.starts
+For a model's KV bytes per token and the memory left (tests/estimate/test_engine_kv.py checks printed figures of
+recorded logs)::
+
+    figs = engine_kv_figures(model, kv_report("vllm", "0.19.0"), free_bytes=19.53 * 2**30, **terms)
+    figs.tokens, figs.max_concurrency, figs.starts
 
 vLLM's 'GPU KV cache size: N tokens' is not the plan's effective capacity on hybrid and sliding-window models: from
 0.9 to 0.20 it counts every layer slot of the hybrid KV manager as if it kept every token, from 0.21 it is

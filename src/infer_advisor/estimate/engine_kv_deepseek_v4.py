@@ -1,6 +1,8 @@
 """The KV figures vLLM prints for DeepSeek-V4's compressed attention ('GPU KV cache size', 'Maximum concurrency').
 
-    >>> deepseek_v4_printed(model, version="0.24.0", free_bytes=191.04 * 2**30, context=4096, mnbt=2048, mtp_layers=0)
+For DeepSeek-V4's facts ``model`` (tests/estimate/test_engine_kv.py checks the figures vLLM printed)::
+
+    deepseek_v4_printed(model, version="0.24.0", free_bytes=191.04 * 2**30, context=4096, mnbt=2048, mtp_layers=0)
 
 vLLM keeps DeepSeek-V4's caches in page-aligned groups (``data/engine_kv_pages_deepseek_v4.yaml`` names the source):
 one full group of the compressed layers (ratio-4 attention, ratio-128 attention and the ratio-4 layers' indexer, one

@@ -3,7 +3,10 @@
 This module holds what a coefficient may be (``BOUNDS``, ``START``, the prior penalty) and the fit over them; the
 loss and the optimiser, which know nothing of engines, are in :mod:`.optimise`.
 
-    >>> values = fit_coefficients(base_profile, ["step_overhead_s", "attention_scale"], predict_errors)
+For a speed profile and a function of its errors on measured points (tests/estimate/test_speed.py and
+tests/estimate/test_calibrate.py run real fits)::
+
+    values = fit_coefficients(base_profile, ["step_overhead_s", "attention_scale"], predict_errors)
 
 ``predict_errors(profile)`` returns, for each measured point, ``predicted / measured - 1`` (None when it cannot
 predict). The loss is a soft-L1 on the log ratio (one wild point cannot drag the rest) plus a prior penalty that

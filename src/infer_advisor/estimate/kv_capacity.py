@@ -1,9 +1,12 @@
 """How much KV the memory left over holds (:func:`estimate_memory`'s last step): the bytes of N sequences, the KV space and
 capacity in whole blocks, the full-context requests that fit, and the longest context at a concurrency.
 
-    >>> fit = kv_fit(engine, mp, reserve, kv, base_bytes, fixed, budget, residual, act, context, concurrency, request_tokens,
-    ...              prompt, report)
-    >>> fit["capacity"], fit["max_concurrency"], fit["fits"]
+With the terms :func:`.memory.estimate_memory` has added up by then (tests/estimate/test_memory.py runs it through
+estimate_memory)::
+
+    fit = kv_fit(engine, mp, reserve, kv, base_bytes, fixed, budget, residual, act, context, concurrency, request_tokens,
+                 prompt, report)
+    fit["capacity"], fit["max_concurrency"], fit["fits"]
 
 Reserve engines (vLLM, SGLang, TGI, TensorRT-LLM) give the KV cache what their budget leaves (SGLang's recurrent states
 apart, :mod:`.state_pool`); peak engines need the KV of ``concurrency`` requests beside one token's activations per

@@ -1,6 +1,8 @@
 """Memory of vLLM's LoRA slots: the stacked adapter buffers it allocates at load for every wrapped linear layer.
 
-    >>> lora_bytes_per_gpu(facts, slots=4, rank=64, tp=1, dtype_bytes=2) / 2**30    # Llama-3.1-8B
+    >>> from infer_advisor import resolve_model
+    >>> facts = resolve_model("meta-llama/Llama-3.1-8B", source="catalog")
+    >>> lora_bytes_per_gpu(facts, slots=4, rank=64, tp=1, dtype_bytes=2) / 2**30
     1.25
 
 vLLM (``vllm/lora/layers/base_linear.py`` ``create_lora_weights``, 0.6-0.33) gives each LoRA-wrapped linear layer

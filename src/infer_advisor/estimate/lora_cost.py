@@ -1,8 +1,12 @@
 """What batched LoRA adds to an engine step: the shrink and expand kernels over every wrapped linear layer.
 
-    >>> cost = lora_step_cost(model, gpu=hw.gpu, engine="vllm", engine_version="0.19.0", slots=4, rank=16, tp=1, pp=1,
-    ...                       mix=AdapterMix.uniform(4))
-    >>> cost.seconds(rows=64, sequences=64)        # one stage's LoRA kernels in a step of 64 decoding sequences
+    >>> from infer_advisor import resolve_model
+    >>> model = resolve_model("meta-llama/Llama-3.1-8B", source="catalog")
+    >>> from infer_advisor.hardware.catalog import lookup_gpu
+    >>> cost = lora_step_cost(model, gpu=lookup_gpu("H100-80GB"), engine="vllm", engine_version="0.19.0", slots=4,
+    ...                       rank=16, tp=1, pp=1, mix=AdapterMix.uniform(4))
+    >>> round(cost.seconds(decode=64, prefill_tokens=0, sequences=64) * 1e3, 1)   # ms: one stage, 64 decoding sequences
+    2.5
 
 Per decoder layer on one GPU (coefficients in ``data/lora.yaml`` ``kernels``, engine kernel counts by version):
 

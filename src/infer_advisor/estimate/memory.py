@@ -1,8 +1,12 @@
 """The memory model: the only place where bytes are added up.
 
+    >>> from infer_advisor import resolve_model
+    >>> model = resolve_model("meta-llama/Llama-3.1-8B", source="catalog")
+    >>> from infer_advisor.engines.profiles import engine_profile
     >>> est = estimate_memory(model, gpu_memory_bytes=80 * 2**30, engine=engine_profile("vllm"),
     ...                       context=4096, concurrency=8)
     >>> est.kv_cache_tokens, est.fits
+    (467984, True)
 
 Per GPU, under tensor parallelism ``tp`` and pipeline parallelism ``pp``:
 - weights: decoder blocks split ``tp x pp`` ways; the embedding and lm_head split ``tp`` ways and, with ``pp > 1``, held by the first and last stage (the larger of the two counts).

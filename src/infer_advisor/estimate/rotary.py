@@ -1,6 +1,9 @@
 """The rotary embedding's cos/sin table an engine keeps on every GPU (``data/rotary_cache.yaml``).
 
-    >>> rotary_cache_bytes(model, "bfloat16")   # gemma-3-12b-it: 576 MiB (a 1,048,576-row linear-scaled table + 131,072)
+    >>> from infer_advisor import resolve_model
+    >>> model = resolve_model("google/gemma-3-4b-it", source="catalog")
+    >>> rotary_cache_bytes(model, "bfloat16") / 2**20   # MiB: a 1,048,576-row linear-scaled table + 131,072
+    576.0
 
 Not in any checkpoint, but a buffer the engine allocates while it builds the model, so vLLM's 'Model loading took'
 counts it. It is not split by tensor parallelism: every rank holds the whole table.

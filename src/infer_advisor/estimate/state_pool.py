@@ -1,5 +1,6 @@
 """The full-attention pool an engine keeps next to a separate recurrent-state pool (SGLang's hybrid GDN / Mamba models).
 
+    >>> from infer_advisor.engines.kv_report import kv_report
     >>> state_pool(kv_report("sglang", "0.5.9"), free_bytes=11.85e9, state_bytes=16.1e6)  # about 11.85 / 1.9 GB of tokens
     StatePool(attention_bytes=6247200000.0, states=348)
 

@@ -1,6 +1,9 @@
 """Weight bytes: each parameter group in its stored format, and what one GPU holds under tensor / pipeline parallelism.
 
+    >>> from infer_advisor import resolve_model
+    >>> model = resolve_model("openai/gpt-oss-120b", source="catalog")
     >>> weight_bytes_by_group(model, "mxfp4-experts", "bfloat16")["linear"]
+    62825103360.0
 
 - Groups: ``embedding``, ``lm_head``, ``linear`` (decoder blocks; routed experts apart where a format quantizes only
   them) and ``other`` (norms, biases, router, sinks). Native block-scaled formats add one scale per block

@@ -1,7 +1,15 @@
 """What one GPU holds beyond its shard of the checkpoint, by engine version: the parts an engine keeps whole on every
 tensor-parallel rank, the tables and matrices it builds while loading (counted in its 'Model loading took' figure).
 
-    >>> extra = engine_layout_bytes(model, profile, "0.7.1", "none", "float16", None, tp=8, pp=1, checkpoint_bytes=None, sources={})
+    >>> from infer_advisor import resolve_model
+    >>> model = resolve_model("deepseek-ai/DeepSeek-V3", source="catalog")
+    >>> from infer_advisor.engines.memory import memory_profile
+    >>> sources = {}
+    >>> engine_layout_bytes(model, memory_profile("vllm", "0.7.1"), "0.7.1", "none", "bfloat16", None, tp=8, pp=1,
+    ...                     checkpoint_bytes=None, sources=sources)   # (bytes per GPU, whole-model bytes)
+    (10714169344.0, 0.0)
+    >>> sorted(sources)
+    ['weights_mla_absorbed', 'weights_replicated', 'weights_rotary']
 
 - A multimodal checkpoint's vision encoder (unquantized; split over TP, or whole on every GPU where the engine reads a
   mistralai Pixtral repository in Mistral format).

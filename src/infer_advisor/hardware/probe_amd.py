@@ -4,6 +4,8 @@ Both tools print JSON; :func:`parse_amd_smi` and :func:`parse_rocm_smi` turn the
 :class:`~.probe.ProbeResult` NVML gives, so :func:`~.resolve.facts_from_probe` treats an MI300X host like an H100 one.
 :func:`probe_amd` runs the tools (bounded: a timeout and a size cap) and never raises; tests feed recorded output.
 
+    >>> recorded_json = ('{"card0": {"Card Series": "AMD Instinct MI300X OAM", "VRAM Total Memory (B)": "205822885888",'
+    ...                  ' "VRAM Total Used Memory (B)": "294912"}}')
     >>> parse_rocm_smi(recorded_json).devices[0].name
     'AMD Instinct MI300X OAM'
 """

@@ -1,6 +1,12 @@
 """Decoder Linear weights a pre-quantized checkpoint keeps in the model dtype, from its quantization_config.
 
-    >>> kept_linear(arch, {"quant_method": "fbgemm_fp8", "modules_to_not_convert": ["model.layers.0", "lm_head"]})
+    >>> unconverted_patterns({"quant_method": "fbgemm_fp8", "modules_to_not_convert": ["model.layers.0", "lm_head"]})
+    ['model.layers.0', 'lm_head']
+
+:func:`kept_linear` turns the decoder-layer patterns into bytes for an architecture ``arch`` (tests/model_facts/test_unconverted.py
+has real configs)::
+
+    kept_linear(arch, {"quant_method": "fbgemm_fp8", "modules_to_not_convert": ["model.layers.0", "lm_head"]}, layer_sizes)
 
 Quantized exports name the modules they leave unquantized: ``modules_to_not_convert`` (transformers' quantizers,
 fbgemm_fp8, fp8, mxfp4), ``ignore`` (compressed-tensors, ModelOpt's hf_quant_config ``exclude_modules``) or

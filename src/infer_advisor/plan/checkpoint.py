@@ -1,5 +1,7 @@
 """Which checkpoint a plan serves, whether its engine loads it on the plan's platform, and what is downloaded.
 
+    >>> from infer_advisor import resolve_model
+    >>> model = resolve_model("meta-llama/Llama-3.1-70B-Instruct", source="catalog")
     >>> pick_published(model, "fp8", engine="vllm", platform="rocm").repo
     'amd/Llama-3.1-70B-Instruct-FP8-KV'
 

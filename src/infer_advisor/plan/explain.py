@@ -1,9 +1,14 @@
 """`--explain` as a reader wants it: the rules grouped by the candidate they were applied to, and the deciding
 comparison (why the chosen option of each decision beat the others).
 
+    >>> from infer_advisor import advise
     >>> plan = advise(model="meta-llama/Llama-2-7b-hf", gpu="A100-80GB", explain=True)
-    >>> for group in candidate_groups(plan): print(group.name, group.score, group.allowed)
-    >>> print("\\n".join(deciding_comparison(plan)))
+    >>> for group in candidate_groups(plan)[:3]: print(group.name, group.score, group.allowed)
+    engine vllm 50.0 True
+    engine sglang 40.0 True
+    engine tgi 0.0 False
+    >>> print(deciding_comparison(plan)[0])
+    engine: vllm (score +50: engine.default.vllm) over sglang (+40), ...
 
 Both read only ``plan.explain`` (every rule considered, with its context, score and whether it blocked the option)
 and the plan's own choices, so they describe exactly what the search did.

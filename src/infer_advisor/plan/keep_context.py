@@ -1,6 +1,8 @@
 """An explicit --context is kept or refused, never cut (issue 22): the one-line refusal naming the smallest change.
 
-    >>> raise DoesNotFitError(context_refusal(model, hw, request, result, research))
+Where the layout search found no layout for the asked context (tests/plan/test_context_kept.py runs such requests)::
+
+    raise DoesNotFitError(context_refusal(model, hw, request, result, research))
 
 The layout search (:mod:`infer_advisor.plan.layouts`) already tried every weight format and layout the rules allow and
 the FP8 KV cache for one request of the asked context; when none holds it, the changes below are tried in order with the

@@ -1,7 +1,10 @@
 """What the engine does at start-up with exactly the settings given: no search, nothing changed.
 
     >>> out = startup_outcome(PlanRequest(model="meta-llama/Llama-3.1-8B", gpu="L4", engine="vllm", context=131072))
-    >>> out.starts, out.kv_cache_tokens, out.refusal
+    >>> out.starts, out.kv_cache_tokens
+    (False, 31264)
+    >>> print(out.refusal)
+    To serve at least one request with the model's max seq len (131072), (16.0 GiB KV cache is needed, ...
 
 `infer-advisor plan --startup-check` prints it: the engine starts with N tokens (the figure its log prints), or refuses
 with its own error text (data/engine_kv_report.yaml). The settings are the request's as given: engine (vLLM when
