@@ -20,14 +20,6 @@ import infer_advisor  # noqa: E402
 # Optional heavy extras: a module that imports one of these is skipped only when the import fails for that reason.
 _EXTRAS = ("torch", "vllm", "ctranslate2", "awq", "gptqmodel", "transformers", "llama_cpp", "gguf")
 # Modules whose docstrings another change of this session edits; their examples are fixed after it merges.
-_OWNED_ELSEWHERE = {
-    "infer_advisor.estimate.step_time",
-    "infer_advisor.estimate.speed",
-    "infer_advisor.estimate.speed_data",
-    "infer_advisor.engines.speed_terms",
-    "infer_advisor.simulate",
-    "infer_advisor.simulate.scheduler",
-}
 _NOT_MODULES = {"infer_advisor.cli.__main__"}  # running it is the CLI
 
 
@@ -39,8 +31,6 @@ def _module_names() -> list[str]:
 
 @pytest.mark.parametrize("name", _module_names())
 def test_module_doctests(name: str, tmp_path, monkeypatch) -> None:
-    if name in _OWNED_ELSEWHERE:
-        pytest.skip("owned by another change this session")
     try:
         module = importlib.import_module(name)
     except ImportError as exc:

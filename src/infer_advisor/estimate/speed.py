@@ -1,8 +1,9 @@
-"""A plan's speed: TTFT, time per output token and throughput at its concurrency, as a server schedules them.
+"""A plan's speed: TTFT, time per output token and throughput at its concurrency, as a server schedules them
+(a real case: tests/estimate/test_speed.py)::
 
-    >>> perf = estimate_speed(model, hw, engine="vllm", quantization="none", dtype="bfloat16", tp=1, pp=1,
-    ...                       memory=mem, concurrency=32, input_tokens=512, output_tokens=200)
-    >>> perf.ttft_s, perf.tpot_s, perf.output_tokens_per_s_aggregate, perf.deployment_output_tokens_per_s
+    perf = estimate_speed(model, hw, engine="vllm", quantization="none", dtype="bfloat16", tp=1, pp=1,
+                          memory=mem, concurrency=32, input_tokens=512, output_tokens=200)
+    perf.ttft_s, perf.tpot_s, perf.output_tokens_per_s_aggregate, perf.deployment_output_tokens_per_s
 
 Two pieces, each in its own module, and nothing else: the step-time model (``estimate/step_time.py``: operators
 on kernel efficiencies measured on the H200, engine coefficients fitted on published measurements) says how long

@@ -1,10 +1,10 @@
 """The step-time model: seconds of one engine step, built from operators. One function for the planner, the
-simulator and calibrate alike.
+simulator and calibrate alike (a real case: tests/estimate/test_step_time.py)::
 
-    >>> sm = build_step_model(model, gpu=hw.gpu, engine="vllm", quantization="none", dtype="bfloat16",
-    ...                       kv_cache_dtype="auto", tp=1, pp=1)
-    >>> sm.seconds(StepShape(decode=8, decode_context=8 * 1024))      # one decode step of 8 sequences
-    >>> sm.terms(StepShape(prefill_tokens=2048, prefill_pairs=2048 * 1024.5, prefill_chunks=1, completes=1))
+    sm = build_step_model(model, gpu=hw.gpu, engine="vllm", quantization="none", dtype="bfloat16",
+                          kv_cache_dtype="auto", tp=1, pp=1)
+    sm.seconds(StepShape(decode=8, decode_context=8 * 1024))      # one decode step of 8 sequences
+    sm.terms(StepShape(prefill_tokens=2048, prefill_pairs=2048 * 1024.5, prefill_chunks=1, completes=1))
 
 A step holds ``decode`` sequences producing one token each (their KV contexts sum to ``decode_context``) and
 prefill chunks of ``prefill_tokens`` prompt tokens in all (``prefill_pairs``: query-key pairs their causal

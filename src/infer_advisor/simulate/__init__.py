@@ -1,9 +1,10 @@
-"""The simulate stage: a discrete-event simulation of one replica's continuous batching.
+"""The simulate stage: a discrete-event simulation of one replica's continuous batching (a real case:
+tests/simulate/test_simulator.py)::
 
-    >>> from infer_advisor.simulate import simulate, SchedulerConfig, Workload, LengthSpec
-    >>> res = simulate(step_model, Workload(input_tokens=LengthSpec(mean=2000), output_tokens=LengthSpec(mean=300),
-    ...                rate=4.0), SchedulerConfig(max_num_seqs=256, max_num_batched_tokens=8192, kv_capacity_tokens=400_000))
-    >>> res.ttft_s.p90, res.itl_s.p99, res.output_tokens_per_s
+    from infer_advisor.simulate import simulate, SchedulerConfig, Workload, LengthSpec
+    res = simulate(step_model, Workload(input_tokens=LengthSpec(mean=2000), output_tokens=LengthSpec(mean=300),
+                   rate=4.0), SchedulerConfig(max_num_seqs=256, max_num_batched_tokens=8192, kv_capacity_tokens=400_000))
+    res.ttft_s.p90, res.itl_s.p99, res.output_tokens_per_s
 
 Kept apart, as in Vidur: the step-time model (``estimate.step_time``) says how long a step takes; the scheduler
 (``simulate.scheduler``) decides what each step holds; the capacity search (``capacity``) drives both from the
