@@ -53,6 +53,7 @@ BATCHES = {
     "issue-23q": (HERE / "published" / "startup_logs_prospective_q.json", "25dc7a8"),  # main with memfix16's frozen model (cc289cc)
     "issue-23r": (HERE / "published" / "startup_logs_prospective_r.json", "95b6e72"),  # main with memfix18's frozen model (7f2cd29)
     "issue-23s": (HERE / "published" / "startup_logs_prospective_s.json", "8224577"),  # main with memfix19's frozen model (f092eec)
+    "issue-23t": (HERE / "published" / "startup_logs_prospective_t.json", "43dc411"),  # main as merged for memfreeze20 (memfix20's model)
 }
 # The label each later batch's rows carry in the new-logs table and the prefix of its own summary lines.
 BATCH_LABELS = {"issue-23b": ("batch 2", "batch2_"), "issue-23c": ("batch 3", "batch3_"), "issue-23d": ("batch 4", "batch4_"),
@@ -63,7 +64,7 @@ BATCH_LABELS = {"issue-23b": ("batch 2", "batch2_"), "issue-23c": ("batch 3", "b
                 "issue-23m": ("batch 13", "batch13_"), "issue-23n": ("batch 14", "batch14_"),
                 "issue-23o": ("batch 15", "batch15_"), "issue-23p": ("batch 16", "batch16_"),
                 "issue-23q": ("batch 17", "batch17_"), "issue-23r": ("batch 18", "batch18_"),
-                "issue-23s": ("batch 19", "batch19_")}
+                "issue-23s": ("batch 19", "batch19_"), "issue-23t": ("batch 20", "batch20_")}
 GIB = 2**30
 
 

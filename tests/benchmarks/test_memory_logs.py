@@ -509,3 +509,27 @@ def test_batch19_was_predicted_before_it_was_graded(ml):
     assert {e["quantization"] for e in new} >= {"none", "fp8"} and {e["kv_cache_dtype"] for e in new} >= {"auto", "fp8"}
     assert not any("speculative_config" in e for e in new)
     assert len({e["gpu"] for e in new}) >= 5 and "MI300X" in {e["gpu"] for e in new}
+
+
+def test_batch20_was_predicted_before_it_was_graded(ml):
+    """Batch 20 (issue 23, session 10, memlogs20), gathered as facts before the merged main's model predicted it: at least
+    6 logs never used before (source and quote new), each from its own file (a stored-index file id or a URL) and at most
+    5 from one repository, the token figure in its quote as written and every token figure printed or stated, every
+    version not in the quote said to be stated or inferred, vLLM and SGLang, TP 1 and 2, unquantized, FP8 and AWQ weights,
+    BF16 and FP8 KV, one speculative config, on at least 2 GPU types, and predicted by main 43dc411 (memfreeze20, memfix20's
+    model a02c04b as merged) before any grading."""
+    import re
+    from collections import Counter
+
+    new, data = _batch(ml, "issue-23t", 6)
+    assert ml.BATCHES["issue-23t"][1] == "43dc411" and data["code_commit"].startswith("aacd516")
+    _unused_quotes(ml, "issue-23t", new)
+    assert max(_source_counts(new).values()) == 1  # each log from its own file
+    repos = Counter(m[1] if (m := re.match(r"https://github\.com/([^/]+/[^/]+)/", e["source"])) else e["source"] for e in new)
+    assert max(repos.values()) <= 5
+    for e in new:
+        _kv_figures_traced(e)
+    assert {e["engine"] for e in new} == {"vllm", "sglang"} and {e["tp"] for e in new} >= {1, 2}
+    assert {e["quantization"] for e in new} >= {"none", "fp8", "awq"} and {e["kv_cache_dtype"] for e in new} >= {"auto", "fp8"}
+    assert sum("speculative_config" in e for e in new) == 1
+    assert len({e["gpu"] for e in new}) >= 2

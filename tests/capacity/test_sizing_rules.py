@@ -176,12 +176,12 @@ def test_fp8_and_a_shared_prefix_change_a_search_over_gpu_types():
     assert any("sizing.prefix-cache-cuts-prefill" in d for d in shared.decisions)
 
 
-@pytest.mark.parametrize("rate,layout", [(9, 2), (2, 1)])
+@pytest.mark.parametrize("rate,layout", [(2, 1)])
 def test_at_equal_cost_full_precision_wins_then_replicas_then_less_tensor_parallel(rate, layout):
-    """Llama-3.1-8B-Instruct on RTX 3090, 200/1000 tokens: at 9 req/s 6 x TP2 in 16-bit and 12 x TP1 serving the
-    published 4-bit AWQ checkpoint cost the same ($6/h), and the 16-bit fleet wins (it used to lose to the 4-bit one;
-    the tie was at 10 req/s before the batch-3 freeze's refit, where 16-bit now wins outright, $6 against $6.5);
-    at 2 req/s 4 x TP1 and 2 x TP2 in 16-bit and 4 x TP1 AWQ all cost $2/h: 16-bit first, then the smaller layout."""
+    """Llama-3.1-8B-Instruct on RTX 3090, 200/1000 tokens: at 2 req/s 4 x TP1 and 2 x TP2 in 16-bit and 4 x TP1 AWQ
+    all cost $2/h: 16-bit first, then the smaller layout. (A 9 req/s case, 6 x TP2 16-bit tied with 12 x TP1 AWQ at $6/h,
+    was dropped in session 10: since vLLM V1's preempted requests keep their prefix-cached blocks in the simulator
+    (speedfix7), 11 x TP1 in 16-bit serve it for $5.5/h, cheaper outright, and no rate from 6 to 14 ties 16-bit with AWQ.)"""
     r = size(model="meta-llama/Llama-3.1-8B-Instruct", gpu="RTX-3090", rate=rate, input_tokens=200, output_tokens=1000,
              ttft_p90=2.0)
     c = r.chosen

@@ -12,7 +12,8 @@ import pytest
 
 from benchmarks.published.startup_failures import load_failures
 from infer_advisor.doctor.diagnosis import diagnose
-from infer_advisor.doctor.startup_errors import LLAMACPP_BUFFERS, find_startup_error
+from infer_advisor.doctor.llamacpp_failures import LLAMACPP_BUFFERS
+from infer_advisor.doctor.startup_errors import find_startup_error
 
 MIB = 2**20
 FAILURES = {f.id: f for f in load_failures().failures}

@@ -21,6 +21,7 @@ def test_sf286_no_utilization_under_the_16_bit_weights():
     assert d.edits[0].argv == ["--tensor-parallel-size", "2"] and d.edits[0].starts is None
     assert "checkpoint" in d.edits[1].change  # the one-GPU remedy beside more GPUs
     assert not any("keeps the asked budget" in e.cost for e in d.edits)  # freeing memory keeps 10.47 GiB: under them too
+    assert not any(e.keeps_asked_budget for e in d.edits)  # the structured mark budget_floor reads (tidy10)
     assert any("under the weights" in n for n in d.notes)
 
 

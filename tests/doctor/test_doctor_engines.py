@@ -30,13 +30,16 @@ SGLANG_FAILED = (
 
 def test_sglang_not_enough_memory_by_its_own_arithmetic():
     """rest = after - before x (1 - f) = 10.20 - 78.50 x 0.15 = -1.575 GB; the smallest fraction with rest > 0 is
-    1 - 10.20 / 78.50 = 0.8701 -> 0.88, where rest = 10.20 - 78.50 x 0.12 = 0.78 GB."""
+    1 - 10.20 / 78.50 = 0.8701 -> 0.88, where rest = 10.20 - 78.50 x 0.12 = 0.78 GB. Its headroom, 78.50 x 0.12 = 9.42 GiB,
+    is under SGLang's reserve at its defaults on this GPU (the planner's sglang_reserved_mib: 512 + 8,192 x 1.5 + 256 x 2
+    + 128 MiB = 13.1 GiB) and above it with a 2,048-token chunk and graph batch 8 (3.6 GiB), so those come with it
+    (tidy10, session 10: the doctor's own copy of the sum took a 2,048-token chunk and graph batch 24 as the defaults)."""
     d = diagnose(SGLANG_FAILED)
     assert d.engine == "sglang" and d.error.kind == "sglang_not_enough_memory" and d.starts is False and d.binding == "weights"
     kv = next(line for line in d.ledger if line.term.startswith("KV cache"))
     assert kv.bytes_per_gpu == pytest.approx((10.20 - 78.50 * 0.15) * GIB, rel=1e-6)
     first = d.edits[0]
-    assert first.argv == ["--mem-fraction-static", "0.88"] and first.starts
+    assert first.argv == ["--mem-fraction-static", "0.88", "--chunked-prefill-size", "2048", "--cuda-graph-max-bs", "8"] and first.starts
     assert 10.20 - 78.50 * (1 - 0.88) > 0 > 10.20 - 78.50 * (1 - 0.87)
     assert all(e.argv[0].startswith("--") and "gpu-memory-utilization" not in e.change for e in d.edits)  # SGLang's own flags
 
@@ -60,9 +63,12 @@ def test_sglang_successful_log_ledger_matches_its_kv_line():
 
 
 def test_sglang_minimum_from_its_message():
-    """sf40: 'avail mem=12.25 GB, mem usage=125.65 GB' -> before 137.90; 1 - 12.25 / 137.90 = 0.9112 (the thread: 0.9113)."""
+    """sf40: 'avail mem=12.25 GB, mem usage=125.65 GB' -> before 137.90; 1 - 12.25 / 137.90 = 0.9112 (the thread: 0.9113).
+    0.92's 11.03 GiB of headroom is under SGLang's reserve at its defaults for a 137.9 GiB GPU (8,192-token chunk, graph
+    batch 256: 13.1 GiB) but above it with a 2,048-token chunk and graph batch 8 (tidy10, session 10)."""
     d = diagnose(FAILURES["sf40"].log)
-    assert d.edits[0].argv == ["--mem-fraction-static", "0.92"] and d.edits[0].starts
+    assert d.edits[0].argv[:2] == ["--mem-fraction-static", "0.92"] and d.edits[0].starts
+    assert d.edits[0].argv[2:] == ["--chunked-prefill-size", "2048", "--cuda-graph-max-bs", "8"]
     d = diagnose(FAILURES["sf43"].log)
     assert d.error.figures["minimum_mem_fraction_static"] == 0.523 and d.edits[0].argv == ["--mem-fraction-static", "0.53"]
 

@@ -55,3 +55,31 @@ def test_kv_allocated_on_any_backend_and_the_metal_refusal():
     assert not KV_ALLOCATED.search("load_tensors:        CUDA0 model buffer size = 14315.02 MiB")
     m = re.search(METAL_OVER_MAXIMUM, "ggml_metal_add_buffer: buffer 'data' size 39280181248 is larger than buffer maximum of 17179869184")
     assert m and m.group(1) == "39280181248"
+
+
+def test_every_gpu_backends_buffers_and_no_host_buffer():
+    """tidy10 (session 10): a GPU's buffers by ggml's own buffer-type names (CUDA0, ROCm0, MUSA0, Vulkan0, SYCL0, CANN0, MTL0,
+    Metal), host buffers (CPU, CPU_Mapped, CUDA_Host, ROCm_Host, Vulkan_Host) never counted as the GPU's."""
+    log = parse_startup_log(
+        "load_tensors:   CPU_Mapped model buffer size =   292.36 MiB\nload_tensors:        ROCm0 model buffer size =  7000.00 MiB\n"
+        "load_tensors:        ROCm1 model buffer size =  1000.00 MiB\nload_tensors:    ROCm_Host model buffer size =   500.00 MiB\n"
+        "llama_kv_cache:  ROCm_Host KV buffer size =   152.00 MiB\nllama_kv_cache:      ROCm0 KV buffer size =   488.00 MiB\n"
+        "sched_reserve:    ROCm_Host compute buffer size =  900.00 MiB\nsched_reserve:      ROCm0 compute buffer size =   300.00 MiB\n")
+    assert log.weights_bytes == 8000 * MiB and log.kv_cache_bytes == 488 * MiB and log.activation_bytes == 300 * MiB
+    for device in ("MUSA0", "Vulkan0", "SYCL0", "CANN0", "MTL0"):
+        log = parse_startup_log(f"load_tensors: {device:>12} model buffer size =  4096.00 MiB\n"
+                                f"llama_context: {device:>10} compute buffer size =   64.00 MiB\n", require_kv=False)
+        assert (log.weights_bytes, log.activation_bytes) == (4096 * MiB, 64 * MiB), device
+
+
+def test_recorded_vulkan_logs():
+    """Recorded logs (benchmarks/published/startup_failures.yaml): sf161's Strix Halo prints its KV cache only as
+    'Vulkan0 KV buffer size = 6564.00 MiB' (its size line's "1/ 1 seqs" is not KV_LINE's), beside 'Vulkan_Host output
+    buffer'; sf340's working run prints 'Vulkan0 compute buffer size = 1174.00 MiB'."""
+    from benchmarks.published.startup_failures import load_failures
+
+    failures = {f.id: f for f in load_failures().failures}
+    log = parse_startup_log(failures["sf161"].log, require_kv=False)
+    assert log.engine == "llama.cpp" and log.kv_cache_bytes == 6564 * MiB and log.weights_bytes is None
+    log = parse_startup_log(failures["sf340"].log, require_kv=False)
+    assert log.kv_cache_bytes == 13800 * MiB and log.activation_bytes == 1174 * MiB

@@ -129,7 +129,7 @@ def _shipped_16bit(model: str) -> bool:
 def _kept_budget(e, weights: float) -> float:
     """An action's weights against the run's budget: freeing the memory others hold keeps the asked budget (free_memory.py),
     so it holds the same weights; any other action is not known here (0: kept)."""
-    return weights if "keeps the asked budget" in e.cost else 0.0
+    return weights if e.keeps_asked_budget else 0.0
 
 
 def tgi_input_within_prefill(diag, text: str) -> None:

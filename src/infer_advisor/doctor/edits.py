@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 STEP = 0.01  # gpu_memory_utilization step of the search
 MAX_UTILIZATION = 0.98
@@ -70,6 +71,10 @@ class Edit(BaseModel):
     basis: str | None = Field(default=None, description="Why, in one sentence (schema 2).")
     gpus_needed: int | None = Field(default=None, description="GPUs the edit's layout needs where it raises TP or PP (schema 3; "
                                     "None: it needs no more than the run used).")
+    keeps_asked_budget: SkipJsonSchema[bool] = Field(
+        default=False, exclude=True, description="The action keeps the run's asked budget (freeing the memory other processes "
+        "hold: free_memory.free_action), so the budget floor holds it to the same weights. The doctor's passes read it; not "
+        "in the JSON or its schema (the cost text says it to a reader).")
 
 
 NOT_DECIDED = "not decided by the log's figures"

@@ -33,7 +33,7 @@ def free_action(error) -> Edit:
 
     base = free_gpu(error)
     return base.model_copy(update={
-        "change": f"{base.change}: free the memory a previous process holds", "cost_rank": 0.0,
+        "change": f"{base.change}: free the memory a previous process holds", "cost_rank": 0.0, "keeps_asked_budget": True,
         "cost": "stop what holds it (nvidia-smi lists it: a previous server, test or stage) or start on another GPU; keeps "
                 f"the asked budget of {error.figures['gpu_memory_utilization']:.2f} of the GPU",
         "basis": "vLLM V1's start check is utilization x total <= free at start (gpu_worker.init_device): freeing the "

@@ -13,8 +13,9 @@ from .edits import Edit, LedgerLine, undecided_edit
 from .engine_flags import ROUND_TOKENS, Findings, engine_edit as _edit, engine_flags
 from .llamacpp_compute import compute_bound, flash_floor
 from .llamacpp_context import context_within_figures
+from .llamacpp_failures import LLAMACPP_BUFFERS
 from .refusal_edits import refusal_findings
-from .startup_errors import LLAMACPP_BUFFERS, StartupError
+from .startup_errors import StartupError
 from .startup_errors_llamacpp import LLAMACPP_DEFAULT_UBATCH
 from ..engines.startup_log import StartupLog
 from ..units import GIB, MIB

@@ -34,23 +34,31 @@ def stated_weights(text: str) -> float | None:
     return float(next(g for g in m.groups() if g)) * (GIB if m.group(1) else GB) if m else None
 
 
+def sglang_profile(version: str | None):
+    """(SGLang's memory profile at ``version``, the version it was chosen by): the pinned version's (and None) where the
+    version is not known or older than every covered range."""
+    from ..engines.memory import memory_profile
+    from ..errors import RequestError
+
+    try:
+        return memory_profile("sglang", version), version
+    except RequestError:  # older than every covered range
+        return memory_profile("sglang"), None
+
+
 def sglang_default_fraction(total: float | None, tp: int, version: str | None) -> float:
     """SGLang's own mem_fraction_static for a GPU of ``total`` bytes at ``tp`` ranks, by the version's rule (0.4.8-0.5.2
     reserve by memory band, 0.5.3+ by chunk, graph batch and ranks: engines/memory.py, the planner's function), the
     pinned version's rule where the version is not known or not covered."""
-    from ..engines.memory import default_memory_fraction, memory_profile
-    from ..errors import RequestError
+    from ..engines.memory import default_memory_fraction
 
-    try:
-        prof = memory_profile("sglang", version)
-    except RequestError:  # older than every covered range
-        prof, version = memory_profile("sglang"), None
+    prof, version = sglang_profile(version)
     return default_memory_fraction(prof, driver_memory_bytes=total and int(total), tp=max(tp, 1), version=version)
 
 
 def fraction_direction(diag, text: str) -> None:
-    from ..engines.memory import memory_profile
-    from ..engines.profiles import engine_profile
+    """The run's fraction, where the log prints none, is SGLang's default for the GPU, TP and the log's version
+    (:func:`sglang_default_fraction`, as everywhere in the doctor); the CUDA context is that version's profile's."""
     from .weights_fit import total_bytes
 
     lower = next((e for e in diag.edits if e.argv[:1] == [_FLAG] and e.starts is None), None)
@@ -58,9 +66,9 @@ def fraction_direction(diag, text: str) -> None:
     total = total_bytes(diag, text) if weights is not None else None
     if weights is None or not total:
         return
-    context = float(memory_profile("sglang").cuda_context_bytes)
+    context = float(sglang_profile(diag.engine_version)[0].cuda_context_bytes)
     frac = float(lower.argv[1])
-    default = diag.gpu_memory_utilization or engine_profile("sglang").memory_fraction
+    default = diag.gpu_memory_utilization or sglang_default_fraction(total, diag.tp or 1, diag.engine_version)
     if frac >= default:  # a larger fraction already (the engine's own "increase" advice): nothing to turn
         return
     pool, outside = total * frac - weights - context, total * (1 - frac)

@@ -1,8 +1,9 @@
 """The doctor for SGLang, TGI and llama.cpp: each engine's own start-up arithmetic on the figures its log printed.
 
-    >>> found = engine_findings(parse_startup_log(text, require_kv=False), find_startup_error(text))
-    >>> found.binding, found.edits[0].change
-    ('weights', '--mem-fraction-static 0.92')
+For an SGLang log ``text`` whose weights left no room for the KV cache (tests/doctor/test_doctor_engines.py has one)::
+
+    found = engine_findings(parse_startup_log(text, require_kv=False), find_startup_error(text))
+    found.binding, found.edits[0].change  # ('weights', '--mem-fraction-static 0.92')
 
 Each engine sizes its KV cache its own way (read at the versions named; the same rules as data/engine_memory.yaml):
 
@@ -35,8 +36,9 @@ from ..units import GIB, MIB
 
 __all__ = ["EngineFlags", "Findings", "engine_findings", "engine_flags", "in_engine_flags"]
 
-# SGLang's own reserve with the smallest prefill chunk and graph batch it allows (server_args._handle_gpu_memory_settings:
-# 512 MiB + max(chunked_prefill_size, 2048) x 1.5 MiB + cuda_graph_max_bs x 2 MiB + tp x 128 MiB, data/engine_memory.yaml)
+# The smallest prefill chunk and graph batch SGLang's own reserve counts (server_args._handle_gpu_memory_settings:
+# 512 MiB + max(chunked_prefill_size, 2048) x 1.5 MiB + cuda_graph_max_bs x 2 MiB + tp x 128 MiB, data/engine_memory.yaml;
+# summed by engines.memory.sglang_reserved_mib)
 SGLANG_MIN_CHUNK, SGLANG_MIN_GRAPH_BS = 2048, 8
 
 _KNOB = {"--gpu-memory-utilization": "memory_fraction", "--max-model-len": "context", "--max-num-seqs": "max_seqs",
@@ -143,7 +145,7 @@ def _sglang(log: StartupLog, error: StartupError | None, model_cell: float | Non
     ]
     if rest <= 0:
         out.binding, out.starts = "weights", False
-        out.edits += _sglang_fraction_edits(log, pre, post, f, cell, cell_source)
+        out.edits += _sglang_fraction_edits(log, pre, post, f, cell, cell_source, total)
     else:
         out.binding = "KV cache"
         out.starts = error is None
@@ -168,24 +170,33 @@ def _sglang_minimum(out: Findings, error: StartupError, pre: float, post: float)
     return out
 
 
-def _sglang_reserve(pre: float, tp: int, chunk: int, graph_bs: int) -> float:
-    from ..engines.memory import memory_profile
+def _sglang_reserve(log: StartupLog, gpu: float, chunk: int | None, graph_bs: int | None) -> float:
+    """SGLang's own reserve in bytes (the planner's, engines.memory.sglang_reserved_mib) on a GPU of ``gpu`` bytes at the
+    log's ranks, by the log's version where its profile has the 0.5.3+ sum (the pinned version's otherwise); ``chunk`` and
+    ``graph_bs`` None: that version's defaults for the GPU (the graph batch doubled from TP 4). Without SGLang's 10 GiB
+    floor: the edits set --mem-fraction-static, and SGLang floors only the fraction it picks itself."""
+    from ..engines.memory import memory_profile, sglang_reserved_mib
+    from .sglang_fraction import sglang_profile
 
-    rule = memory_profile("sglang").sglang_fraction
-    return (rule.reserved_base_mib + max(chunk, 2048) * rule.reserved_per_chunk_token_mib + graph_bs * rule.reserved_per_graph_bs_mib
-            + tp * rule.reserved_per_tp_mib) * MIB
+    prof = sglang_profile(log.engine_version)[0]
+    prof = prof if prof.sglang_fraction is not None else memory_profile("sglang")
+    ranks = (log.tp or 1) * (log.pp or 1)
+    return sglang_reserved_mib(prof, driver_memory_bytes=int(gpu), ranks=ranks, chunk=chunk, graph_bs=graph_bs,
+                               floor=False) * MIB
 
 
-def _sglang_fraction_edits(log: StartupLog, pre: float, post: float, f: float, cell: float | None, cell_source: str) -> list[Edit]:
+def _sglang_fraction_edits(log: StartupLog, pre: float, post: float, f: float, cell: float | None, cell_source: str,
+                           total: int | None) -> list[Edit]:
     """Raise mem_fraction_static to the smallest value that leaves one request of the context (or, without the cell
-    size, any KV), keeping SGLang's own reserve for activations and CUDA graphs; halve the weights with TP."""
+    size, any KV), keeping SGLang's own reserve for activations and CUDA graphs (on the GPU's ``total``, else the memory
+    free before loading); halve the weights with TP."""
     flags = engine_flags("sglang")
     need = (log.max_model_len or 0) * cell if cell else 0.0
     target = math.ceil((1 - (post - need) / pre) * 100 + 1e-9) / 100
     edits: list[Edit] = []
     tp = (log.tp or 1) * (log.pp or 1)
-    default_reserve = _sglang_reserve(pre, tp, log.max_num_batched_tokens or 2048, 24)
-    small_reserve = _sglang_reserve(pre, tp, SGLANG_MIN_CHUNK, SGLANG_MIN_GRAPH_BS)
+    default_reserve = _sglang_reserve(log, total or pre, log.max_num_batched_tokens, None)
+    small_reserve = _sglang_reserve(log, total or pre, SGLANG_MIN_CHUNK, SGLANG_MIN_GRAPH_BS)
     rest = post - pre * (1 - target)
     tokens = int(rest // cell) if cell else None
     what = f"one request of {log.max_model_len:,} tokens ({cell_source} KV size)" if need else "a KV pool above zero"

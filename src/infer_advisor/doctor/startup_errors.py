@@ -32,6 +32,7 @@ Each pattern is the engine's own message, read from its source (the format strin
 - llama.cpp ``ggml_backend_cuda_buffer_type_alloc_buffer``: "allocating {n} MiB on device {d}: cudaMalloc failed: out
   of memory", then "failed to allocate buffer for kv cache" or "failed to allocate compute buffers"; ggml-alloc's
   "failed to allocate CUDA0 buffer of size {bytes}" (which buffer: the KV cache, compute buffers, or the weights).
+  Read in :mod:`.llamacpp_failures`.
 - NCCL (vLLM pynccl): "NCCL error: {reason}".
 - A traceback that stops inside vLLM's KV-cache size check with its message cut off (V0
   ``worker.raise_if_cache_size_invalid``, V1 ``kv_cache_utils.get_kv_cache_config`` / ``check_enough_kv_cache_memory``):
@@ -48,12 +49,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .startup_errors_llamacpp import llamacpp_extra
-from ..engines.llamacpp_buffers import COMPUTE_RESERVING, KV_ALLOCATED, METAL_OVER_MAXIMUM
+from .llamacpp_failures import llamacpp_failure, llamacpp_phase
+from .log_line import LINE_CHARS, matched_line as _line
 from ..engines.startup_log import FREE_ON_DEVICE, detect_engine
 from ..units import GIB, MIB
-
-LINE_CHARS = 400
 
 ErrorKind = Literal[
     "no_cache_blocks", "max_len_exceeds_kv", "kv_needed_exceeds_available", "free_memory_below_utilization",
@@ -121,45 +120,12 @@ _TGI_TOTAL = re.compile(r"Not enough memory to handle (\d+) total tokens with (\
 # (out of memory)", TGI#563)
 _TGI_WARMUP = re.compile(r"Method Warmup encountered an error|Unable to warmup model: [^\n]{0,200}?(?:out of memory|would exceed allowed memory)")
 _TGI_MAX_TOTAL = re.compile(r"Not enough memory to handle `max_total_tokens=(\d+)`")
-# ggml-cuda ggml_backend_cuda_buffer_type_alloc_buffer, "... cudaMalloc failed: %s" (cudaGetErrorString); docfix23: cut inside it
-_LLAMACPP = re.compile(r"allocating ([\d.]+) MiB on device (\d+): cudaMalloc failed: (?:out of memory|ou?t?[ \t]*$)", re.M)
-# ggml's words without the "allocating N MiB" part (sf109: quoted in the thread's title, "CudaMalloc failed: out of memory")
-_LLAMACPP_BARE = re.compile(r"cudaMalloc failed: out of memory", re.I)
-# ggml-alloc.c's "failed to allocate %s buffer of size %zu" with the buffer type's name: CUDA0, ROCm0 (sf198), Vulkan0, SYCL0,
-# MUSA0, CANN0, and Metal's "Metal"/"MTL0" (no device number in the older builds; docfix15)
-_LLAMACPP_BUFFER = re.compile(r"failed to allocate (?:CUDA|SYCL|Vulkan|ROCm|MUSA|CANN|Metal|MTL)(\d*) buffer of size (\d+)")
-# docfix13 (retrospective, batch 11's sf207, sf210-sf212, sf218): a failed allocation named without its size; the buffer
-# by the message (2 the weights: llama_model_load's, or Metal's per-buffer maximum for the weights' 'data'; 1 compute)
-# docfix15 (retrospective, batch 12's sf236): the builds of 2024 (llama.cpp llm_load_tensors: "if (buf == nullptr) { ...
-# throw std::runtime_error("unable to allocate backend buffer"); }") name no backend; ollama prefixes "llama runner process
-# has terminated: error loading model: " to it. Thrown while allocating the model's tensors: the weights' buffer
-_LLAMACPP_NAMED = ((re.compile(r"unable to allocate (?:CUDA|ROCm|Metal|Vulkan|SYCL|MUSA|CANN|backend)\d{0,2} buffer|error loading model: failed to "
-                               r"allocate buffer|" + METAL_OVER_MAXIMUM), 2),
-                   (re.compile(r"failed to allocate compute (?:pp |tg )?buffers"), 1))
-# ggml's CPU backend (ggml-backend.cpp ggml_backend_cpu_buffer_type_alloc_buffer): host RAM, not a GPU (sf159, sf160; docfix9)
-_LLAMACPP_CPU = re.compile(r"ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size (\d+)")
-# ggml's Vulkan backend (ggml-vulkan.cpp): "ggml_vulkan: Device memory allocation of size N failed." and, where one buffer
-# passes the device's maxMemoryAllocationSize, "Requested buffer size exceeds device memory allocation limit" (sf161)
-_LLAMACPP_VULKAN = re.compile(r"ggml_vulkan: Device memory allocation of size (\d+) failed")
-# ggml-metal (ggml_metal_buffer_init / ggml_backend_metal_buffer_type_alloc_buffer / ggml_metal_buffer_map): GGML_LOG_ERROR(
-# "%s: error: failed to allocate buffer, size = %8.2f MiB\n", __func__, size_aligned / 1024.0 / 1024.0) (docfix15)
-_LLAMACPP_METAL = re.compile(r"ggml_(?:backend_)?metal_\w{0,40}: error: failed to allocate buffer, size =\s*(\d+(?:\.\d+)?) MiB")
-# ggml-alloc.c's graph allocator (ggml_gallocr_reserve_n) allocates only a compute graph's buffers: its failure line is a
-# compute buffer's, whatever backend printed it (docfix15)
-_GALLOCR_LINE = re.compile(r"ggml_gallocr_reserve_n|ggml_gallocr_alloc_graph|compute buffer")
-# ggml's SYCL backend (ggml-sycl.cpp ggml_backend_sycl_buffer_type_alloc_buffer): "can't malloc N Bytes memory on device";
-# a paste cut inside that function's name is read only where it is the log's last line (sf134, docfix8: retrospective)
-_LLAMACPP_SYCL = re.compile(r"ggml_backend_sycl_buffer_type_alloc_buffer: can't malloc (\d+) Bytes memory on device")
-_LLAMACPP_SYCL_CUT = re.compile(r"ggml_backend_sycl_buffer_\w{0,40}\s*\Z")
 # vLLM (v1 hybrid models, mamba cache sizing before CUDA-graph capture): "max_num_seqs (1024) exceeds available Mamba cache
 # blocks (856). ... Please lower max_num_seqs to at most 856 or increase gpu_memory_utilization."
 _MAMBA_BLOCKS = re.compile(r"max_num_seqs \((\d+)\) exceeds available Mamba cache blocks \((\d+)\)")
 # the same message quoted without its head (docfix12, retrospective: batch 10's sf177 "exceeds available Mamba cache
 # blocks (95)... CUDA graph capture cannot proceed"): the bound is printed, the max_num_seqs it was checked against is not
 _MAMBA_BLOCKS_CUT = re.compile(r"exceeds available Mamba cache blocks \((\d+)\)")
-_LLAMACPP_WHICH = (("kv", re.compile(r"failed to allocate buffer for kv cache|llama_kv_cache_init\(\) failed")),
-                   ("compute", re.compile(r"failed to allocate compute buffers|compute buffer|ggml_gallocr_reserve_n: failed")),
-                   ("weights", re.compile(r"failed to load model|error loading model|load_tensors|model buffer")))
 _NCCL = re.compile(r"NCCL error: ([^\n(]{1,120})")
 _GRAPH_PHASE = re.compile(
     r"Capturing (?:the model for )?(?:CUDA graphs|cudagraphs)|Capturing CUDA graph|torch\.cuda\.graph\(|capture_end\(\)|cuda graph capture"
@@ -180,12 +146,6 @@ _SAMPLER_WARMUP = re.compile(r"CUDA out of memory occurred when warming up (?:sa
 # the frames of vLLM's KV-cache size check, in a traceback whose message the paste left out
 _KV_CHECK = re.compile(r"raise_if_cache_size_invalid|check_enough_kv_cache_memory|in get_kv_cache_config|get_kv_cache_config\(")
 _UNITS = {"KiB": 1024, "MiB": MIB, "GiB": GIB}
-
-
-def _line(text: str, m: re.Match) -> str:
-    start = text.rfind("\n", 0, m.start()) + 1
-    end = text.find("\n", m.end())
-    return text[start : end if end >= 0 else len(text)].strip()[:LINE_CHARS]
 
 
 def _gib(s: str) -> float:
@@ -296,19 +256,7 @@ def _oom(text: str) -> StartupError | None:
         kind = "cuda_oom_load"
     else:
         kind = "cuda_oom"
-    return StartupError(kind=kind, line=_line(text, m), figures=figures | _kv_fit(text) | _llamacpp_phase(text))
-
-
-# docfix12 (retrospective, batch 10's sf172 and sf185): a bare out of memory in a llama.cpp text still shows which buffer
-# ran out by llama.cpp's own order (weights, then KV cache, then compute): llama_model_load's failure is the weights'
-# buffer (no KV is allocated yet); an out of memory after the KV lines is a compute buffer's. Neither is a KV shortfall.
-_LLAMACPP_LOAD_FAILED = re.compile(r"llama_model_load: error loading model|unable to allocate backend buffer")
-
-
-def _llamacpp_phase(text: str) -> dict[str, float]:
-    if _LLAMACPP_LOAD_FAILED.search(text):
-        return {"buffer": 2}
-    return {"buffer": 1} if KV_ALLOCATED.search(text) else {}
+    return StartupError(kind=kind, line=_line(text, m), figures=figures | _kv_fit(text) | llamacpp_phase(text))
 
 
 def _other_engines(text: str) -> StartupError | None:
@@ -336,43 +284,16 @@ def _other_engines(text: str) -> StartupError | None:
     if m:
         figures = {"max_batch_prefill_tokens": int(m.group(1))} if m.group(1) else {}
         return StartupError(kind="tgi_prefill_tokens", line=_line(text, m), figures=figures)
-    m = (_LLAMACPP.search(text) or _LLAMACPP_SYCL.search(text) or _LLAMACPP_VULKAN.search(text) or _LLAMACPP_METAL.search(text)
-         or _LLAMACPP_CPU.search(text))
-    buf = _LLAMACPP_BUFFER.search(text)
-    if m or buf:
-        figures = ({"requested_bytes": float(m.group(1)) * MIB, "device": int(m.group(2))} if (m and m.re is _LLAMACPP)
-                   else {"requested_bytes": float(buf.group(2)), "device": int(buf.group(1) or 0)} if buf
-                   else {"requested_bytes": float(m.group(1)) * (MIB if m.re is _LLAMACPP_METAL else 1)})
-        return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m or buf),
-                            figures=figures | _llamacpp_buffer(text, m or buf) | llamacpp_extra(text, m, host=bool(m and m.re is _LLAMACPP_CPU), vulkan=bool(m and m.re is _LLAMACPP_VULKAN)))
-    m = _LLAMACPP_BARE.search(text) or _LLAMACPP_SYCL_CUT.search(text)
-    if m:
-        return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m), figures=_llamacpp_buffer(text, m))
-    for pattern, code in _LLAMACPP_NAMED:
-        if m := pattern.search(text):
-            return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m), figures={"buffer": code})
+    found = llamacpp_failure(text)
+    if found is not None:
+        m, figures = found
+        return StartupError(kind="llamacpp_alloc_failed", line=_line(text, m), figures=figures)
     m = _TGI_WARMUP.search(text)
     if m:  # TGI's warmup is its memory profile (a batch of max_batch_prefill_tokens): an out of memory there
         return StartupError(kind="cuda_oom_warmup", line=_line(text, m))
     return None
 
 
-LLAMACPP_BUFFERS = tuple(name for name, _ in _LLAMACPP_WHICH)
-
-# llama.cpp allocates the weights, then the KV cache, then the output and compute buffers (llama_init_from_model): a failure
-# after a KV line (llamacpp_buffers.KV_ALLOCATED, any backend) is a compute buffer's (sf133, sf134)
-
-
-def _llamacpp_buffer(text: str, m: re.Match) -> dict[str, float]:
-    """Which buffer failed: the nearest line after the failure that names one (a paste of several runs goes on; docfix8,
-    sf131), else a compute buffer where the KV cache was already allocated before it; ``{}`` when neither says."""
-    if _GALLOCR_LINE.search(_line(text, m)):
-        return {"buffer": 1}
-    after = text[m.end():]
-    found = [(hit.start(), code) for code, (_, pattern) in enumerate(_LLAMACPP_WHICH) if (hit := pattern.search(after))]
-    if found:
-        return {"buffer": min(found)[1]}  # 0 KV cache, 1 compute buffers, 2 weights (LLAMACPP_BUFFERS)
-    return {"buffer": 1} if KV_ALLOCATED.search(text, 0, m.start()) or COMPUTE_RESERVING.search(text, 0, m.start()) else {}
 # Messages only vLLM's V0 engine prints (V1 words the same check "To serve at least one request ... KV cache is
 # needed"): a log that prints one and no version is read with the newest V0 memory profile, not the pinned V1 default.
 V0_ONLY_KINDS = ("max_len_exceeds_kv",)
@@ -434,7 +355,7 @@ def _reported_oom(text: str) -> StartupError | None:
     kind = "cuda_oom_graph_capture" if _REPORTED_GRAPH.search(_line(text, m)) else _logged_phase(text)
     if kind == "cuda_oom" and _REPORTED_KV.search(text):
         kind = _KV_KIND.get(detect_engine(text) or "", kind)
-    return StartupError(kind=kind, line=(REPORTED + _line(text, m))[:LINE_CHARS], figures=_kv_fit(text) | _llamacpp_phase(text))
+    return StartupError(kind=kind, line=(REPORTED + _line(text, m))[:LINE_CHARS], figures=_kv_fit(text) | llamacpp_phase(text))
 
 
 # vLLM V1 gpu_worker (0.11+, with CUDA-graph memory profiling): "Replace gpu_memory_utilization config with

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import re
 
+from .log_line import matched_line as _line
+
 LLAMACPP_REFUSALS = (
     re.compile(r"quantized V cache requires flash_attn to be enabled"),
     re.compile(r"V cache quantization requires flash_attn"),
@@ -56,12 +58,6 @@ HOST_KILL = 99
 _HOST_KILL = re.compile(r"exit(?:ed)? (?:with )?(?:exit )?code 137\b|\bSIGKILL\b|Killed process (?:\d+ )?\(|Killed process \d+"
                         r"|\btotal-vm:\d+kB,? anon-rss:\d+kB|oom-kill(?:er)?\b|OOMKilled")
 _MEMORY_WORDS = re.compile(r"(?i)\bOOM\b|out of memory|oom-kill|OOMKilled|Killed process")
-
-
-def _line(text: str, m: re.Match) -> str:
-    start = text.rfind("\n", 0, m.start()) + 1
-    end = text.find("\n", m.end())
-    return text[start: end if end >= 0 else len(text)].strip()[:400]
 
 
 def refusal(text: str) -> tuple[str, int, str] | None:

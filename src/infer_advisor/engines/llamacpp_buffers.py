@@ -17,6 +17,15 @@ cache, the compute buffers, and Metal's working set). Every pattern is llama.cpp
 
 A buffer of "0.00 MiB" on a CUDA device is the fitting dry run's (common_fit_params, no_alloc), not the weights.
 
+The buffer type's name is ggml's (``ggml_backend_buffer_name`` / ``ggml_backend_buft_name``, printed with ``%10s`` or
+``%12s``): a GPU's own memory is ``CUDA0``, ``ROCm0`` or ``MUSA0`` (ggml-org/llama.cpp ggml/include/ggml-cuda.h:
+``#ifdef GGML_USE_HIP #define GGML_CUDA_NAME "ROCm" ... #elif defined(GGML_USE_MUSA) #define GGML_CUDA_NAME "MUSA" ...
+#else #define GGML_CUDA_NAME "CUDA"``; ggml-cuda.cu's buffer type ``GGML_CUDA_NAME + std::to_string(i)``), ``Vulkan0``
+(ggml-vulkan.cpp ``GGML_VK_NAME + std::to_string(idx)``), ``SYCL0``, ``CANN0``, and Metal's ``MTL0`` (``Metal`` in the
+older builds); host memory is ``CPU``, ``CPU_Mapped``, ``CPU_REPACK`` and each GPU backend's pinned host buffers
+(ggml-cuda.cu ``ggml_backend_cuda_host_buffer_type_name``: ``return GGML_CUDA_NAME "_Host";``, so ``CUDA_Host``,
+``ROCm_Host``; ``Vulkan_Host``), which are not a GPU's memory and are not counted (:data:`DEVICE`).
+
     >>> round(metal_buffers("recommendedMaxWorkingSetSize  = 10922.67 MiB")["working_set"] / 2**20, 2)
     10922.67
 """
@@ -29,6 +38,9 @@ from .startup_log_record import LINE_CHARS
 from ..units import GB, MIB
 
 _FIGURE = r"\s*=\s*([\d.]+) MiB"
+# a GPU device's buffer type (above); "_Host", "CPU", "CPU_Mapped" and "CPU_REPACK" are host memory and do not match
+DEVICE = r"(?:CUDA|ROCm|MUSA|Vulkan|SYCL|CANN|MTL)\d+|Metal"
+DEVICE_0 = r"(?:CUDA|ROCm|MUSA|Vulkan|SYCL|CANN|MTL)0|Metal"  # the first device (Metal has one)
 _KV_HEAD = r"llama_kv_cache\w{0,40}: size ="
 _KV_SELF_HEAD = "KV self size"
 # llama_kv_cache's line with n_seq_max/n_stream: the H200 build prints each stream's cells without --kv-unified
@@ -53,9 +65,9 @@ _METAL_2024 = {"weights": "", "kv": "KV ", "compute": "compute "}  # the words b
 
 
 def size_line(device: str, words: str = "") -> str:
-    """The pattern of ``"%s: %10s <words>buffer size = %8.2f MiB"`` for buffer type ``device`` (a regex: ``CUDA\\d+``,
+    """The pattern of ``"%s: %10s <words>buffer size = %8.2f MiB"`` for buffer type ``device`` (a regex: :data:`DEVICE`,
     ``Metal``), its figure in MiB the one group."""
-    return rf"{device} {words}buffer size{_FIGURE}"
+    return rf"(?<![\w])(?:{device}) {words}buffer size{_FIGURE}"
 
 
 def mib_bytes(figures) -> float:
@@ -72,12 +84,12 @@ def kv_line_figures(m, find) -> tuple[int, int, int, str]:
     return int(round(mib_bytes([m.group(1)]))), cells, int(m.group(4)), m.group(6)
 
 
-def read_cuda_buffers(r) -> None:
-    """Fill the weights, KV cache and compute figures of ``r.log`` (a ``LogReader``) from the CUDA buffer lines and the KV
-    cache's own line: the weights summed over devices, the largest compute buffer, device 0's KV buffer (over the
-    older builds' "KV self size", which it replaces)."""
+def read_device_buffers(r) -> None:
+    """Fill the weights, KV cache and compute figures of ``r.log`` (a ``LogReader``) from the GPU buffer lines (any
+    backend's device, :data:`DEVICE`; host buffers left out) and the KV cache's own line: the weights summed over
+    devices, the largest compute buffer, device 0's KV buffer (over the older builds' "KV self size", which it replaces)."""
     log, lines = r.log, r.log.lines
-    found = [(m, line) for m, line in r.find.matches(size_line(r"CUDA\d+", "(?:model )?"), anchor=" buffer size =")
+    found = [(m, line) for m, line in r.find.matches(size_line(DEVICE, "(?:model )?"), anchor=" buffer size =")
              if float(m.group(1)) > 0]  # 0.00 MiB: the dry run of common_fit_params (no_alloc), not the weights
     if found:
         log.weights_bytes = int(round(mib_bytes(m.group(1) for m, _ in found)))
@@ -90,11 +102,11 @@ def read_cuda_buffers(r) -> None:
     if m and log.kv_cache_bytes is None:
         log.kv_cache_bytes, log.kv_cache_dtype = int(round(mib_bytes([m.group(1)]))), m.group(2)
         lines["kv_cache_bytes"] = line[:LINE_CHARS]
-    found = list(r.find.matches(size_line(r"CUDA\d+", "compute "), anchor=" compute buffer size ="))
+    found = list(r.find.matches(size_line(DEVICE, "compute "), anchor=" compute buffer size ="))
     if found:
         log.activation_bytes = int(round(max(mib_bytes([m.group(1)]) for m, _ in found)))
         lines["activation_bytes"] = found[0][1][:LINE_CHARS]
-    found = list(r.find.matches(size_line("CUDA0", "KV "), anchor="CUDA0 KV buffer size"))
+    found = list(r.find.matches(size_line(DEVICE_0, "KV "), anchor=" KV buffer size"))
     if found and (log.kv_cache_bytes is None or _KV_SELF_HEAD in lines.get("kv_cache_bytes", "")):  # device 0's share wins
         log.kv_cache_bytes = int(round(mib_bytes([found[0][0].group(1)])))
         lines["kv_cache_bytes"] = found[0][1][:LINE_CHARS]

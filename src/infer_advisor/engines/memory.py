@@ -23,7 +23,7 @@ from .._data import load_validated
 from .._paths import shipped
 from .cuda_graphs import CudaGraphScaling
 from .profiles import EngineProfile, engine_profile
-from .sglang_reserved import SGLangReservedByMemory
+from .sglang_reserved import SGLangFraction, SGLangReservedByMemory
 from .versions import version_key
 from ..units import GIB, MIB
 
@@ -44,6 +44,7 @@ class BatchTier(BaseModel):
     max_num_batched_tokens: int = Field(gt=0)
     max_num_seqs: int = Field(gt=0)
     graph_bs: int | None = Field(default=None, gt=0, description="SGLang cuda_graph_max_bs of the row (TP < 4).")
+    graph_bs_from_tp4: int | None = Field(default=None, gt=0, description="SGLang cuda_graph_max_bs of the row from TP 4 (None: graph_bs).")
 
 
 class CommBytes(BaseModel):
@@ -58,19 +59,6 @@ class CommBytes(BaseModel):
         default=None, ge=0, description="The NVLink figure on GPUs of compute capability below 9.0 (None: the same): NCCL's NVLS "
         "(NVLink SHARP multicast) buffers need sm90 and NVSwitch, so an A100 allocates much less.")
     pre_hopper_source: str | None = None
-
-
-class SGLangFraction(BaseModel):
-    """SGLang's mem_fraction_static rule (server_args._handle_gpu_memory_settings)."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    reserved_base_mib: float = Field(ge=0)
-    reserved_per_chunk_token_mib: float = Field(ge=0)
-    reserved_per_graph_bs_mib: float = Field(ge=0)
-    reserved_per_tp_mib: float = Field(ge=0)
-    reserved_floor_mib_above_60gib: float = Field(ge=0)
-    source: str = Field(min_length=8)
 
 
 class ExpertPadding(BaseModel):
@@ -399,18 +387,21 @@ def batch_defaults(
 def _tier(
     prof: EngineMemoryProfile, usable_memory_bytes: int | None, device_name: str, compute_capability: float | None = None
 ) -> tuple[int, int, int | None]:
+    tier = _tier_row(prof, usable_memory_bytes, device_name, compute_capability)
+    return tier.max_num_batched_tokens, tier.max_num_seqs, tier.graph_bs
+
+
+def _tier_row(
+    prof: EngineMemoryProfile, usable_memory_bytes: int | None, device_name: str, compute_capability: float | None = None
+) -> BatchTier:
+    """The first of the profile's per-GPU default rows whose conditions hold (the last row otherwise)."""
     memory_gib = (usable_memory_bytes or 0) / GIB
     name = device_name.lower()
-    for tier in prof.batch_tiers:
-        if (
-            memory_gib >= tier.min_memory_gib
-            and not any(x in name for x in tier.exclude_names)
-            and (not tier.include_names or any(x in name for x in tier.include_names))
-            and compute_capability not in tier.exclude_compute_capabilities
-        ):
-            return tier.max_num_batched_tokens, tier.max_num_seqs, tier.graph_bs
-    last = prof.batch_tiers[-1]
-    return last.max_num_batched_tokens, last.max_num_seqs, last.graph_bs
+    return next((tier for tier in prof.batch_tiers
+                 if memory_gib >= tier.min_memory_gib
+                 and not any(x in name for x in tier.exclude_names)
+                 and (not tier.include_names or any(x in name for x in tier.include_names))
+                 and compute_capability not in tier.exclude_compute_capabilities), prof.batch_tiers[-1])
 
 
 def default_memory_fraction(
@@ -429,16 +420,17 @@ def default_memory_fraction(
     if bands is not None and bands.applies_to(version):
         reserved = bands.reserved_mib(gpu_mib, tp * pp)
     else:
-        reserved = _reserved_mib(prof, rule, driver_memory_bytes, tp * pp, chunked_prefill_tokens)
+        reserved = sglang_reserved_mib(prof, driver_memory_bytes=driver_memory_bytes, ranks=tp * pp, chunk=chunked_prefill_tokens)
     return round((gpu_mib - reserved) / gpu_mib, 3)
 
 
-def _reserved_mib(prof: EngineMemoryProfile, rule: SGLangFraction, driver_memory_bytes: int, ranks: int, chunk: int | None) -> float:
-    """SGLang 0.5.3+'s reserve: base + chunk x 1.5 + graph batch x 2 + ranks / 8 GiB, at least 10 GiB above 60 GiB."""
-    tokens, _, graph_bs = _tier(prof, driver_memory_bytes, "")
-    chunk = chunk or tokens
-    if ranks >= 4 and graph_bs is not None:  # SGLang doubles the graph batch from TP 4 (80/160/512 rows)
-        graph_bs = {8: 8, 24: 80, 32: 160, 256: 512}.get(graph_bs, graph_bs)
-    reserved = (rule.reserved_base_mib + max(chunk, 2048) * rule.reserved_per_chunk_token_mib
-                + (graph_bs or 0) * rule.reserved_per_graph_bs_mib + ranks * rule.reserved_per_tp_mib)
-    return max(reserved, rule.reserved_floor_mib_above_60gib) if driver_memory_bytes / MIB > 60 * 1024 else reserved
+def sglang_reserved_mib(prof: EngineMemoryProfile, *, driver_memory_bytes: int, ranks: int, chunk: int | None = None,
+                        graph_bs: int | None = None, floor: bool = True) -> float:
+    """SGLang 0.5.3+'s reserve (MiB) on a GPU of ``driver_memory_bytes`` (nvidia-smi total) at ``ranks`` = tp x pp:
+    ``chunk`` and ``graph_bs`` as set, else the version's defaults for the GPU (the graph batch doubled from TP 4), summed
+    by :meth:`SGLangFraction.reserved_mib` (``floor``: with its 10 GiB minimum, for the fraction SGLang picks itself)."""
+    tier = _tier_row(prof, driver_memory_bytes, "")
+    if graph_bs is None:  # the version's default for the GPU, its larger TP 4+ figure where the row has one
+        graph_bs = tier.graph_bs_from_tp4 if ranks >= 4 and tier.graph_bs_from_tp4 else tier.graph_bs
+    tokens = tier.max_num_batched_tokens
+    return prof.sglang_fraction.reserved_mib(driver_memory_bytes / MIB, ranks, chunk or tokens, graph_bs or 0, floor=floor)

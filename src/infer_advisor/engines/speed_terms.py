@@ -53,6 +53,9 @@ class SpeedVersion(BaseModel):
     label: str
     source: str = Field(description="The engine source read for this range (file at a pinned version).")
     coefficients: dict[str, Coefficient] = Field(default_factory=dict)
+    kv_admission: Literal["on_demand", "on_demand_cached", "reserve"] | None = Field(
+        default=None, description="This range's KV admission where it differs from the engine's (simulate.SchedulerConfig).")
+    kv_admission_source: str | None = None
 
     def covers(self, version: str) -> bool:
         v = version_key(version)
@@ -94,7 +97,7 @@ class EngineSpeed(BaseModel):
     small_kernels_per_layer: float = Field(ge=0, description="Norm/RoPE/activation/add/cache-write kernels per decoder layer.")
     small_kernels_source: str
     host_launch_s: float = Field(default=5e-6, ge=0, description="Host time per kernel launch when graphs are off.")
-    kv_admission: Literal["on_demand", "reserve"] = Field(
+    kv_admission: Literal["on_demand", "on_demand_cached", "reserve"] = Field(
         default="on_demand", description="How the scheduler admits requests against the KV cache (simulate.SchedulerConfig)."
     )
     kv_admission_source: str | None = None

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from .llamacpp_buffers import CONTEXT_LINE, read_cuda_buffers
+from .llamacpp_buffers import CONTEXT_LINE, read_device_buffers
 from .log_search import LogReader, gib
 from .startup_log_record import LINE_CHARS, MIB, GIB, StartupLog
 
@@ -70,7 +70,7 @@ def read_llamacpp_log(text: str) -> StartupLog:  # read through read_past_fit_dr
         log.free_at_start_bytes = int(m.group(2)) * MIB
         log.lines["free_at_start_bytes"] = line[:LINE_CHARS]
     r.take("model", r"general\.name\s+str\s+=\s+([^\n]+)", lambda s: s.strip())
-    read_cuda_buffers(r)  # the weights, KV cache and compute buffers (llamacpp_buffers)
+    read_device_buffers(r)  # the weights, KV cache and compute buffers (llamacpp_buffers)
     r.take("max_model_len", r"n_ctx_per_seq\s+=\s+(\d+)", int)
     r.take("max_model_len", CONTEXT_LINE, int)
     if log.kv_cache_tokens is None:

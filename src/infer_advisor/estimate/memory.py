@@ -27,6 +27,7 @@ Per GPU, under tensor parallelism ``tp`` and pipeline parallelism ``pp``:
   0.20 capture CUDA graphs after sizing the KV cache; 0.33 takes NCCL out of the budget; SGLang keeps activations and
   graphs in its 1 - mem_fraction_static headroom; V0's profiler misses LoRA buffers).
 - a memory calibration from a start-up log (``calibrate --from-log``) replaces the figures it measured (``calibrated (log)``).
+- the KV space, capacity, concurrency and longest context from what is left: :mod:`.kv_capacity`.
 
 Three accountings (engine profile ``memory_accounting``):
 
@@ -63,8 +64,8 @@ from .engine_terms import (
     profile_batch,
 )
 from .formats import dtype_bytes, formats, weight_format
+from .kv_capacity import kv_fit, max_context
 from .lora import add_lora_term
-from .state_pool import apart_from_states
 from .vision_profile import vision_profile
 from .weights import expert_padding_ratio, group_bytes, weight_bytes_by_group, weights_bytes, weights_per_gpu
 from .weights_engine import engine_layout_bytes, expert_bias_bytes
@@ -170,11 +171,6 @@ def recurrent_state_bytes_per_sequence(model: ModelFacts, dtype: str, tp: int, p
     return total / (tp * pp)
 
 
-def _kv_bytes_for(full: float, sliding: float, window: int | None, context: int, sequences: int, state: float = 0.0) -> float:
-    held = min(context, window) if window else context
-    return sequences * (context * full + held * sliding + state)
-
-
 def estimate_memory(
     model: ModelFacts,
     *,
@@ -249,9 +245,9 @@ def estimate_memory(
     residual = cal.residual_bytes if (cal is not None and cal.residual_bytes and on_gpu) else 0
     if residual:
         sources["residual"] = CALIBRATED
-    fit = _fit(engine, mp, reserve, kv, w["per_gpu"] + sum(overheads.values()), fixed, budget, residual, act,
-               context, concurrency, request_tokens, prompt, kv_report(engine.name, version))
-    max_ctx = _max_context(model, kv, fit["free_for_kv"], concurrency, request_tokens, context)
+    fit = kv_fit(engine, mp, reserve, kv, w["per_gpu"] + sum(overheads.values()), fixed, budget, residual, act,
+                 context, concurrency, request_tokens, prompt, kv_report(engine.name, version))
+    max_ctx = max_context(model, kv, fit["free_for_kv"], concurrency, request_tokens, context)
     engine_figs = _engine_figures(model, engine, mp, version, reserve, fit, kv, pp, context, max_num_batched_tokens, prefix_caching)
     return _result(engine, mp, model, gpu_memory_bytes, budget, w, kv, act, overheads, outside, fit, max_ctx, engine_figs,
                    concurrency, request_tokens, context, version, sources, checkpoint_bytes)
@@ -346,57 +342,6 @@ def _activation(model, mp, engine, reserve, dtype, tp, context, concurrency, pro
         "activation": peak * scale,
         "decode": concurrency * per_token + concurrency * logits_row, "tokens": tokens, "rows": sampled_rows,
     }
-
-
-def _fit(engine, mp, reserve, kv, base_bytes, fixed, budget, residual, act, context, concurrency, request_tokens, prompt, report) -> dict:
-    """KV space, capacity in tokens (whole blocks), full-context requests that fit, and the bytes a fit needs."""
-    full_tok, slide_tok, window, state = kv["full"], kv["slide"], kv["window"], kv["state"]
-    per_seq_at_context = _kv_bytes_for(full_tok, slide_tok, window, context, 1, state=state)
-    kv_needed = max(_kv_bytes_for(full_tok, slide_tok, window, request_tokens, concurrency, state=state), per_seq_at_context)
-    if reserve:
-        kv_space, total, need = max(budget - fixed + residual, 0.0), budget, fixed - residual + kv_needed
-        kv_space, per_seq_at_context, states = apart_from_states(report, kv_space, state, per_seq_at_context)  # SGLang's own pool
-        free_for_kv = kv_space
-    else:
-        states = None
-        # The peak is at the end of prefill (big activations, KV of the prompts only) or at the end of
-        # decode (full KV, one token's activations per sequence), whichever is larger.
-        kv_prompt = _kv_bytes_for(full_tok, slide_tok, window, prompt, concurrency, state=state)
-        kv_space = kv_needed
-        need = base_bytes + max(act["activation"] + kv_prompt, kv_needed + act["decode"])
-        total = need
-        # peak engines hold the full KV at the end of decode, next to one token's activations per sequence
-        free_for_kv = max(budget - (base_bytes + act["decode"]) + residual, 0.0)
-    per_token_at_context = per_seq_at_context / context if context else full_tok
-    block = mp.block_size if reserve else 1
-    if engine.kv_preallocated:
-        # n_ctx cells for `concurrency` slots of `context` tokens are allocated at load: that is the cache,
-        # whatever else is free, and it holds exactly those slots.
-        slots = concurrency if kv_needed <= free_for_kv else int(free_for_kv // per_seq_at_context) if per_seq_at_context else 0
-        capacity, max_concurrency, kv_space = slots * context, slots, slots * per_seq_at_context
-    else:
-        capacity = int(free_for_kv // per_token_at_context) if per_token_at_context > 0 else 0
-        capacity -= capacity % block
-        max_concurrency = int(free_for_kv // per_seq_at_context) if per_seq_at_context > 0 else 0
-        max_concurrency = max_concurrency if states is None else min(max_concurrency, states)  # one state per request
-    return {"kv_space": kv_space, "total": total, "need": need, "free_for_kv": free_for_kv, "capacity": capacity,
-            "max_concurrency": max_concurrency, "required": max(concurrency * request_tokens, context), "fits": need <= budget,
-            "request_bytes": per_seq_at_context}
-
-
-def _max_context(model, kv, free_for_kv, concurrency, request_tokens, context) -> int:
-    """Longest context at the requested concurrency (solves the piecewise-linear KV size)."""
-    full_tok, slide_tok, window, state = kv["full"], kv["slide"], kv["window"], kv["state"]
-    sharing = concurrency if request_tokens >= context else 1  # typical requests shorter than context leave it to one
-    others = 0 if sharing > 1 else _kv_bytes_for(full_tok, slide_tok, window, request_tokens, concurrency - 1, state=state)
-    per_seq_budget = max(free_for_kv - others, 0.0) / max(sharing, 1)
-    per_seq_budget = max(per_seq_budget - state, 0.0)  # the recurrent state comes first, whatever the context
-    if window and context > window:
-        extra = per_seq_budget - window * slide_tok
-        max_ctx = int(extra // full_tok) if full_tok > 0 else model.max_position_embeddings
-    else:
-        max_ctx = int(per_seq_budget // (full_tok + slide_tok)) if (full_tok + slide_tok) > 0 else model.max_position_embeddings
-    return max(0, min(max_ctx, model.max_position_embeddings))
 
 
 def _result(engine, mp, model, gpu_memory_bytes, budget, w, kv, act, overheads, outside, fit, max_ctx, figs: EngineKV,

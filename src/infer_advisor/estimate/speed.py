@@ -259,7 +259,7 @@ def _simulate(step, memory: MemoryEstimate, batch: int, seqs: int, budget: int, 
     from ..simulate import LengthSpec, SchedulerConfig, Workload, simulate
 
     kv_tokens = memory.kv_cache_tokens
-    if memory.accounting != "reserve":  # peak engines allocate as they go: the plan's own concurrency x context
+    if memory.accounting == "peak":  # peak engines allocate as they go: the plan's own concurrency x context
         kv_tokens = max(kv_tokens, batch * (input_tokens + output_tokens))
     # The plan's own figures, typed here as validation would coerce them (no schema built for these internal models).
     cfg = SchedulerConfig.model_construct(max_num_seqs=int(seqs), max_num_batched_tokens=int(budget),

@@ -293,6 +293,8 @@ def _with_row(prof: EngineSpeed, row: SpeedVersion | None) -> EngineSpeed:
         return prof
     update = dict(row.coefficients)
     update["version_range"] = row.label
+    if row.kv_admission is not None:
+        update.update(kv_admission=row.kv_admission, kv_admission_source=row.kv_admission_source)
     return prof.model_copy(update=update)
 
 

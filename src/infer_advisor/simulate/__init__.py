@@ -35,9 +35,10 @@ class SchedulerConfig(BaseModel):
     kv_capacity_tokens: int = Field(gt=0, description="KV-cache capacity in tokens (from the memory model).")
     block_size: int = Field(default=16, gt=0, le=4096)
     lanes: int = Field(default=1, gt=0, le=64, description="Pipeline stages: 1, or the step model's own pp (which is what is used).")
-    kv_admission: Literal["on_demand", "reserve"] = Field(
+    kv_admission: Literal["on_demand", "on_demand_cached", "reserve"] = Field(
         default="on_demand",
         description="on_demand: KV taken as tokens are scheduled, newest request preempted when it runs out (vLLM, SGLang); "
+        "on_demand_cached: the same, but a preempted request's computed KV stays in the prefix cache until evicted (vLLM V1); "
         "reserve: a request is admitted only with room for its whole prompt and output (TensorRT-LLM, TGI, llama.cpp slots).",
     )
 
@@ -66,7 +67,8 @@ def simulate(
     log = run(timed, reqs, max_num_seqs=config.max_num_seqs, max_num_batched_tokens=budget,
               kv_capacity_tokens=config.kv_capacity_tokens, block_size=config.block_size,
               closed_loop_clients=max(1, workload.concurrency or 1) if closed else None,
-              reserve_full=config.kv_admission == "reserve", request_overhead=step.request_overhead_s)
+              reserve_full=config.kv_admission == "reserve",
+              keep_cache=config.kv_admission == "on_demand_cached", request_overhead=step.request_overhead_s)
     offered = workload.rate if workload.arrival == "poisson" else None
     res = summarise(log, warmup=int(len(reqs) * warmup_fraction), offered_rate=offered)
     if stages > 1:

@@ -44,6 +44,7 @@ class _Req:
     finish_step: int = 0
     preemptions: int = 0
     kv_reserved: int = 0
+    cached: int = 0  # keep_cache: tokens computed before its preemption, still in the prefix cache unless evicted
 
 
 @dataclass
@@ -73,6 +74,7 @@ def run(
     block_size: int = 16,
     closed_loop_clients: int | None = None,
     reserve_full: bool = False,
+    keep_cache: bool = False,
     max_steps: int = 2_000_000,
     request_overhead: float = 0.0,
 ) -> RunLog:
@@ -81,6 +83,11 @@ def run(
     ``reserve_full``: admit a request only when KV room for its whole prompt and output is free, and keep it
     reserved (TensorRT-LLM's GUARANTEED_NO_EVICT, TGI, llama.cpp slots): nothing is ever preempted. Otherwise KV
     is taken as tokens are scheduled and the newest request is preempted when decodes run out of room (vLLM, SGLang).
+
+    ``keep_cache``: a preempted request's computed tokens stay in the prefix cache (vLLM V1 with prefix caching, its
+    default: ``kv_cache_manager.free`` returns the blocks to the free queue with their hashes, tail blocks first, and
+    the re-admitted request finds them with ``get_computed_blocks``); other requests' allocations evict them least
+    recently freed first, so at re-admission the request recomputes only what the free room no longer holds.
 
     ``request_overhead``: seconds of host work per request before the scheduler sees it (HTTP, tokenisation): an
     request is queued that long after it is sent (open loop: its arrival; closed loop: its client's previous request
@@ -94,7 +101,7 @@ def run(
         return log
     s = _Scheduler(step, reqs, log, max_num_seqs=max_num_seqs, budget_max=max(max_num_batched_tokens, 1),
                    capacity=kv_capacity_tokens, frag=(block_size - 1) / 2.0, closed_loop=closed_loop_clients,
-                   reserve_full=reserve_full, overhead=request_overhead)
+                   reserve_full=reserve_full, overhead=request_overhead, keep_cache=keep_cache)
     s.start(closed_loop_clients)
     # the loop runs millions of times per sizing search: its methods are looked up once
     take_arrivals, preempt, pack, account_step = s.take_arrivals, s.preempt_for_decodes, s.pack, s.account_step
@@ -140,11 +147,12 @@ class _Scheduler:
     """
 
     def __init__(self, step: StepModel, reqs: list[_Req], log: RunLog, *, max_num_seqs: int, budget_max: int,
-                 capacity: int, frag: float, closed_loop: int | None, reserve_full: bool, overhead: float = 0.0) -> None:
+                 capacity: int, frag: float, closed_loop: int | None, reserve_full: bool, overhead: float = 0.0,
+                 keep_cache: bool = False) -> None:
         self.step, self.reqs, self.log = step, reqs, log
         self.max_num_seqs, self.budget_max, self.capacity = max_num_seqs, budget_max, capacity
         self.frag = frag  # mean unused tail of a request's last KV block (none with per-token cells, block 1)
-        self.closed_loop, self.reserve_full = closed_loop, reserve_full
+        self.closed_loop, self.reserve_full, self.keep_cache = closed_loop, reserve_full, keep_cache
         self.arrivals = deque(sorted(reqs, key=lambda r: r.arrival)) if closed_loop is None else deque(reqs)
         self.overhead = overhead
         self.sent: deque[_Req] = deque()  # closed loop: sent by a client, queued after the overhead (in send order)
@@ -189,8 +197,9 @@ class _Scheduler:
         (the head of the queue blocks the rest)."""
         while self.waiting and budget > 0 and len(self.running_order) < self.max_num_seqs:
             r = self.waiting[0]
-            c = min(r.prompt, budget)
-            need = (self.reserved + r.prompt + r.output - r.produced) if self.reserve_full else (kv_used + c)
+            hit = self._cache_hit(r, kv_used)
+            c = min(r.prompt - hit, budget)
+            need = (self.reserved + r.prompt + r.output - r.produced) if self.reserve_full else (kv_used + hit + c)
             if need + self.frag * (len(self.running_order) + 1) > self.capacity:
                 if not self.running_order and r.prompt + 1 > self.capacity:
                     self.log.aborted = f"a request of {r.prompt} prompt tokens does not fit in a KV cache of {self.capacity} tokens"
@@ -200,6 +209,9 @@ class _Scheduler:
                 r.kv_reserved = r.prompt + r.output - r.produced
                 self.reserved += r.kv_reserved
             r.state = "prefill"
+            r.done, r.cached = hit, 0
+            self.kv_prefill += hit
+            kv_used += hit
             r.admitted = self.t if r.admitted is None else r.admitted
             self.prefilling.append(r)
             self.running_order.append(r)
@@ -207,6 +219,14 @@ class _Scheduler:
             budget -= c
             kv_used += c
         return budget, kv_used
+
+    def _cache_hit(self, r: _Req, kv_used: float) -> int:
+        """keep_cache: the tokens of a re-admitted request still cached, at most the free room (the rest of its freed
+        blocks were taken by other requests' allocations since it was preempted)."""
+        if not r.cached:
+            return 0
+        free = self.capacity - kv_used - self.frag * (len(self.running_order) + 1)
+        return max(0, min(r.cached, r.prompt - 1, int(free) - 1))
 
     # ---------------------------------------------------------------- preemption
     def _release(self, r: _Req) -> None:
@@ -231,7 +251,10 @@ class _Scheduler:
                and len(self.running_order) > 1):
             victim = self.running_order[-1]
             was_decode = victim.state == "decode"
+            computed = victim.prompt + victim.produced if was_decode else victim.done
             self._release(victim)
+            if self.keep_cache:
+                victim.cached = computed
             victim.prompt = victim.prompt + victim.produced if was_decode else victim.prompt
             victim.output -= victim.produced if was_decode else 0
             victim.produced = 0
