@@ -7,45 +7,18 @@ verbatim, whitespace collapsed, in the saved raw file named for its source. Dete
 
 from __future__ import annotations
 
-import re
+import sys
 from pathlib import Path
 
-import yaml
-
 HERE = Path(__file__).resolve().parent
+if str(HERE.parents[3]) not in sys.path:  # run as a script: the repository root, for the shared source tools
+    sys.path.insert(0, str(HERE.parents[3]))
+
+from benchmarks.published.prospective.source_tools import metric, point, quoter, write_batch  # noqa: E402
+
 RAW = HERE / "raw"
 OUT = HERE.parent / "batch6.yaml"
-
-
-def norm(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
-
-
-def quote(raw_file: str, *frags: str) -> str:
-    text = norm((RAW / raw_file).read_text(encoding="utf-8"))
-    for f in frags:
-        if norm(f) not in text:
-            raise SystemExit(f"{raw_file}: fragment not in raw text: {f!r}")
-    return " ... ".join(norm(f) for f in frags)
-
-
-def metric(value, stat):
-    return {"value": value, "stat": stat}
-
-
-def point(**kw):
-    base = {"engine_backend": None, "weights_checkpoint": None, "kv_cache_dtype": None, "dtype": None, "gpu_in_catalog": True,
-            "pp": 1, "dp": 1, "model_in_catalog": True, "inferred": [], "doubt": None}
-    base.update(kw)
-    order = ["id", "source_id", "source_url", "quote", "quote_context", "engine", "engine_version", "engine_backend", "model",
-             "catalog_model", "model_in_catalog", "quantization", "weights_checkpoint", "kv_cache_dtype", "dtype", "gpu", "gpu_as_stated",
-             "gpu_in_catalog", "gpu_count", "tp", "pp", "dp", "mode", "batch", "concurrency", "request_rate", "num_requests", "input_tokens",
-             "output_tokens", "length_distribution", "metrics", "primary_metric", "inferred", "notes", "doubt"]
-    out = {k: base[k] for k in order if k in base and (base[k] is not None or k in ("engine_version", "kv_cache_dtype", "dtype", "catalog_model"))}
-    extra = set(base) - set(order)
-    if extra:
-        raise SystemExit(f"unknown keys {extra}")
-    return out
+quote = quoter(RAW)
 
 
 # ---------------------------------------------------------------- TensorRT-LLM v0.15.0 perf-overview (NVIDIA)
@@ -417,14 +390,9 @@ def sources():
 def main():
     rocm_url, srcs = sources()
     pts = trt_points() + rocm_points(rocm_url) + lambda_points() + gpustack_points() + thread_points()
-    data = {"schema_version": 1,
-            "description": "Batch 6 of published LLM-serving speed measurements from sources never used in benchmarks/published/speed_points.yaml, "
-                           "prospective/batch1.yaml .. batch5.yaml, serving_curves.yaml or lora_points.yaml, gathered 2026-12-04 (21:52-22:10 UTC) for "
-                           "prospective grading of the frozen profile 478a15ff4011 (issue 20). Same schema as speed_points.yaml.",
-            "sources": srcs, "points": pts}
-    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=150)
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT} ({len(srcs)} sources, {len(pts)} points)")
+    write_batch(OUT, "Batch 6 of published LLM-serving speed measurements from sources never used in benchmarks/published/speed_points.yaml, "
+                     "prospective/batch1.yaml .. batch5.yaml, serving_curves.yaml or lora_points.yaml, gathered 2026-12-04 (21:52-22:10 UTC) for "
+                     "prospective grading of the frozen profile 478a15ff4011 (issue 20). Same schema as speed_points.yaml.", srcs, pts)
 
 
 if __name__ == "__main__":

@@ -7,47 +7,18 @@ verbatim, whitespace collapsed, in the saved raw file named for its source. Dete
 
 from __future__ import annotations
 
-import re
+import sys
 from pathlib import Path
 
-import yaml
-
 HERE = Path(__file__).resolve().parent
+if str(HERE.parents[3]) not in sys.path:  # run as a script: the repository root, for the shared source tools
+    sys.path.insert(0, str(HERE.parents[3]))
+
+from benchmarks.published.prospective.source_tools import metric, point, quoter, write_batch  # noqa: E402
+
 RAW = HERE / "raw"
 OUT = HERE.parent / "batch7.yaml"
-
-
-def norm(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
-
-
-def quote(raw_file: str, *frags: str) -> str:
-    text = norm((RAW / raw_file).read_text(encoding="utf-8"))
-    for f in frags:
-        if norm(f) not in text:
-            raise SystemExit(f"{raw_file}: fragment not in raw text: {f!r}")
-    return " ... ".join(norm(f) for f in frags)
-
-
-def metric(value, stat):
-    return {"value": value, "stat": stat}
-
-
-ORDER = ["id", "source_id", "source_url", "quote", "quote_context", "engine", "engine_version", "engine_backend", "model", "catalog_model",
-         "model_in_catalog", "quantization", "weights_checkpoint", "kv_cache_dtype", "dtype", "gpu", "gpu_as_stated", "gpu_in_catalog",
-         "gpu_count", "tp", "pp", "dp", "mode", "batch", "concurrency", "request_rate", "num_requests", "input_tokens", "output_tokens",
-         "length_distribution", "metrics", "primary_metric", "inferred", "notes", "doubt"]
-KEEP_NULL = ("engine_version", "kv_cache_dtype", "dtype", "catalog_model")
-
-
-def point(**kw):
-    base = {"engine_backend": None, "weights_checkpoint": None, "kv_cache_dtype": None, "dtype": None, "gpu_in_catalog": True,
-            "pp": 1, "dp": 1, "model_in_catalog": True, "inferred": [], "doubt": None}
-    base.update(kw)
-    extra = set(base) - set(ORDER)
-    if extra:
-        raise SystemExit(f"unknown keys {extra}")
-    return {k: base[k] for k in ORDER if k in base and (base[k] is not None or k in KEEP_NULL)}
+quote = quoter(RAW)
 
 
 # ---------------------------------------------------------------- ROCm/vllm dev-docker README @16d2b92e (AMD)
@@ -358,14 +329,9 @@ SOURCES = [
 
 def main():
     pts = (rocm_points() + datacrunch_points() + francetravail_points() + llamacpp_points() + [vllm23696_point(), sglang4918_point()])
-    data = {"schema_version": 1,
-            "description": "Batch 7 of published LLM-serving speed measurements from sources never used in benchmarks/published/speed_points.yaml, "
-                           "prospective/batch1.yaml .. batch6.yaml, serving_curves.yaml or lora_points.yaml, gathered 2026-12-05 (00:33-00:45 UTC) "
-                           "for prospective grading of the profile frozen by speedfix7 (session 10). Same schema as speed_points.yaml.",
-            "sources": SOURCES, "points": pts}
-    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=150)
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT} ({len(SOURCES)} sources, {len(pts)} points)")
+    write_batch(OUT, "Batch 7 of published LLM-serving speed measurements from sources never used in benchmarks/published/speed_points.yaml, "
+                     "prospective/batch1.yaml .. batch6.yaml, serving_curves.yaml or lora_points.yaml, gathered 2026-12-05 (00:33-00:45 UTC) "
+                     "for prospective grading of the profile frozen by speedfix7 (session 10). Same schema as speed_points.yaml.", SOURCES, pts)
 
 
 if __name__ == "__main__":
