@@ -13,7 +13,7 @@ EngineChoice = Literal[
     "auto", "vllm", "sglang", "tgi", "ctranslate2", "llama.cpp", "transformers", "trtllm", "mlc", "exllamav2", "mistralrs"
 ]
 QuantChoice = Literal[
-    "auto", "none", "awq", "gptq", "compressed-tensors-w4a16", "fp8", "int8", "ct2-int8", "gguf-q8_0", "gguf-q4_k_m", "gguf-f16",
+    "auto", "none", "awq", "gptq", "compressed-tensors-w4a16", "fp8", "int8", "ct2-int8", "gguf-q8_0", "gguf-q4_k_m", "gguf-q4_0", "gguf-f16",
     "nvfp4", "mlc-q4f16_1", "exl2", "isq-q4k", "isq-q8_0",
 ]
 ServingChoice = Literal["auto", "server", "library"]

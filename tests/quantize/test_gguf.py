@@ -148,7 +148,7 @@ def wide_llama(tmp_path_factory) -> Path:
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize(("method", "expect"), [("gguf-q8_0", {"Q8_0"}), ("gguf-q4_k_m", {"Q4_K", "Q6_K"})])
+@pytest.mark.parametrize(("method", "expect"), [("gguf-q8_0", {"Q8_0"}), ("gguf-q4_k_m", {"Q4_K", "Q6_K"}), ("gguf-q4_0", {"Q4_0"})])
 def test_llama_cpp_quantizes_and_runs(wide_llama, tmp_path, method, expect):
     out = tmp_path / method
     got = _in_llama_venv(QUANTIZE, str(wide_llama), str(out), method, TEXT)

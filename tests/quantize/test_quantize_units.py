@@ -25,12 +25,13 @@ def test_method_table_lists_the_issue_methods_with_sources():
     assert all(entry["source"] for entry in raw["backends"].values())
     assert set(method_names()) == {
         "awq", "w4a16", "ct2-int8", "ct2-int8_float16", "ct2-int8_bfloat16", "ct2-float16", "ct2-bfloat16",
-        "ct2-float32", "gguf-f16", "gguf-q8_0", "gguf-q4_k_m",
+        "ct2-float32", "gguf-f16", "gguf-q8_0", "gguf-q4_k_m", "gguf-q4_0",
     }  # fmt: skip
     assert resolve_method("awq").backend == "llmcompressor"
     assert resolve_method("awq", "autoawq").extra == "autoawq"
     assert resolve_method("ct2-int8_bfloat16").ct2_quantization == "int8_bfloat16"
     assert resolve_method("gguf-q4_k_m").gguf_type == "q4_k_m"
+    assert resolve_method("gguf-q4_0").gguf_type == "q4_0"
     extras = {name: b.extra for name, b in method_table().backends.items()}
     assert extras == {"ct2": "ctranslate2", "llmcompressor": "awq", "autoawq": "autoawq", "gguf": "llamacpp"}
 

@@ -115,7 +115,7 @@ def model_ref(plan: DeploymentPlan) -> ModelRef:
                 f"llama.cpp serves GGUF files converted from an unquantized checkpoint, and {plan.model.name} is "
                 f"pre-quantized ({plan.model.pre_quantized}); plan with --engine vllm."
             )
-        raise EmitError("llama.cpp serves GGUF files: plan with --quantization gguf-q4_k_m (or gguf-q8_0, gguf-f16).")
+        raise EmitError("llama.cpp serves GGUF files: plan with --quantization gguf-q4_k_m (or gguf-q8_0, gguf-q4_0, gguf-f16).")
     return ModelRef(host=source, container=source)
 
 

@@ -30,6 +30,11 @@ class WeightFormat(BaseModel):
         description="Another format (key) the routed experts are stored in, e.g. FP4 experts in an FP8 block-scaled checkpoint; "
         "`quantizes` then describes the rest of the linear layers.",
     )
+    gguf_of: str | None = Field(
+        default=None,
+        description="The checkpoint format (key) this GGUF file is llama.cpp's conversion of: a model published in that format "
+        "is served from this file by an engine that loads only GGUF (gpt-oss's MXFP4 GGUF).",
+    )
     source: str
 
 

@@ -29,6 +29,15 @@ _PRE_QUANT_FORMAT = {
 }
 
 
+def gguf_of(method: str) -> bool:
+    """Is ``method`` llama.cpp's GGUF conversion of a pre-quantized checkpoint (gpt-oss's MXFP4 GGUF)? Such a plan serves
+    the published GGUF file, not the checkpoint itself."""
+    from ..estimate.formats import formats
+
+    fmt = formats().formats.get(method)
+    return fmt is not None and fmt.gguf_of is not None
+
+
 def platform_of(kind: str, vendor: str | None) -> str:
     """cuda, rocm or cpu: the column of the compatibility table a plan's hardware reads."""
     if kind == "cpu":
@@ -47,7 +56,7 @@ def pick_published(
     """The verified published checkpoint of ``model`` a plan in weight format ``method`` serves on ``engine`` and
     ``platform``: only ones the engine loads there, in the platform's order of preference; None if none."""
     name = model if isinstance(model, str) else model.name
-    if not isinstance(model, str) and (model.source == "local" or model.pre_quantized is not None):
+    if not isinstance(model, str) and (model.source == "local" or (model.pre_quantized is not None and not gguf_of(method))):
         return None
     if method in ("none", "ct2-int8"):
         return None
@@ -71,7 +80,7 @@ def pick_published(
 
 def served_format(model: ModelFacts, method: str, ckpt: PublishedCheckpoint | None, *, engine: str, online: bool) -> str | None:
     """The checkpoint format the engine is given (None where the table has no column for it)."""
-    if model.pre_quantized is not None:
+    if model.pre_quantized is not None and not gguf_of(method):
         return _PRE_QUANT_FORMAT.get(model.pre_quantized)
     if ckpt is not None:
         return format_of(ckpt)

@@ -22,7 +22,7 @@ from .checkpoint import published_bytes, refusal, where
 from ..rules.evaluate import Trace, Verdict, judge, rank
 from ..rules.schema import Rule
 from ..engines.lora import lora_slots
-from .options import Choice, Layout, SearchResult, layouts, plan_max_num_seqs, prequantized_format
+from .options import Choice, Layout, SearchResult, layouts, plan_max_num_seqs, prequantized_served
 
 if TYPE_CHECKING:  # speculative decoding's modules are imported when a plan uses it (--speculative-config, or auto for latency)
     from ..engines.draft_shape import DraftShape
@@ -148,7 +148,7 @@ def _user_draft(request: Any, model: ModelFacts) -> DraftShape | None:
 def _quantizations(model: ModelFacts, request: Any, profile: EngineProfile, result: SearchResult) -> list[str] | None:
     """The weight formats to try on this engine (None, with the reason in ``result``, when none can apply)."""
     if model.pre_quantized:
-        fmt = prequantized_format(model)
+        fmt = prequantized_served(model, profile)
         quants = [fmt] if fmt else []
         if not quants:
             result.rejected.append(f"pre-quantized format '{model.pre_quantized}' has no weight format here")
@@ -417,7 +417,7 @@ def _fallback(model, hw, request, by, facts, engine_order, mem_bytes, concurrenc
         f_e = {**facts, "engine": ev.value}
         dv = rank(by["dtype"], "dtype", ["bfloat16", "float16", "float32"] if request.dtype == "auto" else [request.dtype], f_e, None)[0]
         kv = rank(by["kv_cache_dtype"], "kv_cache_dtype", [request.kv_cache_dtype], {**f_e, "dtype": dv.value}, None)[0]
-        fmt = prequantized_format(model) or (
+        fmt = prequantized_served(model, profile) or (
             request.quantization if request.quantization not in ("auto",) else profile.quantizations[0]
         )
         if fmt not in profile.quantizations:

@@ -33,6 +33,17 @@ def prequantized_format(model: ModelFacts) -> str | None:
     return PRE_QUANT_FORMAT.get(model.pre_quantized or "")
 
 
+def prequantized_served(model: ModelFacts, profile: EngineProfile) -> str | None:
+    """The weight format ``profile``'s engine serves a pre-quantized checkpoint in: its own format, or where the engine
+    loads only GGUF, llama.cpp's conversion of it (data/formats.yaml ``gguf_of``: gpt-oss's MXFP4 GGUF)."""
+    from ..estimate.formats import weight_format
+
+    fmt = prequantized_format(model)
+    if fmt is None or fmt in profile.quantizations:
+        return fmt
+    return next((q for q in profile.quantizations if weight_format(q).gguf_of == fmt), fmt)
+
+
 
 @dataclass
 class Layout:

@@ -160,7 +160,8 @@ def quantization_plan(model: ModelFacts, c: Choice, decisions: list[Decision] | 
     method = c.quantization.value
     fmt = weight_format(method)
     pre = model.pre_quantized is not None
-    published = _published(model, method, where or {}) if not pre and method not in {"none", "ct2-int8"} else None
+    gguf = fmt.gguf_of is not None  # llama.cpp's GGUF of the pre-quantized checkpoint: its published file is served
+    published = _published(model, method, where or {}) if (gguf or not pre) and method not in {"none", "ct2-int8"} else None
     # Let vLLM/SGLang detect pre-quantized and published checkpoints (they pick awq_marlin/gptq_marlin themselves);
     # pass --quantization only for the methods the engine quantizes at load (data/engines.yaml load_time_quantizations).
     flag = method if (method in c.profile.load_time_quantizations and not pre and not published) else None

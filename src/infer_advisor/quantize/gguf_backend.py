@@ -13,7 +13,7 @@ How, and why not llama.cpp's ``convert_hf_to_gguf.py``:
   pre-tokenizer is the GPT-2 regex (``ByteLevel`` with ``use_regex``) is written as ``tokenizer.ggml.model
   = gpt2`` with ``tokenizer.ggml.pre = gpt-2``, vocabulary and merges taken from the tokenizer itself.
   Other pre-tokenizers are refused with a one-line error rather than written wrong.
-- Q8_0 and Q4_K_M come from llama.cpp's own quantizer, ``llama_model_quantize`` in the compiled
+- Q8_0, Q4_0 and Q4_K_M come from llama.cpp's own quantizer, ``llama_model_quantize`` in the compiled
   bindings of llama-cpp-python (the ``llamacpp`` extra), so the k-quant mixes (which tensors get 6-bit)
   are exactly llama.cpp's. Rows narrower than 256 cannot hold k-quant blocks; llama.cpp then picks
   its own fallback type per tensor, and the notes list the tensor types actually written.
@@ -39,8 +39,9 @@ if TYPE_CHECKING:  # pragma: no cover
 LLAMA_LIKE = ("LlamaForCausalLM", "MistralForCausalLM")
 
 # llama.cpp's llama_ftype values for the methods here (source: llama.cpp include/llama.h, enum llama_ftype;
-# the same numbers as gguf.LlamaFileType).
-FTYPES = {"f16": 1, "q8_0": 7, "q4_k_m": 15}
+# the same numbers as gguf.LlamaFileType; llama-quantize's type names Q4_0 / Q8_0 / Q4_K_M map to them in
+# tools/quantize/quantize.cpp QUANT_OPTIONS, e.g. { "Q4_0", LLAMA_FTYPE_MOSTLY_Q4_0, ... }).
+FTYPES = {"f16": 1, "q4_0": 2, "q8_0": 7, "q4_k_m": 15}
 
 # safetensors dtype name -> numpy dtype name (bf16 is read as raw uint16 and widened by hand).
 _ST_DTYPES = {"F32": "float32", "F16": "float16", "BF16": "uint16"}

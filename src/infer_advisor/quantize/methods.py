@@ -84,7 +84,7 @@ class MethodSpec(BaseModel):
     group_size: int | None = Field(default=None, description="Input columns per quantization group; None if n/a.")
     calibration: bool = Field(default=False, description="True when the backend uses the calibration text.")
     ct2_quantization: str | None = Field(default=None, description="CTranslate2 `quantization` argument.")
-    gguf_type: str | None = Field(default=None, description="GGUF weight type (f16, q8_0, q4_k_m).")
+    gguf_type: str | None = Field(default=None, description="GGUF weight type (f16, q8_0, q4_k_m, q4_0).")
     num_samples: int = Field(default=64, description="Calibration samples to use at most.")
     extra: str = Field(description="The pip extra that installs the backend.")
     format: str = Field(description="The on-disk format written.")
