@@ -45,6 +45,12 @@ RELEASES_BY_DATE = {
 }
 OLDEST = {"vllm": "0.5.0", "sglang": "0.3.0", "tgi": "1.0.0", "trtllm": "0.9.0"}
 MAX_OFFLINE_CONCURRENCY = 4096
+# Sources whose per-user speed is, by their client's stated code, a request's output tokens over its whole time from
+# sending to the last token (TTFT inside), not 1 / time per output token: France Travail's benchmark_llm_serving
+# (`io_classes.py` 41 `speed_from_beginning = response_length / total_query_time`, `total_query_time = ending_timestamp
+# - starting_timestamp` 31; the README row is the median of it at 10 workers: `make_graphs.py` 126-129,
+# `make_readmes.py` 77). Added after batch 7 (speedfix8, retrospective).
+PER_USER_FROM_REQUEST_START = {"francetravail-results-benchmark-llm-serving"}
 
 
 @dataclass
@@ -303,7 +309,8 @@ def _values(p, perf) -> dict[str, float]:
         elif name == "requests_per_s":
             values[name] = perf.deployment_requests_per_s
         elif name == "output_tokens_per_s_per_user":
-            values[name] = out / perf.e2e_s if p.mode == "batch1_decode" else perf.output_tokens_per_s_per_request
+            whole = p.mode == "batch1_decode" or p.source_id in PER_USER_FROM_REQUEST_START
+            values[name] = out / perf.e2e_s if whole else perf.output_tokens_per_s_per_request
         elif name == "prefill_tokens_per_s":
             values[name] = inp / perf.ttft_s if perf.ttft_s and inp else math.nan
     _ = reps

@@ -181,3 +181,20 @@ def test_runs_batch_4_published_are_planned_not_refused():
         pred = predict_point(b4[pid])
         assert pred.refused is None and pred.values, pid
     assert predict_point(b4["trtllm0190-b200-llama33-70b-nvfp4-tp1-128-128"]).asked["model"] == "nvidia/Llama-3.3-70B-Instruct-FP4"
+
+
+def test_a_per_request_speed_counted_from_sending_is_read_as_tokens_over_the_whole_request():
+    """France Travail's benchmark_llm_serving reports a request's tokens over its whole time, TTFT inside
+    (``io_classes.py`` 41: ``speed_from_beginning = response_length / total_query_time``): output / e2e, not 1 / TPOT.
+    Added after batch 7 (speedfix8, retrospective)."""
+    from pathlib import Path
+
+    from benchmarks.speed_predict import use_dataset
+
+    ds = load_dataset(Path(__file__).resolve().parents[2] / "benchmarks/published/prospective/batch7.yaml")
+    use_dataset(ds)
+    p = next(q for q in ds.points if q.id == "francetravail-a100-80g-llama31-8b-vllm060-tp1-c10-1024-128")
+    plan, _ = plan_point(p)
+    perf = plan.performance
+    assert predict_point(p).values["output_tokens_per_s_per_user"] == pytest.approx(p.output_tokens / perf.e2e_s, rel=1e-9)
+    assert p.output_tokens / perf.e2e_s < perf.output_tokens_per_s_per_request
