@@ -160,6 +160,10 @@ def gemm_efficiencies(prof: EngineSpeed, quantization: str, gpu: GPUInfo | None,
         head_bw_batched=(min(head_curve.bandwidth_efficiency * gemm_scale * gddr, 0.98) if on_gpu else cpu_batched) * bw,
         head_launch=head_curve.launch_s * launch_on, head_table=head_curve.compute_efficiency_by_tokens if on_gpu else flat,
         head_peak=ceil.peaks["bf16"],
+        # the experts as the engine's mat-vec over the selected ids (engines.yaml expert_matvec_max_rows): the expert
+        # class's mat-vec bandwidth, the same formula as the weights' at one row
+        expert_matvec_bw=(min(k.gemm[ek.curve].bandwidth_efficiency * ek.bandwidth_scale * gemm_scale * gddr, 0.98) if on_gpu else cpu_eff) * bw,
+        expert_matvec_max_rows=prof.expert_matvec_max_rows if on_gpu else 0,
         grouped_launch=k.grouped_gemm.launch_s * launch_on,
         grouped_bw=(min(k.grouped_gemm.bandwidth_efficiency * ek.bandwidth_scale * gemm_scale * gddr * moe, 0.98) if on_gpu else cpu_eff) * bw,
         grouped_scale=min(k.grouped_gemm.compute_efficiency_scale * moe, 1.0),
