@@ -108,6 +108,7 @@ class StepModel:
     dense_flops_per_row: float
     gemm_kernels: float
     expert_bytes: float
+    expert_stored_bytes: float  # the experts as the format stores them (the mat-vec path; expert_bytes: the fitted count)
     experts: int
     experts_per_token: int
     expert_flops_per_row: float
@@ -199,6 +200,7 @@ class StepModel:
             return 0.0
         nbytes = self.expert_bytes * touched / self.experts
         if rows <= self.expert_matvec_max_rows:  # the selected experts' bytes at the class's mat-vec bandwidth, no padding
+            nbytes = self.expert_stored_bytes * touched / self.experts
             eta = interp_log(self.gemm_table, 1.0) * self.expert_compute_scale
             return self.grouped_launch * self.moe_layer_share + max(nbytes / self.expert_matvec_bw,
                                                                     rows * self.expert_flops_per_row / (eta * self.expert_peak))

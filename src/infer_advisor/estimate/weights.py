@@ -72,10 +72,6 @@ def group_bytes(
     for group, n in counts.items():
         if group == "expert_linear" and expert_fmt is not None:
             out[group] = n * _bytes_per_param(expert_fmt, group, base, None)
-        elif group == "expert_linear" and "expert_linear" not in fmt.quantizes:
-            # split off for the speed model only (split_experts): the experts are linear weights, stored as the format
-            # stores ``linear``, as the unsplit total counts them (they were read at the model dtype until speedfix9)
-            out[group] = n * _bytes_per_param(fmt, "linear", base, group_size)
         elif group == "fp8_linear":
             out[group] = n * _bytes_per_param(weight_format("fp8"), "linear", base, None)
         elif group == "lm_head" and p.quantized_lm_head and own_checkpoint:  # MIXED_PRECISION's 4-bit lm_head
