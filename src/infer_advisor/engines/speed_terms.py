@@ -131,6 +131,10 @@ class EngineSpeed(BaseModel):
         description="Host time of one request outside the engine steps (HTTP, tokenisation, scheduling, first sampling): added to TTFT.",
     )
     moe_routing_kernels: float = Field(default=4, ge=0, description="Kernels per MoE layer that route tokens (top-k, sort/align, permute, combine).")
+    expert_matvec_max_rows: int = Field(
+        default=0, ge=0, description="Rows (tokens) per step up to which the engine runs the routed experts as its mat-vec "
+        "over the selected experts' ids (the experts' bytes at the expert kernel class's mat-vec bandwidth, no tile padding) "
+        "instead of a grouped GEMM; 0: never (llama.cpp: 1, ggml-cuda.cu ggml_cuda_mul_mat_id).")
     moe_routing_source: str = "vLLM fused_moe: topk_softmax, moe_align_block_size, the fused expert kernels' gather and moe_sum (model_executor/layers/fused_moe)"
     hybrid_state_ratio: float | None = Field(
         default=None, gt=0, description="Hybrid (Mamba / DeltaNet) models: recurrent-state pool : KV pool memory ratio r; the engine "

@@ -87,6 +87,11 @@ def shapes(model: ModelFacts, quantization: str, dtype: str, kv_cache_dtype: str
     from .memory import kv_bytes_per_token_per_gpu, recurrent_state_bytes_per_sequence, weight_bytes_by_group
 
     groups = weight_bytes_by_group(model, quantization, dtype, split_experts=True)
+    # The split-off experts above are at the model dtype where the format quantizes ``linear`` but does not name
+    # ``expert_linear`` (weights.py _bytes_per_param): the grouped-GEMM path was fitted with that count (vLLM's moe_scale
+    # 1.5 at its bound in 478a15ff4011) and keeps it until a refit; the mat-vec path reads the experts as stored, the
+    # unsplit ``linear`` less the split one (speedfix9, RETROSPECTIVE)
+    stored_experts = weight_bytes_by_group(model, quantization, dtype)["linear"] - groups["linear"]
     p = model.params
     layers = max(model.num_layers, 1)
     moe = model.num_experts > 0 and p.expert_linear > 0
@@ -112,7 +117,7 @@ def shapes(model: ModelFacts, quantization: str, dtype: str, kv_cache_dtype: str
         dense_bytes=groups["linear"] / layers / tp + (0.0 if moe else groups.get("expert_linear", 0.0) / layers / tp),
         dense_flops_per_row=2 * ((p.linear - p.expert_linear) if moe else p.linear) / layers / tp,
         gemm_kernels=((5 if model.attention == "mla" else 2) + ((1 + (2 if model.num_shared_experts else 0)) if moe else 2)) * block_share,
-        expert_bytes=groups.get("expert_linear", 0.0) / layers / tp if moe else 0.0, experts=experts, experts_per_token=top_k,
+        expert_bytes=groups.get("expert_linear", 0.0) / layers / tp if moe else 0.0, expert_stored_bytes=stored_experts / layers / tp if moe else 0.0, experts=experts, experts_per_token=top_k,
         expert_flops_per_row=2 * top_k * (p.expert_linear / layers / max(experts, 1)) / tp if moe else 0.0,
         kv_full_bytes_per_token=full_tok, kv_window_bytes_per_token=slide_tok, window=model.sliding_window,
         q_width=model.num_attention_heads * model.head_dim / tp,
@@ -160,6 +165,10 @@ def gemm_efficiencies(prof: EngineSpeed, quantization: str, gpu: GPUInfo | None,
         head_bw_batched=(min(head_curve.bandwidth_efficiency * gemm_scale * gddr, 0.98) if on_gpu else cpu_batched) * bw,
         head_launch=head_curve.launch_s * launch_on, head_table=head_curve.compute_efficiency_by_tokens if on_gpu else flat,
         head_peak=ceil.peaks["bf16"],
+        # the experts as the engine's mat-vec over the selected ids (engines.yaml expert_matvec_max_rows): the expert
+        # class's mat-vec bandwidth, the same formula as the weights' at one row
+        expert_matvec_bw=(min(k.gemm[ek.curve].bandwidth_efficiency * ek.bandwidth_scale * gemm_scale * gddr, 0.98) if on_gpu else cpu_eff) * bw,
+        expert_matvec_max_rows=prof.expert_matvec_max_rows if on_gpu else 0,
         grouped_launch=k.grouped_gemm.launch_s * launch_on,
         grouped_bw=(min(k.grouped_gemm.bandwidth_efficiency * ek.bandwidth_scale * gemm_scale * gddr * moe, 0.98) if on_gpu else cpu_eff) * bw,
         grouped_scale=min(k.grouped_gemm.compute_efficiency_scale * moe, 1.0),

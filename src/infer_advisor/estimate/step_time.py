@@ -108,6 +108,7 @@ class StepModel:
     dense_flops_per_row: float
     gemm_kernels: float
     expert_bytes: float
+    expert_stored_bytes: float  # the experts as the format stores them (the mat-vec path; expert_bytes: the fitted count)
     experts: int
     experts_per_token: int
     expert_flops_per_row: float
@@ -146,6 +147,8 @@ class StepModel:
     grouped_scale: float
     expert_peak: float
     expert_compute_scale: float
+    expert_matvec_bw: float
+    expert_matvec_max_rows: int  # up to these rows the experts run as a mat-vec over the selected ids (llama.cpp: 1)
     attn_launch: float
     attn_bw: float
     prefill_attn_table: list
@@ -196,6 +199,11 @@ class StepModel:
         if not touched:
             return 0.0
         nbytes = self.expert_bytes * touched / self.experts
+        if rows <= self.expert_matvec_max_rows:  # the selected experts' bytes at the class's mat-vec bandwidth, no padding
+            nbytes = self.expert_stored_bytes * touched / self.experts
+            eta = interp_log(self.gemm_table, 1.0) * self.expert_compute_scale
+            return self.grouped_launch * self.moe_layer_share + max(nbytes / self.expert_matvec_bw,
+                                                                    rows * self.expert_flops_per_row / (eta * self.expert_peak))
         per_expert_rows = rows * self.experts_per_token / touched
         padded = touched * max(MOE_TILE_ROWS, math.ceil(per_expert_rows / MOE_TILE_ROWS) * MOE_TILE_ROWS)
         eta = self.grouped_scale * interp_log(self.gemm_table, max(per_expert_rows, 1.0)) * self.expert_compute_scale
