@@ -201,6 +201,47 @@ def llamacpp_points():
     return pts
 
 
+
+# ---------------------------------------------------------------- TGI PR #1243 (fxmarty): text-generation-benchmark on A100, Llama-2-13b-chat
+TG_ID = "tgi-pr-1243-llama2-13b-a100-benchmark"
+TG_URL = "https://github.com/huggingface/text-generation-inference/pull/1243"
+TG_RAW = "tgi-pr-1243.excerpt.md"
+TG_CMD = ("* On A100: `text-generation-benchmark --tokenizer-name meta-llama/Llama-2-13b-chat-hf --sequence-length 40 --decode-length 10 "
+          "--runs 1 --warmups 1 -b 100 -b 150 -b 200 -b 250 -b 300 -b 350 -b 400 -b 450 -b 600 -b 700 -b 800`")
+TG_HEAD = "| Step | Batch Size | Average | Lowest | Highest | p50 | p90 | p99 |"
+TG_ROWS = [(100, "370.77"), (150, "587.97"), (200, "765.51"), (250, "1015.73"), (300, "1164.50")]
+
+
+def tgi_points():
+    pts = []
+    for batch, val in TG_ROWS:
+        cell = f"{val} ms"
+        step = "Prefill" if batch == 100 else ""
+        row = f"| {step} | {batch} | {cell} | {cell} | {cell} | {cell} | {cell} | {cell} |".replace("|  |", "| |")
+        pts.append(point(
+            id=f"tgi1243-a100-llama2-13b-chat-prefill-b{batch}-40-10", source_id=TG_ID, source_url=TG_URL,
+            quote=quote(TG_RAW, "fxmarty · description · 2023-11-07",
+                        "* Should we have a `ghcr.io/huggingface/text-generation-inference:1.1.0+rocm` hosted image, or is it too early?",
+                        TG_CMD, "### A100", TG_HEAD, row),
+            quote_context=f"PR description (date, TGI 1.1.0) and fxmarty's comment: the A100 text-generation-benchmark command and "
+                          f"the Prefill row of batch size {batch}",
+            engine="tgi", engine_version="main after 1.1.0 (PR branch of 2023-11; '1.1.0+rocm' image discussed)",
+            engine_backend="text-generation-benchmark (direct to the model shards), flash attention v2, paged attention",
+            model="meta-llama/Llama-2-13b-chat-hf", catalog_model="meta-llama/Llama-2-13b-hf", quantization="none", gpu="A100-80GB",
+            gpu_as_stated="A100", gpu_count=1, tp=1, mode="static_batch", batch=batch, input_tokens=40, output_tokens=10,
+            length_distribution="fixed", metrics={"ttft_s": metric(ms(val), "single")}, primary_metric="ttft_s",
+            inferred=["gpu", "gpu_count", "tp", "metrics.ttft_s", "engine_version"],
+            notes=f"TGI's text-generation-benchmark on an A100 (fxmarty, the PR adding ROCm support to TGI, 2023-11): "
+                  f"meta-llama/Llama-2-13b-chat-hf, a static batch of {batch} sequences of 40 prompt tokens, decode length 10, one run "
+                  f"after one warm-up. The Prefill step latency (the time to prefill the whole batch, which the benchmark tool "
+                  f"reports per step) is recorded as the batch's TTFT (one run: average = lowest = highest). A100 memory variant, "
+                  f"shard count (read as 1) and dtype (fp16 default) not stated.",
+            doubt="The TGI build is the PR's branch of 2023-11 (after 1.1.0), not a release; A100 40 GB or 80 GB not stated; one run "
+                  "per batch size; text-generation-benchmark talks to the shards over gRPC without the router, so no queueing is "
+                  "included; the prefill figure is the whole batch's prefill step, which the model may or may not treat as TTFT.",
+        ))
+    return pts
+
 # ---------------------------------------------------------------- sources
 SOURCES = [
     {"source_id": TR_ID, "url": TR_URL,
@@ -219,11 +260,16 @@ SOURCES = [
      "title": "ggml-org/llama.cpp PR #15451 'CUDA: Accelerate MXFP4 table lookup using __byte_perm' ('Master' llama-bench)",
      "kind": "issue", "date": "2025-08-24 (comment)", "publisher": "drrros (llama.cpp PR comment)",
      "notes": "Excerpt of the issues corpus (search tool), raw/llamacpp-pr-15451.excerpt.md. New publisher."},
+    {"source_id": TG_ID, "url": TG_URL,
+     "title": "huggingface/text-generation-inference PR #1243 'Add RoCm support' (text-generation-benchmark on A100)",
+     "kind": "issue", "date": "2023-11-07 (PR description; benchmark comment undated in the stored text)",
+     "publisher": "fxmarty (Hugging Face, TGI PR)",
+     "notes": "Two excerpts of the issues corpus (search tool), raw/tgi-pr-1243.excerpt.md. New publisher."},
 ]
 
 
 def main():
-    pts = trtllm_points() + aiter_points() + bbuf_points() + llamacpp_points()
+    pts = trtllm_points() + aiter_points() + bbuf_points() + llamacpp_points() + tgi_points()
     write_batch(OUT, "Batch 10 of published LLM-serving speed measurements from sources never used in benchmarks/published (speed_points, "
                      "serving_curves, lora_points, prospective batch1-9 and every other data file), gathered 2026-12-05 (02:01-02:25 UTC) "
                      "for prospective grading of the profile frozen for batch 9 (478a15ff4011, main 395c9c7). Same schema as speed_points.yaml.",

@@ -26,6 +26,7 @@ RAW_OF = {
     "rocm-aiter-pr-3422-glm51-fp8-mi300x": "rocm-aiter-pr-3422.excerpt.md",
     "bbuf-ai-infra-skills-pr-18-sglang-h100": "bbuf-ai-infra-skills-pr-18.excerpt.md",
     "llamacpp-pr-15451-gptoss20b-2x-rtxa5000": "llamacpp-pr-15451.excerpt.md",
+    "tgi-pr-1243-llama2-13b-a100-benchmark": "tgi-pr-1243.excerpt.md",
 }
 
 
