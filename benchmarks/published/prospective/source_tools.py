@@ -13,7 +13,7 @@ import copy
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import yaml
 
@@ -115,6 +115,20 @@ def other_files_naming(pub: Path, skip: Iterable[Path], repos: set[str]) -> dict
                 seen.setdefault(r, []).append(f.name)
     return seen
 
+
+def repository_info(pub: Path, skip: Iterable[Path]) -> Callable[[Any], list[str]]:
+    """check_batch's more_info: a line per source repository that other (non-speed) data files of benchmarks/published name."""
+    skip = list(skip)
+
+    def lines(data) -> list[str]:
+        naming = other_files_naming(pub, skip, {repo(s.url) for s in data.sources})
+        return [f"repository {r} is named by non-speed data files: {', '.join(files)}" for r, files in sorted(naming.items())]
+    return lines
+
+
+def ms(text: str) -> float:
+    """A printed millisecond figure (thousands commas allowed) in seconds."""
+    return round(float(text.replace(",", "")) / 1000, 6)
 
 def _point_problems(p, urls, ids, raw_path: Callable) -> list[str]:
     from infer_advisor.hardware.catalog import find_entry as find_gpu

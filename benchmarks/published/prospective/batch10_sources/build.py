@@ -14,16 +14,11 @@ HERE = Path(__file__).resolve().parent
 if str(HERE.parents[3]) not in sys.path:  # run as a script: the repository root, for the shared source tools
     sys.path.insert(0, str(HERE.parents[3]))
 
-from benchmarks.published.prospective.source_tools import metric, point, quoter, write_batch  # noqa: E402
+from benchmarks.published.prospective.source_tools import metric, ms, point, quoter, write_batch  # noqa: E402
 
 RAW = HERE / "raw"
 OUT = HERE.parent / "batch10.yaml"
 quote = quoter(RAW)
-
-
-def ms(text: str) -> float:
-    """A printed millisecond figure in seconds."""
-    return round(float(text) / 1000, 6)
 
 
 # ---------------------------------------------------------------- TensorRT-LLM issue #4043 (andyluo7): Llama 3.1 405B FP8, B200 and H200

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from benchmarks.published.prospective.source_tools import check_batch, other_files_naming, repo
+from benchmarks.published.prospective.source_tools import check_batch, repository_info
 
 HERE = Path(__file__).resolve().parent
 PUB = HERE.parents[1]
@@ -34,14 +34,8 @@ def raw_file(p) -> Path:
     return HERE / "raw" / RAW_OF[p.source_id]
 
 
-def repo_info(data) -> list[str]:
-    """Information lines: a source repository that other (non-speed) data files of benchmarks/published name."""
-    naming = other_files_naming(PUB, USED + [BATCH], {repo(s.url) for s in data.sources})
-    return [f"repository {r} is named by non-speed data files: {', '.join(files)}" for r, files in sorted(naming.items())]
-
-
 def main() -> int:
-    return check_batch(BATCH, USED, raw_file, repo_info)
+    return check_batch(BATCH, USED, raw_file, repository_info(PUB, USED + [BATCH]))
 
 
 if __name__ == "__main__":

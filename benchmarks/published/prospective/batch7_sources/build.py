@@ -14,7 +14,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE.parents[3]) not in sys.path:  # run as a script: the repository root, for the shared source tools
     sys.path.insert(0, str(HERE.parents[3]))
 
-from benchmarks.published.prospective.source_tools import metric, point, quoter, write_batch  # noqa: E402
+from benchmarks.published.prospective.source_tools import metric, ms, point, quoter, write_batch  # noqa: E402
 
 RAW = HERE / "raw"
 OUT = HERE.parent / "batch7.yaml"
@@ -89,10 +89,6 @@ DC_LAUNCH = {
     "FP8": "python3 -m sglang.launch_server --model deepseek-ai/DeepSeek-V3 --tp 8 --quantization fp8 --kv-cache-dtype fp8_e5m2 "
            "--trust-remote-code --enable-dp-attention",
 }
-
-
-def ms(text):
-    return round(float(text.replace(",", "")) / 1000, 6)
 
 
 def datacrunch_points():
